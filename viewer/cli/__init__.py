@@ -1,0 +1,33 @@
+"""The ``wkw-viewer`` command line.
+
+``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]`` opens the window (no PATH:
+the built-in demo dataset).  Subcommands, each a module of this package with ``main(argv)``:
+``info``, ``compare``, ``demo``.  Exit codes: 0 ok, 1 a finding, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: Subcommand name -> module holding its ``main(argv) -> int``.
+COMMANDS = {
+    "info": "viewer.cli.info",
+    "compare": "viewer.cli.compare",
+    "demo": "viewer.cli.demo",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in COMMANDS:
+        module = importlib.import_module(COMMANDS[args[0]])
+        return int(module.main(args[1:]))
+    from viewer import app  # the window: imports Qt, so only when it is wanted
+
+    return int(app.main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Orthogonal planes of a dataset: the one way views get their pixels.
+
+A view asks for a ``PlaneRequest`` (normal axis, index along it, in-plane box) and gets back a
+``Plane``: the voxels as ``(C, U, V)`` plus a per-pixel ``status`` saying, for every pixel, which
+of the four looks it has (real data, not loaded yet, file absent, block failed).  In-plane axes
+are the two remaining axes in increasing order: XY (normal z) -> (x, y); XZ (normal y) -> (x, z);
+YZ (normal x) -> (y, z).
+
+``read_plane`` answers synchronously; the background loader answers the same request from its
+cache at once and fills in the rest later.  Both return ``Plane``.  Qt-free; any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format import FormatError, wkw
+
+#: Normal axis of each view, and the in-plane axes (u, v) it shows.
+XY, XZ, YZ = 2, 1, 0
+IN_PLANE: dict[int, tuple[int, int]] = {XY: (0, 1), XZ: (0, 2), YZ: (1, 2)}
+VIEW_NAMES = {XY: "XY", XZ: "XZ", YZ: "YZ"}
+
+
+class Status(IntEnum):
+    """The four looks of a pixel; never confused with one another."""
+
+    DATA = 0  #: real data (real zeros included)
+    PENDING = 1  #: not loaded yet
+    ABSENT = 2  #: the file does not exist (sparse dataset): reads as zeros
+    FAILED = 3  #: the block could not be read; see ``Plane.errors``
+
+
+@dataclass(frozen=True)
+class PlaneRequest:
+    """A plane: normal ``axis`` (0 x, 1 y, 2 z), voxel ``index`` along it, and the in-plane box
+    ``[lo, hi)`` in (u, v) voxel coordinates."""
+
+    axis: int
+    index: int
+    lo: tuple[int, int]
+    hi: tuple[int, int]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.hi[0] - self.lo[0], self.hi[1] - self.lo[1])
+
+    def box(self) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """The request as a 3-D ``(offset, shape)`` with thickness 1 along the normal."""
+        offset = [0, 0, 0]
+        shape = [1, 1, 1]
+        offset[self.axis] = self.index
+        u, v = IN_PLANE[self.axis]
+        offset[u], offset[v] = self.lo
+        shape[u], shape[v] = self.shape
+        return (tuple(offset), tuple(shape))  # type: ignore[return-value]
+
+
+@dataclass
+class Plane:
+    """The answer to a ``PlaneRequest``.  ``data`` is ``(C, U, V)``; ``status`` is ``(U, V)``
+    uint8 of ``Status`` values; ``errors`` maps ``(file path, block index)`` to the error."""
+
+    request: PlaneRequest
+    data: npt.NDArray[Any]
+    status: npt.NDArray[np.uint8]
+    errors: dict[tuple[str, int], FormatError] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Nothing on this plane is still waiting to load."""
+        return not bool(np.any(self.status == Status.PENDING))
+
+
+def read_plane(dataset: wkw.Dataset, request: PlaneRequest) -> Plane:
+    """Read a plane synchronously, file by file; a damaged file or block marks its pixels
+    FAILED (with the error kept) instead of failing the whole plane."""
+    h = dataset.header
+    offset, shape = request.box()
+    vol = np.zeros((h.num_channels, *shape), dtype=h.dtype, order="F")
+    status = np.zeros(shape, dtype=np.uint8)
+    errors: dict[tuple[str, int], FormatError] = {}
+    side = dataset.file_len_vx
+    for fx, fy, fz in dataset.files_in_box(offset, shape):
+        origin = (fx * side, fy * side, fz * side)
+        lo = [max(o, g) for o, g in zip(offset, origin)]
+        hi = [min(o + s, g + side) for o, s, g in zip(offset, shape, origin)]
+        region = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, offset))
+        try:
+            f = dataset.get_file(fx, fy, fz)
+            if f is None:
+                status[region] = Status.ABSENT
+                continue
+            f.read_into(vol, [a - g for a, g in zip(lo, origin)],
+                        [a - o for a, o in zip(lo, offset)], [b - a for a, b in zip(lo, hi)])
+        except FormatError as exc:
+            status[region] = Status.FAILED
+            errors[(exc.path or dataset.file_path(fx, fy, fz), exc.block or 0)] = exc
+    u, v = IN_PLANE[request.axis]
+    data = np.moveaxis(vol, 1 + request.axis, -1)[..., 0]
+    return Plane(request, data, np.moveaxis(status, request.axis, -1)[..., 0], errors)

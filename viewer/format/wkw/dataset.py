@@ -1,0 +1,290 @@
+"""A WKW dataset: a directory with ``header.wkw`` and data files ``z{Z}/y{Y}/x{X}.wkw``.
+
+Opening is lazy: only header.wkw is read; a data file is opened the first time a read touches
+it (and kept open in a small cache), never listed up front.  A missing file reads as zeros.
+Every file is read by its own header; one whose geometry or voxel type differs from header.wkw
+is a ``DatasetLayoutError``.  A single ``.wkw`` file can be opened as a one-file dataset whose
+coordinates are the file's own.
+
+The public methods mirror the reference binding (PyPI ``wkw``): ``Dataset.open``,
+``Dataset.create``, ``.header``, ``.read(offset, shape) -> (C, X, Y, Z)`` Fortran order,
+``.write(offset, data)``, ``.compress(dst)``, ``.list_files()``, ``.close()``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format.errors import DatasetLayoutError, FormatError, HeaderError
+from viewer.format.wkw import writer
+from viewer.format.wkw.file import File
+from viewer.format.wkw.header import HEADER_SIZE, Header
+
+HEADER_FILE = "header.wkw"
+#: Open data files kept per dataset (each holds one descriptor).
+OPEN_FILES = 128
+
+Vec3 = tuple[int, int, int]
+
+
+class Dataset:
+    """A WKW dataset directory (or a single file opened as one).  Reads are thread-safe."""
+
+    def __init__(self, root: str, header: Header, single_file: str | None = None) -> None:
+        self.root = root
+        self.header = header
+        #: Set when a lone .wkw file was opened; its coordinates are then the file's own.
+        self.single_file = single_file
+        self._files: OrderedDict[Vec3, File | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- opening and creating -----------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], header: Header | None = None) -> Dataset:
+        """Open a dataset directory or a single ``.wkw`` data file.  With ``header`` (as in the
+        reference), a directory without header.wkw is created with that header."""
+        path = os.fspath(path)
+        if os.path.isfile(path):
+            if os.path.basename(path) == HEADER_FILE:
+                return cls.open(os.path.dirname(path) or ".")
+            with File.open(path) as f:
+                return cls(os.path.dirname(path) or ".", f.header.replace(data_offset=0),
+                           single_file=path)
+        if not os.path.isdir(path):
+            if header is not None:
+                return cls.create(path, header)
+            raise DatasetLayoutError("no such file or directory", path)
+        header_path = os.path.join(path, HEADER_FILE)
+        if not os.path.exists(header_path):
+            if header is not None:
+                return cls.create(path, header)
+            raise DatasetLayoutError(f"not a WKW dataset: no {HEADER_FILE}", path)
+        with open(header_path, "rb") as fh:
+            raw = fh.read(HEADER_SIZE + 1)
+        parsed = Header.from_bytes(raw, header_path)
+        return cls(path, parsed.replace(data_offset=0))
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], header: Header) -> Dataset:
+        """Create a dataset directory with ``header`` (written as header.wkw)."""
+        path = os.fspath(path)
+        os.makedirs(path, exist_ok=True)
+        header = header.replace(data_offset=0)
+        writer.write_atomically(os.path.join(path, HEADER_FILE), header.to_bytes(0))
+        return cls(path, header)
+
+    def close(self) -> None:
+        with self._lock:
+            files = list(self._files.values())
+            self._files.clear()
+        for f in files:
+            if f is not None:
+                f.close()
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<wkw.Dataset {self.single_file or self.root!r} {self.header!r}>"
+
+    # -- files --------------------------------------------------------------------------------
+    @property
+    def file_len_vx(self) -> int:
+        return self.header.file_len_vx
+
+    def file_path(self, fx: int, fy: int, fz: int) -> str:
+        """Path of the data file at file-grid position (fx, fy, fz)."""
+        if self.single_file is not None:
+            return self.single_file
+        return os.path.join(self.root, f"z{fz}", f"y{fy}", f"x{fx}.wkw")
+
+    def get_file(self, fx: int, fy: int, fz: int) -> File | None:
+        """The open data file at file-grid position, or None when it is absent."""
+        key = (fx, fy, fz)
+        with self._lock:
+            if key in self._files:
+                self._files.move_to_end(key)
+                return self._files[key]
+        if self.single_file is not None and key != (0, 0, 0):
+            f: File | None = None
+        else:
+            try:
+                f = File.open(self.file_path(fx, fy, fz))
+            except FileNotFoundError:
+                f = None
+            if f is not None and not f.header.same_geometry(self.header):
+                diffs = "; ".join(self.header.differences(f.header))
+                f.close()
+                raise DatasetLayoutError(
+                    f"file header differs from {HEADER_FILE} ({HEADER_FILE} vs file: {diffs})",
+                    self.file_path(fx, fy, fz), offset=0)
+        with self._lock:
+            self._files[key] = f
+            self._files.move_to_end(key)
+            while len(self._files) > OPEN_FILES:
+                self._files.popitem(last=False)  # closed when the last reader lets go
+        return f
+
+    def forget_file(self, fx: int, fy: int, fz: int) -> None:
+        """Drop the cached handle (after the file was rewritten or deleted)."""
+        with self._lock:
+            self._files.pop((fx, fy, fz), None)
+
+    def list_files(self) -> Iterator[str]:
+        """Paths of the data files present, lazily, in directory order."""
+        if self.single_file is not None:
+            yield self.single_file
+            return
+        for zname in _sorted_dir(self.root, "z"):
+            zdir = os.path.join(self.root, zname)
+            for yname in _sorted_dir(zdir, "y"):
+                ydir = os.path.join(zdir, yname)
+                for xname in _sorted_dir(ydir, "x", ".wkw"):
+                    yield os.path.join(ydir, xname)
+
+    def file_position(self, path: str) -> Vec3:
+        """File-grid position (fx, fy, fz) of a data file path of this dataset."""
+        if self.single_file is not None:
+            return (0, 0, 0)
+        rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+        parts = rel.split("/")
+        try:
+            z, y, x = parts
+            return (int(x[1:-4]), int(y[1:]), int(z[1:]))
+        except ValueError:
+            raise DatasetLayoutError("not a data file path of this dataset", path) from None
+
+    def files_in_box(self, offset: Sequence[int], shape: Sequence[int]) -> Iterator[Vec3]:
+        """File-grid positions the box touches, x fastest."""
+        side = self.file_len_vx
+        lo = [max(int(o), 0) // side for o in offset]
+        hi = [(int(o) + int(s) - 1) // side for o, s in zip(offset, shape)]
+        for fz in range(lo[2], hi[2] + 1):
+            for fy in range(lo[1], hi[1] + 1):
+                for fx in range(lo[0], hi[0] + 1):
+                    yield (fx, fy, fz)
+
+    # -- reading ------------------------------------------------------------------------------
+    def read(self, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]:
+        """The box ``[offset, offset + shape)`` as a ``(C, X, Y, Z)`` Fortran-order array."""
+        offset = _vec3(offset, "offset")
+        shape = _vec3(shape, "shape")
+        if min(offset) < 0 or min(shape) < 0:
+            raise ValueError(f"offset and shape must be non-negative, not {offset}, {shape}")
+        h = self.header
+        out = np.zeros((h.num_channels, *shape), dtype=h.dtype, order="F")
+        if min(shape) == 0:
+            return out
+        self.read_into(out, offset)
+        return out
+
+    def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``, F order) into it.
+        Absent files leave their part of ``out`` untouched."""
+        shape = out.shape[1:]
+        side = self.file_len_vx
+        for fx, fy, fz in self.files_in_box(offset, shape):
+            f = self.get_file(fx, fy, fz)
+            if f is None:
+                continue
+            origin = (fx * side, fy * side, fz * side)
+            local = [int(o) - g for o, g in zip(offset, origin)]
+            out_off = [max(-lv, 0) for lv in local]
+            f.read_into(out, [max(lv, 0) for lv in local], out_off,
+                        [int(s) - oo for s, oo in zip(shape, out_off)])
+
+    # -- writing ------------------------------------------------------------------------------
+    def write(self, offset: Sequence[int], data: npt.NDArray[Any]) -> None:
+        """Write ``data`` (``(X, Y, Z)`` or ``(C, X, Y, Z)``) at voxel ``offset``.
+
+        Raw files are written in place; LZ4/LZ4HC files are rebuilt whole in a temporary file
+        and renamed over the old one, merging what the file already held outside the box."""
+        if self.single_file is not None:
+            raise DatasetLayoutError("writing to a single opened file is not supported; open "
+                                     "its dataset directory", self.single_file)
+        offset = _vec3(offset, "offset")
+        if min(offset) < 0:
+            raise ValueError(f"offset must be non-negative, not {offset}")
+        data = self._check_data(data)
+        shape = data.shape[1:]
+        side = self.file_len_vx
+        for fx, fy, fz in self.files_in_box(offset, shape):
+            origin = (fx * side, fy * side, fz * side)
+            lo = [max(o, g) for o, g in zip(offset, origin)]
+            hi = [min(o + s, g + side) for o, s, g in zip(offset, shape, origin)]
+            if any(b <= a for a, b in zip(lo, hi)):
+                continue
+            part = data[:, lo[0] - offset[0]:hi[0] - offset[0], lo[1] - offset[1]:hi[1] - offset[1],
+                        lo[2] - offset[2]:hi[2] - offset[2]]
+            local = tuple(a - g for a, g in zip(lo, origin))
+            path = self.file_path(fx, fy, fz)
+            self.forget_file(fx, fy, fz)
+            writer.write_into_file(path, self.header, local, part)
+            self.forget_file(fx, fy, fz)
+
+    def _check_data(self, data: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        h = self.header
+        if not isinstance(data, np.ndarray):
+            raise TypeError("data must be a numpy array")
+        if data.ndim == 3:
+            data = data[np.newaxis]
+        if data.ndim != 4:
+            raise ValueError(f"data must be (X, Y, Z) or (C, X, Y, Z), not {data.shape}")
+        if data.shape[0] != h.num_channels:
+            raise ValueError(f"data has {data.shape[0]} channels, the dataset {h.num_channels}")
+        if data.dtype.newbyteorder("<") != h.dtype and data.dtype != h.dtype:
+            raise ValueError(f"data is {data.dtype}, the dataset {h.dtype}")
+        return data
+
+    def compress(self, dst_path: str | os.PathLike[str], compress_files: bool = True,
+                 progress: Any = None) -> Dataset:
+        """Write an LZ4HC copy of this dataset to ``dst_path`` and return it opened.
+
+        Unlike the reference (which by default only creates the header), every data file is
+        converted unless ``compress_files`` is False.  ``progress(done, total)`` is called
+        after each file."""
+        dst = Dataset.create(dst_path, self.header.replace(block_type=Header.BLOCK_TYPE_LZ4HC))
+        if not compress_files:
+            return dst
+        files = list(self.list_files())
+        for n, path in enumerate(files, 1):
+            rel = os.path.relpath(path, self.root)
+            writer.compress_file(path, os.path.join(os.fspath(dst_path), rel), self.header)
+            if progress is not None:
+                progress(n, len(files))
+        return dst
+
+
+def _vec3(value: Sequence[int], what: str) -> Vec3:
+    vals = tuple(int(v) for v in value)
+    if len(vals) != 3:
+        raise ValueError(f"{what} must have three entries (x, y, z), not {value!r}")
+    return vals  # type: ignore[return-value]
+
+
+def _sorted_dir(path: str, prefix: str, suffix: str = "") -> list[str]:
+    """Entries ``{prefix}{N}{suffix}`` of a directory, sorted by N; others are skipped."""
+    try:
+        names = os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        if name.startswith(prefix) and name.endswith(suffix):
+            digits = name[len(prefix):len(name) - len(suffix)]
+            if digits.isdigit():
+                found.append((int(digits), name))
+    return [name for _, name in sorted(found)]
+
+
+__all__ = ["Dataset", "HEADER_FILE", "FormatError", "HeaderError"]
