@@ -12,9 +12,10 @@ cache at once and fills in the rest later.  Both return ``Plane``.  Qt-free; any
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -104,3 +105,54 @@ def read_plane(dataset: wkw.Dataset, request: PlaneRequest) -> Plane:
     u, v = IN_PLANE[request.axis]
     data = np.moveaxis(vol, 1 + request.axis, -1)[..., 0]
     return Plane(request, data, np.moveaxis(status, request.axis, -1)[..., 0], errors)
+
+
+Box3 = tuple[tuple[int, int, int], tuple[int, int, int]]
+"""A voxel box as ``(offset, shape)`` in dataset coordinates."""
+
+DataArrived = Callable[[Box3], None]
+
+
+class PlaneSource(Protocol):
+    """Where views get their planes: the synchronous reader now, the background loader later.
+
+    Called from the GUI thread only.  ``plane`` never waits for the disk in an asynchronous
+    source: it returns what is there now, the rest marked ``Status.PENDING``, and calls every
+    listener (from any thread: the ui layer hops to the GUI thread) with the box of data that
+    arrived since.
+    """
+
+    def set_wanted(self, wanted: Sequence[PlaneRequest], focused: int | None,
+                   cursor: tuple[int, int, int]) -> None:
+        """The planes on screen now (``focused`` indexes the focused view's request).  Each call
+        supersedes the last: queued work for planes no longer wanted may be dropped."""
+
+    def plane(self, request: PlaneRequest) -> Plane:
+        """The plane as far as it is available now."""
+
+    def add_listener(self, callback: DataArrived) -> None:
+        """Call ``callback(box)`` whenever data inside ``box`` became available."""
+
+    def close(self) -> None:
+        """Stop all work and release files; no thread is left behind."""
+
+
+class SyncPlaneSource:
+    """A ``PlaneSource`` that reads every plane at once on the caller's thread (no cache, no
+    prefetch): complete planes, never PENDING, so listeners are never called."""
+
+    def __init__(self, dataset: wkw.Dataset) -> None:
+        self.dataset = dataset
+
+    def set_wanted(self, wanted: Sequence[PlaneRequest], focused: int | None,
+                   cursor: tuple[int, int, int]) -> None:
+        pass
+
+    def plane(self, request: PlaneRequest) -> Plane:
+        return read_plane(self.dataset, request)
+
+    def add_listener(self, callback: DataArrived) -> None:
+        pass
+
+    def close(self) -> None:
+        self.dataset.close()

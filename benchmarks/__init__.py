@@ -1,0 +1,1 @@
+"""Benchmarks, one script per capability: ``python -m benchmarks.NAME [--json]``."""
