@@ -1,0 +1,243 @@
+"""A byte-bounded LRU cache of decoded WKW blocks, shared by the loader's worker threads.
+
+A block is identified by ``BlockKey`` = (layer, mag, file position, Morton index).  Values are
+read-only ``(C, X, Y, Z)`` arrays as ``wkw.File.read_blocks`` returns them, or the
+``FormatError`` a block raised (a failed block is remembered so that it is not read again and
+again; it costs a nominal few hundred bytes).
+
+The budget is honest: it counts every cached block's ``nbytes`` plus the jump tables of the data
+files the loader keeps open (``account_file``), so that the memory the cache stands for is what
+the budget says.  Eviction is least-recently-used, happens *before* an insertion, and never
+leaves more than the budget in use.  Blocks on screen are *pinned* (``set_pinned``) and evicted
+only when nothing else is left; ``pinned_over_budget`` then says the budget cannot hold the
+screen (the loader's warning flag).
+
+Thread safety: every method may be called from any thread (one internal lock).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format import FormatError
+
+#: Bytes a remembered failed block is charged (the error object and its message).
+FAILED_BLOCK_BYTES = 512
+GIB = 1 << 30
+
+
+class BlockKey(NamedTuple):
+    """Identity of one block: layer (any hashable id), mag, file-grid position, Morton index."""
+
+    layer: Hashable
+    mag: Hashable
+    file: tuple[int, int, int]
+    morton_index: int
+
+
+BlockValue = npt.NDArray[Any] | FormatError
+
+
+def default_budget_bytes() -> int:
+    """min(1 GiB, a quarter of physical RAM); 1 GiB where RAM cannot be asked."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return GIB
+    return int(min(GIB, ram // 4))
+
+
+def value_bytes(value: BlockValue) -> int:
+    """Bytes a cached value is charged."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    return FAILED_BLOCK_BYTES
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """A snapshot of the cache's counters."""
+
+    used_bytes: int  #: blocks + jump tables
+    block_bytes: int
+    table_bytes: int
+    budget_bytes: int
+    blocks: int
+    pinned_blocks: int
+    pinned_bytes: int
+    evictions: int
+    pinned_over_budget: bool  #: the blocks on screen alone do not fit the budget
+    peak_used_bytes: int
+
+
+class BlockCache:
+    """LRU of decoded blocks under a byte budget.  Any thread."""
+
+    def __init__(self, budget_bytes: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._blocks: OrderedDict[BlockKey, BlockValue] = OrderedDict()
+        self._block_bytes = 0
+        self._tables: dict[Hashable, int] = {}
+        self._table_bytes = 0
+        self._budget = int(budget_bytes) if budget_bytes is not None else default_budget_bytes()
+        self._pinned: frozenset[BlockKey] = frozenset()
+        self._pinned_wanted_bytes = 0
+        self._evictions = 0
+        self._peak = 0
+
+    # -- budget -------------------------------------------------------------------------------
+    @property
+    def budget_bytes(self) -> int:
+        return self._budget
+
+    def set_budget(self, budget_bytes: int) -> None:
+        """Change the budget at run time; evicts at once down to the new budget."""
+        if budget_bytes < 0:
+            raise ValueError(f"budget must be >= 0 bytes, not {budget_bytes}")
+        with self._lock:
+            self._budget = int(budget_bytes)
+            self._evict_locked(0)
+
+    @property
+    def used_bytes(self) -> int:
+        with self._lock:
+            return self._block_bytes + self._table_bytes
+
+    # -- blocks -------------------------------------------------------------------------------
+    def get(self, key: BlockKey) -> BlockValue | None:
+        """The cached value (marked most recently used), or None."""
+        with self._lock:
+            value = self._blocks.get(key)
+            if value is not None:
+                self._blocks.move_to_end(key)
+            return value
+
+    def peek(self, key: BlockKey) -> BlockValue | None:
+        """The cached value without touching the LRU order."""
+        with self._lock:
+            return self._blocks.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._blocks
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._blocks)
+
+    def put(self, key: BlockKey, value: BlockValue) -> bool:
+        """Cache a block (arrays are made read-only).  Evicts least-recently-used blocks first,
+        so that the budget is never exceeded; returns False when the value alone is larger than
+        the budget (it is then not cached)."""
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value.flags.writeable = False
+        size = value_bytes(value)
+        with self._lock:
+            old = self._blocks.pop(key, None)
+            if old is not None:
+                self._block_bytes -= value_bytes(old)
+            if not self._evict_locked(size):
+                return False
+            self._blocks[key] = value
+            self._block_bytes += size
+            self._peak = max(self._peak, self._block_bytes + self._table_bytes)
+            return True
+
+    def discard(self, key: BlockKey) -> None:
+        with self._lock:
+            old = self._blocks.pop(key, None)
+            if old is not None:
+                self._block_bytes -= value_bytes(old)
+
+    def clear(self, layer: Hashable | None = None) -> None:
+        """Drop every block (of ``layer`` only, when given) and every file accounting."""
+        with self._lock:
+            if layer is None:
+                self._blocks.clear()
+                self._block_bytes = 0
+                self._tables.clear()
+                self._table_bytes = 0
+                return
+            for key in [k for k in self._blocks if k.layer == layer]:
+                self._block_bytes -= value_bytes(self._blocks.pop(key))
+
+    def _evict_locked(self, incoming: int) -> bool:
+        """Make room for ``incoming`` bytes: unpinned blocks first (oldest first), pinned ones
+        only when nothing else is left."""
+        limit = self._budget - incoming
+        if incoming > self._budget:
+            return False
+        if self._block_bytes + self._table_bytes <= limit:
+            return True
+        need = self._block_bytes + self._table_bytes - limit
+        pinned = self._pinned
+        victims: list[BlockKey] = []
+        freed = 0
+        for key, value in self._blocks.items():
+            if freed >= need:
+                break
+            if key not in pinned:
+                victims.append(key)
+                freed += value_bytes(value)
+        for key in victims:
+            self._block_bytes -= value_bytes(self._blocks.pop(key))
+        self._evictions += len(victims)
+        while self._blocks and self._block_bytes + self._table_bytes > limit:
+            _, value = self._blocks.popitem(last=False)
+            self._block_bytes -= value_bytes(value)
+            self._evictions += 1
+        return self._block_bytes + self._table_bytes <= limit
+
+    # -- pinning ------------------------------------------------------------------------------
+    def set_pinned(self, keys: Iterable[BlockKey], wanted_bytes: int = 0) -> None:
+        """Pin the blocks on screen (replacing the previous set).  ``wanted_bytes`` is what the
+        whole screen needs decoded (cached or not), judged against the budget for the warning."""
+        with self._lock:
+            self._pinned = frozenset(keys)
+            self._pinned_wanted_bytes = int(wanted_bytes)
+
+    # -- jump tables --------------------------------------------------------------------------
+    def account_file(self, file_key: Hashable, table_bytes: int) -> None:
+        """Charge the jump table of an open data file to the budget (evicting blocks for it)."""
+        with self._lock:
+            self._table_bytes -= self._tables.pop(file_key, 0)
+            self._tables[file_key] = int(table_bytes)
+            self._table_bytes += int(table_bytes)
+            self._evict_locked(0)
+            self._peak = max(self._peak, self._block_bytes + self._table_bytes)
+
+    def release_file(self, file_key: Hashable) -> None:
+        with self._lock:
+            self._table_bytes -= self._tables.pop(file_key, 0)
+
+    # -- stats --------------------------------------------------------------------------------
+    def stats(self) -> CacheStats:
+        with self._lock:
+            pinned = self._pinned
+            pinned_present = [self._blocks[k] for k in pinned if k in self._blocks]
+            pinned_bytes = sum(value_bytes(v) for v in pinned_present)
+            return CacheStats(
+                used_bytes=self._block_bytes + self._table_bytes,
+                block_bytes=self._block_bytes,
+                table_bytes=self._table_bytes,
+                budget_bytes=self._budget,
+                blocks=len(self._blocks),
+                pinned_blocks=len(pinned_present),
+                pinned_bytes=pinned_bytes,
+                evictions=self._evictions,
+                pinned_over_budget=self._pinned_wanted_bytes + self._table_bytes > self._budget,
+                peak_used_bytes=self._peak,
+            )
+
+    def keys(self) -> list[BlockKey]:
+        """Cached keys, least recently used first."""
+        with self._lock:
+            return list(self._blocks)

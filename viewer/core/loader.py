@@ -1,0 +1,644 @@
+"""The background loader: a ``PlaneSource`` that never waits for the disk.
+
+Views say which planes are on screen (``set_wanted``) and ask for them (``plane``); the loader
+answers at once from its ``BlockCache`` (what is not there yet is ``Status.PENDING``) and has its
+worker threads read the rest, calling every listener with the box of data that arrived.
+
+How work is organised, and why:
+
+* **Whole blocks.**  A decoded block serves all three views and the 31 neighbouring planes, so
+  the loader decodes whole blocks (``File.read_blocks``) and cuts planes out of them with one
+  numpy slice per block.  An assembled plane is kept per request and only its missing blocks
+  are looked up again, so a plane the user keeps looking at costs nothing to redraw.
+* **Batches per file.**  A pool task per 32^3 block costs more than decoding it, so a task is a
+  batch: one view's visible blocks in one file (a few ms of work), or a prefetch batch.
+* **Its own priority queue, rebuilt on every** ``set_wanted`` (a generation bump): queued work
+  that is no longer wanted is dropped, the rest re-ranked: visible in the focused view, visible
+  in the other views, the next block layers in the direction of motion (and beyond a pan),
+  then the Morton neighbourhood of the cursor.  A block already cached or being read by another
+  worker is never read again (an in-flight set), whatever the generation.
+* **Blocks on screen are pinned** in the cache; when the screen alone needs more than the budget,
+  ``LoaderStats.over_budget`` says so (the panel shows a warning).
+
+Threads: ``set_wanted``, ``plane``, ``add_listener``, ``set_budget``, ``close`` are called from one
+thread (the GUI thread); ``stats`` and ``wait_idle`` from any.  Listeners are called on worker
+threads, never under a lock; workers only read files and return numpy arrays.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.core import prefetch
+from viewer.core.cache import BlockCache, BlockKey, BlockValue
+from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
+from viewer.format import FormatError, wkw
+from viewer.format.errors import BlockDecodeError, DatasetLayoutError
+
+log = logging.getLogger(__name__)
+
+Vec3 = tuple[int, int, int]
+IntArray = npt.NDArray[np.int64]
+FileState = wkw.File | FormatError | None  # open file | it failed to open | absent
+
+#: Blocks per task for blocks on screen (a few ms of decoding: both workers share a plane).
+VISIBLE_BATCH = 64
+#: Blocks per prefetch task (roughly 5-10 ms of decoding).
+PREFETCH_BATCH = 256
+#: Open data files the loader keeps (their jump tables are charged to the budget).
+OPEN_FILES = 128
+#: Assembled planes kept beyond the ones on screen.
+SPARE_PLANES = 8
+#: Prefetch may fill at most this share of the budget left after the screen.
+PREFETCH_SHARE = 0.5
+
+_UNKNOWN: Any = object()
+
+
+@dataclass(frozen=True)
+class LoaderStats:
+    """A snapshot of the loader for a panel or status bar (Qt-free)."""
+
+    queued_blocks: int
+    queued_tasks: int
+    in_flight_blocks: int
+    cache_used_bytes: int
+    cache_budget_bytes: int
+    cache_blocks: int
+    pinned_blocks: int
+    hits: int  #: blocks found in the cache when they came on screen
+    misses: int  #: blocks that had to be read when they came on screen
+    blocks_read: int
+    bytes_decoded: int
+    decode_seconds: float  #: worker time spent reading and decoding
+    prefetched_blocks: int
+    prefetch_useful: int  #: prefetched blocks that later came on screen
+    dropped_tasks: int  #: queued tasks dropped by a generation bump
+    generation: int
+    workers: int
+    over_budget: bool  #: the blocks on screen alone need more than the budget
+    peak_cache_bytes: int
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 1.0
+
+    @property
+    def decode_mb_s(self) -> float:
+        """Decoded MB per second of worker time (speed of one worker while busy)."""
+        return self.bytes_decoded / 1e6 / self.decode_seconds if self.decode_seconds else 0.0
+
+    @property
+    def prefetch_useful_fraction(self) -> float:
+        return self.prefetch_useful / self.prefetched_blocks if self.prefetched_blocks else 0.0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.queued_tasks or self.in_flight_blocks)
+
+
+@dataclass
+class _Task:
+    file: Vec3
+    keys: list[BlockKey]
+    blocks: IntArray  #: global block coordinates, aligned with keys
+    prefetch: bool
+    generation: int
+
+
+@dataclass
+class _PlaneEntry:
+    layout: prefetch.PlaneLayout
+    keys: list[BlockKey]
+    data: npt.NDArray[Any]
+    status: npt.NDArray[np.uint8]
+    missing: list[int]
+    errors: dict[tuple[str, int], FormatError] = field(default_factory=dict)
+
+
+class Loader:
+    """Background ``PlaneSource`` over a ``wkw.Dataset``: cache, priority queue, workers.
+
+    ``layer`` and ``mag`` name the dataset inside a shared ``cache`` (pass one cache to several
+    loaders to share one budget).  ``close_dataset``: close the dataset in ``close()``, as the
+    synchronous source does.
+    """
+
+    def __init__(self, dataset: wkw.Dataset, *, layer: Hashable = "", mag: Hashable = 1,
+                 workers: int = 2, cache: BlockCache | None = None,
+                 budget_bytes: int | None = None, close_dataset: bool = True,
+                 prefetch_enabled: bool = True) -> None:
+        self.dataset = dataset
+        h = dataset.header
+        self.layer = layer
+        self.mag = mag
+        self._block_len = h.block_len
+        self._blocks_per_file = h.file_len
+        self._dtype = h.dtype
+        self._channels = h.num_channels
+        self._block_nbytes = h.block_bytes
+        self._owns_cache = cache is None
+        self.cache = cache if cache is not None else BlockCache(budget_bytes)
+        if cache is not None and budget_bytes is not None:
+            self.cache.set_budget(budget_bytes)
+        self._close_dataset = close_dataset
+        self.prefetch_enabled = prefetch_enabled
+
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._queue: list[tuple[tuple[int, ...], int, _Task]] = []
+        self._seq = itertools.count()
+        self._generation = 0
+        self._in_flight: set[BlockKey] = set()
+        self._open_files: OrderedDict[Vec3, wkw.File] = OrderedDict()
+        self._file_states: dict[Vec3, FileState] = {}
+        self._visible: set[BlockKey] = set()
+        self._queued: set[BlockKey] = set()
+        self._prefetched: set[BlockKey] = set()
+        self._listeners: list[DataArrived] = []
+        self._stopping = False
+        self._closed = False
+        self._hits = self._misses = 0
+        self._blocks_read = self._bytes_decoded = 0
+        self._decode_seconds = 0.0
+        self._prefetched_total = self._prefetch_useful = 0
+        self._dropped = 0
+
+        # GUI-thread state.
+        self._planes: OrderedDict[PlaneRequest, _PlaneEntry] = OrderedDict()
+        self._wanted: tuple[PlaneRequest, ...] = ()
+        self._focused: int | None = None
+        self._cursor: Vec3 | None = None
+        self._last_by_axis: dict[int, PlaneRequest] = {}
+        self._normal_dir: dict[int, int] = {}
+        self._pan_dir: dict[int, tuple[int, int]] = {}
+        self._grid_keys: OrderedDict[tuple[Any, ...], tuple[list[BlockKey], IntArray]] = \
+            OrderedDict()
+
+        self._workers = [threading.Thread(target=self._work, name=f"wkw-loader-{n}", daemon=True)
+                         for n in range(max(1, int(workers)))]
+        for t in self._workers:
+            t.start()
+
+    # -- the PlaneSource protocol -------------------------------------------------------------
+    def add_listener(self, callback: DataArrived) -> None:
+        with self._lock:
+            self._listeners.append(callback)
+
+    def set_wanted(self, wanted: Sequence[PlaneRequest], focused: int | None,
+                   cursor: tuple[int, int, int]) -> None:
+        """Bump the generation and rebuild the queue for the planes now on screen."""
+        if self._closed:
+            return
+        wanted = tuple(wanted)
+        cursor = (int(cursor[0]), int(cursor[1]), int(cursor[2]))
+        if wanted == self._wanted and focused == self._focused and cursor == self._cursor:
+            return
+        self._note_motion(wanted, cursor)
+        self._wanted, self._focused, self._cursor = wanted, focused, cursor
+
+        order = list(range(len(wanted)))
+        if focused is not None and 0 <= focused < len(wanted):
+            order.remove(focused)
+            order.insert(0, focused)
+        layouts = {i: prefetch.plane_layout(wanted[i], self._block_len) for i in order}
+
+        # Visible blocks, focused view first.
+        ranked: list[tuple[tuple[int, ...], list[BlockKey], IntArray, bool]] = []
+        visible: set[BlockKey] = set()
+        for rank, i in enumerate(order):
+            lay = layouts[i]
+            keys, blocks = self._keys_for(("plane", lay.request.axis, lay.layer, lay.u_blocks,
+                                           lay.v_blocks), lay.blocks)
+            ranked.append(((0 if rank == 0 else 1, rank), keys, blocks, False))
+            visible.update(keys)
+        visible_bytes = len(visible) * self._block_nbytes
+
+        if self.prefetch_enabled:
+            ranked.extend(self._prefetch_candidates(order, layouts, cursor, visible_bytes))
+
+        self.cache.set_pinned(visible, visible_bytes)
+        with self._lock:
+            states = self._file_states
+            newly = [key for key in visible if key not in self._visible
+                     and isinstance(states.get(key.file, _UNKNOWN), wkw.File | type(_UNKNOWN))]
+            cached = self._cached_among(newly)
+            self._hits += len(cached)
+            self._misses += len(newly) - len(cached)
+            for key in cached:
+                if key in self._prefetched:
+                    self._prefetched.discard(key)
+                    self._prefetch_useful += 1
+            self._visible = visible
+            self._generation += 1
+            self._dropped += len(self._queue)
+            self._queue = []
+            self._queued = set()
+            self._enqueue_locked(ranked)
+            self._changed.notify_all()
+        self._trim_planes()
+
+    def plane(self, request: PlaneRequest) -> Plane:
+        """The plane as far as it is cached now; never waits."""
+        entry = self._planes.get(request)
+        if entry is None:
+            entry = self._new_entry(request)
+            self._planes[request] = entry
+        else:
+            self._planes.move_to_end(request)
+        if entry.missing:
+            self._fill(entry)
+            if entry.missing and not self._closed:
+                self._requeue_orphans(entry)
+        if not entry.missing:
+            entry.data.flags.writeable = False
+            entry.status.flags.writeable = False
+            return Plane(request, entry.data, entry.status, entry.errors)
+        return Plane(request, entry.data.copy(order="F"), entry.status.copy(order="F"),
+                     dict(entry.errors))
+
+    def close(self) -> None:
+        """Cancel queued work, join every worker, drop the cache and close the dataset."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            self._stopping = True
+            self._queue = []
+            self._queued = set()
+            self._listeners = []
+            self._changed.notify_all()
+        for t in self._workers:
+            t.join()
+        with self._lock:
+            positions = list(self._file_states)
+            self._open_files.clear()
+            self._file_states.clear()
+        if self._owns_cache:
+            self.cache.clear()
+        else:
+            self.cache.clear(self.layer)
+            for pos in positions:
+                self.cache.release_file((self.layer, self.mag, pos))
+        self._planes.clear()
+        if self._close_dataset:
+            self.dataset.close()
+
+    # -- settings and stats -------------------------------------------------------------------
+    def set_budget(self, budget_bytes: int) -> None:
+        """Change the cache budget at run time (evicts at once)."""
+        self.cache.set_budget(budget_bytes)
+
+    def stats(self) -> LoaderStats:
+        c = self.cache.stats()
+        with self._lock:
+            return LoaderStats(
+                queued_blocks=sum(len(t.keys) for _, _, t in self._queue),
+                queued_tasks=len(self._queue),
+                in_flight_blocks=len(self._in_flight),
+                cache_used_bytes=c.used_bytes,
+                cache_budget_bytes=c.budget_bytes,
+                cache_blocks=c.blocks,
+                pinned_blocks=c.pinned_blocks,
+                hits=self._hits,
+                misses=self._misses,
+                blocks_read=self._blocks_read,
+                bytes_decoded=self._bytes_decoded,
+                decode_seconds=self._decode_seconds,
+                prefetched_blocks=self._prefetched_total,
+                prefetch_useful=self._prefetch_useful,
+                dropped_tasks=self._dropped,
+                generation=self._generation,
+                workers=sum(t.is_alive() for t in self._workers),
+                over_budget=c.pinned_over_budget,
+                peak_cache_bytes=c.peak_used_bytes,
+            )
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until the queue is empty and nothing is in flight (tests, benchmarks)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while self._queue or self._in_flight:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        return list(self._workers)
+
+    # -- keys and geometry --------------------------------------------------------------------
+    def _keys_for(self, memo: tuple[Any, ...] | None, blocks: IntArray
+                  ) -> tuple[list[BlockKey], IntArray]:
+        """Cache keys of global block coordinates (memoised per block grid)."""
+        if memo is not None:
+            hit = self._grid_keys.get(memo)
+            if hit is not None:
+                self._grid_keys.move_to_end(memo)
+                return hit
+        bpf = self._blocks_per_file
+        files = blocks // bpf
+        local = blocks - files * bpf
+        morton = wkw.morton.encode(local[:, 0], local[:, 1], local[:, 2]).tolist()
+        layer, mag = self.layer, self.mag
+        keys = [BlockKey(layer, mag, (fx, fy, fz), m)
+                for (fx, fy, fz), m in zip(files.tolist(), morton)]
+        if memo is not None:
+            self._grid_keys[memo] = (keys, blocks)
+            while len(self._grid_keys) > 64:
+                self._grid_keys.popitem(last=False)
+        return keys, blocks
+
+    def _note_motion(self, wanted: tuple[PlaneRequest, ...], cursor: Vec3) -> None:
+        """Remember each view's direction of motion along its normal and in its plane."""
+        for req in wanted:
+            prev = self._last_by_axis.get(req.axis)
+            if prev is not None:
+                step = prefetch.sign(req.index - prev.index)
+                if step:
+                    self._normal_dir[req.axis] = step
+                du = prefetch.sign(req.lo[0] - prev.lo[0])
+                dv = prefetch.sign(req.lo[1] - prev.lo[1])
+                if du or dv:
+                    self._pan_dir[req.axis] = (du, dv)
+                elif step:
+                    self._pan_dir.pop(req.axis, None)
+            self._last_by_axis[req.axis] = req
+        if self._cursor is not None:
+            for axis in range(3):
+                step = prefetch.sign(cursor[axis] - self._cursor[axis])
+                if step and not any(r.axis == axis for r in wanted):
+                    self._normal_dir[axis] = step
+
+    def _prefetch_candidates(self, order: list[int], layouts: dict[int, prefetch.PlaneLayout],
+                             cursor: Vec3, visible_bytes: int
+                             ) -> list[tuple[tuple[int, ...], list[BlockKey], IntArray, bool]]:
+        allowance = int((self.cache.budget_bytes - visible_bytes) * PREFETCH_SHARE)
+        out: list[tuple[tuple[int, ...], list[BlockKey], IntArray, bool]] = []
+        spent = 0
+
+        def add(prio: tuple[int, ...], memo: tuple[Any, ...] | None, blocks: IntArray) -> bool:
+            nonlocal spent
+            if len(blocks) == 0:
+                return True
+            cost = len(blocks) * self._block_nbytes
+            if spent + cost > allowance:
+                return False
+            spent += cost
+            keys, blocks = self._keys_for(memo, blocks)
+            out.append((prio, keys, blocks, True))
+            return True
+
+        # 2: ahead in the direction of motion (nearer layers first, focused view first).
+        for rank, i in enumerate(order):
+            lay = layouts[i]
+            axis = lay.request.axis
+            direction = self._normal_dir.get(axis)
+            if direction:
+                for k, grid in enumerate(prefetch.layers_ahead(lay, direction), 1):
+                    add((2, k, rank), ("plane", axis, int(grid[0, axis]), lay.u_blocks,
+                                       lay.v_blocks), grid)
+            pan = self._pan_dir.get(axis)
+            if pan:
+                for k, grid in enumerate(prefetch.pan_band(lay, *pan), 1):
+                    add((2, k, rank), None, grid)
+        # 3: the neighbourhood of the cursor, then one layer either side of still views.
+        add((3, 0, 0), None, prefetch.neighbourhood(cursor, self._block_len))
+        for rank, i in enumerate(order):
+            lay = layouts[i]
+            axis = lay.request.axis
+            if axis in self._normal_dir:
+                continue
+            for direction in (1, -1):
+                for grid in prefetch.layers_ahead(lay, direction, 1):
+                    add((3, 1, rank), ("plane", axis, int(grid[0, axis]), lay.u_blocks,
+                                       lay.v_blocks), grid)
+        return out
+
+    # -- the queue ----------------------------------------------------------------------------
+    def _cached_among(self, keys: list[BlockKey]) -> list[BlockKey]:
+        cache = self.cache
+        return [key for key in keys if key in cache]
+
+    def _enqueue_locked(self, ranked: list[tuple[tuple[int, ...], list[BlockKey], IntArray,
+                                                 bool]]) -> None:
+        """Group each ranked list of blocks by file into batches and queue what is neither
+        cached nor in flight (nor queued already at a better rank)."""
+        seen = self._queued
+        cache = self.cache
+        in_flight = self._in_flight
+        states = self._file_states
+        gen = self._generation
+        for prio, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
+            size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
+            per_file: dict[Vec3, list[int]] = {}
+            for k, key in enumerate(keys):
+                if key in seen or key in in_flight or key in cache:
+                    continue
+                state = states.get(key.file, _UNKNOWN)
+                if state is None or isinstance(state, FormatError):
+                    continue  # absent or unreadable file: nothing to read
+                seen.add(key)
+                per_file.setdefault(key.file, []).append(k)
+            for pos, rows in per_file.items():
+                for start in range(0, len(rows), size):
+                    chunk = rows[start:start + size]
+                    task = _Task(pos, [keys[k] for k in chunk], blocks[chunk], is_prefetch, gen)
+                    heapq.heappush(self._queue, (prio, next(self._seq), task))
+
+    def _requeue_orphans(self, entry: _PlaneEntry) -> None:
+        """Queue missing blocks of a plane that nobody is reading (a plane asked for without
+        ``set_wanted``, or blocks evicted before they were drawn under a tiny budget)."""
+        with self._lock:
+            if self._stopping:
+                return
+            queued = self._queued
+            orphans = [k for k in entry.missing
+                       if entry.keys[k] not in self._in_flight and entry.keys[k] not in queued]
+            if not orphans:
+                return
+            keys = [entry.keys[k] for k in orphans]
+            self._visible.update(keys)  # so that their arrival is announced
+            self._enqueue_locked([((1, 99), keys, entry.layout.blocks[orphans], False)])
+            self._changed.notify_all()
+
+    # -- planes (GUI thread) ------------------------------------------------------------------
+    def _new_entry(self, request: PlaneRequest) -> _PlaneEntry:
+        lay = prefetch.plane_layout(request, self._block_len)
+        keys, _ = self._keys_for(("plane", request.axis, lay.layer, lay.u_blocks, lay.v_blocks),
+                                 lay.blocks)
+        shape = request.shape
+        data = np.zeros((self._channels, *shape), dtype=self._dtype, order="F")
+        status = np.full(shape, Status.ABSENT, dtype=np.uint8, order="F")
+        for k in range(len(lay)):  # only voxels of some block can be pending
+            status[lay.u0[k]:lay.u1[k], lay.v0[k]:lay.v1[k]] = Status.PENDING
+        return _PlaneEntry(lay, keys, data, status, list(range(len(lay))))
+
+    def _fill(self, entry: _PlaneEntry) -> None:
+        """Copy every newly cached block into the plane; mark absent files and failures."""
+        lay = entry.layout
+        axis, depth = lay.request.axis, lay.depth
+        u0, u1, v0, v1 = lay.u0.tolist(), lay.u1.tolist(), lay.v0.tolist(), lay.v1.tolist()
+        bu0, bv0 = lay.bu0.tolist(), lay.bv0.tolist()
+        with self._lock:
+            states = dict(self._file_states)
+        cache = self.cache
+        data, status = entry.data, entry.status
+        still: list[int] = []
+        for k in entry.missing:
+            key = entry.keys[k]
+            value: BlockValue | None = cache.get(key)
+            if value is None:
+                state = states.get(key.file, _UNKNOWN)
+                if state is None:
+                    status[u0[k]:u1[k], v0[k]:v1[k]] = Status.ABSENT
+                elif isinstance(state, FormatError):
+                    status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
+                    entry.errors[(state.path or self.dataset.file_path(*key.file),
+                                  state.block or 0)] = state
+                else:
+                    still.append(k)
+                continue
+            if isinstance(value, FormatError):
+                status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
+                entry.errors[(value.path or self.dataset.file_path(*key.file),
+                              key.morton_index)] = value
+                continue
+            w, h = u1[k] - u0[k], v1[k] - v0[k]
+            a, b = bu0[k], bv0[k]
+            if axis == 2:
+                part = value[:, a:a + w, b:b + h, depth]
+            elif axis == 1:
+                part = value[:, a:a + w, depth, b:b + h]
+            else:
+                part = value[:, depth, a:a + w, b:b + h]
+            data[:, u0[k]:u1[k], v0[k]:v1[k]] = part
+            status[u0[k]:u1[k], v0[k]:v1[k]] = Status.DATA
+        entry.missing = still
+
+    def _trim_planes(self) -> None:
+        wanted = set(self._wanted)
+        spare = [r for r in self._planes if r not in wanted]
+        for req in spare[:max(0, len(spare) - SPARE_PLANES)]:
+            del self._planes[req]
+
+    # -- workers ------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while not self._stopping and not self._queue:
+                    self._changed.wait()
+                if self._stopping:
+                    return
+                _, _, task = heapq.heappop(self._queue)
+                self._queued.difference_update(task.keys)
+                rows = [k for k, key in enumerate(task.keys)
+                        if key not in self._in_flight and key not in self.cache]
+                if not rows:
+                    self._changed.notify_all()
+                    continue
+                keys = [task.keys[k] for k in rows]
+                self._in_flight.update(keys)
+                state = self._file_states.get(task.file, _UNKNOWN)
+            try:
+                self._run(task, keys, task.blocks[rows], state)
+            except Exception:  # a worker must survive anything; the blocks stay missing
+                log.exception("loader task for file %s failed", task.file)
+            finally:
+                with self._changed:
+                    self._in_flight.difference_update(keys)
+                    self._changed.notify_all()
+
+    def _resolve(self, pos: Vec3) -> FileState:
+        state: FileState
+        try:
+            state = self.dataset.get_file(*pos)
+        except FormatError as exc:
+            state = exc
+        except OSError as exc:
+            state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
+                                       self.dataset.file_path(*pos))
+        file_key = (self.layer, self.mag, pos)
+        with self._lock:
+            if self._stopping:
+                return state
+            if isinstance(state, wkw.File):
+                self._open_files[pos] = state
+                self._open_files.move_to_end(pos)
+                while len(self._open_files) > OPEN_FILES:
+                    old, _ = self._open_files.popitem(last=False)
+                    self._file_states.pop(old, None)
+                    self.cache.release_file((self.layer, self.mag, old))
+            self._file_states[pos] = state
+        if isinstance(state, wkw.File) and state.header.is_compressed:
+            self.cache.account_file(file_key, 8 * (state.header.num_blocks + 1))
+        return state
+
+    def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray, state: Any) -> None:
+        if state is _UNKNOWN:
+            state = self._resolve(task.file)
+        results: list[BlockValue]
+        started = time.perf_counter()
+        if isinstance(state, wkw.File):
+            try:
+                results = state.read_blocks([key.morton_index for key in keys])
+            except OSError as exc:
+                results = [BlockDecodeError(f"read failed: {exc.strerror or exc}", state.path,
+                                            block=key.morton_index) for key in keys]
+            except ValueError as exc:  # the file was closed under us (dataset closing)
+                if self._stopping:
+                    return
+                results = [BlockDecodeError(str(exc), state.path, block=key.morton_index)
+                           for key in keys]
+            elapsed = time.perf_counter() - started
+            decoded = 0
+            for key, value in zip(keys, results):
+                self.cache.put(key, value)
+                if isinstance(value, np.ndarray):
+                    decoded += value.nbytes
+        else:
+            elapsed = 0.0
+            decoded = 0
+        with self._lock:
+            if isinstance(state, wkw.File):
+                self._blocks_read += len(keys)
+                self._bytes_decoded += decoded
+                self._decode_seconds += elapsed
+                if task.prefetch:
+                    self._prefetched_total += len(keys)
+                    self._prefetched.update(k for k in keys if k not in self._visible)
+                    self._prefetch_useful += sum(1 for k in keys if k in self._visible)
+            shown = [k for k, key in enumerate(keys) if key in self._visible]
+            listeners = list(self._listeners)
+        if shown and listeners:
+            box = self._box(blocks[shown])
+            for callback in listeners:
+                try:
+                    callback(box)
+                except Exception:
+                    log.exception("loader listener failed")
+
+    def _box(self, blocks: IntArray) -> Box3:
+        b = self._block_len
+        lo = blocks.min(axis=0) * b
+        hi = (blocks.max(axis=0) + 1) * b
+        offset = (int(lo[0]), int(lo[1]), int(lo[2]))
+        shape = (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2]))
+        return (offset, shape)
+
+
+__all__ = ["Loader", "LoaderStats"]

@@ -1,0 +1,151 @@
+"""Which blocks a plane needs, and which blocks to read next: the loader's geometry and policy.
+
+Blocks are addressed here by their *global* block coordinates ``(gx, gy, gz)`` (voxel // block_len);
+the loader turns them into cache keys (file position, Morton index) in bulk.
+
+``PlaneLayout`` says, for one ``PlaneRequest``, every block the plane crosses and which rectangle
+of the plane each one fills.  The prefetch policy ranks what to read beyond the screen:
+
+1. the next block layers along each view's normal in the direction it last moved (the focused
+   view first, nearer layers first), and a band beyond the edge a view was panned towards;
+2. then the Morton neighbourhood of the cursor: the blocks around the cursor's block, nearest
+   first, and one layer on either side of views that have not moved yet.
+
+Pure functions of their arguments; any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.core.slicing import IN_PLANE, PlaneRequest
+
+IntArray = npt.NDArray[np.int64]
+
+#: Block layers read ahead of a view moving along its normal.
+LAYERS_AHEAD = 2
+#: Block columns read ahead of a view panned in its plane.
+PAN_AHEAD = 2
+#: Radius (in blocks) of the cube around the cursor's block that is read when idle.
+NEIGHBOURHOOD_RADIUS = 2
+
+
+@dataclass(frozen=True)
+class PlaneLayout:
+    """The blocks one plane crosses.  Row ``k`` of every array describes one block:
+    ``blocks[k]`` its global block coordinates, ``[u0, u1) x [v0, v1)`` the plane pixels it
+    fills, ``(bu0, bv0)`` where that rectangle starts inside the block; ``depth`` is the voxel
+    index along the normal inside the block (the same for all)."""
+
+    request: PlaneRequest
+    block_len: int
+    blocks: IntArray
+    u0: IntArray
+    u1: IntArray
+    v0: IntArray
+    v1: IntArray
+    bu0: IntArray
+    bv0: IntArray
+    depth: int
+    #: Block ranges along u and v, ``[lo, hi)``, and the block layer along the normal.
+    u_blocks: tuple[int, int]
+    v_blocks: tuple[int, int]
+    layer: int
+
+    def __len__(self) -> int:
+        return int(self.blocks.shape[0])
+
+
+def plane_layout(request: PlaneRequest, block_len: int) -> PlaneLayout:
+    """The blocks ``request`` crosses (only non-negative coordinates hold data)."""
+    b = block_len
+    u_axis, v_axis = IN_PLANE[request.axis]
+    lo_u, lo_v = (max(c, 0) for c in request.lo)
+    hi_u, hi_v = request.hi
+    empty = request.index < 0 or hi_u <= lo_u or hi_v <= lo_v
+    u_blocks = (lo_u // b, (hi_u - 1) // b + 1) if not empty else (0, 0)
+    v_blocks = (lo_v // b, (hi_v - 1) // b + 1) if not empty else (0, 0)
+    bu = np.arange(*u_blocks, dtype=np.int64)
+    bv = np.arange(*v_blocks, dtype=np.int64)
+    mv, mu = np.meshgrid(bv, bu, indexing="ij")
+    gu: IntArray = mu.ravel()
+    gv: IntArray = mv.ravel()
+    layer = request.index // b if request.index >= 0 else -1
+    blocks = np.empty((gu.size, 3), dtype=np.int64)
+    blocks[:, request.axis] = layer
+    blocks[:, u_axis] = gu
+    blocks[:, v_axis] = gv
+    su = np.maximum(gu * b, lo_u)
+    sv = np.maximum(gv * b, lo_v)
+    eu = np.minimum(gu * b + b, hi_u)
+    ev = np.minimum(gv * b + b, hi_v)
+    return PlaneLayout(
+        request=request, block_len=b, blocks=blocks,
+        u0=su - request.lo[0], u1=eu - request.lo[0], v0=sv - request.lo[1],
+        v1=ev - request.lo[1], bu0=su - gu * b, bv0=sv - gv * b,
+        depth=request.index - layer * b, u_blocks=u_blocks, v_blocks=v_blocks, layer=layer)
+
+
+def _grid(axis: int, layer: int, u_range: tuple[int, int], v_range: tuple[int, int]) -> IntArray:
+    u_axis, v_axis = IN_PLANE[axis]
+    bu = np.arange(*u_range, dtype=np.int64)
+    bv = np.arange(*v_range, dtype=np.int64)
+    gv, gu = np.meshgrid(bv, bu, indexing="ij")
+    out = np.empty((gu.size, 3), dtype=np.int64)
+    out[:, axis] = layer
+    out[:, u_axis] = gu.ravel()
+    out[:, v_axis] = gv.ravel()
+    return out
+
+
+def layers_ahead(layout: PlaneLayout, direction: int, count: int = LAYERS_AHEAD) -> list[IntArray]:
+    """The next ``count`` block layers past ``layout``'s along its normal (``direction`` +1/-1),
+    nearest first; one array per layer."""
+    out = []
+    for k in range(1, count + 1):
+        layer = layout.layer + direction * k
+        if layer < 0 or len(layout) == 0:
+            break
+        out.append(_grid(layout.request.axis, layer, layout.u_blocks, layout.v_blocks))
+    return out
+
+
+def pan_band(layout: PlaneLayout, du: int, dv: int, width: int = PAN_AHEAD) -> list[IntArray]:
+    """Block columns beyond the edge(s) the view was panned towards (``du``/``dv`` signs)."""
+    if len(layout) == 0:
+        return []
+    out = []
+    (ulo, uhi), (vlo, vhi) = layout.u_blocks, layout.v_blocks
+    axis, layer = layout.request.axis, layout.layer
+    for k in range(1, width + 1):
+        if du > 0:
+            out.append(_grid(axis, layer, (uhi + k - 1, uhi + k), (vlo, vhi)))
+        elif du < 0 and ulo - k >= 0:
+            out.append(_grid(axis, layer, (ulo - k, ulo - k + 1), (vlo, vhi)))
+        if dv > 0:
+            out.append(_grid(axis, layer, (ulo, uhi), (vhi + k - 1, vhi + k)))
+        elif dv < 0 and vlo - k >= 0:
+            out.append(_grid(axis, layer, (ulo, uhi), (vlo - k, vlo - k + 1)))
+    return out
+
+
+def neighbourhood(cursor: Sequence[int], block_len: int,
+                  radius: int = NEIGHBOURHOOD_RADIUS) -> IntArray:
+    """Blocks of the cube of ``radius`` around the cursor's block, nearest first (ties in
+    Morton-like order: x fastest), never negative."""
+    centre = np.asarray([int(c) // block_len for c in cursor], dtype=np.int64)
+    r = np.arange(-radius, radius + 1, dtype=np.int64)
+    gz, gy, gx = np.meshgrid(r, r, r, indexing="ij")
+    offsets = np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)
+    dist = np.abs(offsets).max(axis=1) * 1000 + np.abs(offsets).sum(axis=1)
+    offsets = offsets[np.argsort(dist, kind="stable")]
+    blocks = centre + offsets
+    return blocks[(blocks >= 0).all(axis=1)]
+
+
+def sign(value: int) -> int:
+    return (value > 0) - (value < 0)
