@@ -1,0 +1,208 @@
+"""Building coarser mags from finer ones.
+
+Each coarser mag is computed from the next finer mag the layer has (mag 4-4-2 from 2-2-1, 2-2-1
+from 1), by the relative factor between them, which must be whole on every axis.  A coarse voxel
+is computed from the window of finer voxels it covers that lie inside the layer's bounding box
+(at the edges of the box a window is partial):
+
+- ``mean`` (color): the mean of the window per channel; integer types round to nearest with
+  halves up (``floor(mean + 0.5)``), floats are not rounded;
+- ``mode`` (segmentation): the most frequent id of the window; a tie goes to the smallest id;
+- ``stride``: the window's first voxel (its lowest x, y, z corner), as a fast alternative.
+
+Work goes file by file of the coarse mag (each file is written once, whole), reading the finer
+mag in slabs, so memory stays near one coarse file (clipped to the bounding box) plus a slab.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format.webknossos.layer import Layer
+from viewer.format.webknossos.mag import Mag
+
+Vec3 = tuple[int, int, int]
+
+MODES = ("mean", "mode", "stride")
+
+#: Finer voxels read per slab while building a coarse file (about 64 MiB of uint8).
+SLAB_VOXELS = 64 << 20
+
+
+def default_mode(category: str) -> str:
+    """``mean`` for color layers, ``mode`` for segmentation (means of ids are meaningless)."""
+    return "mode" if category == "segmentation" else "mean"
+
+
+def downsample(data: npt.NDArray[Any], factor: Sequence[int], mode: str = "mean",
+               mask: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[Any]:
+    """Downsample ``data`` (``(X, Y, Z)`` or ``(C, X, Y, Z)``) by ``factor`` (x, y, z).
+
+    ``data`` starts at a window boundary; a size that is not a multiple of ``factor`` leaves
+    partial windows at the far end.  ``mask`` (``(X, Y, Z)`` bool) marks the voxels that count;
+    a window with none gives 0.  Returns the same dtype, ``(X', Y', Z')`` or ``(C, X', Y', Z')``
+    with ``X' = ceil(X / fx)``."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    f = tuple(int(v) for v in factor)
+    if len(f) != 3 or min(f) < 1:
+        raise ValueError(f"factor must be three positive integers, not {factor!r}")
+    squeeze = data.ndim == 3
+    vol = data[np.newaxis] if squeeze else data
+    if vol.ndim != 4:
+        raise ValueError(f"data must be (X, Y, Z) or (C, X, Y, Z), not {data.shape}")
+    spatial = vol.shape[1:]
+    if mask is not None and tuple(mask.shape) != tuple(spatial):
+        raise ValueError(f"mask {mask.shape} does not match data {spatial}")
+    coarse = tuple(-(-s // k) for s, k in zip(spatial, f))
+    if mode == "stride" and mask is None:
+        out = np.ascontiguousarray(vol[:, ::f[0], ::f[1], ::f[2]])
+        return out[0] if squeeze else out
+    if f == (1, 1, 1) and mask is None:
+        return data.copy()
+    padded_shape = tuple(c * k for c, k in zip(coarse, f))
+    pad = [(0, p - s) for p, s in zip(padded_shape, spatial)]
+    valid = np.ones(spatial, dtype=bool) if mask is None else mask.astype(bool, copy=False)
+    valid = np.pad(valid, pad, constant_values=False)
+    vol = np.pad(vol, [(0, 0), *pad])
+    k = f[0] * f[1] * f[2]
+
+    def windows(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """(..., X'fx, Y'fy, Z'fz) -> (..., X', Y', Z', k)."""
+        lead = a.shape[:-3]
+        r = a.reshape(*lead, coarse[0], f[0], coarse[1], f[1], coarse[2], f[2])
+        n = len(lead)
+        r = r.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3, n + 5)
+        return r.reshape(*lead, coarse[0], coarse[1], coarse[2], k)
+
+    w_valid = windows(valid)
+    w = windows(vol)
+    if mode == "stride":
+        first = np.argmax(w_valid, axis=-1)
+        out = np.take_along_axis(w, first[np.newaxis, ..., np.newaxis], axis=-1)[..., 0]
+        out = np.where(w_valid.any(axis=-1), out, np.zeros((), dtype=vol.dtype))
+    elif mode == "mean":
+        count = w_valid.sum(axis=-1)
+        total = np.where(w_valid, w, 0).sum(axis=-1, dtype=np.float64)
+        mean = total / np.maximum(count, 1)
+        if np.issubdtype(vol.dtype, np.integer):
+            mean = np.floor(mean + 0.5)
+            info = np.iinfo(vol.dtype)
+            mean = np.clip(mean, info.min, info.max)
+        out = mean.astype(vol.dtype)
+    else:
+        out = _mode(w, w_valid)
+    out = np.asarray(out, dtype=vol.dtype)
+    return out[0] if squeeze else out
+
+
+def _mode(w: npt.NDArray[Any], valid: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:
+    """Most frequent valid value along the last axis; ties to the smallest value."""
+    k = w.shape[-1]
+    counts = np.zeros(w.shape, dtype=np.int32)
+    for j in range(k):
+        counts += (w == w[..., j:j + 1]) & valid[..., j:j + 1]
+    counts[~np.broadcast_to(valid, w.shape)] = -1
+    best = counts.max(axis=-1, keepdims=True)
+    if np.issubdtype(w.dtype, np.integer):
+        high: Any = np.iinfo(w.dtype).max
+    else:
+        high = np.inf
+    pick = np.where(counts == best, w, np.array(high, dtype=w.dtype)).min(axis=-1)
+    return np.where(valid.any(axis=-1), pick, np.zeros((), dtype=w.dtype))
+
+
+def relative_factor(finer: Sequence[int], coarser: Sequence[int]) -> Vec3:
+    """``coarser / finer`` per axis; ``ValueError`` unless whole and at least 1."""
+    out = []
+    for a, b in zip(finer, coarser):
+        if int(b) % int(a) or int(b) < int(a):
+            raise ValueError(f"mag {tuple(coarser)} is not a whole multiple of {tuple(finer)}")
+        out.append(int(b) // int(a))
+    return (out[0], out[1], out[2])
+
+
+def build_mag(layer: Layer, source: Mag, target: Mag, mode: str | None = None,
+              progress: Callable[[int, int], None] | None = None) -> None:
+    """Fill ``target`` from ``source`` (both mags of ``layer``) over the layer's bounding box."""
+    mode = mode or default_mode(layer.category)
+    r = relative_factor(source.mag, target.mag)
+    src_box = layer.bounding_box.at_mag(source.mag)
+    dst_box = layer.bounding_box.at_mag(target.mag)
+    if dst_box.is_empty:
+        return
+    dst = target.dataset
+    side = dst.file_len_vx
+    files = list(dst.files_in_box(dst_box.top_left, dst_box.size))
+    for n, (fx, fy, fz) in enumerate(files, 1):
+        lo = [max(g * side, b) for g, b in zip((fx, fy, fz), dst_box.top_left)]
+        hi = [min((g + 1) * side, e) for g, e in zip((fx, fy, fz), dst_box.end)]
+        shape = [b - a for a, b in zip(lo, hi)]
+        out = np.zeros((layer.num_channels, *shape), dtype=source.dtype, order="F")
+        plane_voxels = shape[0] * shape[1] * r[0] * r[1] * r[2]
+        slab = max(1, SLAB_VOXELS // max(plane_voxels, 1))
+        for z0 in range(lo[2], hi[2], slab):
+            z1 = min(z0 + slab, hi[2])
+            t_lo = (lo[0], lo[1], z0)
+            t_hi = (hi[0], hi[1], z1)
+            s_lo = [t * k for t, k in zip(t_lo, r)]
+            s_shape = [(b - a) * k for a, b, k in zip(t_lo, t_hi, r)]
+            data = source.read(s_lo, s_shape)
+            mask = _box_mask(s_lo, s_shape, src_box.top_left, src_box.end)
+            out[:, :, :, z0 - lo[2]:z1 - lo[2]] = downsample(data, r, mode, mask)
+        dst.write(lo, out)
+        if progress is not None:
+            progress(n, len(files))
+
+
+def _box_mask(lo: Sequence[int], shape: Sequence[int], box_lo: Sequence[int],
+              box_hi: Sequence[int]) -> npt.NDArray[np.bool_] | None:
+    """The voxels of ``[lo, lo + shape)`` inside ``[box_lo, box_hi)``; None when all are."""
+    if all(a >= b for a, b in zip(lo, box_lo)) and all(
+            a + s <= b for a, s, b in zip(lo, shape, box_hi)):
+        return None
+    axes = [(np.arange(a, a + s) >= b0) & (np.arange(a, a + s) < b1)
+            for a, s, b0, b1 in zip(lo, shape, box_lo, box_hi)]
+    return axes[0][:, None, None] & axes[1][None, :, None] & axes[2][None, None, :]
+
+
+def downsample_layer(layer: Layer, mode: str | None = None,
+                     progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Build every mag of ``layer`` coarser than its finest, each from the coarsest finer mag
+    it is a whole multiple of (4-4-2 from 2-2-1, 2-2-1 from 1).
+
+    ``progress(mag_name, done, total)`` is called after each coarse file written."""
+    for i, coarser in enumerate(layer.mags[1:], 1):
+        sources = [m for m in layer.mags[:i] if _divides(m.mag, coarser.mag)]
+        if not sources:
+            raise ValueError(f"mag {coarser.name} of layer {layer.name!r} is no whole multiple "
+                             "of a finer mag")
+        finer = sources[-1]
+        build_mag(layer, finer, coarser, mode, _named(progress, coarser.name))
+
+
+def _named(progress: Callable[[str, int, int], None] | None, name: str
+           ) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    report = progress
+
+    def step(done: int, total: int) -> None:
+        report(name, done, total)
+    return step
+
+
+def _divides(finer: Sequence[int], coarser: Sequence[int]) -> bool:
+    try:
+        relative_factor(finer, coarser)
+    except ValueError:
+        return False
+    return tuple(finer) != tuple(coarser)
+
+
+__all__ = ["downsample", "downsample_layer", "build_mag", "relative_factor", "default_mode",
+           "MODES"]

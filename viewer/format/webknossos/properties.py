@@ -1,0 +1,428 @@
+"""``datasource-properties.json``: the file that makes a folder a webKnossos dataset.
+
+It names the voxel size (``scale``) and the layers; per layer its category (``color`` or
+``segmentation``), data format, element class, channels, bounding box (in mag-1 voxels) and
+mags.  Both generations of the file are read:
+
+- voxel size: ``scale: {"factor": [x, y, z], "unit": "nanometer"}`` or legacy ``scale: [x, y, z]``
+  (nanometres);
+- mags: ``mags: [{"mag": [x, y, z], "path": "./color/1", ...}]`` or legacy
+  ``wkwResolutions: [{"resolution": 1 | [x, y, z], "cubeLength": 1024}]`` (the folder is then
+  found by name inside the layer folder).
+
+A problem with one layer entry (a missing key, an unknown element class) is reported, and the
+other layers still open; only a file that is not a JSON object with a ``dataLayers`` list (or
+holds no usable ``scale``) is an error for the whole dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from viewer.format.webknossos.errors import PropertiesError, WebknossosError
+from viewer.format.webknossos.mag import mag_name, parse_mag
+
+PROPERTIES_FILE = "datasource-properties.json"
+
+Vec3 = tuple[int, int, int]
+
+#: elementClass -> (numpy dtype of one channel, channels the class itself implies).
+ELEMENT_CLASSES: dict[str, tuple[np.dtype[Any], int]] = {
+    "uint8": (np.dtype("<u1"), 1),
+    "uint16": (np.dtype("<u2"), 1),
+    "uint24": (np.dtype("<u1"), 3),  # RGB: three uint8 channels, one WKW voxel of 3 bytes
+    "uint32": (np.dtype("<u4"), 1),
+    "uint64": (np.dtype("<u8"), 1),
+    "int8": (np.dtype("<i1"), 1),
+    "int16": (np.dtype("<i2"), 1),
+    "int32": (np.dtype("<i4"), 1),
+    "int64": (np.dtype("<i8"), 1),
+    "float": (np.dtype("<f4"), 1),
+    "double": (np.dtype("<f8"), 1),
+}
+#: Spellings some writers use for the same classes.
+_ELEMENT_CLASS_ALIASES = {"float32": "float", "float64": "double"}
+
+#: Length units of ``scale.unit`` in nanometres.
+UNIT_NANOMETERS: dict[str, float] = {
+    "yoctometer": 1e-15, "zeptometer": 1e-12, "attometer": 1e-9, "femtometer": 1e-6,
+    "picometer": 1e-3, "angstrom": 0.1, "nanometer": 1.0, "micrometer": 1e3,
+    "millimeter": 1e6, "centimeter": 1e7, "decimeter": 1e8, "meter": 1e9, "hectometer": 1e11,
+    "kilometer": 1e12, "megameter": 1e15, "gigameter": 1e18, "terameter": 1e21,
+    "petameter": 1e24, "exameter": 1e27, "zettameter": 1e30, "yottameter": 1e33,
+    "inch": 2.54e7, "foot": 3.048e8, "yard": 9.144e8, "mile": 1.609344e12,
+    "parsec": 3.0856775814913673e25,
+}
+
+CATEGORIES = ("color", "segmentation")
+
+
+def element_class_of(dtype: np.dtype[Any], num_channels: int) -> str:
+    """The elementClass webKnossos gives a WKW voxel type: 3 x uint8 is ``uint24``."""
+    dt = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).itemsize > 1 else np.dtype(dtype)
+    if dt == np.dtype("u1") and num_channels == 3:
+        return "uint24"
+    for name, (candidate, channels) in ELEMENT_CLASSES.items():
+        if channels == 1 and candidate == dt:
+            return name
+    raise ValueError(f"{dtype} has no webKnossos element class")
+
+
+@dataclass(frozen=True)
+class VoxelSize:
+    """The physical size of one mag-1 voxel: ``factor`` (x, y, z) in ``unit``."""
+
+    factor: tuple[float, float, float]
+    unit: str = "nanometer"
+
+    @property
+    def nanometers(self) -> tuple[float, float, float]:
+        """The voxel size in nanometres per axis."""
+        k = UNIT_NANOMETERS[self.unit]
+        return (self.factor[0] * k, self.factor[1] * k, self.factor[2] * k)
+
+    def to_json(self, legacy: bool = False) -> Any:
+        """``{"factor", "unit"}``, or with ``legacy`` the bare nanometre list."""
+        if legacy:
+            return [_plain_number(v) for v in self.nanometers]
+        return {"factor": [_plain_number(v) for v in self.factor], "unit": self.unit}
+
+
+@dataclass(frozen=True)
+class BoundingBox:
+    """A box of voxels: ``top_left`` (x, y, z) and ``size`` (width, height, depth)."""
+
+    top_left: Vec3
+    size: Vec3
+
+    @property
+    def end(self) -> Vec3:
+        """The exclusive far corner."""
+        return (self.top_left[0] + self.size[0], self.top_left[1] + self.size[1],
+                self.top_left[2] + self.size[2])
+
+    @property
+    def is_empty(self) -> bool:
+        return min(self.size) <= 0
+
+    def at_mag(self, mag: Sequence[int]) -> BoundingBox:
+        """The box of mag ``mag`` voxels that covers this mag-1 box (start floored, end
+        ceiled), because mag grids are aligned at the origin."""
+        lo = [self.top_left[a] // int(mag[a]) for a in range(3)]
+        hi = [-(-self.end[a] // int(mag[a])) for a in range(3)]
+        return BoundingBox((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topLeft": list(self.top_left), "width": self.size[0],
+                "height": self.size[1], "depth": self.size[2]}
+
+    @classmethod
+    def from_json(cls, value: Any) -> BoundingBox:
+        """Parse ``{topLeft, width, height, depth}``; ``ValueError`` when malformed."""
+        if not isinstance(value, dict):
+            raise ValueError("boundingBox must be an object {topLeft, width, height, depth}")
+        top_left = _int_vec(value.get("topLeft"), "boundingBox.topLeft")
+        size: list[int] = []
+        for key in ("width", "height", "depth"):
+            v: Any = value.get(key)
+            if not _is_int(v) or int(v) < 0:
+                raise ValueError(f"boundingBox.{key} must be a non-negative integer, not {v!r}")
+            size.append(int(v))
+        return cls(top_left, (size[0], size[1], size[2]))
+
+
+@dataclass(frozen=True)
+class MagProperties:
+    """One entry of ``mags`` (or ``wkwResolutions``): the factor and where it is stored.
+    ``path`` is None when the file does not say (legacy entries never do)."""
+
+    mag: Vec3
+    path: str | None = None
+    cube_length: int | None = None
+
+
+@dataclass
+class LayerProperties:
+    """One entry of ``dataLayers``, as the file states it (``num_channels`` resolved: uint24
+    means 3 uint8 channels)."""
+
+    name: str
+    category: str
+    data_format: str
+    bounding_box: BoundingBox
+    element_class: str
+    num_channels: int
+    mags: list[MagProperties]
+    largest_segment_id: int | None = None
+    #: Which key listed the mags: ``"mags"``, ``"wkwResolutions"``, or None (neither).
+    mags_key: str | None = "mags"
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy type of one channel (uint24: uint8)."""
+        return ELEMENT_CLASSES[self.element_class][0]
+
+    def to_json(self, legacy: bool = False) -> dict[str, Any]:
+        """The entry as webKnossos writes it; ``legacy`` lists ``wkwResolutions`` instead of
+        ``mags`` (with ``resolution`` an int when all factors agree)."""
+        out: dict[str, Any] = dict(self.raw)
+        out.pop("mags", None)
+        out.pop("wkwResolutions", None)
+        out.update({
+            "name": self.name,
+            "category": self.category,
+            "boundingBox": self.bounding_box.to_json(),
+            "elementClass": self.element_class,
+            "dataFormat": self.data_format,
+            "numChannels": self.num_channels,
+        })
+        if self.category == "segmentation":
+            out["largestSegmentId"] = self.largest_segment_id
+        if legacy:
+            out["wkwResolutions"] = [
+                {"resolution": m.mag[0] if m.mag[0] == m.mag[1] == m.mag[2] else list(m.mag),
+                 "cubeLength": m.cube_length if m.cube_length is not None else 1024}
+                for m in self.mags]
+        else:
+            entries = []
+            for m in self.mags:
+                entry: dict[str, Any] = {"mag": list(m.mag)}
+                entry["path"] = m.path if m.path is not None else f"./{self.name}/{mag_name(m.mag)}"
+                if m.cube_length is not None:
+                    entry["cubeLength"] = m.cube_length
+                entries.append(entry)
+            out["mags"] = entries
+        return out
+
+
+@dataclass
+class DatasetProperties:
+    """The whole properties file: voxel size and layer entries (the valid ones)."""
+
+    voxel_size: VoxelSize
+    layers: list[LayerProperties]
+    #: Whether ``scale`` was the legacy bare list.
+    legacy_scale: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_json(self, legacy: bool = False) -> dict[str, Any]:
+        """The file's content; ``legacy`` writes the bare-list ``scale`` and ``wkwResolutions``."""
+        out: dict[str, Any] = dict(self.raw)
+        out.setdefault("id", {"name": "", "team": ""})
+        out["scale"] = self.voxel_size.to_json(legacy)
+        out["dataLayers"] = [layer.to_json(legacy) for layer in self.layers]
+        if not legacy:
+            out.setdefault("version", 1)
+        return out
+
+
+# -- reading ----------------------------------------------------------------------------------
+def read_properties(path: str | os.PathLike[str]
+                    ) -> tuple[DatasetProperties, list[WebknossosError]]:
+    """Parse a ``datasource-properties.json`` file.
+
+    Returns the properties with every layer entry that could be parsed, and the problems of the
+    others (``PropertiesError`` naming the layer).  Raises ``PropertiesError`` when the file as a
+    whole is unusable, and ``FileNotFoundError`` when it does not exist."""
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        raw_bytes = fh.read()
+    try:
+        doc = json.loads(raw_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        offset = getattr(exc, "pos", None)
+        raise PropertiesError(f"not valid JSON: {exc}", path,
+                              offset=offset if isinstance(offset, int) else None) from None
+    return parse_properties(doc, path)
+
+
+def parse_properties(doc: Any, path: str | None = None
+                     ) -> tuple[DatasetProperties, list[WebknossosError]]:
+    """Parse the decoded JSON of a properties file (see :func:`read_properties`)."""
+    if not isinstance(doc, dict):
+        raise PropertiesError("the file must hold a JSON object", path)
+    layers_doc = doc.get("dataLayers")
+    if not isinstance(layers_doc, list):
+        raise PropertiesError("no dataLayers list", path)
+    voxel_size, legacy_scale = _parse_scale(doc.get("scale"), path)
+    problems: list[WebknossosError] = []
+    layers: list[LayerProperties] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(layers_doc):
+        try:
+            layer = parse_layer(entry, path, index)
+        except PropertiesError as exc:
+            problems.append(exc)
+            continue
+        if layer.name in seen:
+            problems.append(PropertiesError(f"a second layer named {layer.name!r} is ignored",
+                                            path, layer=layer.name))
+            continue
+        seen.add(layer.name)
+        layers.append(layer)
+    return DatasetProperties(voxel_size, layers, legacy_scale, raw=doc), problems
+
+
+def _parse_scale(value: Any, path: str | None) -> tuple[VoxelSize, bool]:
+    if isinstance(value, dict):
+        factor = _float_vec(value.get("factor"), "scale.factor", path)
+        unit = value.get("unit", "nanometer")
+        if not isinstance(unit, str) or unit not in UNIT_NANOMETERS:
+            raise PropertiesError(f"unknown scale.unit {unit!r}", path)
+        return VoxelSize(factor, unit), False
+    if isinstance(value, list):
+        return VoxelSize(_float_vec(value, "scale", path), "nanometer"), True
+    raise PropertiesError(f"scale must be {{factor, unit}} or [x, y, z], not {value!r}", path)
+
+
+def parse_layer(entry: Any, path: str | None = None, index: int = 0) -> LayerProperties:
+    """Parse one ``dataLayers`` entry; ``PropertiesError`` (naming the layer) when it lacks a
+    key or holds a value this program cannot interpret."""
+    if not isinstance(entry, dict):
+        raise PropertiesError(f"dataLayers[{index}] is not an object", path)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise PropertiesError(f"dataLayers[{index}] has no name", path)
+
+    def bad(message: str) -> PropertiesError:
+        return PropertiesError(message, path, layer=name)
+
+    category = entry.get("category")
+    if category not in CATEGORIES:
+        raise bad(f"category must be 'color' or 'segmentation', not {category!r}")
+    data_format = entry.get("dataFormat", "wkw")
+    if not isinstance(data_format, str):
+        raise bad(f"dataFormat must be a string, not {data_format!r}")
+    element_class = entry.get("elementClass")
+    if isinstance(element_class, str):
+        element_class = _ELEMENT_CLASS_ALIASES.get(element_class, element_class)
+    if element_class not in ELEMENT_CLASSES:
+        raise bad(f"unknown elementClass {element_class!r} "
+                  f"(known: {', '.join(ELEMENT_CLASSES)})")
+    implied = ELEMENT_CLASSES[element_class][1]
+    num_channels_raw = entry.get("numChannels")
+    if num_channels_raw is None:
+        num_channels = implied
+    elif not _is_int(num_channels_raw) or int(num_channels_raw) < 1:
+        raise bad(f"numChannels must be a positive integer, not {num_channels_raw!r}")
+    elif implied > 1:
+        # uint24 already says "3 channels"; some writers put 3, older ones 1.
+        if int(num_channels_raw) not in (1, implied):
+            raise bad(f"elementClass {element_class} is {implied} channels, "
+                      f"numChannels says {num_channels_raw}")
+        num_channels = implied
+    else:
+        num_channels = int(num_channels_raw)
+    try:
+        bounding_box = BoundingBox.from_json(entry.get("boundingBox"))
+    except ValueError as exc:
+        raise bad(str(exc)) from None
+    largest = entry.get("largestSegmentId")
+    if largest is not None and not _is_int(largest):
+        raise bad(f"largestSegmentId must be an integer or null, not {largest!r}")
+    mags, key = _parse_mags(entry, bad)
+    return LayerProperties(
+        name=name, category=category, data_format=data_format, bounding_box=bounding_box,
+        element_class=element_class, num_channels=num_channels, mags=mags,
+        largest_segment_id=int(largest) if largest is not None else None, mags_key=key,
+        raw=entry)
+
+
+def _parse_mags(entry: dict[str, Any], bad: Any) -> tuple[list[MagProperties], str | None]:
+    if entry.get("mags") is not None:
+        key = "mags"
+    elif entry.get("wkwResolutions") is not None:
+        key = "wkwResolutions"
+    else:
+        return [], None
+    items = entry[key]
+    if not isinstance(items, list):
+        raise bad(f"{key} must be a list")
+    out: list[MagProperties] = []
+    seen: set[Vec3] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise bad(f"{key}[{i}] is not an object")
+        value = item.get("mag" if key == "mags" else "resolution")
+        try:
+            mag = parse_mag(value)
+        except ValueError as exc:
+            raise bad(f"{key}[{i}]: {exc}") from None
+        path = item.get("path") if key == "mags" else None
+        if path is not None and not isinstance(path, str):
+            raise bad(f"{key}[{i}].path must be a string, not {path!r}")
+        cube = item.get("cubeLength")
+        if cube is not None and not _is_int(cube):
+            raise bad(f"{key}[{i}].cubeLength must be an integer, not {cube!r}")
+        if mag in seen:
+            raise bad(f"{key} lists mag {mag_name(mag)} twice")
+        seen.add(mag)
+        out.append(MagProperties(mag, path, int(cube) if cube is not None else None))
+    return out, key
+
+
+# -- writing ----------------------------------------------------------------------------------
+def write_properties(dataset_dir: str | os.PathLike[str], properties: DatasetProperties,
+                     legacy: bool = False) -> str:
+    """Write ``datasource-properties.json`` into ``dataset_dir`` (atomically); its path."""
+    path = os.path.join(os.fspath(dataset_dir), PROPERTIES_FILE)
+    os.makedirs(os.fspath(dataset_dir), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(properties.to_json(legacy), fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _is_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+def _int_vec(value: Any, what: str) -> Vec3:
+    if not isinstance(value, list) or len(value) != 3 or not all(_is_int(v) for v in value):
+        raise ValueError(f"{what} must be three integers [x, y, z], not {value!r}")
+    return (int(value[0]), int(value[1]), int(value[2]))
+
+
+def _float_vec(value: Any, what: str, path: str | None) -> tuple[float, float, float]:
+    if (not isinstance(value, list) or len(value) != 3
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            or not all(math.isfinite(v) and v > 0 for v in value)):
+        raise PropertiesError(f"{what} must be three positive numbers [x, y, z], not {value!r}",
+                              path)
+    return (float(value[0]), float(value[1]), float(value[2]))
+
+
+def _plain_number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+__all__ = [
+    "PROPERTIES_FILE",
+    "ELEMENT_CLASSES",
+    "UNIT_NANOMETERS",
+    "VoxelSize",
+    "BoundingBox",
+    "MagProperties",
+    "LayerProperties",
+    "DatasetProperties",
+    "read_properties",
+    "parse_properties",
+    "parse_layer",
+    "write_properties",
+    "element_class_of",
+]
