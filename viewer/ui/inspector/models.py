@@ -1,0 +1,238 @@
+"""Virtual table models of the inspector: the jump table of one file and the dataset's files.
+
+Both hold numpy arrays / row tuples and format a cell only when the view asks for it, so a
+32,768-row jump table costs nothing until it scrolls, and rows of the file table are appended in
+batches (one ``beginInsertRows`` per batch).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from viewer.core import inspect
+
+Index = QModelIndex | QPersistentModelIndex
+
+#: Role that returns the raw (sortable) value of a cell.
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+PROBLEM_BRUSH = QBrush(QColor(255, 200, 200))
+
+
+class QtJumpTableModel(QAbstractTableModel):
+    """One row per block of a ``BlockTable``: Morton index, block coordinates, byte range, size,
+    ratio, flags.  Sorting permutes a row-order array; the table itself is never copied."""
+
+    COLUMNS = ("Morton", "bx", "by", "bz", "start", "end", "size", "ratio", "flags")
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.table: inspect.BlockTable | None = None
+        self._order: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._row_of: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+    def set_table(self, table: inspect.BlockTable | None) -> None:
+        self.beginResetModel()
+        self.table = table
+        n = 0 if table is None else table.num_blocks
+        self._order = np.arange(n, dtype=np.int64)
+        self._row_of = np.arange(n, dtype=np.int64)
+        self.endResetModel()
+
+    def flags_changed(self) -> None:
+        """Content flags were merged into the table: repaint the flags column."""
+        if self.table is not None and self.table.num_blocks:
+            col = self.COLUMNS.index("flags")
+            self.dataChanged.emit(self.index(0, col), self.index(self.table.num_blocks - 1, col))
+
+    def morton_of_row(self, row: int) -> int:
+        return int(self._order[row])
+
+    def row_of_morton(self, morton_index: int) -> int:
+        return int(self._row_of[morton_index])
+
+    # -- Qt overrides --------------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() or self.table is None else self.table.num_blocks
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.COLUMNS[section]
+        return None
+
+    def _value(self, block: int, col: int) -> Any:
+        t = self.table
+        assert t is not None
+        name = self.COLUMNS[col]
+        if name == "Morton":
+            return block
+        if name in ("bx", "by", "bz"):
+            return int(t.coords[block, "xyz".index(name[1])])
+        if name == "start":
+            return int(t.starts[block])
+        if name == "end":
+            return int(t.ends[block])
+        if name == "size":
+            return int(t.sizes[block])
+        if name == "ratio":
+            return float(t.ratio[block])
+        return int(t.flags[block])
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or self.table is None:
+            return None
+        block = int(self._order[index.row()])
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            value = self._value(block, col)
+            name = self.COLUMNS[col]
+            if name == "ratio":
+                return "inf" if math.isinf(value) else f"{value:.2f}"
+            if name == "flags":
+                return ", ".join(inspect.flag_names(value))
+            if name in ("start", "end", "size"):
+                return f"{value:,}"
+            return str(value)
+        if role == SORT_ROLE:
+            return self._value(block, col)
+        if role == Qt.ItemDataRole.BackgroundRole:
+            if int(self.table.flags[block]) & inspect.PROBLEM_FLAGS:
+                return PROBLEM_BRUSH
+        if role == Qt.ItemDataRole.TextAlignmentRole and col < len(self.COLUMNS) - 1:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        t = self.table
+        if t is None or column < 0:
+            return
+        name = self.COLUMNS[column]
+        keys: npt.NDArray[Any]
+        if name == "Morton":
+            keys = np.arange(t.num_blocks)
+        elif name in ("bx", "by", "bz"):
+            keys = t.coords[:, "xyz".index(name[1])]
+        else:
+            keys = {"start": t.starts, "end": t.ends, "size": t.sizes, "ratio": t.ratio,
+                    "flags": t.flags}[name]
+        self.beginResetModel()
+        perm = np.argsort(keys, kind="stable").astype(np.int64)
+        if order == Qt.SortOrder.DescendingOrder:
+            perm = perm[::-1].copy()
+        self._order = perm
+        self._row_of = np.empty_like(perm)
+        self._row_of[perm] = np.arange(len(perm), dtype=np.int64)
+        self.endResetModel()
+
+
+class QtFilesModel(QAbstractTableModel):
+    """One row per data file (``FileStats``), appended in batches as a scan streams them in.
+    Sorting is done in the model (a Python sort of the rows, fine for tens of thousands)."""
+
+    COLUMNS = ("file", "type", "size on disk", "blocks", "min", "median", "max", "ratio",
+               "problems")
+
+    def __init__(self, root: str = "", parent: Any = None) -> None:
+        super().__init__(parent)
+        self.root = root
+        self.rows: list[inspect.FileStats] = []
+        self._sort: tuple[int, Qt.SortOrder] | None = None
+
+    def clear(self, root: str = "") -> None:
+        self.beginResetModel()
+        self.root = root
+        self.rows = []
+        self.endResetModel()
+
+    def append(self, rows: tuple[inspect.FileStats, ...] | list[inspect.FileStats]) -> None:
+        """Append a batch of rows (one insert notification); a sorted table is re-sorted."""
+        if not rows:
+            return
+        if self._sort is not None:
+            self.beginResetModel()
+            self.rows.extend(rows)
+            self._sort_rows(*self._sort)
+            self.endResetModel()
+            return
+        first = len(self.rows)
+        self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
+        self.rows.extend(rows)
+        self.endInsertRows()
+
+    def row_of_path(self, path: str) -> int | None:
+        for k, r in enumerate(self.rows):
+            if r.path == path:
+                return k
+        return None
+
+    def _display_path(self, path: str) -> str:
+        if self.root:
+            try:
+                return os.path.relpath(path, self.root)
+            except ValueError:
+                pass
+        return path
+
+    def _value(self, row: inspect.FileStats, col: int) -> Any:
+        return (self._display_path(row.path), row.block_type, row.size_on_disk, row.block_count,
+                row.size_min, row.size_median, row.size_max, row.ratio, row.problem_count)[col]
+
+    # -- Qt overrides --------------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            value = self._value(row, col)
+            if isinstance(value, float):
+                return "-" if math.isnan(value) else (
+                    f"{value:.2f}" if self.COLUMNS[col] == "ratio" else f"{value:,.0f}")
+            if isinstance(value, int):
+                return f"{value:,}"
+            return value
+        if role == Qt.ItemDataRole.ToolTipRole and row.problems:
+            return "\n".join(str(p) for p in row.problems[:10])
+        if role == SORT_ROLE:
+            return self._value(row, col)
+        if role == Qt.ItemDataRole.BackgroundRole and row.problems:
+            return PROBLEM_BRUSH
+        return None
+
+    def _sort_rows(self, column: int, order: Qt.SortOrder) -> None:
+        def key(r: inspect.FileStats) -> Any:
+            v = self._value(r, column)
+            return (1, 0) if isinstance(v, float) and math.isnan(v) else (0, v)
+
+        self.rows.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        if column < 0:
+            self._sort = None
+            return
+        self._sort = (column, order)
+        self.beginResetModel()
+        self._sort_rows(column, order)
+        self.endResetModel()
