@@ -1,0 +1,319 @@
+"""The comparison engine on real dataset pairs written to disk."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compare_fixtures import SIDE, copy_dataset, corrupt_block, file_of, volume
+from viewer.core.compare import (DIAGNOSIS, DIFFERENCE, INFO, CompareJob, abs_difference,
+                                 compare, difference_plane, mismatch_mask)
+from viewer.core.slicing import PlaneRequest, read_plane
+from viewer.format import wkw
+from viewer.format.wkw import morton
+
+RAW, LZ4, LZ4HC = wkw.BLOCK_TYPE_RAW, wkw.BLOCK_TYPE_LZ4, wkw.BLOCK_TYPE_LZ4HC
+
+
+def kinds(summary, severity=None):
+    return [f.kind for f in summary.structure if severity is None or f.severity == severity]
+
+
+def test_raw_vs_lz4hc_of_the_same_data_is_equal(make):
+    data = volume()
+    a = make("raw", data, RAW)
+    b = make("lz4hc", data, LZ4HC)
+    s = compare(a, b)
+    assert s.equal
+    assert s.blocks_compared == s.blocks_total == 4 * 64
+    assert s.mismatching_blocks == [] and s.voxels_different == 0 and s.max_abs_diff == 0
+    assert kinds(s) == ["block_type"]  # an encoding difference is information, not a difference
+
+
+def test_reference_lz4hc_vs_project_lz4_is_equal(make):
+    data = volume(seed=3)
+    a = make("ref", data, LZ4HC, writer="reference")
+    b = make("lz4", data, LZ4)
+    assert compare(a, b).equal
+    assert compare(b, a).equal
+
+
+def test_identical_copies_are_equal_without_decoding(make, tmp_path, monkeypatch):
+    a = make("a", volume(), LZ4HC)
+    b = copy_dataset(a, tmp_path / "b")
+    from viewer.format.wkw import lz4block
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("identical stored bytes must not be decoded")
+
+    monkeypatch.setattr(lz4block, "decode_into", forbidden)
+    s = compare(a, b)
+    assert s.equal and s.blocks_compared == 4 * 64
+
+
+@pytest.mark.parametrize("block_type_b", [RAW, LZ4HC])
+def test_one_voxel_changed_is_found_at_its_block(make, block_type_b):
+    data = volume()
+    a = make("a", data, LZ4HC)
+    changed = data.copy()
+    x, y, z = 37, 5, 20
+    changed[x, y, z] = data[x, y, z] - 7 if data[x, y, z] > 7 else data[x, y, z] + 7
+    b = make("b", changed, block_type_b)
+    s = compare(a, b)
+    assert not s.equal
+    assert len(s.mismatching_blocks) == 1
+    r = s.mismatching_blocks[0]
+    assert r.file == "z0/y0/x1.wkw"
+    assert r.morton_index == int(morton.encode((x - SIDE) // 8, y // 8, z // 8))
+    assert r.position == (32, 0, 16)
+    assert r.voxels_different == 1 and r.max_abs_diff == 7
+    assert s.voxels_different == 1 and s.max_abs_diff == 7
+    assert s.first_mismatch == r
+    # The same change seen through a tolerance.
+    assert compare(a, b, tolerance=7).equal
+    assert not compare(a, b, tolerance=6.5).equal
+
+
+def test_box_limits_the_comparison(make):
+    data = volume()
+    a = make("a", data, RAW)
+    changed = data.copy()
+    changed[37, 5, 20] ^= 0xFF
+    b = make("b", changed, LZ4HC)
+    outside = compare(a, b, box=((0, 0, 0), (32, 64, 32)))
+    assert outside.equal and outside.blocks_compared == 2 * 64
+    # A box cutting the block: voxel (37, 5, 20) just inside, then just outside.
+    inside = compare(a, b, box=((37, 5, 20), (1, 1, 1)))
+    assert not inside.equal and inside.blocks_compared == 1
+    assert inside.mismatching_blocks[0].voxels_different == 1
+    edge = compare(a, b, box=((38, 0, 0), (20, 20, 20)))
+    assert edge.equal
+
+
+def test_deleted_file_is_named_and_checked_for_zeros(make, tmp_path):
+    data = volume()
+    data[:32, 32:, :] = 0  # the file at (0, 1, 0) holds only zeros
+    a = make("a", data, LZ4HC)
+    b = copy_dataset(a, tmp_path / "b")
+    file_of(b, 1, 0, 0).unlink()  # real data
+    file_of(b, 0, 1, 0).unlink()  # zeros only
+    s = compare(a, b)
+    assert not s.equal
+    missing = {f.details["file"]: f for f in s.structure if f.kind == "file_missing"}
+    assert set(missing) == {"z0/y0/x1.wkw", "z0/y1/x0.wkw"}
+    assert missing["z0/y0/x1.wkw"].severity == DIFFERENCE
+    assert missing["z0/y0/x1.wkw"].details["present_all_zeros"] is False
+    assert missing["z0/y0/x1.wkw"].details["missing_in"] == "B"
+    assert missing["z0/y1/x0.wkw"].severity == INFO
+    assert missing["z0/y1/x0.wkw"].details["present_all_zeros"] is True
+    # Every block of the deleted data file differs from the zeros it now reads as.
+    assert {r.file for r in s.mismatching_blocks} == {"z0/y0/x1.wkw"}
+    assert len(s.mismatching_blocks) == 64
+    # Deleting only the all-zero file leaves the voxels equal.
+    c = copy_dataset(a, tmp_path / "c")
+    file_of(c, 0, 1, 0).unlink()
+    s2 = compare(c, a)
+    assert s2.equal
+    assert [f.details["missing_in"] for f in s2.structure if f.kind == "file_missing"] == ["A"]
+
+
+def test_extent_difference_is_reported(make):
+    a = make("a", volume((64, 64, 32)), RAW)
+    b = make("b", volume((64, 64, 64)), RAW)
+    s = compare(a, b)
+    assert "extent" in kinds(s)
+    assert not s.equal
+
+
+def test_transposed_copy_is_named(make):
+    data = volume((64, 64, 64), seed=1)
+    a = make("a", data, LZ4HC)
+    b = make("b", np.ascontiguousarray(data.transpose(2, 1, 0)), LZ4HC)
+    s = compare(a, b)
+    assert not s.equal
+    diagnoses = [f for f in s.structure if f.severity == DIAGNOSIS]
+    assert [d.kind for d in diagnoses] == ["transposed"]
+    assert diagnoses[0].details["axes"] == "zyx"
+    assert "x and z swapped" in diagnoses[0].message
+
+
+def test_fortran_vs_c_order_inside_blocks_is_named(make):
+    data = volume((32, 32, 32), seed=2)
+    b8 = data.reshape(4, 8, 4, 8, 4, 8)  # (bx, x, by, y, bz, z)
+    swapped = b8.transpose(0, 5, 2, 3, 4, 1).reshape(32, 32, 32)  # x and z swapped per block
+    a = make("a", data, RAW)
+    b = make("b", np.ascontiguousarray(swapped), LZ4HC)
+    s = compare(a, b)
+    assert [f.kind for f in s.structure if f.severity == DIAGNOSIS] == ["block_order"]
+
+
+@pytest.mark.parametrize("axis, step, unit", [(0, 1, "voxel"), (2, 8, "block"), (1, -1, "voxel")])
+def test_offset_is_named(make, axis, step, unit):
+    data = volume((64, 64, 64), seed=4)
+    shifted = np.zeros_like(data)
+    src = [slice(None)] * 3
+    dst = [slice(None)] * 3
+    if step > 0:
+        dst[axis], src[axis] = slice(step, None), slice(None, -step)
+    else:
+        dst[axis], src[axis] = slice(None, step), slice(-step, None)
+    shifted[tuple(dst)] = data[tuple(src)]
+    a = make("a", data, RAW)
+    b = make("b", shifted, LZ4HC)
+    s = compare(a, b)
+    found = [f for f in s.structure if f.severity == DIAGNOSIS]
+    assert [f.kind for f in found] == ["offset"]
+    expected = [0, 0, 0]
+    expected[axis] = step
+    assert found[0].details["shift"] == expected and found[0].details["unit"] == unit
+
+
+def test_unrelated_data_gets_no_diagnosis(make):
+    a = make("a", volume((64, 64, 64), seed=5), RAW)
+    b = make("b", volume((64, 64, 64), seed=6), RAW)
+    s = compare(a, b)
+    assert not s.equal and len(s.mismatching_blocks) == 8 * 64
+    assert [f for f in s.structure if f.severity == DIAGNOSIS] == []
+
+
+def test_dtype_mismatch_is_structural(make):
+    data = volume()
+    a = make("a", data, RAW)
+    b = make("b", data.astype(np.uint16), RAW)
+    s = compare(a, b)
+    assert not s.equal and not s.comparable
+    assert "voxel_type" in kinds(s, DIFFERENCE)
+    assert s.blocks_compared == 0
+
+
+def test_channel_and_geometry_mismatch_is_structural(make, tmp_path):
+    data = volume((32, 32, 32))
+    a = make("a", data, RAW)
+    b = make("b", np.stack([data, data]), RAW, channels=2)
+    assert "num_channels" in kinds(compare(a, b), DIFFERENCE)
+    header = wkw.Header(np.uint8, block_len=16, file_len=2)
+    with wkw.Dataset.create(str(tmp_path / "c"), header) as ds:
+        ds.write((0, 0, 0), data)
+    s = compare(a, tmp_path / "c")
+    assert "block_len" in kinds(s, DIFFERENCE) and not s.equal
+
+
+def test_damaged_block_is_reported_as_that_block(make, tmp_path):
+    data = volume()
+    a = make("a", data, RAW)
+    b = make("b", data, LZ4HC)
+    start = corrupt_block(file_of(b, 1, 1, 0), 9)
+    s = compare(a, b)
+    assert not s.equal
+    assert len(s.mismatching_blocks) == 1
+    r = s.mismatching_blocks[0]
+    assert r.file == "z0/y1/x1.wkw" and r.morton_index == 9
+    assert r.voxels_different is None and r.error is not None
+    assert r.error.startswith("B: ") and "block 9" in r.error and str(start) in r.error
+    assert s.blocks_compared == 4 * 64
+
+
+def test_float_and_multichannel_differences(make):
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((2, 32, 32, 32)).astype(np.float32)
+    a = make("a", data, RAW, channels=2)
+    changed = data.copy()
+    changed[1, 3, 4, 5] += 0.5
+    changed[0, 3, 4, 5] += 0.25  # same voxel, other channel: still one voxel
+    changed[0, 30, 30, 30] = np.nan
+    b = make("b", changed, LZ4, channels=2)
+    s = compare(a, b)
+    by_index = {r.morton_index: r for r in s.mismatching_blocks}
+    assert set(by_index) == {0, 63}
+    assert by_index[0].voxels_different == 1
+    assert by_index[0].max_abs_diff == pytest.approx(0.5, abs=1e-6)
+    assert by_index[63].max_abs_diff == float("inf")
+    assert compare(b, b).equal  # NaN against NaN is equal
+
+
+def test_abs_difference_is_exact_at_the_extremes():
+    for dt in (np.int8, np.int64, np.uint64, np.int32):
+        info = np.iinfo(dt)
+        a = np.array([info.min, info.max, 0], dtype=dt)
+        b = np.array([info.max, info.min, 0], dtype=dt)
+        d = abs_difference(a, b)
+        assert [int(v) for v in d] == [int(info.max) - int(info.min)] * 2 + [0]
+
+
+def test_job_runs_in_background_with_progress_and_streamed_blocks(make):
+    data = volume()
+    a = make("a", data, RAW)
+    changed = data.copy()
+    changed[::9, ::9, ::9] += 1
+    b = make("b", changed, LZ4HC)
+    progress, blocks, threads = [], [], set()
+    job = CompareJob(a, b, on_progress=lambda d, t: progress.append((d, t)),
+                     on_block=lambda r: (blocks.append(r),
+                                         threads.add(threading.current_thread().name)))
+    job.start()
+    summary = job.wait(60)
+    assert summary is not None and not summary.equal
+    assert progress[-1] == (4 * 64, 4 * 64) and job.progress == (4 * 64, 4 * 64)
+    assert [d for d, _ in progress] == sorted(d for d, _ in progress)
+    assert blocks == summary.mismatching_blocks and len(blocks) > 0
+    assert threads == {"wkw-compare"}  # the job's thread, never a pool worker
+    for r in blocks:
+        assert r.position == tuple(int(v) for v in r.position)
+
+
+def test_cancel_stops_the_job(make, monkeypatch):
+    import viewer.core.compare.job as job_module
+
+    monkeypatch.setattr(job_module, "CHUNK_BYTES", 512 * 8)  # 8 blocks per chunk: many chunks
+    a = make("a", volume(), RAW)
+    b = make("b", volume(seed=9), RAW)
+    job: CompareJob
+
+    def on_progress(done, total):
+        if done >= 16:
+            job.cancel()
+
+    job = CompareJob(a, b, on_progress=on_progress)
+    s = job.run()
+    assert s.cancelled and not s.equal
+    assert 16 <= s.blocks_compared < s.blocks_total
+
+
+def test_open_errors_raise(tmp_path, make):
+    with pytest.raises(FileNotFoundError):
+        compare(tmp_path / "nope", tmp_path / "nope2")
+    a = make("a", volume((32, 32, 32)), RAW)
+    job = CompareJob(a, tmp_path / "nope")
+    job.start()
+    with pytest.raises(FileNotFoundError):
+        job.wait(30)
+
+
+def test_single_files_compare(make):
+    data = volume((32, 32, 32))
+    a = make("a", data, RAW)
+    b = make("b", data, LZ4HC)
+    s = compare(file_of(a, 0, 0, 0), file_of(b, 0, 0, 0))
+    assert s.equal and s.blocks_compared == 64
+
+
+def test_plane_difference_and_mismatch_mask(make):
+    data = volume((32, 32, 32))
+    a = make("a", data, RAW)
+    changed = data.copy()
+    changed[3, 4, 10] = data[3, 4, 10] + 2 if data[3, 4, 10] < 200 else data[3, 4, 10] - 2
+    b = make("b", changed, LZ4HC)
+    request = PlaneRequest(axis=2, index=10, lo=(0, 0), hi=(40, 32))  # runs past the data
+    with wkw.Dataset.open(str(a)) as da, wkw.Dataset.open(str(b)) as db:
+        pa, pb = read_plane(da, request), read_plane(db, request)
+    diff = difference_plane(pa, pb)
+    assert diff.shape == (1, 40, 32)
+    expected = data[:, :, 10].astype(np.float64) - changed[:, :, 10]
+    np.testing.assert_array_equal(diff[0, :32], expected)
+    assert np.all(diff[0, 32:] == 0)  # absent on both sides: zeros against zeros
+    mask = mismatch_mask(pa, pb)
+    assert mask.shape == (40, 32) and np.argwhere(mask).tolist() == [[3, 4]]
+    assert not mismatch_mask(pa, pb, tolerance=2).any()

@@ -1,0 +1,142 @@
+"""``wkw-viewer compare A B [--box X,Y,Z,W,H,D] [--tolerance T] [--json]``.
+
+Compares two WKW datasets (directories, or single .wkw files) voxel for voxel, on both cores.
+Exit codes: 0 equal, 1 they differ (voxels, unreadable blocks or files, or a structural
+difference that makes the voxels incomparable), 2 either cannot be read at all (no such path,
+no or a damaged header.wkw) or the arguments are wrong.  Progress goes to stderr, and only
+when stderr is a terminal; ``--json`` prints one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from viewer.core.compare import CompareJob, Summary
+from viewer.core.compare.model import Box
+from viewer.format import FormatError
+
+#: Mismatching blocks listed in the human-readable report (all of them go to --json).
+LIST_LIMIT = 20
+
+
+def _parse_box(text: str) -> Box:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--box wants six integers X,Y,Z,W,H,D, not {text!r}")
+    if len(values) != 6:
+        raise argparse.ArgumentTypeError(f"--box wants six integers X,Y,Z,W,H,D, not {text!r}")
+    if min(values[:3]) < 0 or min(values[3:]) <= 0:
+        raise argparse.ArgumentTypeError("--box needs a non-negative offset and a positive size")
+    return ((values[0], values[1], values[2]), (values[3], values[4], values[5]))
+
+
+def _parse_tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tolerance wants a number, not {text!r}")
+    if not value >= 0:
+        raise argparse.ArgumentTypeError("--tolerance must be non-negative")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="wkw-viewer compare",
+        description="Compare two WKW datasets voxel for voxel and say where they differ. "
+                    "Exit 0 equal, 1 different, 2 unreadable input.")
+    p.add_argument("a", help="dataset A (directory with header.wkw, or one .wkw file)")
+    p.add_argument("b", help="dataset B")
+    p.add_argument("--box", type=_parse_box, default=None, metavar="X,Y,Z,W,H,D",
+                   help="compare only this voxel box (offset and size)")
+    p.add_argument("--tolerance", type=_parse_tolerance, default=0.0, metavar="T",
+                   help="count a voxel as different only when |A-B| > T (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--workers", type=int, default=2, help=argparse.SUPPRESS)
+    return p
+
+
+class _Progress:
+    """A one-line progress display on a terminal's stderr, redrawn at most 10 times a second."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        pct = 100.0 * done / total if total else 100.0
+        self.stream.write(f"\rcomparing: {done}/{total} blocks ({pct:.0f}%)")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def report(summary: Summary, out: TextIO) -> None:
+    """The human-readable report."""
+    verdict = "EQUAL" if summary.equal else "DIFFERENT"
+    if summary.cancelled:
+        verdict = "CANCELLED"
+    out.write(f"{verdict}: {summary.a} vs {summary.b}\n")
+    for f in summary.structure:
+        out.write(f"  [{f.severity}] {f.message}\n")
+    if summary.comparable:
+        out.write(f"  blocks compared: {summary.blocks_compared} of {summary.blocks_total}\n")
+        out.write(f"  mismatching blocks: {len(summary.mismatching_blocks)}"
+                  f" (unreadable: {summary.damaged_blocks})\n")
+        out.write(f"  voxels different: {summary.voxels_different}\n")
+        out.write(f"  max |A-B|: {summary.max_abs_diff}\n")
+    for r in summary.mismatching_blocks[:LIST_LIMIT]:
+        x, y, z = r.position
+        if r.error is not None:
+            out.write(f"  {r.file} block {r.morton_index} at ({x}, {y}, {z}): {r.error}\n")
+        else:
+            out.write(f"  {r.file} block {r.morton_index} at ({x}, {y}, {z}): "
+                      f"{r.voxels_different} voxels differ, max |A-B| {r.max_abs_diff}\n")
+    more = len(summary.mismatching_blocks) - LIST_LIMIT
+    if more > 0:
+        out.write(f"  ... and {more} more (see --json)\n")
+    out.write(f"  time: {summary.elapsed:.2f} s\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # argparse has printed the usage error
+        return 0 if exc.code == 0 else 2
+    progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+    job = CompareJob(args.a, args.b, box=args.box, tolerance=args.tolerance,
+                     workers=args.workers, on_progress=progress)
+    try:
+        summary = job.run()
+    except (FormatError, OSError) as exc:
+        if progress is not None:
+            progress.finish()
+        sys.stderr.write(f"wkw-viewer compare: cannot read: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        job.cancel()
+        sys.stderr.write("\nwkw-viewer compare: interrupted\n")
+        return 2
+    if progress is not None:
+        progress.finish()
+    if args.json:
+        json.dump(summary.to_json(), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        report(summary, sys.stdout)
+    return 0 if summary.equal else 1

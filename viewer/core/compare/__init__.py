@@ -1,0 +1,30 @@
+"""Conversion QA: compare two WKW datasets block by block, say where and why they differ.
+
+``CompareJob`` is the engine (structure check, fast comparison of stored bytes, voxel counts,
+diagnoses) and runs on background threads with progress, cancel and streamed results;
+``compare`` runs one on the calling thread.  ``difference_plane`` and ``mismatch_mask`` serve a
+window's compare modes.  Qt-free.
+"""
+
+from viewer.core.compare.diagnose import diagnose
+from viewer.core.compare.diff import abs_difference, difference_plane, mismatch_mask, voxel_stats
+from viewer.core.compare.job import CompareJob, compare
+from viewer.core.compare.model import (DIAGNOSIS, DIFFERENCE, INFO, BlockResult, Box, Finding,
+                                       Summary)
+
+__all__ = [
+    "CompareJob",
+    "compare",
+    "diagnose",
+    "BlockResult",
+    "Finding",
+    "Summary",
+    "Box",
+    "DIFFERENCE",
+    "INFO",
+    "DIAGNOSIS",
+    "abs_difference",
+    "voxel_stats",
+    "difference_plane",
+    "mismatch_mask",
+]
