@@ -1,0 +1,220 @@
+"""The inspector panel on real files (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from inspector_data import BLOCK_LEN, FILE_LEN, SIDE, damage_jump_table, parse_independently
+from PySide6.QtCore import QPointF, Qt
+
+from viewer.core import inspect
+from viewer.format import wkw
+from viewer.ui.inspector import QtInspectorPanel
+from viewer.ui.inspector.models import SORT_ROLE, QtJumpTableModel
+from viewer.ui.inspector.overlay import colormap
+
+WAIT = 20000
+
+
+@pytest.fixture()
+def panel(qtbot) -> Iterator[QtInspectorPanel]:  # type: ignore[no-untyped-def]
+    p = QtInspectorPanel()
+    qtbot.addWidget(p)
+    p.resize(900, 700)
+    p.show()
+    yield p
+    p.shutdown()
+
+
+def open_in(panel: QtInspectorPanel, qtbot, root: Path) -> wkw.Dataset:  # type: ignore[no-untyped-def]
+    ds = wkw.Dataset.open(str(root))
+    with qtbot.waitSignals([panel.file_shown, panel.scan_finished], timeout=WAIT):
+        panel.set_dataset(ds)
+    return ds
+
+
+@pytest.mark.parametrize("which", ["known_dataset", "reference_dataset"])
+def test_shows_header_and_jump_table_of_a_known_file(panel, qtbot, which: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    root: Path = request.getfixturevalue(which)
+    open_in(panel, qtbot, root)
+    path = root / "z0" / "y0" / "x0.wkw"
+    truth = parse_independently(path)
+    assert panel.current_path == str(path)
+    # Header: the raw bytes in hex, each field as stored.
+    assert panel.header_hex.text() == "raw: " + truth["raw16"].hex(" ")  # type: ignore[union-attr]
+    shown = {panel.header_fields.item(r, 0).text(): panel.header_fields.item(r, 2).text()
+             for r in range(panel.header_fields.rowCount())}
+    assert shown == {"magic": "WKW", "version": "1", "perDimLog2": str(truth["per_dim"]),
+                     "blockType": "3", "voxelType": "1", "voxelSize": "1",
+                     "dataOffset": str(truth["data_offset"])}
+    assert panel.header_diffs.text() == "matches header.wkw"
+    # Jump table: one row per block, sizes and ranges as the file's bytes say.
+    model = panel.jump_model
+    cols = QtJumpTableModel.COLUMNS
+    assert model.rowCount() == FILE_LEN ** 3 == len(truth["sizes"])  # type: ignore[arg-type]
+    for row in range(model.rowCount()):
+        def cell(name: str, role: int = SORT_ROLE) -> object:
+            return model.data(model.index(row, cols.index(name)), role)
+        assert cell("Morton") == row
+        assert cell("size") == truth["sizes"][row]  # type: ignore[index]
+        assert cell("start") == truth["starts"][row]  # type: ignore[index]
+        assert cell("end") == truth["ends"][row]  # type: ignore[index]
+        assert cell("size", Qt.ItemDataRole.DisplayRole) == f"{truth['sizes'][row]:,}"  # type: ignore[index]
+    x, y, z = (model.data(model.index(8, cols.index(c)), SORT_ROLE) for c in ("bx", "by", "bz"))
+    assert (x, y, z) == (2, 0, 0)  # Morton index 8 is block (2, 0, 0)
+
+
+def test_selecting_a_row_moves_the_cursor_and_the_cursor_selects_the_row(panel, qtbot,
+                                                                         known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    panel.tabs.setCurrentIndex(2)
+    view = panel.jump_view
+    rect = view.visualRect(panel.jump_model.index(1, 0))
+    selected: list[tuple[str, int]] = []
+    requested: list[object] = []
+    panel.block_selected.connect(lambda path, index: selected.append((path, index)))
+    panel.position_requested.connect(requested.append)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert selected == [(str(known_dataset / "z0" / "y0" / "x0.wkw"), 1)]
+    assert requested == [(BLOCK_LEN + BLOCK_LEN // 2, BLOCK_LEN // 2, BLOCK_LEN // 2)]
+
+    # Moving the cursor into the other file shows that file and selects the block under it.
+    with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
+        panel.show_cursor((SIDE + 2 * BLOCK_LEN + 1, BLOCK_LEN + 1, 0))
+    assert panel.current_path == str(known_dataset / "z0" / "y0" / "x1.wkw")
+    selected_rows = [i.row() for i in view.selectionModel().selectedRows()]
+    assert selected_rows == [int(wkw.morton.encode(2, 1, 0))]
+    # Within the same file, the selection follows at once.
+    panel.show_cursor((SIDE + 1, 1, 3 * BLOCK_LEN))
+    assert [i.row() for i in view.selectionModel().selectedRows()] == [
+        int(wkw.morton.encode(0, 0, 3))]
+
+
+def test_sorting_the_jump_table_by_size(panel, qtbot, known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    truth = parse_independently(known_dataset / "z0" / "y0" / "x0.wkw")
+    panel.jump_view.sortByColumn(QtJumpTableModel.COLUMNS.index("size"),
+                                 Qt.SortOrder.DescendingOrder)
+    top = panel.jump_model.morton_of_row(0)
+    assert top == int(np.argmax(truth["sizes"]))  # type: ignore[arg-type]
+    assert top == 1  # the random block
+
+
+def pixel_at(widget: pg.GraphicsLayoutWidget, vb: pg.ViewBox, image, x: float, y: float):  # type: ignore[no-untyped-def]
+    scene = vb.mapViewToScene(QPointF(x, y))
+    p = widget.mapFromScene(scene)
+    ratio = image.devicePixelRatio()
+    return image.pixelColor(int(p.x() * ratio), int(p.y() * ratio))
+
+
+def test_compression_overlay_colours_incompressible_and_zero_blocks_apart(panel, qtbot,
+                                                                          known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    widget = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(widget)
+    widget.resize(400, 400)
+    vb = widget.addViewBox()
+    vb.setBackgroundColor("k")
+    for item in panel.overlay_items(2):
+        vb.addItem(item)
+    with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
+        panel.show_cursor((0, 0, 3))
+    vb.setRange(xRange=(0, SIDE), yRange=(0, SIDE), padding=0)
+    widget.show()
+    qtbot.waitExposed(widget)
+    image = widget.grab().toImage()
+    b = BLOCK_LEN
+    random_px = pixel_at(widget, vb, image, b + b / 2, b / 2)  # block (1, 0): random bytes
+    zero_px = pixel_at(widget, vb, image, b / 2, b / 2)  # block (0, 0): zeros
+    other_zero = pixel_at(widget, vb, image, 2 * b + b / 2, b + b / 2)  # block (2, 1): zeros
+    distance = sum(abs(a - c) for a, c in zip(random_px.getRgb()[:3], zero_px.getRgb()[:3]))
+    assert distance > 150, (random_px.getRgb(), zero_px.getRgb())
+    assert zero_px.getRgb() == other_zero.getRgb()
+    # The toggle hides the map.
+    panel.map_toggle.setChecked(False)
+    image = widget.grab().toImage()
+    hidden = pixel_at(widget, vb, image, b + b / 2, b / 2)
+    assert hidden.getRgb()[:3] == (0, 0, 0)
+
+
+def test_ratio_metric_reverses_the_colours(panel, qtbot, known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    overlay = panel.compression_overlay(2)
+    with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
+        panel.show_cursor((0, 0, 3))
+    size_image = np.array(overlay.image)
+    with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
+        panel.metric_box.setCurrentIndex(1)
+    assert overlay.plane is not None and overlay.plane.metric == inspect.RATIO
+    ratio_image = np.array(overlay.image)
+    lut = colormap().getLookupTable(0.0, 1.0, 256, alpha=False)
+    # Random block: the top of the size scale and the bottom of the ratio scale (ratio ~1).
+    assert size_image[1, 0, :3].tolist() == lut[255].tolist()
+    assert ratio_image[1, 0, :3].tolist() == lut[0].tolist()
+    # Zero block: near the bottom of the size scale, well up the ratio scale.
+    assert size_image[0, 0, :3].tolist() != lut[255].tolist()
+    assert ratio_image[0, 0, :3].tolist() != lut[0].tolist()
+
+
+def test_files_table_fills_and_selecting_a_file_moves_into_it(panel, qtbot,
+                                                              known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    rows = panel.files_model.rows
+    assert sorted(r.position for r in rows) == [(0, 0, 0), (1, 0, 0)]  # type: ignore[type-var]
+    for r in rows:
+        truth = parse_independently(Path(r.path))
+        assert r.size_max == max(truth["sizes"])  # type: ignore[type-var]
+        assert r.size_on_disk == truth["file_size"]
+    row = next(k for k, r in enumerate(rows) if r.position == (1, 0, 0))
+    panel.tabs.setCurrentIndex(1)
+    rect = panel.files_view.visualRect(panel.files_model.index(row, 0))
+    with qtbot.waitSignal(panel.position_requested, timeout=WAIT) as blocker:
+        qtbot.mouseClick(panel.files_view.viewport(), Qt.MouseButton.LeftButton,
+                         pos=rect.center())
+    assert blocker.args == [(SIDE + SIDE // 2, SIDE // 2, SIDE // 2)]
+
+
+def test_problems_are_listed_and_one_click_from_their_block(panel, qtbot,
+                                                            known_dataset) -> None:
+    path = known_dataset / "z0" / "y0" / "x1.wkw"
+    ends = parse_independently(path)["ends"]
+    damage_jump_table(path, {5: ends[4]})  # type: ignore[index]  # block 5: zero length
+    open_in(panel, qtbot, known_dataset)
+    assert panel.problems_list.count() >= 1
+    item = panel.problems_list.item(0)
+    assert "block 5" in item.text() and "zero length" in item.text()
+    with qtbot.waitSignal(panel.block_selected, timeout=WAIT) as blocker:
+        panel._on_target_item_clicked(item)
+    assert blocker.args == [str(path), 5]
+    qtbot.waitUntil(lambda: panel.current_path == str(path), timeout=WAIT)
+    flags_col = QtJumpTableModel.COLUMNS.index("flags")
+    model = panel.jump_model
+    assert model.data(model.index(model.row_of_morton(5), flags_col)) == "zero length"
+
+
+def test_histogram_bar_lists_its_blocks(panel, qtbot, known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    table = panel.current_table
+    assert table is not None
+    edges = inspect.histogram_edges(table.header)
+    random_bin = int(np.searchsorted(edges, table.sizes[1], side="right")) - 1
+    panel.list_histogram_bin(random_bin)
+    texts = [panel.hist_list.item(k).text() for k in range(panel.hist_list.count())]
+    assert texts == [f"block 1 (1, 0, 0): {int(table.sizes[1]):,} B"]
+    heights = panel.hist_bars.opts["height"]
+    assert int(np.sum(heights)) == FILE_LEN ** 3
+
+
+def test_decoding_on_request_flags_all_zero_blocks(panel, qtbot, known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    table = panel.current_table
+    assert table is not None and not (table.flags & inspect.DECODED).any()  # nothing decoded yet
+    panel.decode_button.click()
+    qtbot.waitUntil(lambda: bool((table.flags & inspect.DECODED).all()), timeout=WAIT)
+    assert table.flags[0] & inspect.ALL_ZERO
+    assert not table.flags[1] & inspect.CONSTANT
