@@ -1,0 +1,123 @@
+"""The Qt side of background loading: the bridge delivers on the GUI thread, blocks arriving
+late fill a plane without a second request, the status section shows the loader's figures and
+its warning, and the window runs on the loader.  Waits are generous and only for completion."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QThread
+from PySide6.QtWidgets import QApplication
+
+from viewer.core.loader import Loader
+from viewer.core.slicing import XY, XZ, YZ, PlaneRequest, Status
+from viewer.format import wkw
+from viewer.ui.loading import QtLoaderStatus, QtLoadingBridge, merge_boxes, status_text
+
+WAIT_MS = 60_000
+SHAPE = (64, 64, 48)
+
+
+@pytest.fixture(scope="module")
+def vol() -> np.ndarray:
+    rng = np.random.default_rng(3)
+    return rng.integers(0, 255, SHAPE, dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def dataset_path(tmp_path_factory: pytest.TempPathFactory, vol: np.ndarray) -> Path:
+    path = tmp_path_factory.mktemp("loading") / "ds"
+    header = wkw.Header(np.uint8, block_len=8, file_len=4, block_type=wkw.BLOCK_TYPE_LZ4HC)
+    ds = wkw.Dataset.create(str(path), header)
+    ds.write((0, 0, 0), vol)
+    ds.close()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_threads_left_behind():
+    yield
+    assert [t for t in threading.enumerate() if t.name.startswith("wkw-loader")] == []
+
+
+def test_merge_boxes() -> None:
+    assert merge_boxes([((0, 8, 16), (8, 8, 8)), ((32, 0, 16), (8, 8, 1))]) == \
+        ((0, 0, 16), (40, 16, 8))
+
+
+def test_bridge_delivers_on_the_gui_thread_and_late_blocks_fill_the_plane(
+        qtbot, dataset_path: Path, vol: np.ndarray) -> None:
+    loader = Loader(wkw.Dataset.open(str(dataset_path)))
+    bridge = QtLoadingBridge(loader)
+    req = PlaneRequest(XZ, 21, (0, 0), (64, 48))
+    shown: list = []
+    threads: list[bool] = []
+
+    def on_data_arrived(box) -> None:  # as the window does: re-fetch the plane, nothing else
+        threads.append(QThread.currentThread() is QApplication.instance().thread()
+                       and threading.current_thread() is threading.main_thread())
+        shown.append(loader.plane(req))
+
+    bridge.data_arrived.connect(on_data_arrived)
+    try:
+        loader.set_wanted([req], 0, (0, 21, 0))  # the only request ever made
+        first = loader.plane(req)
+        qtbot.waitUntil(lambda: bool(shown) and shown[-1].complete, timeout=WAIT_MS)
+        assert threads and all(threads)
+        assert not first.complete or len(shown) >= 1
+        np.testing.assert_array_equal(shown[-1].data[0], vol[:, 21, :])
+        assert (shown[-1].status == Status.DATA).all()
+    finally:
+        loader.close()
+
+
+def test_status_section_shows_figures_and_the_over_budget_warning(
+        qtbot, dataset_path: Path) -> None:
+    loader = Loader(wkw.Dataset.open(str(dataset_path)), budget_bytes=64 << 20)
+    status = QtLoaderStatus()
+    qtbot.addWidget(status)
+    try:
+        status.set_loader(loader)
+        assert status.budget.value() == 64
+        reqs = [PlaneRequest(XY, 5, (0, 0), (64, 64)), PlaneRequest(YZ, 5, (0, 0), (64, 48))]
+        loader.set_wanted(reqs, 0, (5, 0, 5))
+        assert loader.wait_idle(60)
+        status.refresh()
+        assert "cache" in status.label.text() and "MB" in status.label.text()
+        assert "\u26a0" not in status.label.text()
+        status.budget.setValue(16)  # run-time setting
+        assert loader.cache.budget_bytes == 16 << 20
+        loader.set_budget(4096)  # far below one screen
+        status.refresh()
+        assert "\u26a0" in status.label.text()
+        assert "WARNING" in status.label.toolTip()
+        assert status_text(loader.stats()) == status.label.text()
+    finally:
+        loader.close()
+
+
+def test_window_on_the_loader_fills_all_views(qtbot, dataset_path: Path, vol: np.ndarray) -> None:
+    main_window = pytest.importorskip("viewer.ui.main_window")
+    from viewer.ui.loading import install_background_loading
+
+    window = main_window.QtMainWindow()
+    qtbot.addWidget(window)
+    loading = install_background_loading(window, budget_bytes=32 << 20)
+    window.resize(900, 700)
+    window.show()
+    assert window.open_path(str(dataset_path), pos=(10, 20, 30))
+    assert isinstance(window.source, Loader)
+
+    def all_complete() -> bool:
+        return all(v.plane is not None and v.plane.complete for v in window.views.values())
+
+    qtbot.waitUntil(all_complete, timeout=WAIT_MS)
+    xy = window.views[XY].plane
+    (ox, oy, _), (sx, sy, _) = xy.request.box()
+    np.testing.assert_array_equal(xy.data[0], vol[ox:ox + sx, oy:oy + sy, 30])
+    assert loading.status.isVisibleTo(window)
+    window.close()
+    assert window.source is None
