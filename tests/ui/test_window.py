@@ -1,0 +1,262 @@
+"""The viewer window, driven as a person would: clicks, wheel, keys, the position field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QGuiApplication
+
+from window_fixtures import write_dataset
+from viewer.core.slicing import XY, XZ, YZ
+from viewer.core.state import SCREEN_AXES
+
+
+def widget_point(view, pos) -> QPoint:
+    """Widget pixel at the centre of voxel ``pos`` in ``view``."""
+    x, y = view.to_widget(pos[view.h_axis] + 0.5, pos[view.v_axis] + 0.5)
+    return QPoint(int(x), int(y))
+
+
+def test_click_moves_cursor_and_other_views_follow(window, ramp_dataset, qtbot):
+    assert window.open_path(ramp_dataset, pos=(16, 16, 16), zoom=8)
+    xy = window.views[XY]
+    qtbot.mouseClick(xy, Qt.MouseButton.LeftButton, pos=widget_point(xy, (20, 11, 16)))
+    assert window.state.cursor == (20, 11, 16)
+    # the other two views now show the planes through the new cursor
+    assert window.views[XZ].request.index == 11
+    assert window.views[YZ].request.index == 20
+    assert window.views[XY].request.index == 16
+    # ... and their data is that plane's: XZ at y = 11
+    plane = window.views[XZ].plane
+    x0, z0 = plane.request.lo
+    expected = (np.arange(x0, x0 + plane.data.shape[1])[:, None] + 2 * 11
+                + 3 * np.arange(z0, z0 + plane.data.shape[2])[None, :]) % 251
+    np.testing.assert_array_equal(plane.data[0], expected)
+    # a click in YZ moves z and y; XY follows to the new z
+    yz = window.views[YZ]
+    qtbot.mouseClick(yz, Qt.MouseButton.LeftButton, pos=widget_point(yz, (20, 5, 27)))
+    assert window.state.cursor == (20, 5, 27)
+    assert window.views[XY].request.index == 27
+    assert window.state.focused == YZ
+
+
+def test_wheel_moves_slice_and_shift_moves_ten(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset, pos=(10, 10, 10), zoom=4)
+    xy = window.views[XY]
+    center = QPointF(xy.width() / 2, xy.height() / 2)
+
+    def wheel(view, dy, mods=Qt.KeyboardModifier.NoModifier, at=center):
+        from PySide6.QtGui import QWheelEvent
+
+        event = QWheelEvent(at, view.mapToGlobal(at), QPoint(0, 0), QPoint(0, dy),
+                            Qt.MouseButton.NoButton, mods, Qt.ScrollPhase.NoScrollPhase, False)
+        QGuiApplication.sendEvent(view, event)
+
+    wheel(xy, 120)
+    assert window.state.cursor == (10, 10, 11)
+    wheel(xy, -240)
+    assert window.state.cursor == (10, 10, 9)
+    wheel(xy, 120, Qt.KeyboardModifier.ShiftModifier)
+    assert window.state.cursor == (10, 10, 19)
+    wheel(window.views[YZ], 120)
+    assert window.state.cursor == (11, 10, 19)
+    # Ctrl+wheel zooms about the mouse: the dataset point under the mouse stays put
+    at = QPointF(xy.width() * 0.25, xy.height() * 0.3)
+    before = xy.to_dataset(at.x(), at.y())
+    wheel(xy, 120, Qt.KeyboardModifier.ControlModifier, at)
+    assert window.state.zoom == pytest.approx(4 * 1.25)
+    after = xy.to_dataset(at.x(), at.y())
+    assert after == pytest.approx(before)
+
+
+def test_keys_move_zoom_recentre_and_maximise(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset, pos=(10, 10, 10), zoom=4)
+    xy = window.views[XY]
+    qtbot.mouseClick(xy, Qt.MouseButton.LeftButton, pos=widget_point(xy, (10, 10, 10)))
+    assert window.state.focused == XY
+    qtbot.keyClick(xy, Qt.Key.Key_Right)
+    qtbot.keyClick(xy, Qt.Key.Key_Down)
+    assert window.state.cursor == (11, 11, 10)
+    qtbot.keyClick(xy, Qt.Key.Key_Left, Qt.KeyboardModifier.ShiftModifier)
+    assert window.state.cursor == (1, 11, 10)
+    qtbot.keyClick(xy, Qt.Key.Key_PageDown)
+    assert window.state.cursor == (1, 11, 11)
+    qtbot.keyClick(xy, Qt.Key.Key_PageUp, Qt.KeyboardModifier.ShiftModifier)
+    assert window.state.cursor == (1, 11, 1)
+    # in the YZ view, right is +z and PgDn is +x
+    window.state.set_focused(YZ)
+    qtbot.keyClick(xy, Qt.Key.Key_Right)
+    qtbot.keyClick(xy, Qt.Key.Key_PageDown)
+    assert window.state.cursor == (2, 11, 2)
+    zoom = window.state.zoom
+    qtbot.keyClick(xy, Qt.Key.Key_Plus)
+    assert window.state.zoom == pytest.approx(zoom * 1.25)
+    qtbot.keyClick(xy, Qt.Key.Key_Minus)
+    qtbot.keyClick(xy, Qt.Key.Key_Minus)
+    assert window.state.zoom == pytest.approx(zoom / 1.25)
+    window.state.pan(XY, 7.0, -3.0)
+    qtbot.keyClick(xy, Qt.Key.Key_C)
+    assert window.state.centers[XY] == (2.5, 11.5)
+    window.state.set_focused(XY)
+    qtbot.keyClick(xy, Qt.Key.Key_M)
+    assert window.state.layout == XY
+    assert not window.views[YZ].isVisible() and not window.side_panel.isVisible()
+    assert xy.width() > window.views[YZ].width()
+    qtbot.keyClick(xy, Qt.Key.Key_M)
+    assert window.state.layout is None and window.views[YZ].isVisible()
+
+
+def test_drag_pans_without_moving_the_cursor(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset, pos=(16, 16, 16), zoom=4)
+    xy = window.views[XY]
+    start = QPoint(xy.width() // 2, xy.height() // 2)
+    center = window.state.centers[XY]
+    qtbot.mousePress(xy, Qt.MouseButton.LeftButton, pos=start)
+    for step in range(1, 5):
+        qtbot.mouseMove(xy, start + QPoint(10 * step, 5 * step))
+    qtbot.mouseRelease(xy, Qt.MouseButton.LeftButton, pos=start + QPoint(40, 20))
+    assert window.state.cursor == (16, 16, 16)
+    assert window.state.centers[XY] == pytest.approx((center[0] - 10, center[1] - 5))
+
+
+def test_position_field_and_copy(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset)
+    field = window.position_field
+    field.setFocus()
+    field.setText("(3; 4; 5)")
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+    assert window.state.cursor == (3, 4, 5)
+    field.setText("not a position")
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+    assert window.state.cursor == (3, 4, 5)
+    window.copy_position()
+    assert QGuiApplication.clipboard().text() == "3, 4, 5"
+    field.setText("999, -4, 7")  # clamped into the dataset
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+    assert window.state.cursor == (31, 0, 7)
+
+
+def test_status_bar_shows_positions_value_file_and_block(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset, pos=(16, 16, 16), zoom=8)
+    xy = window.views[XY]
+    qtbot.mouseMove(xy, widget_point(xy, (21, 9, 16)))
+    assert window.mouse_label.text() == "mouse  21, 9, 16"
+    assert window.value_label.text() == f"value  {(21 + 18 + 48) % 251}"
+    # file side 16: voxel (21, 9, 16) is in file x1 y0 z1; block (8^3) (0, 1, 0) inside it -> 2
+    assert window.block_label.text() == "file  z1/y0/x1.wkw   block  2"
+    assert window.cursor_label.text() == "cursor  16, 16, 16"
+
+
+def test_bright_voxel_appears_under_each_crosshair(window, tmp_path, qtbot):
+    data = np.full((48, 48, 48), 20, dtype=np.uint8)
+    cursor = (30, 12, 21)
+    data[cursor] = 255
+    root = write_dataset(tmp_path / "bright", data)
+    window.open_path(root, pos=cursor, zoom=6)
+    qtbot.wait(10)
+    shot = window.grab().toImage()
+    for axis, view in window.views.items():
+        corner = view.mapTo(window, QPoint(0, 0))
+        x, y = view.to_widget(cursor[view.h_axis] + 0.5, cursor[view.v_axis] + 0.5)
+        centre = QPoint(corner.x() + int(x), corner.y() + int(y))
+        assert shot.pixelColor(centre).value() == 255, view.name
+        # one voxel away (6 pixels) in each direction the data is dark again
+        for dx, dy in ((8, 0), (-8, 0), (0, 8), (0, -8)):
+            assert shot.pixelColor(centre + QPoint(dx, dy)).value() < 40, (view.name, dx, dy)
+        # and the crosshair lines run through that point (outside the gap around it)
+        assert shot.pixelColor(centre + QPoint(0, 30)).value() > 100
+        assert shot.pixelColor(centre + QPoint(30, 0)).value() > 100
+
+
+def test_reference_written_dataset_shows_its_voxels(window, tmp_path):
+    wkw_ref = pytest.importorskip("wkw")
+    data = np.random.default_rng(5).integers(0, 60000, (64, 64, 64), dtype=np.uint16)
+    root = tmp_path / "ref"
+    with wkw_ref.Dataset.create(str(root), wkw_ref.Header(np.uint16, block_len=16, file_len=2,
+                                                         block_type=3)) as ds:
+        ds.write((0, 0, 0), data)
+    assert window.open_path(root, pos=(5, 6, 7), zoom=4)
+    for axis, view in window.views.items():
+        plane = view.plane
+        (u0, v0), (u1, v1) = plane.request.lo, plane.request.hi
+        index = [slice(None)] * 3
+        index[axis] = 7 if axis == 2 else (6 if axis == 1 else 5)
+        u, v = [a for a in range(3) if a != axis]
+        sl = [slice(None)] * 3
+        sl[u], sl[v], sl[axis] = slice(u0, u1), slice(v0, v1), index[axis]
+        np.testing.assert_array_equal(plane.data[0], data[tuple(sl)])
+
+
+def test_bad_path_shows_a_message_and_the_window_stays_usable(window, tmp_path, ramp_dataset,
+                                                              qtbot):
+    missing = tmp_path / "nope"
+    assert not window.open_path(missing)
+    assert window.banner.isVisible()
+    assert str(missing) in window.banner.text()
+    assert window.isVisible()
+    not_wkw = tmp_path / "junk.wkw"
+    not_wkw.write_bytes(b"this is not a wkw file at all")
+    assert not window.open_path(not_wkw)
+    assert "junk.wkw" in window.banner.text()
+    assert window.open_path(ramp_dataset)
+    assert not window.banner.isVisible()
+    assert window.views[XY].plane is not None
+
+
+def test_damaged_block_is_shown_failed_and_the_window_stays_usable(window, tmp_path, qtbot):
+    data = np.full((32, 32, 32), 100, dtype=np.uint8)
+    root = write_dataset(tmp_path / "damaged", data)
+    victim = root / "z0" / "y0" / "x0.wkw"
+    raw = bytearray(victim.read_bytes())
+    from viewer.format import wkw
+
+    with wkw.File.open(victim) as f:
+        starts, ends = f.block_ranges()
+    for b in range(len(starts)):  # garble every block's bytes: none decodes to its size
+        raw[int(starts[b]):int(ends[b])] = b"\xff" * int(ends[b] - starts[b])
+    victim.write_bytes(bytes(raw))
+    assert window.open_path(root, pos=(4, 4, 4), zoom=6)
+    assert window.banner.isVisible()
+    assert "x0.wkw" in window.banner.text()
+    xy = window.views[XY]
+    status = xy.plane.status
+    assert status[0, 0] == 3 and status[20, 20] == 0  # FAILED in file x0, data in x1
+    # the failed part looks red, the readable part grey
+    x, y = xy.to_widget(4.5, 4.5)
+    failed_px = int(xy._pixels[4, 4])
+    assert (failed_px >> 16) & 0xFF > 2 * ((failed_px >> 8) & 0xFF)
+    ok_px = int(xy._pixels[20, 20])
+    assert (ok_px >> 16) & 0xFF == (ok_px >> 8) & 0xFF == ok_px & 0xFF == 100
+    # still usable: a click in the readable part moves the cursor
+    qtbot.mouseClick(xy, Qt.MouseButton.LeftButton, pos=widget_point(xy, (20, 20, 4)))
+    assert window.state.cursor == (20, 20, 4)
+    assert window.isVisible()
+
+
+def test_absent_file_has_its_own_look(window, tmp_path):
+    data = np.zeros((32, 32, 32), dtype=np.uint8)
+    root = write_dataset(tmp_path / "sparse", data)
+    (root / "z0" / "y0" / "x0.wkw").unlink()
+    assert window.open_path(root, pos=(20, 4, 4), zoom=6)
+    px = window.views[XY]._pixels
+    absent, zero = int(px[4, 4]), int(px[4, 20])
+    assert zero == 0xFF000000  # real zeros are black, like data
+    assert absent != zero and (absent & 0xFF) > ((absent >> 16) & 0xFF)  # a blue tint
+
+
+def test_recent_datasets_are_not_kept_when_settings_are_disabled(window, ramp_dataset):
+    window.open_path(ramp_dataset)
+    assert window.recent() == []
+    assert not window.recent_menu.isEnabled()
+
+
+def test_side_panel_can_be_replaced(window):
+    from PySide6.QtWidgets import QLabel
+
+    panel = QLabel("inspector")
+    window.set_side_panel(panel)
+    assert window.side_panel is panel
+    assert window.grid.indexOf(panel) >= 0

@@ -1,0 +1,168 @@
+"""The desktop program: ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]
+[--cache-mb N]``.
+
+Builds the QApplication, the model (``ViewerState``), the plane source and the window, and wires
+them.  With no PATH it opens the built-in demo dataset, generating it on first use.  With
+``--screenshot FILE`` it renders the window offscreen (no screen needed) to a PNG and exits:
+0 when the dataset showed, 2 when it could not be opened or a block on screen failed to read
+(the PNG then shows the message).  A bad path or a damaged file is a message in the window,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from viewer.core.state import ViewerState, parse_position
+
+WINDOW_SIZE = (1280, 860)
+
+
+def make_source(dataset: object) -> object:
+    """The window's ``PlaneSource`` for a dataset: the one place to switch to the background
+    loader."""
+    from viewer.core.slicing import SyncPlaneSource
+
+    return SyncPlaneSource(dataset)  # type: ignore[arg-type]
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="wkw-viewer",
+        description="Browse a WKW dataset in three linked orthogonal views.  Subcommands: "
+                    "info, compare, demo (see wkw-viewer SUBCOMMAND --help).")
+    parser.add_argument("path", nargs="?", help="dataset folder or .wkw file (default: the demo)")
+    parser.add_argument("--pos", help="cursor position X,Y,Z in voxels")
+    parser.add_argument("--zoom", type=float, help="screen pixels per voxel (e.g. 2 or 0.5)")
+    parser.add_argument("--screenshot", metavar="FILE",
+                        help="render the window offscreen to this PNG and exit")
+    parser.add_argument("--cache-mb", type=int, default=None,
+                        help="decoded-block cache budget in MiB (background loader)")
+    return parser.parse_args(list(argv))
+
+
+def _has_display() -> bool:
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    pos = None
+    if args.pos:
+        try:
+            pos = parse_position(args.pos)
+        except ValueError as exc:
+            print(f"wkw-viewer: --pos: {exc}", file=sys.stderr)
+            return 2
+    if args.zoom is not None and not args.zoom > 0:
+        print("wkw-viewer: --zoom must be a positive number", file=sys.stderr)
+        return 2
+    if args.screenshot:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    elif not _has_display():
+        print("wkw-viewer: no display found (DISPLAY is not set).  On a headless machine use "
+              "--screenshot FILE, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
+        return 2
+
+    from PySide6.QtWidgets import QApplication
+
+    from viewer.ui.main_window import QtMainWindow
+
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "wkw-viewer"])
+    app.setApplicationName("wkw-viewer")
+    app.setOrganizationName("wkw-viewer")
+    _set_icon(app)
+    state = ViewerState()
+    window = QtMainWindow(state, source_factory=make_source)  # type: ignore[arg-type]
+    window.resize(*WINDOW_SIZE)
+    previous_hook = sys.excepthook
+    sys.excepthook = lambda t, e, tb: window.report_exception(e)
+    try:
+        path = args.path
+        if path is None:
+            path = _demo_path(window, headless=bool(args.screenshot))
+        if args.screenshot:
+            window.setAttribute(_qt().WidgetAttribute.WA_DontShowOnScreen)
+        window.show()
+        if path is not None:
+            window.open_path(path, pos=pos, zoom=args.zoom)
+        if args.screenshot:
+            return _screenshot(app, window, args.screenshot, started)
+        return int(app.exec())
+    finally:
+        sys.excepthook = previous_hook
+        window.close()
+
+
+def _qt():  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import Qt
+
+    return Qt
+
+
+def _demo_path(window: object, headless: bool) -> str | None:
+    from viewer.core import demo
+
+    path = demo.default_demo_path()
+    if demo.is_complete(path):
+        return str(path)
+    if headless:
+        began = time.perf_counter()
+
+        def progress(done: int, total: int) -> None:
+            print(f"\rgenerating the demo dataset in {path}: file {done}/{total} "
+                  f"({time.perf_counter() - began:.1f} s)", end="", file=sys.stderr, flush=True)
+
+        try:
+            demo.build_demo(path, progress)
+        except OSError as exc:
+            print(file=sys.stderr)
+            window.show_error("Cannot generate the demo dataset", str(exc))  # type: ignore[attr-defined]
+            return None
+        print(file=sys.stderr)
+        return str(path)
+    from viewer.ui.demo_dialog import ensure_demo_with_progress
+
+    found = ensure_demo_with_progress(window)  # type: ignore[arg-type]
+    return str(found) if found is not None else None
+
+
+def _screenshot(app: object, window: object, filename: str, started: float) -> int:
+    app.processEvents()  # type: ignore[attr-defined]
+    window._on_histogram_due()  # type: ignore[attr-defined]  # the histogram timer has not fired yet
+    app.processEvents()  # type: ignore[attr-defined]
+    image = window.grab()  # type: ignore[attr-defined]
+    if not image.save(filename, "PNG"):
+        print(f"wkw-viewer: cannot write {filename}", file=sys.stderr)
+        return 2
+    if os.environ.get("WKW_VIEWER_TIMING"):
+        print(f"first paint after {time.perf_counter() - started:.3f} s", file=sys.stderr)
+    errors = window.errors  # type: ignore[attr-defined]
+    for message in errors:
+        print(f"wkw-viewer: {message}", file=sys.stderr)
+    return 2 if errors else 0
+
+
+def _set_icon(app: object) -> None:
+    from importlib import resources
+
+    from PySide6.QtGui import QIcon, QPixmap
+
+    icon = resources.files("viewer.resources").joinpath("icon.png")
+    if icon.is_file():
+        pixmap = QPixmap()
+        pixmap.loadFromData(icon.read_bytes())
+        app.setWindowIcon(QIcon(pixmap))  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

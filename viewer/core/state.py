@@ -1,0 +1,211 @@
+"""The viewer's model: cursor, zoom, view centres, contrast, layout and focused view.
+
+Qt-free.  The one source of truth for what the window shows: the slice views never talk to each
+other; each writes into the state (a click sets the cursor) and redraws when the state says that
+something it shows changed.  That is the linked cursor.
+
+Observers are plain callables ``callback(changes)`` where ``changes`` is a frozenset of the
+names of what changed (``CURSOR``, ``ZOOM``, ``CENTER``, ``CONTRAST``, ``LAYOUT``, ``FOCUS``,
+``DATASET``).  A setter that changes nothing notifies nobody.
+
+Threading: ``ViewerState`` is not thread-safe; it is created, read, changed and observed on the
+GUI thread only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+Vec3 = tuple[int, int, int]
+
+CURSOR = "cursor"
+ZOOM = "zoom"
+CENTER = "center"
+CONTRAST = "contrast"
+LAYOUT = "layout"
+FOCUS = "focus"
+DATASET = "dataset"
+
+#: Normal axis of each view (the same numbers as ``viewer.core.slicing``: x 0, y 1, z 2).
+XY, XZ, YZ = 2, 1, 0
+#: Dataset axes shown horizontally and vertically in each view.  YZ shows z across and y down,
+#: so that its rows line up with the XY view's rows in the 2x2 layout (XY | YZ over XZ).
+SCREEN_AXES: dict[int, tuple[int, int]] = {XY: (0, 1), XZ: (0, 2), YZ: (2, 1)}
+
+MIN_ZOOM = 1.0 / 16.0
+MAX_ZOOM = 64.0
+ZOOM_STEP = 1.25
+
+COLORMAPS = ("grey", "viridis", "magma", "inferno", "cividis")
+
+Observer = Callable[[frozenset[str]], None]
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """How voxel values become colours: values ``lo`` .. ``hi`` span the colormap, raised to
+    ``gamma``; ``invert`` flips it; ``channel`` picks the channel of multi-channel data
+    (ignored when ``rgb`` shows three uint8 channels as colour)."""
+
+    lo: float = 0.0
+    hi: float = 255.0
+    gamma: float = 1.0
+    invert: bool = False
+    colormap: str = "grey"
+    channel: int = 0
+    rgb: bool = False
+
+
+def parse_position(text: str) -> Vec3:
+    """A position typed or pasted by a person: ``"x,y,z"``, ``"x y z"``, ``"(x, y, z)"``,
+    ``"[x; y; z]"``.  Raises ``ValueError`` with a readable message otherwise."""
+    numbers = re.findall(r"-?\d+(?:\.\d*)?", text)
+    if len(numbers) != 3:
+        raise ValueError(f"a position is three numbers x, y, z, not {text.strip()!r}")
+    return tuple(int(round(float(n))) for n in numbers)  # type: ignore[return-value]
+
+
+def format_position(pos: Sequence[int]) -> str:
+    return ", ".join(str(int(p)) for p in pos)
+
+
+class ViewerState:
+    """Cursor, zoom, per-view centres, contrast, layout and focus of one window.
+
+    ``bounds`` is the voxel box ``[lo, hi)`` the dataset occupies; the cursor is kept inside it.
+    ``zoom`` is screen pixels per voxel, shared by the three views.  ``centers[axis]`` is the
+    dataset point (horizontal, vertical) at the middle of the view with that normal.  ``layout``
+    is ``None`` for the 2x2 grid or the normal axis of the one maximised view.
+
+    GUI thread only.
+    """
+
+    def __init__(self, bounds: tuple[Vec3, Vec3] = ((0, 0, 0), (1, 1, 1))) -> None:
+        self._observers: list[Observer] = []
+        self.bounds: tuple[Vec3, Vec3] = bounds
+        self.cursor: Vec3 = self._middle()
+        self.zoom: float = 1.0
+        self.centers: dict[int, tuple[float, float]] = {}
+        self.contrast = Contrast()
+        self.layout: int | None = None
+        self.focused: int = XY
+        self.recenter(notify=False)
+
+    # -- observers ---------------------------------------------------------------------------
+    def subscribe(self, observer: Observer) -> None:
+        self._observers.append(observer)
+
+    def unsubscribe(self, observer: Observer) -> None:
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    def _notify(self, *changes: str) -> None:
+        if not changes:
+            return
+        which = frozenset(changes)
+        for observer in list(self._observers):
+            observer(which)
+
+    # -- dataset -----------------------------------------------------------------------------
+    def _middle(self) -> Vec3:
+        lo, hi = self.bounds
+        return tuple((a + b - 1) // 2 for a, b in zip(lo, hi))  # type: ignore[return-value]
+
+    def set_bounds(self, bounds: tuple[Vec3, Vec3], cursor: Sequence[int] | None = None) -> None:
+        """A new dataset: new bounds, the cursor at ``cursor`` (default: the middle), every
+        view centred on it."""
+        lo, hi = bounds
+        self.bounds = (tuple(int(v) for v in lo), tuple(max(int(b), int(a) + 1)  # type: ignore
+                                                        for a, b in zip(lo, hi)))
+        self.cursor = self.clamp(cursor if cursor is not None else self._middle())
+        self.recenter(notify=False)
+        self._notify(DATASET, CURSOR, CENTER)
+
+    def clamp(self, pos: Sequence[int]) -> Vec3:
+        """``pos`` moved to the nearest voxel inside the bounds."""
+        lo, hi = self.bounds
+        return tuple(min(max(int(p), a), b - 1)  # type: ignore[return-value]
+                     for p, a, b in zip(pos, lo, hi))
+
+    # -- cursor ------------------------------------------------------------------------------
+    def set_cursor(self, pos: Sequence[int]) -> None:
+        new = self.clamp(pos)
+        if new != self.cursor:
+            self.cursor = new
+            self._notify(CURSOR)
+
+    def move_cursor(self, delta: Sequence[int]) -> None:
+        self.set_cursor([c + int(d) for c, d in zip(self.cursor, delta)])
+
+    def move_along(self, axis: int, steps: int) -> None:
+        """Move the cursor ``steps`` voxels along dataset ``axis``."""
+        delta = [0, 0, 0]
+        delta[axis] = int(steps)
+        self.move_cursor(delta)
+
+    # -- zoom and centres --------------------------------------------------------------------
+    def set_zoom(self, zoom: float, about: tuple[int, float, float] | None = None) -> None:
+        """Set the zoom, clamped to ``[MIN_ZOOM, MAX_ZOOM]``.  With ``about = (axis, h, v)`` the
+        dataset point (h, v) of that view stays where it is on screen."""
+        zoom = min(max(float(zoom), MIN_ZOOM), MAX_ZOOM)
+        if zoom == self.zoom:
+            return
+        changes = [ZOOM]
+        if about is not None:
+            axis, h, v = about
+            ch, cv = self.centers[axis]
+            ratio = self.zoom / zoom
+            self.centers[axis] = (h + (ch - h) * ratio, v + (cv - v) * ratio)
+            changes.append(CENTER)
+        self.zoom = zoom
+        self._notify(*changes)
+
+    def zoom_by(self, steps: float, about: tuple[int, float, float] | None = None) -> None:
+        self.set_zoom(self.zoom * ZOOM_STEP ** steps, about)
+
+    def set_center(self, axis: int, h: float, v: float) -> None:
+        if self.centers.get(axis) != (h, v):
+            self.centers[axis] = (float(h), float(v))
+            self._notify(CENTER)
+
+    def pan(self, axis: int, dh: float, dv: float) -> None:
+        """Shift the view with normal ``axis`` by (dh, dv) voxels."""
+        h, v = self.centers[axis]
+        self.set_center(axis, h + dh, v + dv)
+
+    def recenter(self, notify: bool = True) -> None:
+        """Centre every view on the cursor."""
+        before = dict(self.centers)
+        for axis, (ha, va) in SCREEN_AXES.items():
+            self.centers[axis] = (self.cursor[ha] + 0.5, self.cursor[va] + 0.5)
+        if notify and before != self.centers:
+            self._notify(CENTER)
+
+    # -- contrast, layout, focus -------------------------------------------------------------
+    def set_contrast(self, **changes: Any) -> None:
+        """Change fields of the ``Contrast`` (lo, hi, gamma, invert, colormap, channel, rgb)."""
+        if "colormap" in changes and changes["colormap"] not in COLORMAPS:
+            raise ValueError(f"unknown colormap {changes['colormap']!r} (known: {COLORMAPS})")
+        new = replace(self.contrast, **changes)
+        if new.hi <= new.lo:
+            new = replace(new, hi=new.lo + (1e-6 if isinstance(new.lo, float) else 1))
+        if new != self.contrast:
+            self.contrast = new
+            self._notify(CONTRAST)
+
+    def set_layout(self, layout: int | None) -> None:
+        """``None``: the 2x2 grid; an axis: that view alone, large."""
+        if layout != self.layout:
+            self.layout = layout
+            self._notify(LAYOUT)
+
+    def toggle_maximized(self) -> None:
+        self.set_layout(None if self.layout is not None else self.focused)
+
+    def set_focused(self, axis: int) -> None:
+        if axis != self.focused:
+            self.focused = axis
+            self._notify(FOCUS)

@@ -1,0 +1,738 @@
+"""The main window: three linked slice views, a side panel, contrast, status bar, menus.
+
+Layout (2x2): XY top left, YZ top right (its rows line up with XY's), XZ bottom left (its
+columns line up with XY's), and the side panel (the inspector; a placeholder until
+``set_side_panel``) bottom right.  One key (M) maximises the focused view and back.
+
+The window owns the ``PlaneSource``: whenever the planes on screen change it tells the source
+(``set_wanted``), asks it for each changed plane (``plane``) and hands the rendered pixels to the
+view.  ``_on_data_arrived(box)`` re-fetches the planes a box touches (the background loader's
+Qt bridge calls it on the GUI thread).  Everything the views show follows the ``ViewerState``.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCursor, QDragEnterEvent, QDropEvent, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from viewer.core import state as st
+from viewer.core.slicing import IN_PLANE, Plane, PlaneSource, PlaneRequest, Status, SyncPlaneSource
+from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, ViewerState, format_position, parse_position
+from viewer.format import FormatError, wkw
+from viewer.format.wkw import morton
+from viewer.ui.contrast import QtContrastPanel
+from viewer.ui.render import Palette, histogram, render_plane, robust_range
+from viewer.ui.slice_view import AXIS_NAMES, QtSliceView
+
+SourceFactory = Callable[[wkw.Dataset], PlaneSource]
+RECENT_MAX = 10
+HISTOGRAM_DELAY_MS = 150
+#: The cursor is kept this far (fraction of the view) inside a view after a key move.
+EDGE_MARGIN = 0.08
+
+KEYS_HELP = """<table cellspacing=4>
+<tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
+<tr><td><b>Drag</b> (any button)</td><td>pan the view</td></tr>
+<tr><td><b>Wheel</b> / <b>Shift+Wheel</b></td><td>next / previous slice (x10 with Shift)</td></tr>
+<tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
+<tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
+<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td><td>move along the focused view's normal</td></tr>
+<tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
+<tr><td><b>M</b></td><td>maximise the focused view / back to 2x2</td></tr>
+<tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
+<tr><td><b>I</b></td><td>invert</td></tr>
+<tr><td><b>Ctrl+G</b></td><td>go to a position (type or paste x, y, z)</td></tr>
+<tr><td><b>Ctrl+Shift+C</b></td><td>copy the cursor position</td></tr>
+<tr><td><b>Ctrl+O</b> / <b>Ctrl+Shift+O</b></td><td>open a dataset folder / a .wkw file</td></tr>
+</table>"""
+
+
+def settings_enabled() -> bool:
+    return not os.environ.get("WKW_VIEWER_NO_SETTINGS")
+
+
+def dataset_bounds(dataset: wkw.Dataset) -> tuple[st.Vec3, st.Vec3]:
+    """The voxel box covered by the data files present (one file when there is none)."""
+    side = dataset.file_len_vx
+    lo = [None, None, None]
+    hi = [None, None, None]
+    for path in dataset.list_files():
+        try:
+            pos = dataset.file_position(path)
+        except FormatError:
+            continue
+        for a in range(3):
+            lo[a] = pos[a] if lo[a] is None else min(lo[a], pos[a])  # type: ignore[type-var]
+            hi[a] = pos[a] if hi[a] is None else max(hi[a], pos[a])  # type: ignore[type-var]
+    if lo[0] is None:
+        return (0, 0, 0), (side, side, side)
+    return (tuple(int(v) * side for v in lo),  # type: ignore[return-value]
+            tuple((int(v) + 1) * side for v in hi))
+
+
+class QtErrorBanner(QFrame):
+    """A red strip above the views that says what went wrong, in words; dismissable."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("errorBanner")
+        self.setStyleSheet("#errorBanner { background: #5c1d22; border-bottom: 1px solid #a33; }"
+                           "QLabel { color: #ffe9e9; }")
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QPushButton("Dismiss")
+        close.setFlat(True)
+        close.setStyleSheet("color: #ffe9e9;")
+        close.clicked.connect(self.hide)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(10, 6, 6, 6)
+        row.addWidget(self.label, 1)
+        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_message(self, title: str, detail: str) -> None:
+        self.label.setText(f"<b>{_escape(title)}</b><br>{_escape(detail)}")
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() else ""
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class QtMainWindow(QMainWindow):
+    """The viewer window.  ``open_path`` opens a dataset; ``set_side_panel`` fills the fourth
+    quadrant."""
+
+    #: The cursor moved: (x, y, z).
+    cursor_changed = Signal(object)
+    #: A dataset was opened: its path.
+    dataset_opened = Signal(str)
+
+    def __init__(self, state: ViewerState | None = None,
+                 source_factory: SourceFactory = SyncPlaneSource) -> None:
+        super().__init__()
+        self.state = state or ViewerState()
+        self.source_factory = source_factory
+        self.source: PlaneSource | None = None
+        self.dataset: wkw.Dataset | None = None
+        self.dataset_path: str | None = None
+        self.errors: list[str] = []
+        self._failed_blocks: dict[tuple[str, int], FormatError] = {}
+        self._wanted: list[PlaneRequest] = []
+        self._palette: Palette | None = None
+        self._hover: tuple[int, int, int] | None = None
+        self._auto_pending = False
+        self.setWindowTitle("wkw-viewer")
+        self.setAcceptDrops(True)
+        self.resize(1280, 860)
+
+        self.views: dict[int, QtSliceView] = {a: QtSliceView(a, self.state) for a in (XY, XZ, YZ)}
+        for view in self.views.values():
+            view.hovered.connect(self._on_hovered)
+            view.plane_wanted.connect(self._on_plane_wanted)
+            view.message = "No dataset open.\nFile \u25b8 Open, or drop a dataset folder here."
+        self.side_panel: QWidget = self._placeholder_panel()
+        self.banner = QtErrorBanner()
+        self.grid = QGridLayout()
+        self.grid.setSpacing(3)
+        self.grid.setContentsMargins(3, 3, 3, 3)
+        self.grid.addWidget(self.views[XY], 0, 0)
+        self.grid.addWidget(self.views[YZ], 0, 1)
+        self.grid.addWidget(self.views[XZ], 1, 0)
+        self.grid.addWidget(self.side_panel, 1, 1)
+        central = QWidget()
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.banner)
+        column.addLayout(self.grid, 1)
+        self.setCentralWidget(central)
+
+        self.contrast_panel = QtContrastPanel(self.state)
+        self.contrast_panel.auto_requested.connect(self.auto_contrast)
+        dock = QDockWidget("Contrast", self)
+        dock.setObjectName("contrastDock")
+        dock.setWidget(self.contrast_panel)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.contrast_dock = dock
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.resizeDocks([dock], [270], Qt.Orientation.Horizontal)
+
+        self._build_status_bar()
+        self._build_actions()
+        self._histogram_timer = QTimer(self)
+        self._histogram_timer.setSingleShot(True)
+        self._histogram_timer.setInterval(HISTOGRAM_DELAY_MS)
+        self._histogram_timer.timeout.connect(self._on_histogram_due)
+        self.state.subscribe(self._on_state_changed)
+        self.setStyleSheet(STYLE)
+
+    # -- building ----------------------------------------------------------------------------
+    def _placeholder_panel(self) -> QWidget:
+        panel = QLabel("Inspector\n\n(header, jump table and blocks of the file under the cursor)")
+        panel.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        panel.setWordWrap(True)
+        panel.setObjectName("sidePlaceholder")
+        panel.setStyleSheet("#sidePlaceholder { color: #7a7f8a; background: #1c1d21; "
+                            "border: 1px solid #2c2e34; }")
+        return panel
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.cursor_label = QLabel()
+        self.mouse_label = QLabel()
+        self.value_label = QLabel()
+        self.block_label = QLabel()
+        self.info_label = QLabel()
+        for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label):
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            bar.addWidget(label)
+        bar.addPermanentWidget(self.info_label)
+
+    def _action(self, text: str, slot: Callable[[], Any], shortcut: str | QKeySequence | None = None,
+                menu: Any = None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setToolTip(tip)
+        action.triggered.connect(lambda *_: slot())
+        if menu is not None:
+            menu.addAction(action)
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.open_action = self._action("&Open Dataset Folder\u2026", self.choose_folder,
+                                        QKeySequence.StandardKey.Open, file_menu)
+        self._action("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self._action("Open &Demo Dataset", self.open_demo, None, file_menu)
+        file_menu.addSeparator()
+        self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, file_menu)
+        edit = bar.addMenu("&Edit")
+        self._action("&Copy Position", self.copy_position, "Ctrl+Shift+C", edit)
+        self._action("&Go to Position\u2026", self._on_go_to, "Ctrl+G", edit)
+        view = bar.addMenu("&View")
+        self._action("&Maximise Focused View / 2x2", self.state.toggle_maximized, "M", view)
+        self._action("&Centre on Cursor", self.state.recenter, "C", view)
+        self._action("Zoom &In", lambda: self._zoom_key(1), QKeySequence.StandardKey.ZoomIn, view)
+        self._action("Zoom In", lambda: self._zoom_key(1), "+")
+        self._action("Zoom In", lambda: self._zoom_key(1), "=")
+        self._action("Zoom &Out", lambda: self._zoom_key(-1), QKeySequence.StandardKey.ZoomOut,
+                     view)
+        self._action("Zoom Out", lambda: self._zoom_key(-1), "-")
+        self._action("&Actual Size (1 voxel = 1 pixel)", lambda: self.state.set_zoom(1.0), "1",
+                     view)
+        view.addSeparator()
+        self._action("A&uto-Contrast", self.auto_contrast, "A", view)
+        self._action("&Invert", lambda: self.state.set_contrast(
+            invert=not self.state.contrast.invert), "I", view)
+        view.addSeparator()
+        view.addAction(self.contrast_dock.toggleViewAction())
+        help_menu = bar.addMenu("&Help")
+        self._action("&Keys and Mouse", self.show_keys, "F1", help_menu)
+
+        tools = QToolBar("Position")
+        tools.setObjectName("positionToolbar")
+        tools.setMovable(False)
+        tools.addAction(self.open_action)
+        tools.addSeparator()
+        tools.addWidget(QLabel(" Position "))
+        self.position_field = QLineEdit()
+        self.position_field.setPlaceholderText("x, y, z")
+        self.position_field.setToolTip("Type or paste x, y, z and press Enter (Ctrl+G)")
+        self.position_field.setFixedWidth(170)
+        self.position_field.returnPressed.connect(self._on_position_entered)
+        tools.addWidget(self.position_field)
+        copy = QAction("Copy", self)
+        copy.setToolTip("Copy the cursor position (Ctrl+Shift+C)")
+        copy.triggered.connect(lambda *_: self.copy_position())
+        tools.addAction(copy)
+        tools.addSeparator()
+        maximise = QAction("Maximise", self)
+        maximise.setToolTip("Maximise the focused view / back to 2x2 (M)")
+        maximise.triggered.connect(lambda *_: self.state.toggle_maximized())
+        tools.addAction(maximise)
+        centre = QAction("Centre", self)
+        centre.setToolTip("Centre every view on the cursor (C)")
+        centre.triggered.connect(lambda *_: self.state.recenter())
+        tools.addAction(centre)
+        auto = QAction("Auto-contrast", self)
+        auto.setToolTip("Levels from the data on screen (A)")
+        auto.triggered.connect(lambda *_: self.auto_contrast())
+        tools.addAction(auto)
+        self.addToolBar(tools)
+        self._update_recent_menu()
+
+    # -- the side panel ----------------------------------------------------------------------
+    def set_side_panel(self, widget: QWidget) -> None:
+        """Put ``widget`` (the inspector) in the fourth quadrant, replacing what was there."""
+        old = self.side_panel
+        self.grid.replaceWidget(old, widget)
+        old.hide()
+        old.deleteLater()
+        self.side_panel = widget
+        widget.setVisible(self.state.layout is None)
+
+    # -- opening -----------------------------------------------------------------------------
+    def open_path(self, path: str | os.PathLike[str], pos: Sequence[int] | None = None,
+                  zoom: float | None = None) -> bool:
+        """Open a dataset folder or a single .wkw file.  On failure the window says why (and
+        keeps what it showed before) and False is returned."""
+        path = os.fspath(path)
+        try:
+            dataset = wkw.Dataset.open(path)
+            bounds = dataset_bounds(dataset)
+        except (FormatError, OSError) as exc:
+            self.show_error(f"Cannot open {path}", _describe(exc))
+            return False
+        self.set_dataset(dataset, path, bounds, pos, zoom)
+        self._add_recent(path)
+        return True
+
+    def set_dataset(self, dataset: wkw.Dataset, path: str, bounds: tuple[st.Vec3, st.Vec3],
+                    pos: Sequence[int] | None = None, zoom: float | None = None) -> None:
+        if self.source is not None:
+            self.source.close()
+        self.dataset = dataset
+        self.dataset_path = path
+        self.errors = []
+        self._failed_blocks = {}
+        self.banner.hide()
+        self._wanted = []
+        for view in self.views.values():
+            view.message = ""
+            view.show_plane(None, None)
+        source = self.source_factory(dataset)
+        self.source = source
+        h = dataset.header
+        rgb = h.num_channels == 3 and h.dtype == np.uint8
+        self.contrast_panel.set_channels(h.num_channels, rgb)
+        self.contrast_panel.set_integer_levels(h.dtype.kind in "iu")
+        lo, hi = (0.0, 255.0) if h.dtype == np.uint8 else (0.0, 1.0)
+        self.state.set_contrast(lo=lo, hi=hi, channel=0, rgb=rgb)
+        self._auto_pending = h.dtype != np.uint8
+        self._palette = None
+        self.state.set_zoom(zoom if zoom is not None else self.fit_zoom(bounds))
+        self.state.set_bounds(bounds, pos)
+        name = Path(path).name or path
+        self.setWindowTitle(f"{name} \u2014 wkw-viewer")
+        size = " \u00d7 ".join(str(b - a) for a, b in zip(*bounds))
+        chans = f"{h.num_channels} channels" if h.num_channels > 1 else "1 channel"
+        self.info_label.setText(
+            f"{h.dtype.name} \u00b7 {chans} \u00b7 {h.block_type_name} \u00b7 "
+            f"{h.block_len}\u00b3 blocks \u00b7 {h.file_len}\u00b3 blocks/file \u00b7 {size}")
+        self.dataset_opened.emit(path)
+
+    def fit_zoom(self, bounds: tuple[st.Vec3, st.Vec3]) -> float:
+        """The zoom at which the whole dataset fits in every view of the 2x2 grid (capped at
+        8 pixels per voxel; views not laid out yet count as 400 pixels)."""
+        lo, hi = bounds
+        fits = []
+        for axis, view in self.views.items():
+            ha, va = SCREEN_AXES[axis]
+            w = view.width() if view.width() >= 50 else 400
+            h = view.height() if view.height() >= 50 else 400
+            fits.append(min(w / (hi[ha] - lo[ha]), h / (hi[va] - lo[va])))
+        return max(min(min(fits) * 0.92, 8.0), st.MIN_ZOOM)
+
+    def choose_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open WKW dataset folder")
+        if path:
+            self.open_path(path)
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a WKW file", "",
+                                              "WKW files (*.wkw);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def open_demo(self) -> None:
+        from viewer.ui.demo_dialog import ensure_demo_with_progress
+
+        path = ensure_demo_with_progress(self)
+        if path is not None:
+            self.open_path(path)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                event.acceptProposedAction()
+                self.open_path(url.toLocalFile())
+                return
+
+    # -- recent datasets ---------------------------------------------------------------------
+    def recent(self) -> list[str]:
+        if not settings_enabled():
+            return []
+        value = QSettings("wkw-viewer", "wkw-viewer").value("recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: str) -> None:
+        if not settings_enabled():
+            return
+        path = os.path.abspath(path)
+        items = [path] + [p for p in self.recent() if p != path]
+        QSettings("wkw-viewer", "wkw-viewer").setValue("recent", items[:RECENT_MAX])
+        self._update_recent_menu()
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        items = self.recent()
+        for path in items:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda *_, p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(items))
+
+    # -- errors ------------------------------------------------------------------------------
+    def show_error(self, title: str, detail: str) -> None:
+        """Say in the window what went wrong; the window stays usable."""
+        self.errors.append(f"{title}: {detail}")
+        self.banner.show_message(title, detail)
+        if self.dataset is None:
+            for view in self.views.values():
+                view.message = f"{title}\n\n{detail}"
+                view.update()
+        self.statusBar().showMessage(title, 8000)
+
+    def report_exception(self, exc: BaseException) -> None:
+        """Last resort for an unexpected exception in a slot: a message, not a crash."""
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        self.show_error("Something went wrong (the window is still usable)", detail)
+
+    # -- model -> views ----------------------------------------------------------------------
+    def _on_state_changed(self, changes: frozenset[str]) -> None:
+        if st.LAYOUT in changes:
+            self._apply_layout()
+        if st.CURSOR in changes:
+            self._keep_cursor_visible()
+            self.cursor_changed.emit(self.state.cursor)
+            if not self.position_field.hasFocus():
+                self.position_field.setText(format_position(self.state.cursor))
+            self.cursor_label.setText(f"cursor  {format_position(self.state.cursor)}")
+        if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT}:
+            self.refresh_planes()
+        if st.CONTRAST in changes:
+            self._palette = None
+            self._rerender_all()
+            self._histogram_timer.start()
+        for view in self.views.values():
+            view.update()
+        if self._hover is not None and st.CURSOR in changes:
+            self._show_hover(self._hover)
+
+    def _visible_axes(self) -> list[int]:
+        layout = self.state.layout
+        return [a for a in (XY, XZ, YZ) if layout is None or layout == a]
+
+    def refresh_planes(self, force: bool = False) -> None:
+        """Fetch the planes that changed (all with ``force``) and tell the source what is on
+        screen."""
+        if self.source is None:
+            return
+        requests: dict[int, PlaneRequest] = {}
+        for axis in self._visible_axes():
+            req = self.views[axis].wanted_request()
+            if req is not None:
+                requests[axis] = req
+        wanted = list(requests.values())
+        if wanted != self._wanted:
+            self._wanted = wanted
+            focused = list(requests).index(self.state.focused) \
+                if self.state.focused in requests else None
+            self.source.set_wanted(wanted, focused, self.state.cursor)
+        changed = False
+        for axis, req in requests.items():
+            view = self.views[axis]
+            if force or req != view.request:
+                self._fetch(view, req)
+                changed = True
+        if changed:
+            if self._auto_pending:
+                self._auto_pending = False
+                self.auto_contrast()
+            self._histogram_timer.start()
+
+    def _fetch(self, view: QtSliceView, request: PlaneRequest) -> None:
+        assert self.source is not None
+        try:
+            plane = self.source.plane(request)
+        except Exception as exc:  # an unexpected read error must not take the window down
+            self.show_error("Cannot read a plane", _describe(exc))
+            view.show_plane(None, None)
+            view.request = request
+            return
+        view.show_plane(plane, render_plane(plane, self._get_palette()))
+        if plane.errors:
+            self._note_failures(plane.errors)
+
+    def _get_palette(self) -> Palette:
+        if self._palette is None or self._palette.contrast != self.state.contrast:
+            dtype = self.dataset.header.dtype if self.dataset is not None else np.dtype(np.uint8)
+            self._palette = Palette(self.state.contrast, dtype)
+        return self._palette
+
+    def _rerender_all(self) -> None:
+        palette = self._get_palette()
+        for view in self.views.values():
+            if view.plane is not None:
+                view.show_plane(view.plane, render_plane(view.plane, palette))
+
+    def _on_data_arrived(self, box: tuple[tuple[int, int, int], tuple[int, int, int]]) -> None:
+        """Data inside ``box`` (offset, shape) became available: re-fetch the planes it
+        touches.  Called on the GUI thread (the loader's Qt bridge hops there)."""
+        if self.source is None:
+            return
+        offset, shape = box
+        for view in self.views.values():
+            req = view.request
+            if req is None:
+                continue
+            r_off, r_shape = req.box()
+            if all(o < ro + rs and ro < o + s
+                   for o, s, ro, rs in zip(offset, shape, r_off, r_shape)):
+                self._fetch(view, req)
+        self._histogram_timer.start()
+
+    def _on_plane_wanted(self, axis: int) -> None:
+        self.refresh_planes()
+
+    def _note_failures(self, errors: dict[tuple[str, int], FormatError]) -> None:
+        new = {k: v for k, v in errors.items() if k not in self._failed_blocks}
+        if not new:
+            return
+        self._failed_blocks.update(new)
+        first = next(iter(self._failed_blocks.values()))
+        n = len(self._failed_blocks)
+        what = "a block" if n == 1 else f"{n} blocks"
+        self.errors.append(str(first))
+        self.banner.show_message(f"Could not read {what} (shown hatched red in the views)",
+                                 _describe(first))
+
+    def _apply_layout(self) -> None:
+        layout = self.state.layout
+        for axis, view in self.views.items():
+            view.setVisible(layout is None or layout == axis)
+        self.side_panel.setVisible(layout is None)
+
+    def _keep_cursor_visible(self) -> None:
+        """After the cursor moved, a view whose visible area no longer holds it follows it."""
+        cursor = self.state.cursor
+        for axis, view in self.views.items():
+            if not view.isVisible() or view.width() < 10:
+                continue
+            (h0, h1), (v0, v1) = view.visible_range()
+            ch, cv = self.state.centers[axis]
+            mh, mv = (h1 - h0) * EDGE_MARGIN, (v1 - v0) * EDGE_MARGIN
+            ha, va = SCREEN_AXES[axis]
+            x, y = cursor[ha] + 0.5, cursor[va] + 0.5
+            nh = ch + min(0.0, x - (h0 + mh)) + max(0.0, x - (h1 - mh))
+            nv = cv + min(0.0, y - (v0 + mv)) + max(0.0, y - (v1 - mv))
+            if (nh, nv) != (ch, cv):
+                self.state.centers[axis] = (nh, nv)  # the CURSOR notification repaints
+
+    # -- histogram and contrast --------------------------------------------------------------
+    def _screen_values(self) -> np.ndarray | None:
+        """The values of the shown channel(s) on screen, DATA pixels only, flattened."""
+        parts = []
+        c = self.state.contrast
+        for axis in self._visible_axes():
+            plane = self.views[axis].plane
+            if plane is None:
+                continue
+            data = plane.data[:3] if c.rgb else plane.data[min(c.channel, plane.data.shape[0] - 1)][None]
+            ok = plane.status == Status.DATA
+            parts.extend(ch[ok] for ch in data)
+        if not parts:
+            return None
+        return np.concatenate(parts)
+
+    def _on_histogram_due(self) -> None:
+        values = self._screen_values()
+        if values is None or values.size == 0:
+            self.contrast_panel.histogram.set_histogram(np.zeros(0), np.array([0.0, 1.0]))
+            return
+        counts, edges = histogram(values)
+        self.contrast_panel.histogram.set_histogram(counts, edges)
+
+    def auto_contrast(self) -> None:
+        """Levels from robust percentiles (0.5 %, 99.5 %) of the data on screen."""
+        values = self._screen_values()
+        if values is None:
+            return
+        found = robust_range(values)
+        if found is not None:
+            self.state.set_contrast(lo=found[0], hi=found[1])
+
+    # -- status bar --------------------------------------------------------------------------
+    def _on_hovered(self, pos: tuple[int, int, int] | None) -> None:
+        self._hover = pos
+        self._show_hover(pos)
+
+    def _show_hover(self, pos: tuple[int, int, int] | None) -> None:
+        if pos is None or self.dataset is None:
+            self.mouse_label.setText("")
+            self.value_label.setText("")
+            self.block_label.setText("")
+            return
+        self.mouse_label.setText(f"mouse  {format_position(pos)}")
+        lo, hi = self.state.bounds
+        if not all(a <= p < b for p, a, b in zip(pos, lo, hi)):
+            self.value_label.setText("outside the data")
+            self.block_label.setText("")
+            return
+        values = status = None
+        for view in self.views.values():
+            values = view.value_at(pos)
+            if values is not None:
+                status = view.status_at(pos)
+                break
+        if values is None:
+            self.value_label.setText("")
+        elif status == Status.PENDING:
+            self.value_label.setText("value  (loading)")
+        elif status == Status.FAILED:
+            self.value_label.setText("value  (block failed to read)")
+        else:
+            text = ", ".join(_format_value(v) for v in values)
+            label = "value" if len(values) == 1 else "values"
+            absent = "  (no file: zeros)" if status == Status.ABSENT else ""
+            self.value_label.setText(f"{label}  {text}{absent}")
+        h = self.dataset.header
+        side = h.file_len_vx
+        fpos = [p // side for p in pos]
+        local = [(p % side) // h.block_len for p in pos]
+        index = int(morton.encode(*local))
+        path = self.dataset.file_path(*fpos)
+        rel = os.path.relpath(path, self.dataset.root) if self.dataset.single_file is None \
+            else os.path.basename(path)
+        self.block_label.setText(f"file  {rel}   block  {index}")
+
+    # -- keys --------------------------------------------------------------------------------
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        step = 10 if event.modifiers() & Qt.KeyboardModifier.ShiftModifier else 1
+        axis = self.state.focused
+        ha, va = SCREEN_AXES[axis]
+        moves = {Qt.Key.Key_Left: (ha, -1), Qt.Key.Key_Right: (ha, 1),
+                 Qt.Key.Key_Up: (va, -1), Qt.Key.Key_Down: (va, 1),
+                 Qt.Key.Key_PageUp: (axis, -1), Qt.Key.Key_PageDown: (axis, 1)}
+        if key in moves:
+            along, sign = moves[key]
+            self.state.move_along(along, sign * step)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def _zoom_key(self, steps: int) -> None:
+        """Zoom about the mouse when it is over a view, else about that view's centre."""
+        for axis, view in self.views.items():
+            if not view.isVisible():
+                continue
+            local = view.mapFromGlobal(QCursor.pos())
+            if view.rect().contains(local):
+                h, v = view.to_dataset(local.x(), local.y())
+                self.state.zoom_by(steps, about=(axis, h, v))
+                return
+        self.state.zoom_by(steps)
+
+    # -- position ----------------------------------------------------------------------------
+    def _on_position_entered(self) -> None:
+        try:
+            pos = parse_position(self.position_field.text())
+        except ValueError as exc:
+            self.statusBar().showMessage(str(exc), 6000)
+            self.position_field.setStyleSheet("border: 1px solid #d44;")
+            return
+        self.position_field.setStyleSheet("")
+        self.state.set_cursor(pos)
+        self.state.recenter()
+        self.position_field.setText(format_position(self.state.cursor))
+        self.views[self.state.focused].setFocus()
+
+    def _on_go_to(self) -> None:
+        self.position_field.setFocus()
+        self.position_field.selectAll()
+
+    def copy_position(self) -> None:
+        text = format_position(self.state.cursor)
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage(f"copied {text}", 3000)
+
+    def show_keys(self) -> None:
+        QMessageBox.information(self, "Keys and mouse", KEYS_HELP)
+
+    def closeEvent(self, event: Any) -> None:
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+        super().closeEvent(event)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file or folder: {exc.filename}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+def _format_value(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.6g}"
+    return str(int(v)) if isinstance(v, (int, np.integer)) else str(v)
+
+
+STYLE = """
+QMainWindow, QDockWidget, QWidget { background: #232428; color: #dcdde1; }
+QMenuBar, QMenu { background: #2a2b30; color: #dcdde1; }
+QMenu::item:selected, QMenuBar::item:selected { background: #3d5a8a; }
+QToolBar { background: #2a2b30; border: none; spacing: 4px; padding: 2px; }
+QToolButton { padding: 3px 8px; border-radius: 3px; }
+QToolButton:hover { background: #3a3c44; }
+QLineEdit, QDoubleSpinBox, QComboBox { background: #1a1b1e; border: 1px solid #3a3c44;
+  border-radius: 3px; padding: 2px 4px; color: #e8e8ea; }
+QPushButton { background: #34363d; border: 1px solid #44464f; border-radius: 3px;
+  padding: 3px 10px; }
+QPushButton:hover { background: #3f424b; }
+QStatusBar { background: #1d1e22; color: #c8c9ce; }
+QStatusBar QLabel { padding: 0 10px; font-family: monospace; }
+QDockWidget::title { background: #2a2b30; padding: 4px; }
+"""

@@ -1,0 +1,279 @@
+"""One orthogonal slice view (XY, XZ or YZ): the plane image, the crosshair, mouse and wheel.
+
+The view follows the ``ViewerState``: it draws the plane at the cursor, centred at
+``state.centers[axis]`` and scaled by ``state.zoom``, and it writes into the state when a person
+clicks (cursor), drags (centre), turns the wheel (cursor along the normal) or Ctrl+turns it (zoom
+about the mouse).  It never talks to the other views.  Pixels come from the window, which owns
+the ``PlaneSource``; the view only says which plane it needs (``wanted_request``) and is handed
+the answer (``show_plane``).
+
+Drawing is a single scaled ``drawImage`` of a 32-bit image that was built once per plane change
+(``viewer.ui.render``), plus a few lines: a cursor move that leaves the plane unchanged costs
+only a repaint.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QWheelEvent
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from viewer.core.slicing import IN_PLANE, VIEW_NAMES, Plane, PlaneRequest
+from viewer.core.state import SCREEN_AXES, ViewerState
+
+#: Colour of each view (by normal axis); a crosshair line drawn in a view is the trace of another
+#: view's plane and wears that view's colour.
+VIEW_COLORS = {2: QColor(235, 87, 87), 1: QColor(86, 200, 120), 0: QColor(90, 150, 245)}
+AXIS_NAMES = "xyz"
+#: Requested planes are snapped outward to this grid so that small pans re-use the plane.
+SNAP = 64
+#: The largest plane side a view asks for (zoomed far out on a huge dataset).
+MAX_PLANE_SIDE = 4096
+DRAG_THRESHOLD = 4
+BACKGROUND = QColor(24, 25, 28)
+
+
+class QtSliceView(QWidget):
+    """The view whose normal is ``axis`` (2 XY, 1 XZ, 0 YZ)."""
+
+    #: The mouse is over voxel (x, y, z), or left the data (None).
+    hovered = Signal(object)
+    #: The plane this view needs changed (resize); the window fetches it.
+    plane_wanted = Signal(int)
+
+    def __init__(self, axis: int, state: ViewerState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.axis = axis
+        self.state = state
+        self.h_axis, self.v_axis = SCREEN_AXES[axis]
+        self.name = VIEW_NAMES[axis]
+        self.setMinimumSize(120, 120)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setMouseTracking(True)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.plane: Plane | None = None
+        self.request: PlaneRequest | None = None
+        self._pixels: np.ndarray | None = None
+        self._image: QImage | None = None
+        self._image_origin = (0, 0)  # dataset (h, v) of the image's top-left pixel
+        self._press: QPointF | None = None
+        self._dragging = False
+        self._last_drag: QPointF | None = None
+        self.message = ""  # shown when there is no data at all (no dataset, an error)
+        self.paint_count = 0
+
+    # -- geometry ----------------------------------------------------------------------------
+    def to_dataset(self, x: float, y: float) -> tuple[float, float]:
+        """Widget pixel (x, y) -> dataset (h, v), continuous."""
+        ch, cv = self.state.centers[self.axis]
+        z = self.state.zoom
+        return (ch + (x - self.width() / 2) / z, cv + (y - self.height() / 2) / z)
+
+    def to_widget(self, h: float, v: float) -> tuple[float, float]:
+        ch, cv = self.state.centers[self.axis]
+        z = self.state.zoom
+        return ((h - ch) * z + self.width() / 2, (v - cv) * z + self.height() / 2)
+
+    def voxel_at(self, x: float, y: float) -> tuple[int, int, int]:
+        """The voxel under widget pixel (x, y) (its third coordinate: the cursor's)."""
+        h, v = self.to_dataset(x, y)
+        pos = list(self.state.cursor)
+        pos[self.h_axis] = math.floor(h)
+        pos[self.v_axis] = math.floor(v)
+        return (pos[0], pos[1], pos[2])
+
+    def visible_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Dataset (h, v) ranges the widget shows."""
+        h0, v0 = self.to_dataset(0, 0)
+        h1, v1 = self.to_dataset(self.width(), self.height())
+        return (h0, h1), (v0, v1)
+
+    def wanted_request(self) -> PlaneRequest | None:
+        """The plane this view shows now: the visible part of the dataset at the cursor, snapped
+        outward to a grid so that small pans keep the same request."""
+        lo_b, hi_b = self.state.bounds
+        ranges = dict(zip((self.h_axis, self.v_axis), self.visible_range()))
+        lo: list[int] = []
+        hi: list[int] = []
+        for a in IN_PLANE[self.axis]:
+            r0, r1 = ranges[a]
+            a0 = max(lo_b[a], math.floor(r0 / SNAP) * SNAP)
+            a1 = min(hi_b[a], math.ceil(r1 / SNAP) * SNAP)
+            if a1 - a0 > MAX_PLANE_SIDE:
+                mid = int(self.state.centers[self.axis][0 if a == self.h_axis else 1])
+                a0 = max(lo_b[a], mid - MAX_PLANE_SIDE // 2)
+                a1 = min(hi_b[a], a0 + MAX_PLANE_SIDE)
+            if a1 <= a0:
+                return None
+            lo.append(a0)
+            hi.append(a1)
+        return PlaneRequest(self.axis, self.state.cursor[self.axis], (lo[0], lo[1]), (hi[0], hi[1]))
+
+    # -- data --------------------------------------------------------------------------------
+    def show_plane(self, plane: Plane | None, pixels: np.ndarray | None) -> None:
+        """Show ``plane``, already rendered to screen-oriented ARGB ``pixels``."""
+        self.plane = plane
+        self.request = plane.request if plane is not None else None
+        self._pixels = pixels
+        if plane is None or pixels is None:
+            self._image = None
+        else:
+            rows, cols = pixels.shape
+            self._image = QImage(pixels.data, cols, rows, cols * 4, QImage.Format.Format_RGB32)
+            u, v = IN_PLANE[self.axis]
+            origin = {u: plane.request.lo[0], v: plane.request.lo[1]}
+            self._image_origin = (origin[self.h_axis], origin[self.v_axis])
+        self.update()
+
+    def value_at(self, pos: tuple[int, int, int]) -> np.ndarray | None:
+        """All channels' values at ``pos`` if it lies on the shown plane, else None."""
+        p = self.plane
+        if p is None or pos[self.axis] != p.request.index:
+            return None
+        u, v = IN_PLANE[self.axis]
+        iu, iv = pos[u] - p.request.lo[0], pos[v] - p.request.lo[1]
+        if 0 <= iu < p.data.shape[1] and 0 <= iv < p.data.shape[2]:
+            return p.data[:, iu, iv]
+        return None
+
+    def status_at(self, pos: tuple[int, int, int]) -> int | None:
+        p = self.plane
+        if p is None or pos[self.axis] != p.request.index:
+            return None
+        u, v = IN_PLANE[self.axis]
+        iu, iv = pos[u] - p.request.lo[0], pos[v] - p.request.lo[1]
+        if 0 <= iu < p.status.shape[0] and 0 <= iv < p.status.shape[1]:
+            return int(p.status[iu, iv])
+        return None
+
+    # -- painting ----------------------------------------------------------------------------
+    def paintEvent(self, event: QPaintEvent) -> None:
+        self.paint_count += 1
+        painter = QPainter(self)
+        w, h = self.width(), self.height()
+        painter.fillRect(0, 0, w, h, BACKGROUND)
+        z = self.state.zoom
+        if self._image is not None:
+            h0, v0 = self._image_origin
+            x0, y0 = self.to_widget(h0, v0)
+            target = QRectF(x0, y0, self._image.width() * z, self._image.height() * z)
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, z < 1.0)
+            painter.drawImage(target, self._image)
+        # Dataset outline, so the edge of the data is visible against the background.
+        lo_b, hi_b = self.state.bounds
+        bx0, by0 = self.to_widget(lo_b[self.h_axis], lo_b[self.v_axis])
+        bx1, by1 = self.to_widget(hi_b[self.h_axis], hi_b[self.v_axis])
+        painter.setPen(QPen(QColor(90, 92, 100), 1))
+        painter.drawRect(QRectF(bx0, by0, bx1 - bx0, by1 - by0))
+        self._paint_crosshair(painter)
+        self._paint_labels(painter)
+        if self.message:
+            painter.setPen(QColor(230, 230, 230))
+            painter.drawText(self.rect().adjusted(12, 12, -12, -12),
+                             Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.message)
+        focused = self.state.focused == self.axis and self.state.layout is None
+        painter.setPen(QPen(VIEW_COLORS[self.axis] if focused else QColor(60, 62, 68), 2))
+        painter.drawRect(1, 1, w - 2, h - 2)
+        painter.end()
+
+    def _paint_crosshair(self, painter: QPainter) -> None:
+        """Two lines through the cursor voxel's centre, with a gap so the voxel stays visible;
+        each line wears the colour of the view whose plane it is."""
+        cursor = self.state.cursor
+        z = self.state.zoom
+        cx, cy = self.to_widget(cursor[self.h_axis] + 0.5, cursor[self.v_axis] + 0.5)
+        gap = max(8.0, z * 1.5 + 3)
+        w, h = self.width(), self.height()
+        pen = QPen(VIEW_COLORS[self.h_axis], 1)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.drawLine(QPointF(cx, 0), QPointF(cx, cy - gap))
+        painter.drawLine(QPointF(cx, cy + gap), QPointF(cx, h))
+        pen = QPen(VIEW_COLORS[self.v_axis], 1)
+        painter.setPen(pen)
+        painter.drawLine(QPointF(0, cy), QPointF(cx - gap, cy))
+        painter.drawLine(QPointF(cx + gap, cy), QPointF(w, cy))
+        if z >= 4:  # outline the cursor voxel itself when voxels are big enough to see
+            painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
+            painter.drawRect(QRectF(cx - z / 2, cy - z / 2, z, z))
+
+    def _paint_labels(self, painter: QPainter) -> None:
+        font = QFont(painter.font())
+        font.setBold(True)
+        painter.setFont(font)
+        normal = AXIS_NAMES[self.axis]
+        text = f"{self.name}   {normal} = {self.state.cursor[self.axis]}"
+        painter.fillRect(QRectF(6, 6, painter.fontMetrics().horizontalAdvance(text) + 14, 22),
+                         QColor(0, 0, 0, 150))
+        painter.setPen(VIEW_COLORS[self.axis])
+        painter.drawText(QRectF(13, 6, 400, 22), Qt.AlignmentFlag.AlignVCenter, text)
+        font.setBold(False)
+        painter.setFont(font)
+        painter.setPen(QColor(200, 200, 205))
+        z = self.state.zoom
+        zoom_text = f"{z:.3g}x" if z >= 1 else f"1/{1 / z:.3g}x"
+        axes_text = f"{AXIS_NAMES[self.h_axis]} \u2192   {AXIS_NAMES[self.v_axis]} \u2193   {zoom_text}"
+        rect = QRectF(0, self.height() - 26, self.width() - 10, 20)
+        painter.drawText(rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                         axes_text)
+
+    # -- mouse -------------------------------------------------------------------------------
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self.state.set_focused(self.axis)
+        if event.button() in (Qt.MouseButton.LeftButton, Qt.MouseButton.MiddleButton,
+                              Qt.MouseButton.RightButton):
+            self._press = event.position()
+            self._last_drag = event.position()
+            self._dragging = event.button() != Qt.MouseButton.LeftButton
+        event.accept()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        pos = event.position()
+        if self._press is not None and self._last_drag is not None:
+            if not self._dragging and (pos - self._press).manhattanLength() > DRAG_THRESHOLD:
+                self._dragging = True
+            if self._dragging:
+                d = pos - self._last_drag
+                self._last_drag = pos
+                z = self.state.zoom
+                self.state.pan(self.axis, -d.x() / z, -d.y() / z)
+        self.hovered.emit(self.voxel_at(pos.x(), pos.y()))
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._press is not None and not self._dragging \
+                and event.button() == Qt.MouseButton.LeftButton:
+            pos = event.position()
+            self.state.set_cursor(self.voxel_at(pos.x(), pos.y()))
+            self.hovered.emit(self.voxel_at(pos.x(), pos.y()))
+        self._press = None
+        self._dragging = False
+        self._last_drag = None
+
+    def leaveEvent(self, event: object) -> None:
+        self.hovered.emit(None)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        delta = event.angleDelta()
+        # Shift+wheel arrives as a horizontal wheel on some platforms.
+        raw = delta.y() if delta.y() != 0 else delta.x()
+        if raw == 0:
+            return
+        notches = raw / 120.0
+        mods = event.modifiers()
+        self.state.set_focused(self.axis)
+        if mods & Qt.KeyboardModifier.ControlModifier:
+            pos = event.position()
+            h, v = self.to_dataset(pos.x(), pos.y())
+            self.state.zoom_by(notches, about=(self.axis, h, v))
+        else:
+            step = 10 if mods & Qt.KeyboardModifier.ShiftModifier else 1
+            self.state.move_along(self.axis, int(round(notches)) * step or
+                                  (step if notches > 0 else -step))
+        event.accept()
+
+    def resizeEvent(self, event: object) -> None:
+        self.plane_wanted.emit(self.axis)
