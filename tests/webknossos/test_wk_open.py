@@ -1,0 +1,400 @@
+"""Opening webKnossos datasets as webKnossos 4.x lays them out, read back voxel for voxel
+through every mag; and every way a dataset can be half there, which is reported while the rest
+opens."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from viewer.format import DatasetLayoutError, FormatError
+from viewer.format.webknossos import (
+    MagMismatchError,
+    MissingMagError,
+    NoMagsError,
+    PropertiesError,
+    UnsupportedLayerError,
+    WkDataset,
+    layers_json,
+    problems_json,
+)
+
+import wk4_layout as wk4
+
+MAGS = [(1, 1, 1), (2, 2, 1), (4, 4, 2)]
+TOP_LEFT = (4, 8, 2)
+SIZE = (40, 36, 14)
+
+
+def _build(root: Path, key: str = "mags", scale: object = None) -> dict[tuple[str, tuple[int, int, int]], np.ndarray]:
+    """A color (uint8, written by the reference ``wkw``) and a segmentation (uint32, written by
+    the project) layer with mags 1, 2-2-1, 4-4-2, each mag with its own content; returns the
+    arrays written per (layer, mag), in mag coordinates from the mag box's corner."""
+    written = {}
+    layers = []
+    for li, (name, category, dtype, reference) in enumerate(
+            [("color", "color", np.uint8, True), ("segmentation", "segmentation", np.uint32, False)]):
+        for mi, mag in enumerate(MAGS):
+            lo, shape = wk4.coarse_box(TOP_LEFT, SIZE, mag)
+            data = wk4.model(dtype, shape, seed=10 * li + mi)
+            wk4.write_mag(root / name / wk4.mag_folder(mag), data, lo, reference=reference)
+            written[(name, mag)] = data
+        mags = wk4.mags_entry(name, MAGS) if key == "mags" else wk4.resolutions_entry(MAGS)
+        extra = {"largestSegmentId": 4294967295} if category == "segmentation" else {}
+        layers.append(wk4.layer(name, category, np.dtype(dtype).name, wk4.bbox(TOP_LEFT, SIZE),
+                                mags, key=key, numChannels=1, **extra))
+    wk4.write_properties(root, layers, scale)
+    return written
+
+
+def _check_voxels(ds: WkDataset, written: dict[tuple[str, tuple[int, int, int]], np.ndarray]) -> None:
+    for (name, mag), data in written.items():
+        layer = ds.layer(name)
+        lo, shape = wk4.coarse_box(TOP_LEFT, SIZE, mag)
+        got = layer.read(mag, lo, shape)
+        assert got.shape == (1, *shape)
+        np.testing.assert_array_equal(got[0], data, err_msg=f"{name} mag {mag}")
+        # an unaligned inner box, crossing files
+        inner = layer.mag(mag).read([a + 1 for a in lo], [max(1, s - 2) for s in shape])
+        np.testing.assert_array_equal(inner[0], data[1:1 + max(1, shape[0] - 2),
+                                                     1:1 + max(1, shape[1] - 2),
+                                                     1:1 + max(1, shape[2] - 2)])
+
+
+def test_current_mags_key_opens_every_layer_and_mag(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    ds = WkDataset(tmp_path)
+    assert ds.problems == []
+    assert ds.kind == "dataset"
+    assert [layer.name for layer in ds.layers] == ["color", "segmentation"]
+    color, seg = ds.layers
+    assert (color.category, color.element_class, color.dtype, color.num_channels) == (
+        "color", "uint8", np.dtype(np.uint8), 1)
+    assert (seg.category, seg.element_class, seg.dtype, seg.largest_segment_id) == (
+        "segmentation", "uint32", np.dtype(np.uint32), 4294967295)
+    assert color.bounding_box.top_left == TOP_LEFT and color.bounding_box.size == SIZE
+    assert color.mag_vectors == MAGS
+    assert [m.name for m in color.mags] == ["1", "2-2-1", "4-4-2"]
+    assert color.mag("2-2-1").path == str(tmp_path / "color" / "2-2-1")
+    assert ds.voxel_size == pytest.approx((11.24, 11.24, 28.0))
+    assert ds.color_layers == [color] and ds.segmentation_layers == [seg]
+    _check_voxels(ds, written)
+
+
+def test_opening_reads_no_data_file_and_no_mag_header(tmp_path: Path) -> None:
+    _build(tmp_path)
+    # damage every data file of mag 1: opening must not notice, reading must say so
+    for f in (tmp_path / "color" / "1").rglob("x*.wkw"):
+        f.write_bytes(b"nonsense")
+    ds = WkDataset(tmp_path)
+    assert not any(m.is_open for layer in ds.layers for m in layer.mags)
+    assert ds.problems == []
+    with pytest.raises(FormatError):
+        ds.layer("color").read(1, (4, 8, 2), (8, 8, 8))
+
+
+def test_legacy_wkw_resolutions_and_legacy_scale(tmp_path: Path) -> None:
+    written = _build(tmp_path, key="wkwResolutions", scale=[11.24, 11.24, 28])
+    doc = json.loads((tmp_path / "datasource-properties.json").read_text())
+    assert doc["dataLayers"][0]["wkwResolutions"][0] == {"resolution": 1, "cubeLength": 1024}
+    ds = WkDataset(tmp_path)
+    assert ds.problems == []
+    assert ds.properties is not None and ds.properties.legacy_scale
+    assert ds.layers[0].properties is not None
+    assert ds.layers[0].properties.mags_key == "wkwResolutions"
+    assert ds.voxel_size == pytest.approx((11.24, 11.24, 28.0))
+    assert ds.layers[0].mag_vectors == MAGS
+    assert ds.layers[0].mag((2, 2, 1)).rel_path == "./color/2-2-1"
+    _check_voxels(ds, written)
+
+
+def test_legacy_mag_folders_with_long_names(tmp_path: Path) -> None:
+    """Older tools name mag 2 ``2-2-2`` and mag 1 ``1-1-1``; webKnossos writes ``2`` and ``1``."""
+    one = wk4.model(np.uint8, (16, 16, 16), 1)
+    two = wk4.model(np.uint8, (8, 8, 8), 2)
+    wk4.write_mag(tmp_path / "color" / "1-1-1", one)
+    wk4.write_mag(tmp_path / "color" / "2-2-2", two)
+    wk4.write_properties(tmp_path, [wk4.layer(
+        "color", "color", "uint8", wk4.bbox((0, 0, 0), (16, 16, 16)),
+        [{"resolution": 1}, {"resolution": [2, 2, 2]}], key="wkwResolutions")])
+    ds = WkDataset(tmp_path)
+    assert ds.problems == []
+    layer = ds.layer("color")
+    assert layer.mag_vectors == [(1, 1, 1), (2, 2, 2)]
+    assert layer.mag(2).name == "2"
+    np.testing.assert_array_equal(layer.read(1, (0, 0, 0), (16, 16, 16))[0], one)
+    np.testing.assert_array_equal(layer.read(2, (0, 0, 0), (8, 8, 8))[0], two)
+
+
+def test_scale_object_with_other_unit(tmp_path: Path) -> None:
+    _build(tmp_path, scale={"factor": [0.5, 0.5, 1.25], "unit": "micrometer"})
+    ds = WkDataset(tmp_path)
+    assert ds.scale.unit == "micrometer" and ds.scale.factor == (0.5, 0.5, 1.25)
+    assert ds.voxel_size == pytest.approx((500.0, 500.0, 1250.0))
+
+
+def test_scale_object_without_unit_is_nanometres(tmp_path: Path) -> None:
+    _build(tmp_path, scale={"factor": [4, 4, 40]})
+    assert WkDataset(tmp_path).voxel_size == (4.0, 4.0, 40.0)
+
+
+def test_half_written_layer_without_mags_is_reported(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    doc = json.loads((tmp_path / "datasource-properties.json").read_text())
+    doc["dataLayers"].append(wk4.layer("fresh", "color", "uint8", wk4.bbox((0, 0, 0), (8, 8, 8)),
+                                       [], key="mags"))
+    doc["dataLayers"].append(wk4.layer("bare", "segmentation", "uint16",
+                                       wk4.bbox((0, 0, 0), (8, 8, 8))))
+    (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
+    ds = WkDataset(tmp_path)
+    assert [layer.name for layer in ds.layers] == ["color", "segmentation"]
+    assert [type(p) for p in ds.problems] == [NoMagsError, NoMagsError]
+    assert [p.layer for p in ds.problems] == ["fresh", "bare"]  # type: ignore[attr-defined]
+    assert ds.problems[0].path == str(tmp_path / "fresh")
+    assert "no mags" in str(ds.problems[0]) and "fresh" in str(ds.problems[0])
+    _check_voxels(ds, written)
+
+
+def test_missing_mag_folder_is_reported_and_the_rest_opens(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    shutil.rmtree(tmp_path / "color" / "4-4-2")
+    ds = WkDataset(tmp_path)
+    assert [type(p) for p in ds.problems] == [MissingMagError]
+    problem = ds.problems[0]
+    assert isinstance(problem, DatasetLayoutError)  # a MissingMagError is a layout error too
+    assert problem.path == str(tmp_path / "color" / "4-4-2")
+    assert problem.mag == (4, 4, 2) and problem.layer == "color"  # type: ignore[attr-defined]
+    assert ds.layer("color").mag_vectors == [(1, 1, 1), (2, 2, 1)]
+    del written[("color", (4, 4, 2))]
+    _check_voxels(ds, written)
+
+
+def test_mag_folder_without_header_is_reported(tmp_path: Path) -> None:
+    _build(tmp_path, key="wkwResolutions")
+    (tmp_path / "segmentation" / "2-2-1" / "header.wkw").unlink()
+    ds = WkDataset(tmp_path)
+    assert [type(p) for p in ds.problems] == [MissingMagError]
+    assert "header.wkw" in ds.problems[0].reason
+    assert ds.layer("segmentation").mag_vectors == [(1, 1, 1), (4, 4, 2)]
+
+
+def test_layer_whose_every_mag_is_missing_is_reported(tmp_path: Path) -> None:
+    _build(tmp_path)
+    shutil.rmtree(tmp_path / "segmentation")
+    ds = WkDataset(tmp_path)
+    assert [layer.name for layer in ds.layers] == ["color"]
+    assert [type(p) for p in ds.problems] == [MissingMagError] * 3 + [NoMagsError]
+
+
+def test_zarr3_layer_is_reported_not_opened(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    doc = json.loads((tmp_path / "datasource-properties.json").read_text())
+    (tmp_path / "em_zarr" / "1").mkdir(parents=True)
+    (tmp_path / "em_zarr" / "1" / "zarr.json").write_text('{"zarr_format": 3}')
+    for fmt, name in (("zarr3", "em_zarr"), ("n5", "em_n5"), ("zarr", "em_zarr2")):
+        doc["dataLayers"].append(wk4.layer(name, "color", "uint8", wk4.bbox((0, 0, 0), (8, 8, 8)),
+                                           wk4.mags_entry(name, [(1, 1, 1)]), data_format=fmt))
+    (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
+    ds = WkDataset(tmp_path)
+    assert [layer.name for layer in ds.layers] == ["color", "segmentation"]
+    assert [type(p) for p in ds.problems] == [UnsupportedLayerError] * 3
+    assert "zarr3" in ds.problems[0].reason and ds.problems[0].path == str(tmp_path / "em_zarr")
+    _check_voxels(ds, written)
+
+
+@pytest.mark.parametrize("num_channels", [3, None])
+def test_uint24_color_layer_is_three_uint8_channels(tmp_path: Path, num_channels: int | None) -> None:
+    """uint24 = RGB: a WKW layer of uint8 with 3 channels (voxelSize 3); written here by the
+    reference ``wkw`` for mag 1 and by the project for mag 2-2-1."""
+    box = ((0, 0, 0), (24, 20, 6))
+    rgb1 = wk4.model(np.uint8, (3, 24, 20, 6), 5)
+    rgb2 = wk4.model(np.uint8, (3, 12, 10, 6), 6)
+    wk4.write_mag(tmp_path / "rgb" / "1", rgb1, reference=True)
+    wk4.write_mag(tmp_path / "rgb" / "2-2-1", rgb2)
+    extra = {} if num_channels is None else {"numChannels": num_channels}
+    wk4.write_properties(tmp_path, [wk4.layer("rgb", "color", "uint24", wk4.bbox(*box),
+                                              wk4.mags_entry("rgb", [(1, 1, 1), (2, 2, 1)]),
+                                              **extra)])
+    ds = WkDataset(tmp_path)
+    assert ds.problems == []
+    layer = ds.layer("rgb")
+    assert (layer.element_class, layer.dtype, layer.num_channels) == ("uint24", np.dtype(np.uint8), 3)
+    assert ds.check() == []
+    np.testing.assert_array_equal(layer.read(1, (0, 0, 0), (24, 20, 6)), rgb1)
+    np.testing.assert_array_equal(layer.read((2, 2, 1), (1, 2, 3), (10, 7, 3)),
+                                  rgb2[:, 1:11, 2:9, 3:6])
+    entry = layers_json(ds)[0]
+    assert (entry["element_class"], entry["num_channels"]) == ("uint24", 3)
+
+
+def test_mag_header_that_disagrees_with_the_element_class_is_reported(tmp_path: Path) -> None:
+    _build(tmp_path)
+    doc = json.loads((tmp_path / "datasource-properties.json").read_text())
+    doc["dataLayers"][1]["elementClass"] = "uint16"  # the files hold uint32
+    (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
+    ds = WkDataset(tmp_path)
+    assert ds.problems == []  # headers are not read at open...
+    found = ds.check()  # ...but on demand
+    assert [type(p) for p in found] == [MagMismatchError] * 3
+    assert found[0].path == str(tmp_path / "segmentation" / "1" / "header.wkw")
+    assert "uint32" in found[0].reason and "uint16" in found[0].reason
+    assert ds.problems == found and ds.check() == []
+    with pytest.raises(MagMismatchError):
+        ds.layer("segmentation").read(1, (4, 8, 2), (2, 2, 2))
+
+
+def test_absolute_and_file_url_mag_paths(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "storage"
+    data = wk4.model(np.uint16, (16, 8, 8), 3)
+    wk4.write_mag(elsewhere / "c1", data)
+    wk4.write_mag(elsewhere / "c2", data[::2, ::2, :])
+    root = tmp_path / "ds"
+    wk4.write_properties(root, [wk4.layer("c", "color", "uint16", wk4.bbox((0, 0, 0), (16, 8, 8)), [
+        {"mag": [1, 1, 1], "path": str(elsewhere / "c1")},
+        {"mag": [2, 2, 1], "path": "file://" + str(elsewhere / "c2")},
+        {"mag": [4, 4, 1], "path": "s3://bucket/ds/c/4-4-1"},
+    ])])
+    ds = WkDataset(root)
+    assert [type(p) for p in ds.problems] == [UnsupportedLayerError]
+    assert "s3://" in ds.problems[0].reason
+    layer = ds.layer("c")
+    assert layer.mag_vectors == [(1, 1, 1), (2, 2, 1)]
+    np.testing.assert_array_equal(layer.read(1, (0, 0, 0), (16, 8, 8))[0], data)
+    np.testing.assert_array_equal(layer.read((2, 2, 1), (0, 0, 0), (8, 4, 8))[0], data[::2, ::2])
+    assert layers_json(ds)[0]["mags"][0]["path"] == str(elsewhere / "c1")
+
+
+def test_properties_file_path_opens_its_dataset(tmp_path: Path) -> None:
+    _build(tmp_path)
+    ds = WkDataset(tmp_path / "datasource-properties.json")
+    assert ds.path == str(tmp_path) and len(ds.layers) == 2
+
+
+def test_single_layer_folder_opens_directly(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    ds = WkDataset(tmp_path / "segmentation")
+    assert ds.kind == "layer" and ds.problems == []
+    layer = ds.layers[0]
+    assert (layer.name, layer.category, layer.element_class) == ("segmentation", "segmentation", "uint32")
+    assert layer.mag_vectors == MAGS
+    # the box is the extent of mag 1's data files (16-voxel files here)
+    assert layer.bounding_box.top_left == (0, 0, 0)
+    assert layer.bounding_box.end == (48, 48, 16)
+    assert layers_json(ds)[0]["mags"][1]["path"] == "./2-2-1"
+    lo, shape = wk4.coarse_box(TOP_LEFT, SIZE, (2, 2, 1))
+    np.testing.assert_array_equal(layer.read((2, 2, 1), lo, shape)[0],
+                                  written[("segmentation", (2, 2, 1))])
+    assert not ds.voxel_size_declared
+
+
+def test_single_mag_folder_opens_directly(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    for target in (tmp_path / "color" / "2-2-1", tmp_path / "color" / "2-2-1" / "header.wkw"):
+        ds = WkDataset(target)
+        assert ds.kind == "mag" and ds.problems == []
+        layer = ds.layers[0]
+        assert layer.name == "color" and layer.mag_vectors == [(1, 1, 1)]
+        lo, shape = wk4.coarse_box(TOP_LEFT, SIZE, (2, 2, 1))
+        np.testing.assert_array_equal(layer.read(1, lo, shape)[0], written[("color", (2, 2, 1))])
+
+
+def test_plain_wkw_dataset_opens_as_one_layer(tmp_path: Path) -> None:
+    data = wk4.model(np.uint8, (20, 20, 20), 9)
+    wk4.write_mag(tmp_path / "plain", data, (3, 3, 3), reference=True)
+    ds = WkDataset(tmp_path / "plain")
+    layer = ds.layers[0]
+    assert (layer.name, layer.category, layer.element_class) == ("plain", "color", "uint8")
+    assert layer.bounding_box.top_left == (0, 0, 0) and layer.bounding_box.end == (32, 32, 32)
+    np.testing.assert_array_equal(layer.read(1, (3, 3, 3), (20, 20, 20))[0], data)
+
+
+def test_dataset_without_properties_file_infers_layers_and_says_so(tmp_path: Path) -> None:
+    _build(tmp_path)
+    (tmp_path / "datasource-properties.json").unlink()
+    ds = WkDataset(tmp_path)
+    assert [layer.name for layer in ds.layers] == ["color", "segmentation"]
+    assert [type(p) for p in ds.problems] == [PropertiesError]
+    assert ds.layers[1].category == "segmentation"
+
+
+def test_not_a_dataset_at_all(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetLayoutError):
+        WkDataset(tmp_path / "empty")
+    with pytest.raises(DatasetLayoutError):
+        WkDataset(tmp_path / "absent")
+
+
+def test_properties_file_that_is_not_json_raises(tmp_path: Path) -> None:
+    (tmp_path / "datasource-properties.json").write_text('{"dataLayers": [}')
+    with pytest.raises(PropertiesError) as info:
+        WkDataset(tmp_path)
+    assert info.value.path == str(tmp_path / "datasource-properties.json")
+    assert info.value.offset == 16
+
+
+@pytest.mark.parametrize("doc, what", [
+    ([], "JSON object"),
+    ({"scale": [1, 1, 1]}, "dataLayers"),
+    ({"scale": [1, 1], "dataLayers": []}, "scale"),
+    ({"scale": {"factor": [1, 1, 1], "unit": "furlong"}, "dataLayers": []}, "unit"),
+    ({"dataLayers": []}, "scale"),
+])
+def test_unusable_properties_file_raises(tmp_path: Path, doc: object, what: str) -> None:
+    (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
+    with pytest.raises(PropertiesError, match=what):
+        WkDataset(tmp_path)
+
+
+def test_broken_layer_entries_are_reported_and_the_rest_opens(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    doc = json.loads((tmp_path / "datasource-properties.json").read_text())
+    box = wk4.bbox((0, 0, 0), (8, 8, 8))
+    doc["dataLayers"] += [
+        wk4.layer("odd", "color", "complex64", box, []),
+        wk4.layer("nocat", "skeleton", "uint8", box, []),
+        {"category": "color"},
+        wk4.layer("badbox", "color", "uint8", {"topLeft": [0, 0], "width": 1}, []),
+        wk4.layer("badmag", "color", "uint8", box, [{"mag": [0, 1, 1], "path": "./x"}]),
+        wk4.layer("color", "color", "uint8", box, []),  # a second "color"
+    ]
+    (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
+    ds = WkDataset(tmp_path)
+    assert [layer.name for layer in ds.layers] == ["color", "segmentation"]
+    assert [type(p) for p in ds.problems] == [PropertiesError] * 6
+    reasons = " | ".join(str(p) for p in ds.problems)
+    for text in ("complex64", "skeleton", "no name", "topLeft", "at least 1", "second layer"):
+        assert text in reasons
+    _check_voxels(ds, written)
+
+
+def test_layers_json_is_what_info_prints(tmp_path: Path) -> None:
+    _build(tmp_path)
+    ds = WkDataset(tmp_path)
+    box = {"topLeft": list(TOP_LEFT), "width": SIZE[0], "height": SIZE[1], "depth": SIZE[2]}
+    assert layers_json(ds) == [
+        {"name": name, "category": category, "element_class": ec, "num_channels": 1,
+         "bounding_box": box,
+         "mags": [{"mag": [1, 1, 1], "path": f"./{name}/1"},
+                  {"mag": [2, 2, 1], "path": f"./{name}/2-2-1"},
+                  {"mag": [4, 4, 2], "path": f"./{name}/4-4-2"}]}
+        for name, category, ec in (("color", "color", "uint8"),
+                                   ("segmentation", "segmentation", "uint32"))]
+    json.dumps(layers_json(ds))  # plain JSON types only
+
+
+def test_problems_json_and_pickling(tmp_path: Path) -> None:
+    _build(tmp_path)
+    shutil.rmtree(tmp_path / "color" / "2-2-1")
+    ds = WkDataset(tmp_path)
+    assert problems_json(ds) == [{"kind": "MissingMagError", "layer": "color", "mag": [2, 2, 1],
+                                  "path": str(tmp_path / "color" / "2-2-1"),
+                                  "message": "mag folder is missing"}]
+    back = pickle.loads(pickle.dumps(ds.problems[0]))
+    assert type(back) is MissingMagError and str(back) == str(ds.problems[0])
+    assert back.layer == "color" and back.mag == (2, 2, 1)

@@ -1,0 +1,172 @@
+"""Multi-resolution browsing: which mag a view reads, and how a mag-1 plane maps onto it.
+
+A mag is the factor ``(fx, fy, fz)`` by which a layer is downsampled (``viewer.format.
+webknossos``); voxel ``p`` of mag ``f`` covers the mag-1 voxels ``[p * f, (p + 1) * f)``.  Views
+think in mag-1 voxels; this module turns their zoom into a mag and their ``PlaneRequest`` into the
+mag's coordinates, and names the coarser mags a view may draw, scaled up, while its own loads.
+
+The rule: a view reads the *coarsest* mag that still gives at least one of its voxels per
+screen pixel along each of the view's two in-plane axes (the factor along the normal does not
+matter for that; a 2-2-1 mag is as sharp as mag 1 in an XZ view's z direction).  When the view
+is zoomed in so far that no mag qualifies, the finest mag is read.  A locked mag overrides the
+rule.
+
+Pure functions on tuples and numpy arrays: Qt-free, stateless, callable from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.core.slicing import IN_PLANE, PlaneRequest
+from viewer.format.webknossos.mag import mag_name
+
+Vec3 = tuple[int, int, int]
+
+#: Slack for floating-point zoom factors: a view at exactly 2 voxels per pixel may read mag 2
+#: even when its zoom is computed as 1.9999999.
+EPSILON = 1e-6
+
+
+def in_plane_factors(mag: Sequence[int], axis: int) -> tuple[int, int]:
+    """The factors of ``mag`` along the in-plane axes (u, v) of a view with normal ``axis``."""
+    u, v = IN_PLANE[axis]
+    return (int(mag[u]), int(mag[v]))
+
+
+def voxels_per_pixel(axis: int, nm_per_pixel: float, voxel_size_nm: Sequence[float]
+                     ) -> tuple[float, float]:
+    """Mag-1 voxels one screen pixel spans along the view's (u, v) axes, for a view that draws
+    physical space at ``nm_per_pixel`` (the right aspect for anisotropic voxels)."""
+    u, v = IN_PLANE[axis]
+    return (nm_per_pixel / float(voxel_size_nm[u]), nm_per_pixel / float(voxel_size_nm[v]))
+
+
+def _key(mag: Vec3, axis: int) -> tuple[int, int, int]:
+    """Orders mags from finest to coarsest as a view sees them: by the in-plane area of a
+    voxel, then by the larger in-plane factor; among mags equal in-plane the one finer along the
+    normal ranks higher (it is the better picture of the same in-plane resolution)."""
+    fu, fv = in_plane_factors(mag, axis)
+    return (fu * fv, max(fu, fv), -mag[axis])
+
+
+def choose_mag(mags: Sequence[Sequence[int]], axis: int,
+               voxels_per_px: tuple[float, float],
+               locked: Sequence[int] | None = None) -> Vec3:
+    """The mag a view with normal ``axis`` should read.
+
+    ``voxels_per_px``: mag-1 voxels per screen pixel along the view's (u, v) axes (>1 when
+    zoomed out).  A mag qualifies when each in-plane factor is at most that axis' voxels per
+    pixel, i.e. it still gives at least one of its voxels per screen pixel; of those the one
+    with the largest in-plane voxel area is taken (a tie goes to the one that is finer along
+    the normal, so a 2-2-1 beats a 2-2-2 in an XY view).  None qualifying (zoomed in past mag 1
+    or no mag 1): the finest mag.  ``locked``, when it is one of ``mags``, is returned as is.
+    ``ValueError`` for an empty ``mags``."""
+    vecs = [_vec(m) for m in mags]
+    if not vecs:
+        raise ValueError("a layer without mags has nothing to show")
+    if locked is not None:
+        lock = _vec(locked)
+        if lock in vecs:
+            return lock
+    su, sv = voxels_per_px
+    fits = [m for m in vecs
+            if in_plane_factors(m, axis)[0] <= su * (1 + EPSILON)
+            and in_plane_factors(m, axis)[1] <= sv * (1 + EPSILON)]
+    if not fits:
+        return min(vecs, key=lambda m: (m[0] * m[1] * m[2], _key(m, axis)))
+    best = max(_key(m, axis) for m in fits)
+    return min(m for m in fits if _key(m, axis) == best)
+
+
+def placeholder_mags(mags: Sequence[Sequence[int]], chosen: Sequence[int]) -> list[Vec3]:
+    """The mags coarser than ``chosen`` (every factor at least as large, one larger): what may
+    be drawn scaled up under a view while ``chosen`` loads.  Finest first (the best-looking
+    placeholder first; the loader ranks them in this order, right after visible blocks)."""
+    c = _vec(chosen)
+    out = [m for m in (_vec(v) for v in mags)
+           if m != c and all(a >= b for a, b in zip(m, c))]
+    return sorted(set(out), key=lambda m: (m[0] * m[1] * m[2], m))
+
+
+@dataclass(frozen=True)
+class MagPlaneRequest:
+    """A mag-1 ``PlaneRequest`` mapped onto ``mag``.
+
+    ``request`` is in the mag's voxel coordinates: ``index = floor(index1 / f_normal)`` (the mag
+    voxel whose slab contains the mag-1 slice), ``lo = floor(lo1 / f)`` and ``hi = ceil(hi1 / f)``
+    in-plane, so the mag box covers the whole mag-1 box.  ``covered_lo`` / ``covered_hi`` are
+    that mag box back in mag-1 coordinates (``lo * f``, ``hi * f``): it may stick out of the
+    requested box by less than one mag voxel on each side."""
+
+    source: PlaneRequest
+    mag: Vec3
+    request: PlaneRequest
+
+    @property
+    def factors(self) -> tuple[int, int]:
+        return in_plane_factors(self.mag, self.source.axis)
+
+    @property
+    def covered_lo(self) -> tuple[int, int]:
+        fu, fv = self.factors
+        return (self.request.lo[0] * fu, self.request.lo[1] * fv)
+
+    @property
+    def covered_hi(self) -> tuple[int, int]:
+        fu, fv = self.factors
+        return (self.request.hi[0] * fu, self.request.hi[1] * fv)
+
+    @property
+    def label(self) -> str:
+        """The mag's name for the status bar (``2-2-1``)."""
+        return mag_name(self.mag)
+
+
+def to_mag(request: PlaneRequest, mag: Sequence[int]) -> MagPlaneRequest:
+    """Map a mag-1 plane request onto ``mag`` (rounding as in :class:`MagPlaneRequest`)."""
+    m = _vec(mag)
+    fu, fv = in_plane_factors(m, request.axis)
+    fn = m[request.axis]
+    lo = (request.lo[0] // fu, request.lo[1] // fv)
+    hi = (-(-request.hi[0] // fu), -(-request.hi[1] // fv))
+    return MagPlaneRequest(request, m, PlaneRequest(request.axis, request.index // fn, lo, hi))
+
+
+def upscale(data: npt.NDArray[Any], mag_request: MagPlaneRequest) -> npt.NDArray[Any]:
+    """A plane read at the mag (last two axes ``(U', V')`` = ``mag_request.request.shape``)
+    scaled up by nearest neighbour to the mag-1 box of ``mag_request.source``: the last two
+    axes become the source's ``(U, V)``.  Works for ``(C, U', V')`` data and ``(U', V')``
+    status arrays alike."""
+    want = mag_request.request.shape
+    if tuple(data.shape[-2:]) != tuple(want):
+        raise ValueError(f"data is {data.shape[-2:]}, the mag request {want}")
+    fu, fv = mag_request.factors
+    src = mag_request.source
+    iu = np.arange(src.lo[0], src.hi[0]) // fu - mag_request.request.lo[0]
+    iv = np.arange(src.lo[1], src.hi[1]) // fv - mag_request.request.lo[1]
+    return data[..., iu[:, None], iv[None, :]]
+
+
+def placeholder_requests(request: PlaneRequest, mags: Sequence[Sequence[int]],
+                         chosen: Sequence[int]) -> list[MagPlaneRequest]:
+    """``request`` mapped onto each placeholder mag of ``chosen``, finest first."""
+    return [to_mag(request, m) for m in placeholder_mags(mags, chosen)]
+
+
+def _vec(mag: Sequence[int]) -> Vec3:
+    if len(mag) != 3:
+        raise ValueError(f"a mag has three factors, not {tuple(mag)}")
+    x, y, z = (int(v) for v in mag)
+    if min(x, y, z) < 1:
+        raise ValueError(f"mag factors must be at least 1, not {(x, y, z)}")
+    return (x, y, z)
+
+
+__all__ = ["choose_mag", "placeholder_mags", "placeholder_requests", "to_mag", "upscale",
+           "MagPlaneRequest", "in_plane_factors", "voxels_per_pixel", "EPSILON"]
