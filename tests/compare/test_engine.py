@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -276,10 +277,13 @@ def test_cancel_stops_the_job(make, monkeypatch):
         if done >= 16:
             job.cancel()
 
+    fds_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     job = CompareJob(a, b, on_progress=on_progress)
     s = job.run()
     assert s.cancelled and not s.equal
     assert 16 <= s.blocks_compared < s.blocks_total
+    if fds_before is not None:  # every descriptor the job opened is closed again
+        assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
 def test_open_errors_raise(tmp_path, make):

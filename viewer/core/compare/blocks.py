@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,9 +128,27 @@ class _Stored:
         return self.buf[o:o + int(self.size[k])]
 
 
-def _pread(fd: int, offset: int, length: int) -> npt.NDArray[np.uint8]:
-    """Up to ``length`` bytes at ``offset`` into a new numpy buffer (shorter at end of file)."""
-    buf = np.empty(length, dtype=np.uint8)
+_local = threading.local()
+
+
+def scratch(slot: str, nbytes: int) -> npt.NDArray[np.uint8]:
+    """A uint8 buffer of ``nbytes`` private to the calling thread and ``slot``, reused from
+    call to call: fresh multi-megabyte buffers are new mappings whose page faults cost as much
+    as the decoding.  Valid until the same thread asks for the same slot again."""
+    buffers: dict[str, npt.NDArray[np.uint8]] | None = getattr(_local, "buffers", None)
+    if buffers is None:
+        buffers = _local.buffers = {}
+    buf = buffers.get(slot)
+    if buf is None or buf.nbytes < nbytes:
+        buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+        buffers[slot] = buf
+    return buf[:nbytes]
+
+
+def _pread(fd: int, offset: int, length: int, slot: str | None = None) -> npt.NDArray[np.uint8]:
+    """Up to ``length`` bytes at ``offset`` into a numpy buffer (shorter at end of file): the
+    thread's scratch buffer ``slot`` when given, else a new one."""
+    buf = scratch(slot, length) if slot is not None else np.empty(length, dtype=np.uint8)
     got = 0
     view = memoryview(buf)  # type: ignore[arg-type]
     while got < length:
@@ -145,7 +164,7 @@ def _pread(fd: int, offset: int, length: int) -> npt.NDArray[np.uint8]:
     return buf[:got]
 
 
-def _read_stored(side: Side, idx: npt.NDArray[np.int64]) -> _Stored:
+def _read_stored(side: Side, idx: npt.NDArray[np.int64], slot: str) -> _Stored:
     """Fetch the stored bytes of blocks ``idx`` (sorted) of one file; blocks the jump table
     or the file size rule out get their error instead."""
     f = side.file
@@ -172,10 +191,10 @@ def _read_stored(side: Side, idx: npt.NDArray[np.int64]) -> _Stored:
     hi = int(ends[good].max())
     need = int(size[good].sum())
     if hi - lo <= 2 * need + (1 << 20):
-        buf = _pread(side.fd, lo, hi - lo)
+        buf = _pread(side.fd, lo, hi - lo, slot)
         off[good] = starts[good] - lo
     else:  # scattered blocks (a box through a big file, or a disordered table): one read each
-        buf = np.empty(need, dtype=np.uint8)
+        buf = scratch(slot, need)
         pos = 0
         for k in good.tolist():
             n = int(size[k])
@@ -192,13 +211,13 @@ def _read_stored(side: Side, idx: npt.NDArray[np.int64]) -> _Stored:
 
 
 def _decoded(side: Side, stored: _Stored, idx: npt.NDArray[np.int64], ks: list[int],
-             block_bytes: int) -> list[npt.NDArray[np.uint8] | FormatError]:
+             block_bytes: int, slot: str) -> list[npt.NDArray[np.uint8] | FormatError]:
     """The decoded bytes of blocks ``ks`` (positions in ``idx``): raw blocks in place,
     compressed blocks decoded into one new buffer."""
     f = side.file
     if not f.header.is_compressed:
         return [stored.errors[k] if k in stored.errors else stored.block(k) for k in ks]
-    dst = np.empty(len(ks) * block_bytes, dtype=np.uint8)
+    dst = scratch(slot, len(ks) * block_bytes)
     base = stored.buf.ctypes.data if stored.buf.size else 0
     src = memoryview(stored.buf)  # type: ignore[arg-type]
     out: list[npt.NDArray[np.uint8] | FormatError] = []
@@ -233,8 +252,8 @@ def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
     """Compare blocks ``idx`` (sorted Morton indices) of one file position.  Any thread."""
     bb = plan.block_bytes
     n = len(idx)
-    sa = _read_stored(plan.a, idx) if plan.a is not None else None
-    sb = _read_stored(plan.b, idx) if plan.b is not None else None
+    sa = _read_stored(plan.a, idx, "stored a") if plan.a is not None else None
+    sb = _read_stored(plan.b, idx, "stored b") if plan.b is not None else None
     ks = list(range(n))
     if (plan.a is not None and plan.b is not None and sa is not None and sb is not None
             and plan.a.file.header.is_compressed and plan.b.file.header.is_compressed):
@@ -243,10 +262,10 @@ def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
               or sa.size[k] != sb.size[k] or not same_bytes(sa.block(k), sb.block(k))]
     zeros = np.zeros(bb, dtype=np.uint8)
     va: list[npt.NDArray[np.uint8] | FormatError] = (
-        _decoded(plan.a, sa, idx, ks, bb) if plan.a is not None and sa is not None
+        _decoded(plan.a, sa, idx, ks, bb, "decoded a") if plan.a is not None and sa is not None
         else [zeros] * len(ks))
     vb: list[npt.NDArray[np.uint8] | FormatError] = (
-        _decoded(plan.b, sb, idx, ks, bb) if plan.b is not None and sb is not None
+        _decoded(plan.b, sb, idx, ks, bb, "decoded b") if plan.b is not None and sb is not None
         else [zeros] * len(ks))
     results: list[BlockResult] = []
     any_difference = False

@@ -266,6 +266,7 @@ class CompareJob:
     def _compare(self, a: wkw.Dataset, b: wkw.Dataset, positions: list[Vec3]) -> None:
         per_chunk = max(1, CHUNK_BYTES // max(1, a.header.block_bytes))
         pending: deque[tuple[FilePlan, Future[ChunkOutcome], bool]] = deque()
+        open_plans: dict[int, FilePlan] = {}
         one_sided: dict[str, bool] = {}  # file -> whether the present side differs from zeros
         limit = self.workers * IN_FLIGHT_PER_WORKER
 
@@ -276,49 +277,47 @@ class CompareJob:
             if plan.a is None or plan.b is None:
                 one_sided[plan.name] = one_sided.get(plan.name, False) or outcome.any_difference
             if last:
-                plan.close()
+                open_plans.pop(id(plan)).close()
                 if plan.a is None or plan.b is None:
                     self._missing_file(plan, one_sided.pop(plan.name, False))
 
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="wkw-compare") as pool:
+        def chunks() -> Iterator[tuple[FilePlan, npt.NDArray[np.int64], bool]]:
+            for item in self._plans(a, b, positions):
+                if isinstance(item, tuple):
+                    skipped, finding = item
+                    self._add_finding(finding)
+                    self._advance(skipped)
+                    continue
+                if (item.a is None and item.b is None) or len(item.indices) == 0:
+                    item.close()
+                    continue
+                open_plans[id(item)] = item
+                n = len(item.indices)
+                for start in range(0, n, per_chunk):
+                    yield item, item.indices[start:start + per_chunk], start + per_chunk >= n
+
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="wkw-compare-pool") as pool:
             try:
-                for item in self._plans(a, b, positions):
+                for plan, chunk, last in chunks():
                     if self.cancelled:
-                        if isinstance(item, FilePlan):
-                            item.close()
                         break
-                    if isinstance(item, tuple):
-                        skipped, finding = item
-                        self._add_finding(finding)
-                        self._advance(skipped)
-                        continue
-                    if item.a is None and item.b is None or len(item.indices) == 0:
-                        item.close()
-                        continue
-                    n = len(item.indices)
-                    for start in range(0, n, per_chunk):
-                        while len(pending) >= limit:
-                            collect()
-                        chunk = item.indices[start:start + per_chunk]
-                        future = pool.submit(compare_chunk, item, chunk)
-                        pending.append((item, future, start + per_chunk >= n))
-                        if self.cancelled:
-                            break
-                    else:
-                        continue
-                    break
-                while pending:
+                    while len(pending) >= limit:
+                        collect()
+                    pending.append((plan, pool.submit(compare_chunk, plan, chunk), last))
+                while pending and not self.cancelled:
                     collect()
             finally:
-                for plan, future, last in pending:
+                for _, future, _ in pending:
                     future.cancel()
+                for _, future, _ in pending:
                     try:
                         future.result()
                     except BaseException:
                         pass
-                    if last:
-                        plan.close()
                 pending.clear()
+                for plan in open_plans.values():
+                    plan.close()
+                open_plans.clear()
 
     def _take(self, outcome: ChunkOutcome) -> None:
         s = self.summary
