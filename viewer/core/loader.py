@@ -65,6 +65,9 @@ PREFETCH_SHARE = 0.5
 
 _UNKNOWN: Any = object()
 
+#: One ranked list of blocks: (priority, memo key, cache keys, block coordinates, prefetch?).
+_Ranked = tuple[tuple[int, ...], tuple[Any, ...], list[BlockKey], npt.NDArray[np.int64], bool]
+
 
 @dataclass(frozen=True)
 class LoaderStats:
@@ -186,6 +189,9 @@ class Loader:
         self._pan_dir: dict[int, tuple[int, int]] = {}
         self._grid_keys: OrderedDict[tuple[Any, ...], tuple[list[BlockKey], IntArray]] = \
             OrderedDict()
+        self._layouts: OrderedDict[PlaneRequest, prefetch.PlaneLayout] = OrderedDict()
+        self._visible_sig: tuple[Any, ...] = ()
+        self._signature: tuple[Any, ...] = ()
 
         self._workers = [threading.Thread(target=self._work, name=f"wkw-loader-{n}", daemon=True)
                          for n in range(max(1, int(workers)))]
@@ -213,42 +219,63 @@ class Loader:
         if focused is not None and 0 <= focused < len(wanted):
             order.remove(focused)
             order.insert(0, focused)
-        layouts = {i: prefetch.plane_layout(wanted[i], self._block_len) for i in order}
+        layouts = {i: self._layout(wanted[i]) for i in order}
 
         # Visible blocks, focused view first.
-        ranked: list[tuple[tuple[int, ...], list[BlockKey], IntArray, bool]] = []
-        visible: set[BlockKey] = set()
+        ranked: list[_Ranked] = []
         for rank, i in enumerate(order):
             lay = layouts[i]
-            keys, blocks = self._keys_for(("plane", lay.request.axis, lay.layer, lay.u_blocks,
-                                           lay.v_blocks), lay.blocks)
-            ranked.append(((0 if rank == 0 else 1, rank), keys, blocks, False))
-            visible.update(keys)
+            memo = ("plane", lay.request.axis, lay.layer, lay.u_blocks, lay.v_blocks)
+            keys, blocks = self._keys_for(memo, lay.blocks)
+            ranked.append(((0 if rank == 0 else 1, rank), memo, keys, blocks, False))
+        visible_sig = tuple(r[1] for r in ranked)
+        if visible_sig != self._visible_sig:
+            visible: set[BlockKey] = set()
+            for r in ranked:
+                visible.update(r[2])
+        else:
+            visible = self._visible
         visible_bytes = len(visible) * self._block_nbytes
 
         if self.prefetch_enabled:
             ranked.extend(self._prefetch_candidates(order, layouts, cursor, visible_bytes))
+        signature = tuple((r[0], r[1]) for r in ranked)
 
-        self.cache.set_pinned(visible, visible_bytes)
         with self._lock:
-            states = self._file_states
-            newly = [key for key in visible if key not in self._visible
-                     and isinstance(states.get(key.file, _UNKNOWN), wkw.File | type(_UNKNOWN))]
-            cached = self._cached_among(newly)
-            self._hits += len(cached)
-            self._misses += len(newly) - len(cached)
-            for key in cached:
-                if key in self._prefetched:
-                    self._prefetched.discard(key)
-                    self._prefetch_useful += 1
-            self._visible = visible
             self._generation += 1
-            self._dropped += len(self._queue)
-            self._queue = []
-            self._queued = set()
-            self._enqueue_locked(ranked)
-            self._changed.notify_all()
+            if visible_sig != self._visible_sig:
+                self.cache.set_pinned(visible, visible_bytes)
+                states = self._file_states
+                newly = [key for key in visible if key not in self._visible and isinstance(
+                    states.get(key.file, _UNKNOWN), wkw.File | type(_UNKNOWN))]
+                cached = self._cached_among(newly)
+                self._hits += len(cached)
+                self._misses += len(newly) - len(cached)
+                for key in cached:
+                    if key in self._prefetched:
+                        self._prefetched.discard(key)
+                        self._prefetch_useful += 1
+                self._visible = visible
+                self._visible_sig = visible_sig
+            if signature != self._signature:
+                # The wish list changed: drop what is queued and rank the new list.  (When it
+                # did not, the queue already holds exactly the unfinished part of it.)
+                self._signature = signature
+                self._dropped += len(self._queue)
+                self._queue = []
+                self._queued = set()
+                self._enqueue_locked(ranked)
+                self._changed.notify_all()
         self._trim_planes()
+
+    def _layout(self, request: PlaneRequest) -> prefetch.PlaneLayout:
+        lay = self._layouts.get(request)
+        if lay is None:
+            lay = prefetch.plane_layout(request, self._block_len)
+            self._layouts[request] = lay
+            while len(self._layouts) > 64:
+                self._layouts.popitem(last=False)
+        return lay
 
     def plane(self, request: PlaneRequest) -> Plane:
         """The plane as far as it is cached now; never waits."""
@@ -385,48 +412,57 @@ class Loader:
                     self._normal_dir[axis] = step
 
     def _prefetch_candidates(self, order: list[int], layouts: dict[int, prefetch.PlaneLayout],
-                             cursor: Vec3, visible_bytes: int
-                             ) -> list[tuple[tuple[int, ...], list[BlockKey], IntArray, bool]]:
+                             cursor: Vec3, visible_bytes: int) -> list[_Ranked]:
         allowance = int((self.cache.budget_bytes - visible_bytes) * PREFETCH_SHARE)
-        out: list[tuple[tuple[int, ...], list[BlockKey], IntArray, bool]] = []
+        out: list[_Ranked] = []
         spent = 0
 
-        def add(prio: tuple[int, ...], memo: tuple[Any, ...] | None, blocks: IntArray) -> bool:
+        def add(prio: tuple[int, ...], memo: tuple[Any, ...], make: Any) -> None:
             nonlocal spent
+            hit = self._grid_keys.get(memo)
+            blocks = hit[1] if hit is not None else make()
             if len(blocks) == 0:
-                return True
+                return
             cost = len(blocks) * self._block_nbytes
             if spent + cost > allowance:
-                return False
+                return
             spent += cost
             keys, blocks = self._keys_for(memo, blocks)
-            out.append((prio, keys, blocks, True))
-            return True
+            out.append((prio, memo, keys, blocks, True))
+
+        def grid(lay: prefetch.PlaneLayout, layer: int) -> Any:
+            return lambda: prefetch.plane_grid(lay.request.axis, layer, lay.u_blocks,
+                                               lay.v_blocks)
 
         # 2: ahead in the direction of motion (nearer layers first, focused view first).
         for rank, i in enumerate(order):
             lay = layouts[i]
             axis = lay.request.axis
             direction = self._normal_dir.get(axis)
-            if direction:
-                for k, grid in enumerate(prefetch.layers_ahead(lay, direction), 1):
-                    add((2, k, rank), ("plane", axis, int(grid[0, axis]), lay.u_blocks,
-                                       lay.v_blocks), grid)
+            if direction and len(lay):
+                for k in range(1, prefetch.LAYERS_AHEAD + 1):
+                    layer = lay.layer + direction * k
+                    if layer >= 0:
+                        add((2, k, rank), ("plane", axis, layer, lay.u_blocks, lay.v_blocks),
+                            grid(lay, layer))
             pan = self._pan_dir.get(axis)
             if pan:
-                for k, grid in enumerate(prefetch.pan_band(lay, *pan), 1):
-                    add((2, k, rank), None, grid)
+                for k, band in enumerate(prefetch.pan_band(lay, *pan), 1):
+                    add((2, k, rank), ("pan", axis, lay.layer, lay.u_blocks, lay.v_blocks, pan,
+                                       k), lambda band=band: band)
         # 3: the neighbourhood of the cursor, then one layer either side of still views.
-        add((3, 0, 0), None, prefetch.neighbourhood(cursor, self._block_len))
+        centre = tuple(c // self._block_len for c in cursor)
+        add((3, 0, 0), ("near", centre),
+            lambda: prefetch.neighbourhood(cursor, self._block_len))
         for rank, i in enumerate(order):
             lay = layouts[i]
             axis = lay.request.axis
-            if axis in self._normal_dir:
+            if axis in self._normal_dir or not len(lay):
                 continue
-            for direction in (1, -1):
-                for grid in prefetch.layers_ahead(lay, direction, 1):
-                    add((3, 1, rank), ("plane", axis, int(grid[0, axis]), lay.u_blocks,
-                                       lay.v_blocks), grid)
+            for layer in (lay.layer + 1, lay.layer - 1):
+                if layer >= 0:
+                    add((3, 1, rank), ("plane", axis, layer, lay.u_blocks, lay.v_blocks),
+                        grid(lay, layer))
         return out
 
     # -- the queue ----------------------------------------------------------------------------
@@ -434,8 +470,7 @@ class Loader:
         cache = self.cache
         return [key for key in keys if key in cache]
 
-    def _enqueue_locked(self, ranked: list[tuple[tuple[int, ...], list[BlockKey], IntArray,
-                                                 bool]]) -> None:
+    def _enqueue_locked(self, ranked: list[_Ranked]) -> None:
         """Group each ranked list of blocks by file into batches and queue what is neither
         cached nor in flight (nor queued already at a better rank)."""
         seen = self._queued
@@ -443,7 +478,7 @@ class Loader:
         in_flight = self._in_flight
         states = self._file_states
         gen = self._generation
-        for prio, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
+        for prio, _, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
             size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
             per_file: dict[Vec3, list[int]] = {}
             for k, key in enumerate(keys):
@@ -473,19 +508,19 @@ class Loader:
                 return
             keys = [entry.keys[k] for k in orphans]
             self._visible.update(keys)  # so that their arrival is announced
-            self._enqueue_locked([((1, 99), keys, entry.layout.blocks[orphans], False)])
+            self._enqueue_locked([((1, 99), (), keys, entry.layout.blocks[orphans], False)])
             self._changed.notify_all()
 
     # -- planes (GUI thread) ------------------------------------------------------------------
     def _new_entry(self, request: PlaneRequest) -> _PlaneEntry:
-        lay = prefetch.plane_layout(request, self._block_len)
+        lay = self._layout(request)
         keys, _ = self._keys_for(("plane", request.axis, lay.layer, lay.u_blocks, lay.v_blocks),
                                  lay.blocks)
         shape = request.shape
         data = np.zeros((self._channels, *shape), dtype=self._dtype, order="F")
         status = np.full(shape, Status.ABSENT, dtype=np.uint8, order="F")
-        for k in range(len(lay)):  # only voxels of some block can be pending
-            status[lay.u0[k]:lay.u1[k], lay.v0[k]:lay.v1[k]] = Status.PENDING
+        if len(lay):  # the blocks tile the request's non-negative part
+            status[int(lay.u0.min()):, int(lay.v0.min()):] = Status.PENDING
         return _PlaneEntry(lay, keys, data, status, list(range(len(lay))))
 
     def _fill(self, entry: _PlaneEntry) -> None:

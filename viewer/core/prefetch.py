@@ -90,7 +90,9 @@ def plane_layout(request: PlaneRequest, block_len: int) -> PlaneLayout:
         depth=request.index - layer * b, u_blocks=u_blocks, v_blocks=v_blocks, layer=layer)
 
 
-def _grid(axis: int, layer: int, u_range: tuple[int, int], v_range: tuple[int, int]) -> IntArray:
+def plane_grid(axis: int, layer: int, u_range: tuple[int, int],
+               v_range: tuple[int, int]) -> IntArray:
+    """Blocks of a plane-shaped slab: block `layer` along `axis`, u and v block ranges."""
     u_axis, v_axis = IN_PLANE[axis]
     bu = np.arange(*u_range, dtype=np.int64)
     bv = np.arange(*v_range, dtype=np.int64)
@@ -110,7 +112,7 @@ def layers_ahead(layout: PlaneLayout, direction: int, count: int = LAYERS_AHEAD)
         layer = layout.layer + direction * k
         if layer < 0 or len(layout) == 0:
             break
-        out.append(_grid(layout.request.axis, layer, layout.u_blocks, layout.v_blocks))
+        out.append(plane_grid(layout.request.axis, layer, layout.u_blocks, layout.v_blocks))
     return out
 
 
@@ -123,13 +125,13 @@ def pan_band(layout: PlaneLayout, du: int, dv: int, width: int = PAN_AHEAD) -> l
     axis, layer = layout.request.axis, layout.layer
     for k in range(1, width + 1):
         if du > 0:
-            out.append(_grid(axis, layer, (uhi + k - 1, uhi + k), (vlo, vhi)))
+            out.append(plane_grid(axis, layer, (uhi + k - 1, uhi + k), (vlo, vhi)))
         elif du < 0 and ulo - k >= 0:
-            out.append(_grid(axis, layer, (ulo - k, ulo - k + 1), (vlo, vhi)))
+            out.append(plane_grid(axis, layer, (ulo - k, ulo - k + 1), (vlo, vhi)))
         if dv > 0:
-            out.append(_grid(axis, layer, (ulo, uhi), (vhi + k - 1, vhi + k)))
+            out.append(plane_grid(axis, layer, (ulo, uhi), (vhi + k - 1, vhi + k)))
         elif dv < 0 and vlo - k >= 0:
-            out.append(_grid(axis, layer, (ulo, uhi), (vlo - k, vlo - k + 1)))
+            out.append(plane_grid(axis, layer, (ulo, uhi), (vlo - k, vlo - k + 1)))
     return out
 
 
