@@ -120,6 +120,7 @@ def test_compression_overlay_colours_incompressible_and_zero_blocks_apart(panel,
     widget.resize(400, 400)
     vb = widget.addViewBox()
     vb.setBackgroundColor("k")
+    panel.map_toggle.setChecked(True)
     for item in panel.overlay_items(2):
         vb.addItem(item)
     with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):

@@ -138,3 +138,118 @@ class QtGridOverlay(pg.GraphicsObject):  # type: ignore[misc]
                 painter.drawLine(pg.QtCore.QPointF(rect.left(), v),
                                  pg.QtCore.QPointF(rect.right(), v))
                 v += s
+
+
+class QtSliceOverlay(QWidget):
+    """The compression map and the block and file grids drawn over a QPainter-based slice view
+    (``viewer.ui.slice_view.QtSliceView``) as a transparent child widget, so the view's own code
+    is untouched.  It follows the view's geometry through an event filter and maps dataset
+    coordinates with the view's ``to_widget``; the view's repaints repaint it too.
+
+    The view must offer ``axis``, ``h_axis``, ``v_axis`` (dataset axes along the screen's
+    horizontal and vertical), ``state.zoom`` and ``to_widget(h, v) -> (x, y)``.
+    """
+
+    MIN_PIXELS = 4.0
+
+    def __init__(self, view: QWidget) -> None:
+        super().__init__(view)
+        self.view = view
+        self.axis: int = view.axis  # type: ignore[attr-defined]
+        self.plane: inspect.CompressionPlane | None = None
+        self.show_map = False
+        self.show_block_grid = False
+        self.show_file_grid = False
+        self.block_len = 0
+        self.file_side = 0
+        #: Dataset extent in voxels, (lo, hi) per axis, of the files known so far.
+        self.extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
+        self._image: Any = None
+        self._pixels: npt.NDArray[np.uint8] | None = None
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
+        self.setGeometry(view.rect())
+        view.installEventFilter(self)
+        self.show()
+
+    def eventFilter(self, watched: Any, event: Any) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if watched is self.view and event.type() == QEvent.Type.Resize:
+            self.setGeometry(self.view.rect())
+        return False
+
+    def set_plane(self, plane: inspect.CompressionPlane | None) -> None:
+        from PySide6.QtGui import QImage
+
+        self.plane = plane
+        if plane is None or plane.values.size == 0:
+            self._image = None
+            self._pixels = None
+        else:
+            u_ax, _ = inspect.IN_PLANE[self.axis]
+            values = plane.values.T if self.view.h_axis == u_ax else plane.values  # type: ignore[attr-defined]
+            rgba = np.ascontiguousarray(colourise(values, plane.metric, plane.block_bytes))
+            self._pixels = rgba
+            rows, cols = rgba.shape[:2]
+            self._image = QImage(rgba.data, cols, rows, cols * 4, QImage.Format.Format_RGBA8888)
+        self.update()
+
+    def set_grid(self, block_len: int, file_side: int,
+                 extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None) -> None:
+        self.block_len, self.file_side, self.extent = block_len, file_side, extent
+        self.update()
+
+    def paintEvent(self, event: Any) -> None:
+        view: Any = self.view
+        painter = QPainter(self)
+        zoom = float(view.state.zoom)
+        if self.show_map and self._image is not None and self.plane is not None:
+            p = self.plane
+            u_ax, v_ax = inspect.IN_PLANE[self.axis]
+            origin = {u_ax: p.origin[0], v_ax: p.origin[1]}
+            h0, v0 = origin[view.h_axis], origin[view.v_axis]
+            x0, y0 = view.to_widget(h0, v0)
+            b = p.block_len
+            target = QRectF(x0, y0, self._image.width() * b * zoom,
+                            self._image.height() * b * zoom)
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
+            painter.drawImage(target, self._image)
+        if self.extent is not None:
+            lo, hi = self.extent
+            for show, spacing, colour in (
+                    (self.show_block_grid, self.block_len, QColor(255, 255, 255, 70)),
+                    (self.show_file_grid, self.file_side, QColor(255, 200, 0, 170))):
+                if not show or spacing <= 0 or spacing * zoom < self.MIN_PIXELS:
+                    continue
+                pen = QPen(colour)
+                pen.setCosmetic(True)
+                painter.setPen(pen)
+                self._paint_lines(painter, view, lo, hi, spacing)
+        painter.end()
+
+    def _paint_lines(self, painter: QPainter, view: Any, lo: tuple[int, int, int],
+                     hi: tuple[int, int, int], spacing: int) -> None:
+        ha, va = view.h_axis, view.v_axis
+        (vh0, vh1), (vv0, vv1) = view.visible_range() if hasattr(view, "visible_range") else (
+            (lo[ha], hi[ha]), (lo[va], hi[va]))
+        h_lo, h_hi = max(lo[ha], vh0), min(hi[ha], vh1)
+        v_lo, v_hi = max(lo[va], vv0), min(hi[va], vv1)
+        if h_hi <= h_lo or v_hi <= v_lo:
+            return
+        top = view.to_widget(h_lo, lo[va])[1] if lo[va] >= vv0 else 0.0
+        bottom = view.to_widget(h_lo, hi[va])[1] if hi[va] <= vv1 else float(self.height())
+        left = view.to_widget(lo[ha], v_lo)[0] if lo[ha] >= vh0 else 0.0
+        right = view.to_widget(hi[ha], v_lo)[0] if hi[ha] <= vh1 else float(self.width())
+        from PySide6.QtCore import QPointF
+
+        h = np.ceil(h_lo / spacing) * spacing
+        while h <= h_hi:
+            x = view.to_widget(h, v_lo)[0]
+            painter.drawLine(QPointF(x, top), QPointF(x, bottom))
+            h += spacing
+        v = np.ceil(v_lo / spacing) * spacing
+        while v <= v_hi:
+            y = view.to_widget(h_lo, v)[1]
+            painter.drawLine(QPointF(left, y), QPointF(right, y))
+            v += spacing

@@ -55,6 +55,7 @@ from viewer.ui.inspector.models import QtFilesModel, QtJumpTableModel
 from viewer.ui.inspector.overlay import (
     QtCompressionOverlay,
     QtGridOverlay,
+    QtSliceOverlay,
     colormap,
     metric_levels,
 )
@@ -115,6 +116,8 @@ class QtInspectorPanel(QWidget):
         self._overlays: dict[int, QtCompressionOverlay] = {}
         self._overlay_keys: dict[int, Any] = {}
         self._overlays_pending: set[int] = set()
+        self._view_overlays: dict[int, list[QtSliceOverlay]] = {}
+        self._extent: tuple[Vec3, Vec3] | None = None
         self._grids: dict[int, tuple[QtGridOverlay, QtGridOverlay]] = {}
         self._hist_edges: np.ndarray[Any, Any] | None = None
         self._build()
@@ -257,14 +260,13 @@ class QtInspectorPanel(QWidget):
         w = QWidget()
         v = QVBoxLayout(w)
         self.map_toggle = QCheckBox("compression map on the slice views")
-        self.map_toggle.setChecked(True)
+        self.map_toggle.setChecked(False)  # a viewer first: the map is asked for
         self.map_toggle.toggled.connect(self._on_overlay_toggles)
         self.metric_box = QComboBox()
         self.metric_box.addItems(["compressed size", "compression ratio"])
         self.metric_box.currentIndexChanged.connect(self._on_metric_changed)
         self.block_grid_toggle = QCheckBox("block grid")
         self.file_grid_toggle = QCheckBox("file grid")
-        self.file_grid_toggle.setChecked(True)
         for box in (self.block_grid_toggle, self.file_grid_toggle):
             box.toggled.connect(self._on_overlay_toggles)
         v.addWidget(self.map_toggle)
@@ -307,8 +309,13 @@ class QtInspectorPanel(QWidget):
         self.files_model.clear(dataset.root if dataset is not None else "")
         self.problems_list.clear()
         self.jump_model.set_table(None)
+        self._extent = None
         for ov in self._overlays.values():
             ov.set_plane(None)
+        for widgets in self._view_overlays.values():
+            for w in widgets:
+                w.set_plane(None)
+                w.set_grid(0, 0, None)
         if dataset is None:
             self.title.setText("no dataset")
             return
@@ -370,6 +377,21 @@ class QtInspectorPanel(QWidget):
         """Every overlay item for the view whose normal is ``axis``."""
         return [self.compression_overlay(axis), *self.grid_overlays(axis)]
 
+    def attach_to_view(self, view: QWidget) -> QtSliceOverlay:
+        """Draw the compression map and grids over a QPainter-based slice view (a
+        ``QtSliceView``: it needs ``axis``, ``h_axis``, ``v_axis``, ``state.zoom`` and
+        ``to_widget``), as a transparent child widget; the view's code is not touched."""
+        widget = QtSliceOverlay(view)
+        self._view_overlays.setdefault(widget.axis, []).append(widget)
+        self._overlay_keys.pop(widget.axis, None)
+        self._on_overlay_toggles()
+        self._update_grid_spacing()
+        self._refresh_overlays()
+        return widget
+
+    def _wanted_axes(self) -> list[int]:
+        return sorted(set(self._overlays) | set(self._view_overlays))
+
     def shutdown(self) -> None:
         """Stop the scan and any decoding; release the worker."""
         self._stop_work()
@@ -423,7 +445,7 @@ class QtInspectorPanel(QWidget):
         self._bridge.deliver_future("file", token, self._executor.submit(job))
 
     def _refresh_overlays(self) -> None:
-        if self.dataset is None or self._cursor is None or not self._overlays:
+        if self.dataset is None or self._cursor is None or not self._wanted_axes():
             return
         ds = self.dataset
         h = ds.header
@@ -431,7 +453,7 @@ class QtInspectorPanel(QWidget):
         fpos, _ = inspect.block_at(h, self._cursor)
         positions.add(fpos)
         frozen = frozenset(positions)
-        for axis, item in self._overlays.items():
+        for axis in self._wanted_axes():
             index = self._cursor[axis]
             key = (index // h.block_len, self._metric, len(frozen))
             if self._overlay_keys.get(axis) == key:
@@ -458,11 +480,12 @@ class QtInspectorPanel(QWidget):
             self._on_file_loaded(payload)
         elif kind.startswith("overlay"):
             axis = int(kind[len("overlay"):])
-            if isinstance(payload, BaseException):
-                self._overlays[axis].set_plane(None)
-                self._overlays[axis].setToolTip(str(payload))
-            else:
-                self._overlays[axis].set_plane(payload)
+            plane = None if isinstance(payload, BaseException) else payload
+            if axis in self._overlays:
+                self._overlays[axis].set_plane(plane)
+                self._overlays[axis].setToolTip(str(payload) if plane is None else "")
+            for widget in self._view_overlays.get(axis, []):
+                widget.set_plane(plane)
             self._overlays_pending.discard(axis)
             if not self._overlays_pending:
                 self.overlays_updated.emit()
@@ -685,6 +708,12 @@ class QtInspectorPanel(QWidget):
         for block, files in self._grids.values():
             block.setVisible(self.block_grid_toggle.isChecked())
             files.setVisible(self.file_grid_toggle.isChecked())
+        for widgets in self._view_overlays.values():
+            for w in widgets:
+                w.show_map = self.map_toggle.isChecked()
+                w.show_block_grid = self.block_grid_toggle.isChecked()
+                w.show_file_grid = self.file_grid_toggle.isChecked()
+                w.update()
 
     def _update_grid_spacing(self) -> None:
         if self.dataset is None:
@@ -693,13 +722,20 @@ class QtInspectorPanel(QWidget):
         for block, files in self._grids.values():
             block.set_grid(h.block_len, block.extent)
             files.set_grid(h.file_len_vx, files.extent)
+        for widgets in self._view_overlays.values():
+            for w in widgets:
+                w.set_grid(h.block_len, h.file_len_vx, self._extent)
 
     def _update_grid_extent(self, positions: set[Vec3]) -> None:
-        if self.dataset is None or not positions or not self._grids:
+        if self.dataset is None or not positions:
             return
         side = self.dataset.header.file_len_vx
         lo = [min(p[a] for p in positions) * side for a in range(3)]
         hi = [(max(p[a] for p in positions) + 1) * side for a in range(3)]
+        extent = ((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
+        if extent != self._extent:
+            self._extent = extent
+            self._update_grid_spacing()
         for axis, (block, files) in self._grids.items():
             u, v = inspect.IN_PLANE[axis]
             rect = QRectF(lo[u], lo[v], hi[u] - lo[u], hi[v] - lo[v])
