@@ -190,16 +190,52 @@ def test_dtype_mismatch_is_structural(make):
     assert s.blocks_compared == 0
 
 
-def test_channel_and_geometry_mismatch_is_structural(make, tmp_path):
+def test_channel_mismatch_is_structural(make):
     data = volume((32, 32, 32))
     a = make("a", data, RAW)
     b = make("b", np.stack([data, data]), RAW, channels=2)
-    assert "num_channels" in kinds(compare(a, b), DIFFERENCE)
-    header = wkw.Header(np.uint8, block_len=16, file_len=2)
-    with wkw.Dataset.create(str(tmp_path / "c"), header) as ds:
+    s = compare(a, b)
+    assert "num_channels" in kinds(s, DIFFERENCE) and not s.comparable and not s.equal
+
+
+def write_geometry(path, data, block_len, file_len, block_type=RAW):
+    header = wkw.Header(data.dtype, block_len=block_len, file_len=file_len,
+                        block_type=block_type)
+    with wkw.Dataset.create(str(path), header) as ds:
         ds.write((0, 0, 0), data)
-    s = compare(a, tmp_path / "c")
-    assert "block_len" in kinds(s, DIFFERENCE) and not s.equal
+    return path
+
+
+@pytest.mark.parametrize("block_len, file_len", [(16, 2), (8, 2), (4, 16)])
+def test_other_geometry_is_compared_by_voxels(make, tmp_path, block_len, file_len):
+    data = volume((64, 64, 32))
+    a = make("a", data, LZ4HC)
+    b = write_geometry(tmp_path / "b", data, block_len, file_len, LZ4)
+    s = compare(a, b)
+    assert s.equal, s.structure
+    # B's files may cover more than A's (zeros there): A's blocks over the union are compared.
+    assert s.blocks_compared == (8 if file_len * block_len > 32 else 4) * 64
+    assert all(f.severity == INFO for f in s.structure)
+    changed = data.copy()
+    changed[37, 5, 20] ^= 0x10
+    c = write_geometry(tmp_path / "c", changed, block_len, file_len, RAW)
+    s = compare(a, c)
+    assert [(r.file, r.morton_index, r.position, r.voxels_different, r.max_abs_diff)
+            for r in s.mismatching_blocks] == [
+        ("z0/y0/x1.wkw", int(morton.encode(0, 0, 2)), (32, 0, 16), 1, 0x10)]
+    assert compare(a, c, box=((38, 0, 0), (20, 20, 20))).equal
+    assert not compare(a, c, box=((37, 5, 20), (1, 1, 1))).equal
+
+
+def test_other_geometry_reports_a_damaged_block(make, tmp_path):
+    data = volume((32, 32, 32))
+    a = make("a", data, RAW)
+    b = write_geometry(tmp_path / "b", data, 16, 2, LZ4HC)
+    corrupt_block(file_of(b, 0, 0, 0), 7)  # B's block (1, 1, 1): A's blocks (2..3, 2..3, 2..3)
+    s = compare(a, b)
+    bad = sorted(r.position for r in s.mismatching_blocks)
+    assert all(r.error is not None and r.error.startswith("B: ") for r in s.mismatching_blocks)
+    assert bad == sorted((x, y, z) for x in (16, 24) for y in (16, 24) for z in (16, 24))
 
 
 def test_damaged_block_is_reported_as_that_block(make, tmp_path):

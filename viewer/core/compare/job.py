@@ -32,6 +32,7 @@ from viewer.core.compare.blocks import ChunkOutcome, FilePlan, Side, compare_chu
 from viewer.core.compare.diagnose import diagnose
 from viewer.core.compare.model import (DIFFERENCE, INFO, Box, BlockResult, Finding, Summary,
                                        Vec3)
+from viewer.core.compare.voxels import Slab, compare_slab
 from viewer.format import FormatError, wkw
 from viewer.format.wkw import morton
 
@@ -75,6 +76,8 @@ class CompareJob:
         self._total = 0
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        #: Block or file geometry differ: compare through box reads (``voxels``).
+        self._by_voxels = False
         self.summary = Summary(_name(a), _name(b), box, self.tolerance)
 
     # -- control (any thread) -----------------------------------------------------------------
@@ -132,7 +135,9 @@ class CompareJob:
             raise
         try:
             positions = self._structure(ds_a, ds_b)
-            if self.summary.comparable:
+            if self.summary.comparable and self._by_voxels:
+                self._compare_voxels(ds_a, ds_b, positions)
+            elif self.summary.comparable:
                 self._compare(ds_a, ds_b, positions)
                 data_mismatches = [r for r in self.summary.mismatching_blocks if r.error is None]
                 if data_mismatches and not self.cancelled:
@@ -171,10 +176,10 @@ class CompareJob:
         for name in ("block_len", "file_len"):
             va, vb = getattr(ha, name), getattr(hb, name)
             if va != vb:
-                s.comparable = False
+                self._by_voxels = True
                 self._add_finding(Finding(
-                    name, DIFFERENCE, f"{name} differs: A {va}, B {vb} (files and blocks do not "
-                    "line up; voxels were not compared)", {"a": va, "b": vb}))
+                    name, INFO, f"{name} differs: A {va}, B {vb} (blocks do not line up: "
+                    "compared voxel by voxel, results in A's blocks)", {"a": va, "b": vb}))
         if ha.block_type != hb.block_type:
             self._add_finding(Finding(
                 "block_type", INFO, f"encoding differs: A {ha.block_type_name}, "
@@ -192,7 +197,18 @@ class CompareJob:
         if not s.comparable:
             return []
         side = ha.file_len_vx
-        positions = sorted(set(grid_a) | set(grid_b), key=lambda p: (p[2], p[1], p[0]))
+        cells = set(grid_a)
+        if self._by_voxels:  # B's files, as cells of A's file grid
+            side_b = hb.file_len_vx
+            for pb in grid_b:
+                c_lo = [pb[i] * side_b // side for i in range(3)]
+                c_hi = [((pb[i] + 1) * side_b - 1) // side for i in range(3)]
+                cells.update((x, y, z) for z in range(c_lo[2], c_hi[2] + 1)
+                             for y in range(c_lo[1], c_hi[1] + 1)
+                             for x in range(c_lo[0], c_hi[0] + 1))
+        else:
+            cells.update(grid_b)
+        positions = sorted(cells, key=lambda p: (p[2], p[1], p[0]))
         if self.box is not None:
             (bx, by, bz), (bw, bh, bd) = self.box
             lo = (bx // side, by // side, bz // side)
@@ -318,6 +334,42 @@ class CompareJob:
                 for plan in open_plans.values():
                     plan.close()
                 open_plans.clear()
+
+    def _slabs(self, header: wkw.Header, positions: list[Vec3]) -> Iterator[Slab]:
+        """Slabs of A's blocks (one block layer in z, as many rows in y as fit a chunk)
+        covering the file cells, cut to the box."""
+        bl = header.block_len
+        row_bytes = header.file_len_vx * bl * bl * header.voxel_size
+        rows = max(1, CHUNK_BYTES // max(1, row_bytes))
+        for pos in positions:
+            indices, _ = self._blocks_of(header, pos)
+            if len(indices) == 0:
+                continue
+            x, y, z = morton.decode(indices)
+            lo = (int(x.min()), int(y.min()), int(z.min()))
+            hi = (int(x.max()) + 1, int(y.max()) + 1, int(z.max()) + 1)
+            for bz in range(lo[2], hi[2]):
+                for by in range(lo[1], hi[1], rows):
+                    yield Slab(pos, (lo[0], by, bz), (hi[0], min(by + rows, hi[1]), bz + 1))
+
+    def _compare_voxels(self, a: wkw.Dataset, b: wkw.Dataset, positions: list[Vec3]) -> None:
+        pending: deque[Future[ChunkOutcome]] = deque()
+        limit = self.workers * IN_FLIGHT_PER_WORKER
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="wkw-compare-pool") as pool:
+            try:
+                for slab in self._slabs(a.header, positions):
+                    if self.cancelled:
+                        break
+                    while len(pending) >= limit:
+                        self._take(pending.popleft().result())
+                    pending.append(pool.submit(compare_slab, a, b, slab, self.box,
+                                               self.tolerance))
+                while pending and not self.cancelled:
+                    self._take(pending.popleft().result())
+            finally:
+                for future in pending:
+                    future.cancel()
+                pending.clear()
 
     def _take(self, outcome: ChunkOutcome) -> None:
         s = self.summary
