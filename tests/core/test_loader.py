@@ -285,3 +285,25 @@ def test_set_budget_at_run_time(project_path: Path) -> None:
         assert stats.cache_budget_bytes == small and stats.cache_used_bytes <= small
     finally:
         loader.close()
+
+
+def test_scrolling_inside_a_block_layer_keeps_the_queue(project_path: Path) -> None:
+    ds = CountingDataset.open_counting(project_path)
+    ds.log.gate = threading.Event()
+    loader = Loader(ds, workers=1, prefetch_enabled=False)
+    try:
+        loader.set_wanted([PlaneRequest(XY, 3, (0, 0), (96, 64))], 0, (0, 0, 3))
+        assert ds.log.entered.wait(WAIT)
+        queued = loader.stats().queued_blocks
+        loader.set_wanted([PlaneRequest(XY, 4, (0, 0), (96, 64))], 0, (0, 0, 4))  # same blocks
+        stats = loader.stats()
+        assert stats.generation == 2 and stats.dropped_tasks == 0
+        assert stats.queued_blocks == queued > 0
+        loader.set_wanted([PlaneRequest(XY, 9, (0, 0), (96, 64))], 0, (0, 0, 9))  # next layer
+        assert loader.stats().dropped_tasks > 0
+        ds.log.gate.set()
+        assert loader.wait_idle(WAIT)
+        assert loader.plane(PlaneRequest(XY, 9, (0, 0), (96, 64))).complete
+    finally:
+        ds.log.gate.set()
+        loader.close()
