@@ -16,7 +16,9 @@ mag in slabs, so memory stays near one coarse file (clipped to the bounding box)
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -127,8 +129,11 @@ def relative_factor(finer: Sequence[int], coarser: Sequence[int]) -> Vec3:
 
 
 def build_mag(layer: Layer, source: Mag, target: Mag, mode: str | None = None,
-              progress: Callable[[int, int], None] | None = None) -> None:
-    """Fill ``target`` from ``source`` (both mags of ``layer``) over the layer's bounding box."""
+              on_file: Callable[[], None] | None = None, workers: int = 2) -> None:
+    """Fill ``target`` from ``source`` (both mags of ``layer``) over the layer's bounding box,
+    one coarse file per task on ``workers`` threads (lz4 and numpy release the GIL; files are
+    distinct, so tasks never touch the same file).  ``on_file()`` is called after each file
+    (from a worker thread)."""
     mode = mode or default_mode(layer.category)
     r = relative_factor(source.mag, target.mag)
     src_box = layer.bounding_box.at_mag(source.mag)
@@ -137,10 +142,10 @@ def build_mag(layer: Layer, source: Mag, target: Mag, mode: str | None = None,
         return
     dst = target.dataset
     side = dst.file_len_vx
-    files = list(dst.files_in_box(dst_box.top_left, dst_box.size))
-    for n, (fx, fy, fz) in enumerate(files, 1):
-        lo = [max(g * side, b) for g, b in zip((fx, fy, fz), dst_box.top_left)]
-        hi = [min((g + 1) * side, e) for g, e in zip((fx, fy, fz), dst_box.end)]
+
+    def one_file(pos: Vec3) -> None:
+        lo = [max(g * side, b) for g, b in zip(pos, dst_box.top_left)]
+        hi = [min((g + 1) * side, e) for g, e in zip(pos, dst_box.end)]
         shape = [b - a for a, b in zip(lo, hi)]
         out = np.zeros((layer.num_channels, *shape), dtype=source.dtype, order="F")
         plane_voxels = shape[0] * shape[1] * r[0] * r[1] * r[2]
@@ -155,8 +160,32 @@ def build_mag(layer: Layer, source: Mag, target: Mag, mode: str | None = None,
             mask = _box_mask(s_lo, s_shape, src_box.top_left, src_box.end)
             out[:, :, :, z0 - lo[2]:z1 - lo[2]] = downsample(data, r, mode, mask)
         dst.write(lo, out)
-        if progress is not None:
-            progress(n, len(files))
+        if on_file is not None:
+            on_file()
+
+    run_parallel(one_file, list(dst.files_in_box(dst_box.top_left, dst_box.size)), workers)
+
+
+def run_parallel(task: Callable[[Vec3], None], items: Sequence[Vec3], workers: int) -> None:
+    """``task(item)`` for every item, on up to ``workers`` threads; the first error is raised
+    after the others finished."""
+    if workers <= 1 or len(items) <= 1:
+        for item in items:
+            task(item)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(task, item) for item in items]:
+            future.result()
+
+
+def coarse_file_count(layer: Layer) -> int:
+    """How many files ``downsample_layer`` writes (for progress reports)."""
+    total = 0
+    for m in layer.mags[1:]:
+        box = layer.bounding_box.at_mag(m.mag)
+        if not box.is_empty:
+            total += len(list(m.dataset.files_in_box(box.top_left, box.size)))
+    return total
 
 
 def _box_mask(lo: Sequence[int], shape: Sequence[int], box_lo: Sequence[int],
@@ -171,29 +200,30 @@ def _box_mask(lo: Sequence[int], shape: Sequence[int], box_lo: Sequence[int],
 
 
 def downsample_layer(layer: Layer, mode: str | None = None,
-                     progress: Callable[[str, int, int], None] | None = None) -> None:
+                     progress: Callable[[int, int], None] | None = None,
+                     workers: int = 2) -> None:
     """Build every mag of ``layer`` coarser than its finest, each from the coarsest finer mag
     it is a whole multiple of (4-4-2 from 2-2-1, 2-2-1 from 1).
 
-    ``progress(mag_name, done, total)`` is called after each coarse file written."""
+    ``progress(done, total)`` counts coarse files over all mags (called from worker threads)."""
+    total = coarse_file_count(layer) if progress is not None else 0
+    done = [0]
+    lock = threading.Lock()
+
+    def step() -> None:
+        if progress is None:
+            return
+        with lock:
+            done[0] += 1
+            now = done[0]
+        progress(now, total)
+
     for i, coarser in enumerate(layer.mags[1:], 1):
         sources = [m for m in layer.mags[:i] if _divides(m.mag, coarser.mag)]
         if not sources:
             raise ValueError(f"mag {coarser.name} of layer {layer.name!r} is no whole multiple "
                              "of a finer mag")
-        finer = sources[-1]
-        build_mag(layer, finer, coarser, mode, _named(progress, coarser.name))
-
-
-def _named(progress: Callable[[str, int, int], None] | None, name: str
-           ) -> Callable[[int, int], None] | None:
-    if progress is None:
-        return None
-    report = progress
-
-    def step(done: int, total: int) -> None:
-        report(name, done, total)
-    return step
+        build_mag(layer, sources[-1], coarser, mode, step, workers)
 
 
 def _divides(finer: Sequence[int], coarser: Sequence[int]) -> bool:
@@ -204,5 +234,5 @@ def _divides(finer: Sequence[int], coarser: Sequence[int]) -> bool:
     return tuple(finer) != tuple(coarser)
 
 
-__all__ = ["downsample", "downsample_layer", "build_mag", "relative_factor", "default_mode",
+__all__ = ["downsample", "downsample_layer", "build_mag", "coarse_file_count", "run_parallel", "relative_factor", "default_mode",
            "MODES"]

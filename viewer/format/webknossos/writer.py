@@ -10,6 +10,7 @@ object) or the legacy one (``wkwResolutions``, bare ``scale`` list); data goes i
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.webknossos.dataset import WkDataset
-from viewer.format.webknossos.downsample import downsample_layer
-from viewer.format.webknossos.mag import mag_name, parse_mag
+from viewer.format.webknossos.downsample import coarse_file_count, downsample_layer, run_parallel
+from viewer.format.webknossos.mag import Mag, mag_name, parse_mag
 from viewer.format.webknossos.properties import (
     ELEMENT_CLASSES,
     BoundingBox,
@@ -120,21 +121,24 @@ class SyntheticVolume(Protocol):
 
 
 def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolume,
-                            shape: Sequence[int] = (512, 512, 128),
+                            shape: Sequence[int] = (256, 256, 128),
                             voxel_size: Sequence[float] = (11.24, 11.24, 28.0),
                             mags: Sequence[Sequence[int]] = DEMO_MAGS,
-                            block_len: int = 32, file_len: int = 8,
+                            block_len: int = 32, file_len: int = 4,
                             block_type: int = BLOCK_TYPE_LZ4HC, legacy: bool = False,
-                            progress: Callable[[str, int, int], None] | None = None
-                            ) -> WkDataset:
+                            progress: Callable[[int, int], None] | None = None,
+                            workers: int = 2) -> WkDataset:
     """Write a webKnossos dataset with a ``color`` (uint8, ``volume.em``) and a
     ``segmentation`` (uint32, ``volume.segmentation``) layer of ``shape`` mag-1 voxels, the
-    given ``mags`` (default 1, 2-2-1, 4-4-2) and an anisotropic ``voxel_size`` in nm.
+    given ``mags`` (default 1, 2-2-1, 4-4-2) and an anisotropic ``voxel_size`` in nm; return
+    it opened.  ``path`` must not hold a dataset yet (write into a temporary folder and rename
+    it for an all-or-nothing result).
 
     Mag 1 is generated on a fixed grid of ``GENERATION_GRID`` voxels from the origin (the
-    volume's noise is seeded by the box), so the data do not depend on ``file_len``; coarser mags are
-    downsampled (mean for color, mode for segmentation).  ``largestSegmentId`` is the maximum
-    id written.  ``progress(step, done, total)`` reports each file or chunk."""
+    volume's noise is seeded by the box), so the data do not depend on ``file_len``; coarser
+    mags are downsampled (mean for color, mode for segmentation).  ``largestSegmentId`` is the
+    maximum id written.  Work runs on ``workers`` threads; ``progress(done, total)`` counts
+    written chunks and files over the whole job (called from worker threads)."""
     box = BoundingBox((0, 0, 0), (int(shape[0]), int(shape[1]), int(shape[2])))
     common: dict[str, Any] = dict(bounding_box=box, mags=list(mags), block_len=block_len,
                                   file_len=file_len, block_type=block_type)
@@ -143,14 +147,26 @@ def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolum
         LayerSpec("segmentation", category="segmentation", element_class="uint32",
                   largest_segment_id=0, **common),
     ], voxel_size=voxel_size, legacy=legacy)
-    largest = 0
+    chunk = max(block_len * file_len, GENERATION_GRID)
+    chunks = [(x, y, z) for z in range(0, box.end[2], chunk)
+              for y in range(0, box.end[1], chunk) for x in range(0, box.end[0], chunk)]
+    total = len(ds.layers) * len(chunks) + sum(coarse_file_count(layer) for layer in ds.layers)
+    done = [0]
+    largest = [0]
+    lock = threading.Lock()
+
+    def step(*_: int) -> None:
+        with lock:
+            done[0] += 1
+            now = done[0]
+        if progress is not None:
+            progress(now, total)
+
     for layer in ds.layers:
         is_seg = layer.category == "segmentation"
         mag1 = layer.mag((1, 1, 1))
-        chunk = max(mag1.dataset.file_len_vx, GENERATION_GRID)
-        chunks = [(x, y, z) for z in range(0, box.end[2], chunk)
-                  for y in range(0, box.end[1], chunk) for x in range(0, box.end[0], chunk)]
-        for n, lo in enumerate(chunks, 1):
+
+        def one_chunk(lo: Vec3, is_seg: bool = is_seg, mag1: Mag = mag1) -> None:
             hi = [min(a + chunk, e) for a, e in zip(lo, box.end)]
             out = np.zeros([b - a for a, b in zip(lo, hi)],
                            dtype=np.uint32 if is_seg else np.uint8, order="F")
@@ -164,25 +180,16 @@ def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolum
                         out[gx - lo[0]:b[0] - lo[0], gy - lo[1]:b[1] - lo[1],
                             gz - lo[2]:b[2] - lo[2]] = data[:b[0] - gx, :b[1] - gy, :b[2] - gz]
             if is_seg and out.size:
-                largest = max(largest, int(out.max()))
+                with lock:
+                    largest[0] = max(largest[0], int(out.max()))
             mag1.write(lo, out)
-            if progress is not None:
-                progress(f"{layer.name} mag 1", n, len(chunks))
-        downsample_layer(layer, progress=_prefixed(progress, f"{layer.name} mag "))
+            step()
+
+        run_parallel(one_chunk, chunks, workers)
+        downsample_layer(layer, progress=step, workers=workers)
     ds.close()
-    set_largest_segment_id(path, "segmentation", largest, legacy=legacy)
+    set_largest_segment_id(path, "segmentation", largest[0], legacy=legacy)
     return WkDataset(path)
-
-
-def _prefixed(progress: Callable[[str, int, int], None] | None, prefix: str
-              ) -> Callable[[str, int, int], None] | None:
-    if progress is None:
-        return None
-    report = progress
-
-    def step(name: str, done: int, total: int) -> None:
-        report(prefix + name, done, total)
-    return step
 
 
 __all__ = ["LayerSpec", "create_dataset", "set_largest_segment_id", "write_synthetic_dataset",
