@@ -99,4 +99,4 @@ def ensure_demo(progress: Progress | None = None) -> Path:
     path = default_demo_path()
     if is_complete(path):
         return path
-    return build_demo(path, progress)
+    return build_demo(path, progress, shape=DEMO_SHAPE)

@@ -114,15 +114,18 @@ class ViewerState:
         lo, hi = self.bounds
         return tuple((a + b - 1) // 2 for a, b in zip(lo, hi))  # type: ignore[return-value]
 
-    def set_bounds(self, bounds: tuple[Vec3, Vec3], cursor: Sequence[int] | None = None) -> None:
+    def set_bounds(self, bounds: tuple[Vec3, Vec3], cursor: Sequence[int] | None = None,
+                   zoom: float | None = None) -> None:
         """A new dataset: new bounds, the cursor at ``cursor`` (default: the middle), every
-        view centred on it."""
+        view centred on it, and ``zoom`` if given; one notification for all of it."""
         lo, hi = bounds
         self.bounds = (tuple(int(v) for v in lo), tuple(max(int(b), int(a) + 1)  # type: ignore
                                                         for a, b in zip(lo, hi)))
         self.cursor = self.clamp(cursor if cursor is not None else self._middle())
         self.recenter(notify=False)
-        self._notify(DATASET, CURSOR, CENTER)
+        if zoom is not None:
+            self.zoom = min(max(float(zoom), MIN_ZOOM), MAX_ZOOM)
+        self._notify(DATASET, CURSOR, CENTER, ZOOM)
 
     def clamp(self, pos: Sequence[int]) -> Vec3:
         """``pos`` moved to the nearest voxel inside the bounds."""

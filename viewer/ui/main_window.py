@@ -344,8 +344,7 @@ class QtMainWindow(QMainWindow):
         self.state.set_contrast(lo=lo, hi=hi, channel=0, rgb=rgb)
         self._auto_pending = h.dtype != np.uint8
         self._palette = None
-        self.state.set_zoom(zoom if zoom is not None else self.fit_zoom(bounds))
-        self.state.set_bounds(bounds, pos)
+        self.state.set_bounds(bounds, pos, zoom if zoom is not None else self.fit_zoom(bounds))
         name = Path(path).name or path
         self.setWindowTitle(f"{name} \u2014 wkw-viewer")
         size = " \u00d7 ".join(str(b - a) for a, b in zip(*bounds))

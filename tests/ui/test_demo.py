@@ -1,0 +1,54 @@
+"""The demo dataset: deterministic EM-like data, written atomically; ``wkw-viewer demo``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from viewer.core import demo
+from viewer.core.synthetic import EMVolume
+from viewer.format import wkw
+
+
+def test_build_demo_writes_several_lz4hc_files_of_the_volume(tmp_path):
+    seen = []
+    root = demo.build_demo(tmp_path / "demo", lambda d, t: seen.append((d, t)),
+                           shape=(256, 128, 128))
+    assert demo.is_complete(root)
+    assert seen[0] == (0, 2) and seen[-1] == (2, 2)
+    ds = wkw.Dataset.open(root)
+    assert ds.header.block_type == wkw.BLOCK_TYPE_LZ4HC and ds.header.dtype == np.uint8
+    assert len(list(ds.list_files())) == 2
+    expected = EMVolume(demo.DEMO_SEED).em((128, 0, 0), (128, 128, 128))
+    np.testing.assert_array_equal(ds.read((128, 0, 0), (128, 128, 128))[0], expected)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp folder left
+
+
+def test_interrupted_generation_leaves_nothing_and_is_redone(tmp_path, monkeypatch):
+    target = tmp_path / "demo"
+
+    def stop(done, total):
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        demo.build_demo(target, stop, shape=(256, 128, 128))
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("WKW_VIEWER_CACHE", str(tmp_path))
+    monkeypatch.setattr(demo, "DEMO_SHAPE", (128, 128, 128))
+    assert not demo.is_complete(demo.default_demo_path())
+    path = demo.ensure_demo()
+    assert demo.is_complete(path) and path.parent == tmp_path
+
+
+def test_demo_cli_refuses_a_folder_that_holds_something(tmp_path):
+    (tmp_path / "x").write_text("keep me")
+    result = subprocess.run([sys.executable, "-m", "viewer", "demo", str(tmp_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "not an empty folder" in result.stderr
+    assert (tmp_path / "x").read_text() == "keep me"

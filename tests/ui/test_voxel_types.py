@@ -1,0 +1,136 @@
+"""Every voxel type renders: levels map to the ends of the colormap, NaN has its own colour,
++-Inf go to the ends, 3 x uint8 is RGB, other multi-channel data one channel at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from window_fixtures import write_dataset
+
+from viewer.core.slicing import XY
+from viewer.ui.render import NAN_COLOR
+
+TYPES = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+         "float32", "float64"]
+
+
+def grey(px: int) -> int:
+    r, g, b = (px >> 16) & 0xFF, (px >> 8) & 0xFF, px & 0xFF
+    assert r == g == b, hex(px)
+    return r
+
+
+def extreme_volume(dtype: np.dtype) -> tuple[np.ndarray, float, float]:
+    """16^3 of the type's small values, with the x = 1 column at a low level and x = 2 at a
+    high one (near the type's limits for integers)."""
+    data = np.zeros((16, 16, 16), dtype=dtype)
+    if dtype.kind == "f":
+        data[1], data[2] = -1.5e6, 3.25e6
+    else:
+        info = np.iinfo(dtype)
+        data[1], data[2] = info.min, info.max
+    return data, float(data[1, 0, 0]), float(data[2, 0, 0])
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_every_voxel_type_renders(window, tmp_path, name):
+    dtype = np.dtype(name)
+    data, lo, hi = extreme_volume(dtype)
+    if dtype.kind == "f":
+        data[3] = np.nan
+        data[4] = np.inf
+        data[5] = -np.inf
+    root = write_dataset(tmp_path / name, data, block_len=8, file_len=2)
+    assert window.open_path(root, pos=(0, 0, 0), zoom=8)
+    window.state.set_contrast(lo=lo, hi=hi)
+    view = window.views[XY]
+    plane = view.plane
+    np.testing.assert_array_equal(plane.data[0], data[:, :, 0], strict=True)
+    px = view._pixels  # rows = y, columns = x
+    assert grey(int(px[0, 1])) == 0
+    assert grey(int(px[0, 2])) == 255
+    zero = grey(int(px[0, 0]))
+    assert zero == round((0 - lo) / (hi - lo) * 255)
+    if dtype.kind == "f":
+        assert int(px[0, 3]) == NAN_COLOR
+        assert grey(int(px[0, 4])) == 255 and grey(int(px[0, 5])) == 0
+    # inverted: the ends swap
+    window.state.set_contrast(invert=True)
+    px = view._pixels
+    assert grey(int(px[0, 1])) == 255 and grey(int(px[0, 2])) == 0
+
+
+@pytest.mark.parametrize("name", ["uint16", "int32", "float32", "float64"])
+def test_opening_sets_levels_from_the_data(window, tmp_path, name):
+    dtype = np.dtype(name)
+    x = np.indices((16, 16, 16))[0]
+    data = (1000 + 10 * x).astype(dtype)
+    root = write_dataset(tmp_path / name, data)
+    window.open_path(root, pos=(0, 0, 0), zoom=8)
+    c = window.state.contrast
+    assert 1000 <= c.lo < 1010 and 1140 < c.hi <= 1150
+
+
+def test_three_uint8_channels_show_as_rgb(window, tmp_path):
+    data = np.zeros((3, 16, 16, 16), dtype=np.uint8)
+    data[0, 1], data[1, 2], data[2, 3] = 255, 255, 255
+    data[:, 4] = [[[10]], [[128]], [[200]]]
+    root = write_dataset(tmp_path / "rgb", data)
+    window.open_path(root, pos=(0, 0, 0), zoom=8)
+    assert window.state.contrast.rgb
+    px = window.views[XY]._pixels
+    assert int(px[0, 1]) & 0xFFFFFF == 0xFF0000
+    assert int(px[0, 2]) & 0xFFFFFF == 0x00FF00
+    assert int(px[0, 3]) & 0xFFFFFF == 0x0000FF
+    assert int(px[0, 4]) & 0xFFFFFF == (10 << 16) | (128 << 8) | 200
+
+
+def test_other_multichannel_data_shows_one_channel_with_a_selector(window, tmp_path):
+    data = np.zeros((2, 16, 16, 16), dtype=np.uint16)
+    data[0, 1] = 1000
+    data[1, 2] = 1000
+    root = write_dataset(tmp_path / "two", data)
+    window.open_path(root, pos=(0, 0, 0), zoom=8)
+    window.state.set_contrast(lo=0, hi=1000)
+    combo = window.contrast_panel.channel
+    assert combo.count() == 2 and combo.isEnabled()
+    px = window.views[XY]._pixels
+    assert grey(int(px[0, 1])) == 255 and grey(int(px[0, 2])) == 0
+    combo.setCurrentIndex(1)
+    assert window.state.contrast.channel == 1
+    px = window.views[XY]._pixels
+    assert grey(int(px[0, 1])) == 0 and grey(int(px[0, 2])) == 255
+
+
+def test_colormap_and_gamma_change_the_pixels_not_the_data(window, ramp_dataset):
+    window.open_path(ramp_dataset, pos=(0, 0, 0), zoom=8)
+    view = window.views[XY]
+    before = view._pixels.copy()
+    window.contrast_panel.colormap.setCurrentText("viridis")
+    assert window.state.contrast.colormap == "viridis"
+    low = int(view._pixels[0, 0])  # value 0: viridis starts dark purple
+    assert ((low >> 16) & 0xFF, (low >> 8) & 0xFF, low & 0xFF) == (0x44, 0x01, 0x54)
+    window.contrast_panel.colormap.setCurrentText("grey")
+    np.testing.assert_array_equal(view._pixels, before)
+    window.contrast_panel.gamma.setValue(2.0)
+    mid = grey(int(view._pixels[0, 10]))  # value 10 of 255, brightened by gamma 2
+    assert mid == round((10 / 255) ** 0.5 * 255)
+
+
+def test_auto_contrast_uses_robust_percentiles_of_the_screen(window, tmp_path):
+    data = np.full((32, 32, 32), 100, dtype=np.uint8)
+    data[:, :16] = 140
+    data[5, 5, :] = 255  # a few outliers must not set the top level
+    root = write_dataset(tmp_path / "auto", data)
+    window.open_path(root, zoom=4)
+    window.auto_contrast()
+    c = window.state.contrast
+    assert (c.lo, c.hi) == (100, 140)
+
+
+def test_histogram_counts_what_is_on_screen(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset, zoom=8)
+    window._on_histogram_due()
+    counts = window.contrast_panel.histogram.counts
+    total = sum(v.plane.data.size for v in window.views.values())
+    assert counts.sum() == total
