@@ -11,7 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from viewer.core.multires import (
+    NO_SOURCE,
     choose_mag,
+    choose_mag_xyz,
+    compose,
     in_plane_factors,
     placeholder_mags,
     placeholder_requests,
@@ -173,3 +176,68 @@ def test_coarse_plane_read_from_disk_scales_onto_the_mag1_request(tmp_path: Path
             idx[v_ax] = (vs // mag[v_ax])[None, :]
             expected = full[mag][tuple(idx)]  # type: ignore[index]
             np.testing.assert_array_equal(big[0], expected, err_msg=f"{req} {mag}")
+
+
+def test_choose_mag_xyz_takes_the_in_plane_entries() -> None:
+    assert choose_mag_xyz(ANISO, XZ, (8, 0.1, 2)) == (4, 4, 2)
+    assert choose_mag_xyz(ANISO, YZ, (0.1, 8, 1.5)) == (2, 2, 1)
+    assert choose_mag_xyz(ANISO, XY, (4, 4, 0.1)) == (4, 4, 2)
+
+
+def _three_mag_layer(tmp_path: Path) -> tuple[object, dict[tuple[int, int, int], np.ndarray]]:
+    box = BoundingBox((0, 0, 0), (32, 32, 8))
+    ds = create_dataset(tmp_path, [LayerSpec("em", box, "color", "uint8", ANISO,
+                                             block_len=8, file_len=2)])
+    layer = ds.layer("em")
+    rng = np.random.default_rng(7)
+    full = {}
+    for mag in ANISO:
+        cb = box.at_mag(mag)
+        full[mag] = rng.integers(1, 255, size=cb.size).astype(np.uint8)
+        layer.mag(mag).write(cb.top_left, full[mag])
+    return layer, full
+
+
+def test_compose_draws_coarser_mags_under_what_is_still_loading(tmp_path: Path) -> None:
+    layer, _ = _three_mag_layer(tmp_path)
+    req = PlaneRequest(XY, 3, (2, 1), (30, 31))
+
+    def plane_at(mag: tuple[int, int, int]) -> tuple[object, object]:
+        m = to_mag(req, mag)
+        return m, read_plane(layer.mag(mag).dataset, m.request)  # type: ignore[attr-defined]
+
+    chosen_req, chosen = plane_at((1, 1, 1))
+    mid_req, mid = plane_at((2, 2, 1))
+    top_req, top = plane_at((4, 4, 2))
+    full_chosen = chosen.data.copy()  # type: ignore[attr-defined]
+    # as a loader would return them: the chosen mag's left half not loaded yet, the 2-2-1
+    # placeholder only its top rows, 4-4-2 all of it
+    chosen.status[:14, :] = Status.PENDING  # type: ignore[attr-defined]
+    chosen.data[:, :14, :] = 0  # type: ignore[attr-defined]
+    mid.status[:, :5] = Status.PENDING  # type: ignore[attr-defined]
+    mid.data[:, :, :5] = 0  # type: ignore[attr-defined]
+    out = compose((chosen_req, chosen), [(mid_req, mid), (top_req, top)])  # type: ignore[arg-type]
+    assert out.data.shape == (1, 28, 30) and out.mags == [(1, 1, 1), (2, 2, 1), (4, 4, 2)]
+    big_mid = upscale(mid.data, mid_req)  # type: ignore[arg-type, attr-defined]
+    big_top = upscale(top.data, top_req)  # type: ignore[arg-type, attr-defined]
+    mid_rows = upscale(mid.status, mid_req) != Status.PENDING  # type: ignore[arg-type, attr-defined]
+    left = np.zeros((28, 30), bool)
+    left[:14] = True
+    np.testing.assert_array_equal(out.source[~left], 0)
+    np.testing.assert_array_equal(out.source[left & mid_rows], 1)
+    np.testing.assert_array_equal(out.source[left & ~mid_rows], 2)
+    np.testing.assert_array_equal(out.data[0][~left], full_chosen[0][~left])
+    np.testing.assert_array_equal(out.data[0][left & mid_rows], big_mid[0][left & mid_rows])
+    np.testing.assert_array_equal(out.data[0][left & ~mid_rows], big_top[0][left & ~mid_rows])
+    assert np.all(out.status == Status.DATA) and not out.complete
+    assert out.label == "mag 1 (2-2-1, 4-4-2 while loading)"
+    # nothing to put underneath: the pixels stay PENDING with no source
+    alone = compose((chosen_req, chosen))  # type: ignore[arg-type]
+    assert np.all(alone.source[left] == NO_SOURCE)
+    assert np.all(alone.status[left] == Status.PENDING) and alone.label == "mag 1"
+    # once loaded, the chosen mag alone
+    done = compose(plane_at((1, 1, 1)), [(mid_req, mid)])  # type: ignore[arg-type]
+    assert done.complete and done.label == "mag 1" and done.mags == [(1, 1, 1)]
+    with pytest.raises(ValueError):
+        compose((chosen_req, chosen), [(to_mag(PlaneRequest(XY, 4, (2, 1), (30, 31)), (2, 2, 1)),
+                                        mid)])  # type: ignore[arg-type]

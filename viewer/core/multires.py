@@ -9,7 +9,8 @@ The rule: a view reads the *coarsest* mag that still gives at least one of its v
 screen pixel along each of the view's two in-plane axes (the factor along the normal does not
 matter for that; a 2-2-1 mag is as sharp as mag 1 in an XZ view's z direction).  When the view
 is zoomed in so far that no mag qualifies, the finest mag is read.  A locked mag overrides the
-rule.
+rule.  ``compose`` puts a view's plane together from the chosen mag and, where that is still
+loading, coarser mags scaled up underneath, so a view is never blank while it has any of them.
 
 Pure functions on tuples and numpy arrays: Qt-free, stateless, callable from any thread.
 """
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.core.slicing import IN_PLANE, PlaneRequest
+from viewer.core.slicing import IN_PLANE, PlaneRequest, Status
 from viewer.format.webknossos.mag import mag_name
 
 Vec3 = tuple[int, int, int]
@@ -159,6 +160,90 @@ def placeholder_requests(request: PlaneRequest, mags: Sequence[Sequence[int]],
     return [to_mag(request, m) for m in placeholder_mags(mags, chosen)]
 
 
+def choose_mag_xyz(mags: Sequence[Sequence[int]], axis: int,
+                   voxels_per_px_xyz: Sequence[float],
+                   locked: Sequence[int] | None = None) -> Vec3:
+    """:func:`choose_mag` with the voxels per pixel given along x, y and z (the entry of the
+    normal ``axis`` is ignored), so the caller need not know the in-plane (u, v) order, which
+    is ``slicing.IN_PLANE``'s, not necessarily the screen's."""
+    u, v = IN_PLANE[axis]
+    return choose_mag(mags, axis, (float(voxels_per_px_xyz[u]), float(voxels_per_px_xyz[v])),
+                      locked)
+
+
+#: ``ComposedPlane.source`` of a pixel no mag has data for yet.
+NO_SOURCE = 255
+
+
+@dataclass
+class ComposedPlane:
+    """A view's plane in mag-1 pixels, put together from the chosen mag and, where that is
+    still loading, the finest coarser mag that has the pixel (scaled up underneath).
+
+    ``data`` ``(C, U, V)`` and ``status`` ``(U, V)`` as in ``slicing.Plane`` (a placeholder
+    pixel carries the placeholder's status); ``source`` ``(U, V)`` uint8: 0 where the chosen mag
+    is shown, ``k`` where ``mags[k]`` (a placeholder) is, ``NO_SOURCE`` where nothing is there
+    yet (status PENDING).  ``mags[0]`` is the chosen mag."""
+
+    request: PlaneRequest
+    data: npt.NDArray[Any]
+    status: npt.NDArray[np.uint8]
+    source: npt.NDArray[np.uint8]
+    mags: list[Vec3]
+    errors: dict[tuple[str, int], Any]
+
+    @property
+    def complete(self) -> bool:
+        """Every pixel comes from the chosen mag and none is still loading."""
+        return bool(np.all(self.source == 0))
+
+    @property
+    def shown_mags(self) -> list[Vec3]:
+        """The mags some pixel of the plane comes from, chosen first."""
+        present = set(int(v) for v in np.unique(self.source)) - {NO_SOURCE}
+        return [m for k, m in enumerate(self.mags) if k in present]
+
+    @property
+    def label(self) -> str:
+        """For the status bar: ``mag 2-2-1``, or ``mag 2-2-1 (4-4-2 while loading)``."""
+        text = f"mag {mag_name(self.mags[0])}"
+        others = [mag_name(m) for m in self.shown_mags if m != self.mags[0]]
+        if others:
+            text += f" ({', '.join(others)} while loading)"
+        return text
+
+
+def compose(chosen: tuple[MagPlaneRequest, Any],
+            placeholders: Sequence[tuple[MagPlaneRequest, Any]] = ()) -> ComposedPlane:
+    """Put together a view's plane from the chosen mag's ``(MagPlaneRequest, Plane)`` and
+    placeholder ones (finest first, e.g. what the loader's cache holds of
+    :func:`placeholder_requests`): each pixel still PENDING at the chosen mag is taken from
+    the first placeholder that has it.  The ``Plane`` objects are ``slicing.Plane`` (anything
+    with ``data``, ``status`` and ``errors``).  Pure; any thread."""
+    mreq, plane = chosen
+    data = upscale(plane.data, mreq).copy()
+    status = upscale(plane.status, mreq).astype(np.uint8, copy=True)
+    pending = status == Status.PENDING
+    source = np.where(pending, NO_SOURCE, 0).astype(np.uint8)
+    errors: dict[tuple[str, int], Any] = dict(plane.errors)
+    mags = [mreq.mag]
+    for k, (preq, pplane) in enumerate(placeholders, 1):
+        if preq.source != mreq.source:
+            raise ValueError(f"placeholder for {preq.source}, the view wants {mreq.source}")
+        if not pending.any():
+            break
+        mags.append(preq.mag)
+        p_status = upscale(pplane.status, preq)
+        take = pending & (p_status != Status.PENDING)
+        if take.any():
+            data[:, take] = upscale(pplane.data, preq)[:, take]
+            status[take] = p_status[take]
+            source[take] = k
+            pending &= ~take
+            errors.update(pplane.errors)
+    return ComposedPlane(mreq.source, data, status, source, mags, errors)
+
+
 def _vec(mag: Sequence[int]) -> Vec3:
     if len(mag) != 3:
         raise ValueError(f"a mag has three factors, not {tuple(mag)}")
@@ -168,5 +253,5 @@ def _vec(mag: Sequence[int]) -> Vec3:
     return (x, y, z)
 
 
-__all__ = ["choose_mag", "placeholder_mags", "placeholder_requests", "to_mag", "upscale",
+__all__ = ["choose_mag", "choose_mag_xyz", "compose", "ComposedPlane", "NO_SOURCE", "placeholder_mags", "placeholder_requests", "to_mag", "upscale",
            "MagPlaneRequest", "in_plane_factors", "voxels_per_pixel", "EPSILON"]
