@@ -21,7 +21,9 @@ from viewer.format.webknossos import (
     UnsupportedLayerError,
     WkDataset,
     layers_json,
+    match_mags,
     problems_json,
+    select_mag,
 )
 
 import wk4_layout as wk4
@@ -398,3 +400,32 @@ def test_problems_json_and_pickling(tmp_path: Path) -> None:
     back = pickle.loads(pickle.dumps(ds.problems[0]))
     assert type(back) is MissingMagError and str(back) == str(ds.problems[0])
     assert back.layer == "color" and back.mag == (2, 2, 1)
+
+
+def test_select_mag_for_tools_that_work_on_one_wkw_dataset(tmp_path: Path) -> None:
+    _build(tmp_path)
+    ds = WkDataset(tmp_path)
+    assert select_mag(ds).path == str(tmp_path / "color" / "1")  # first color layer, finest
+    assert select_mag(ds, "segmentation", "4-4-2").path == str(tmp_path / "segmentation" / "4-4-2")
+    assert select_mag(ds, "segmentation", (2, 2, 1)).mag == (2, 2, 1)
+    with pytest.raises(KeyError, match="2-2-1, 4-4-2"):
+        select_mag(ds, "color", 8)
+    with pytest.raises(KeyError, match="color, segmentation"):
+        select_mag(ds, "nuclei")
+    single = WkDataset(tmp_path / "segmentation")
+    assert select_mag(single).path == str(tmp_path / "segmentation" / "1")
+
+
+def test_match_mags_pairs_layers_by_name_and_mags_by_factor(tmp_path: Path) -> None:
+    _build(tmp_path / "a")
+    _build(tmp_path / "b")
+    shutil.rmtree(tmp_path / "b" / "color" / "4-4-2")
+    pairs = match_mags(WkDataset(tmp_path / "a"), WkDataset(tmp_path / "b"))
+    assert [(name, mag) for name, mag, _, _ in pairs.both] == [
+        ("color", (1, 1, 1)), ("color", (2, 2, 1)),
+        ("segmentation", (1, 1, 1)), ("segmentation", (2, 2, 1)), ("segmentation", (4, 4, 2))]
+    assert pairs.both[0][2].path == str(tmp_path / "a" / "color" / "1")
+    assert pairs.both[0][3].path == str(tmp_path / "b" / "color" / "1")
+    assert (pairs.only_a, pairs.only_b) == (["color/4-4-2"], [])
+    flipped = match_mags(WkDataset(tmp_path / "b"), WkDataset(tmp_path / "a"))
+    assert (flipped.only_a, flipped.only_b) == ([], ["color/4-4-2"])

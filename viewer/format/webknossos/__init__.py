@@ -7,11 +7,14 @@
 """
 
 from viewer.format.webknossos.dataset import (
+    MagPairs,
     WkDataset,
     is_webknossos_dataset,
     layers_json,
+    match_mags,
     open_dataset,
     problems_json,
+    select_mag,
 )
 from viewer.format.webknossos.errors import (
     MagMismatchError,
@@ -36,6 +39,9 @@ from viewer.format.webknossos.properties import (
 __all__ = [
     "WkDataset",
     "open_dataset",
+    "select_mag",
+    "match_mags",
+    "MagPairs",
     "is_webknossos_dataset",
     "layers_json",
     "problems_json",

@@ -18,12 +18,13 @@ properties file; each mag's ``header.wkw`` is read on first use (``Layer.check``
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.webknossos.layer import Layer
-from viewer.format.webknossos.mag import is_mag_folder, parse_mag
+from viewer.format.webknossos.mag import Mag, is_mag_folder, parse_mag
 from viewer.format.wkw.dataset import HEADER_FILE
 from viewer.format.webknossos.properties import (
     PROPERTIES_FILE,
@@ -201,6 +202,61 @@ def is_webknossos_dataset(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(os.path.join(path, PROPERTIES_FILE)) or bool(_mag_subfolders(path))
 
 
+# -- one WKW dataset out of many: for tools that work per layer and mag (inspector, compare) --
+def select_mag(dataset: WkDataset, layer: str | None = None, mag: Any = None) -> Mag:
+    """The mag a tool that works on one WKW dataset should use: ``layer`` by name (default:
+    the only layer, else the first color layer, else the first layer) and ``mag`` in any
+    spelling (``2``, ``"2-2-1"``, ``(2, 2, 1)``; default: the finest).  ``KeyError`` naming
+    what exists when there is no such layer or mag."""
+    if not dataset.layers:
+        raise KeyError(f"{dataset.path} has no layer that opened")
+    if layer is None:
+        chosen = (dataset.layers[0] if len(dataset.layers) == 1 else
+                  (dataset.color_layers or dataset.layers)[0])
+    else:
+        chosen = dataset.layer(layer)
+    if mag is None:
+        return chosen.finest
+    try:
+        return chosen.mag(mag)
+    except (KeyError, ValueError):
+        raise KeyError(f"layer {chosen.name!r} has no mag {mag!r} (mags: "
+                       f"{', '.join(m.name for m in chosen.mags)})") from None
+
+
+@dataclass
+class MagPairs:
+    """The (layer, mag) pairs two datasets share, and the ones only one of them has
+    (as ``"layer/mag"`` labels)."""
+
+    both: list[tuple[str, Vec3, Mag, Mag]]
+    only_a: list[str]
+    only_b: list[str]
+
+
+def match_mags(a: WkDataset, b: WkDataset) -> MagPairs:
+    """Pair the layers of two datasets by name and their mags by factor, in ``a``'s order."""
+    both: list[tuple[str, Vec3, Mag, Mag]] = []
+    only_a: list[str] = []
+    only_b: list[str] = []
+    b_layers = {layer.name: layer for layer in b.layers}
+    for la in a.layers:
+        lb = b_layers.get(la.name)
+        b_mags = {m.mag: m for m in lb.mags} if lb is not None else {}
+        for ma in la.mags:
+            mb = b_mags.pop(ma.mag, None)
+            if mb is None:
+                only_a.append(f"{la.name}/{ma.name}")
+            else:
+                both.append((la.name, ma.mag, ma, mb))
+        only_b.extend(f"{la.name}/{m.name}" for m in b_mags.values())
+    a_names = {layer.name for layer in a.layers}
+    for lb in b.layers:
+        if lb.name not in a_names:
+            only_b.extend(f"{lb.name}/{m.name}" for m in lb.mags)
+    return MagPairs(both, only_a, only_b)
+
+
 # -- JSON for `wkw-viewer info --json` ---------------------------------------------------------
 def layers_json(dataset: WkDataset) -> list[dict[str, Any]]:
     """The ``layers`` list of ``wkw-viewer info DATASET --json``: per opened layer ``name``,
@@ -235,5 +291,5 @@ def problems_json(dataset: WkDataset) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["WkDataset", "open_dataset", "is_webknossos_dataset", "layers_json", "problems_json",
+__all__ = ["WkDataset", "open_dataset", "select_mag", "match_mags", "MagPairs", "is_webknossos_dataset", "layers_json", "problems_json",
            "WebknossosError"]
