@@ -14,6 +14,7 @@ COORD = st.integers(min_value=0, max_value=(1 << morton.MAX_BITS) - 1)
 
 
 @given(st.lists(st.tuples(COORD, COORD, COORD), min_size=1, max_size=50))
+@settings(deadline=None)
 def test_morton_decode_inverts_encode(coords: list[tuple[int, int, int]]) -> None:
     arr = np.asarray(coords, dtype=np.int64)
     index = morton.encode(arr[:, 0], arr[:, 1], arr[:, 2])
@@ -22,6 +23,7 @@ def test_morton_decode_inverts_encode(coords: list[tuple[int, int, int]]) -> Non
 
 
 @given(COORD, COORD, COORD)
+@settings(deadline=None)
 def test_morton_bit_order_x_first(x: int, y: int, z: int) -> None:
     """Bit 3k of the index is bit k of x, 3k+1 of y, 3k+2 of z (as the reference lays out)."""
     index = int(morton.encode(x, y, z))
@@ -32,6 +34,7 @@ def test_morton_bit_order_x_first(x: int, y: int, z: int) -> None:
 
 
 @given(st.integers(min_value=0, max_value=6))
+@settings(deadline=None)  # no timed assertions: speed lives in benchmarks/
 def test_morton_is_a_bijection_on_a_file(log2_file_len: int) -> None:
     """The blocks of a file of any file_len map one to one onto 0..file_len^3-1."""
     n = 1 << log2_file_len
@@ -52,7 +55,7 @@ HEADERS = st.builds(
 
 
 @given(HEADERS)
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_header_bytes_round_trip(fields: tuple[int, int, int, int, int, int]) -> None:
     vt, channels, log2_bl, log2_fl, bt, offset = fields
     if channels * VOXEL_TYPES[vt].itemsize > 255:
@@ -71,7 +74,7 @@ def test_header_bytes_round_trip(fields: tuple[int, int, int, int, int, int]) ->
 
 
 @given(st.binary(min_size=0, max_size=32))
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 def test_header_parse_any_bytes_is_a_header_or_a_header_error(raw: bytes) -> None:
     """Garbage never escapes as anything but HeaderError, and what parses writes back the same."""
     try:
@@ -82,6 +85,7 @@ def test_header_parse_any_bytes_is_a_header_or_a_header_error(raw: bytes) -> Non
 
 
 @given(st.binary(min_size=12, max_size=12), st.integers(1, 3), st.integers(1, 10))
+@settings(deadline=None)
 def test_header_parse_valid_prefix_with_random_tail(tail: bytes, bt: int, vt: int) -> None:
     raw = b"WKW\x01" + bytes([tail[0], bt, vt, tail[1]]) + tail[4:]
     try:

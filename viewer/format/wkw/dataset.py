@@ -14,6 +14,7 @@ The public methods mirror the reference binding (PyPI ``wkw``): ``Dataset.open``
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -24,7 +25,7 @@ import numpy.typing as npt
 
 from viewer.format.errors import DatasetLayoutError, FormatError, HeaderError
 from viewer.format.wkw import writer
-from viewer.format.wkw.file import File
+from viewer.format.wkw.file import File, check_limits
 from viewer.format.wkw.header import HEADER_SIZE, Header
 
 HEADER_FILE = "header.wkw"
@@ -51,25 +52,36 @@ class Dataset:
         """Open a dataset directory or a single ``.wkw`` data file.  With ``header`` (as in the
         reference), a directory without header.wkw is created with that header."""
         path = os.fspath(path)
-        if os.path.isfile(path):
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = 0
+        if stat.S_ISREG(mode):
             if os.path.basename(path) == HEADER_FILE:
                 return cls.open(os.path.dirname(path) or ".")
             with File.open(path) as f:
                 return cls(os.path.dirname(path) or ".", f.header.replace(data_offset=0),
                            single_file=path)
-        if not os.path.isdir(path):
+        if not stat.S_ISDIR(mode):
             if header is not None:
                 return cls.create(path, header)
             raise DatasetLayoutError("no such file or directory", path)
         header_path = os.path.join(path, HEADER_FILE)
-        if not os.path.exists(header_path):
+        try:
+            fd = os.open(header_path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
             if header is not None:
                 return cls.create(path, header)
-            raise DatasetLayoutError(f"not a WKW dataset: no {HEADER_FILE}", path)
-        with open(header_path, "rb") as fh:
-            raw = fh.read(HEADER_SIZE + 1)
+            raise DatasetLayoutError(f"not a WKW dataset: no {HEADER_FILE}", path) from None
+        try:
+            raw = os.pread(fd, HEADER_SIZE, 0)
+        finally:
+            os.close(fd)
         parsed = Header.from_bytes(raw, header_path)
-        return cls(path, parsed.replace(data_offset=0))
+        check_limits(parsed, header_path)
+        if parsed.data_offset:
+            parsed = parsed.replace(data_offset=0)
+        return cls(path, parsed)
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], header: Header) -> Dataset:

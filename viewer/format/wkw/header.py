@@ -48,12 +48,17 @@ VOXEL_TYPES: dict[int, np.dtype[Any]] = {
     10: np.dtype("<i8"),
 }
 _CODE_OF_DTYPE = {dt: code for code, dt in VOXEL_TYPES.items()}
+_CODE_OF_TYPE: dict[Any, int] = {dt.type: code for code, dt in VOXEL_TYPES.items()}
 
 _STRUCT = struct.Struct("<3sBBBBBQ")
 
 
 def voxel_type_code(voxel_type: Any) -> int:
     """The header's voxelType code of a numpy type, dtype, or code."""
+    try:
+        return _CODE_OF_TYPE[voxel_type]
+    except (KeyError, TypeError):
+        pass
     if isinstance(voxel_type, (int, np.integer)) and not isinstance(voxel_type, bool):
         code = int(voxel_type)
         if code not in VOXEL_TYPES:
@@ -226,15 +231,23 @@ class Header:
                 path,
                 offset=7,
             )
-        return cls(
-            VOXEL_TYPES[vtype],
-            num_channels=vsize // itemsize,
-            version=version,
-            block_len=1 << (per_dim & 0x0F),
-            file_len=1 << (per_dim >> 4),
-            block_type=block_type,
-            data_offset=data_offset,
-        )
+        return cls._trusted(version, 1 << (per_dim & 0x0F), 1 << (per_dim >> 4), block_type,
+                            vtype, vsize // itemsize, data_offset)
+
+    @classmethod
+    def _trusted(cls, version: int, block_len: int, file_len: int, block_type: int,
+                 code: int, num_channels: int, data_offset: int) -> Header:
+        """Build from fields already checked (``from_bytes``): skips re-validation, which is
+        most of the cost of opening a file."""
+        self = cls.__new__(cls)
+        self.version = version
+        self.block_len = block_len
+        self.file_len = file_len
+        self.block_type = block_type
+        self.voxel_type = VOXEL_TYPES[code].type
+        self.num_channels = num_channels
+        self.data_offset = data_offset
+        return self
 
     # -- comparison ---------------------------------------------------------------------------
     def same_geometry(self, other: Header) -> bool:

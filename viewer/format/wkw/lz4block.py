@@ -90,6 +90,42 @@ def decode_into(
         raise LZ4Error(f"decoded to {got} bytes, expected {capacity}")
 
 
+def decode_many(src: list[int], sizes: list[int], dst: list[int], prefixes: list[int],
+                capacity: int) -> list[int]:
+    """Decode blocks given by address: block ``k`` has ``sizes[k]`` compressed bytes at
+    address ``src[k]`` and decodes into ``capacity`` bytes at ``dst[k]``, stopping after
+    ``prefixes[k]`` bytes when that is less than ``capacity``.
+
+    Returns per block the bytes decoded, or a negative number when it does not decode.  A whole
+    block (``prefix >= capacity``) must return exactly ``capacity``; a prefix at least
+    ``prefix``.  The GIL is released inside each call, so two threads decode in parallel.
+    The caller keeps the memory behind the addresses alive.
+    """
+    if _LIB is None:
+        return [_decode_fallback(s, n, d, p, capacity)
+                for s, n, d, p in zip(src, sizes, dst, prefixes)]
+    partial = _LIB.LZ4_decompress_safe_partial
+    whole = _LIB.LZ4_decompress_safe
+    return [whole(s, d, n, capacity) if p >= capacity else partial(s, d, n, p, capacity)
+            for s, n, d, p in zip(src, sizes, dst, prefixes)]
+
+
+def _decode_fallback(src: int, size: int, dst: int, prefix: int, capacity: int) -> int:
+    try:
+        out = lz4.block.decompress(ctypes.string_at(src, size), uncompressed_size=capacity)
+    except lz4.block.LZ4BlockError:
+        return -1
+    ctypes.memmove(dst, out, min(len(out), capacity))
+    return len(out)
+
+
+def copy_many(src: list[int], dst: list[int], size: int) -> None:
+    """Copy ``size`` bytes from each ``src[k]`` to ``dst[k]`` (raw blocks, by address)."""
+    move = ctypes.memmove
+    for s, d in zip(src, dst):
+        move(d, s, size)
+
+
 def decode(src: bytes | bytearray | memoryview, size: int) -> npt.NDArray[np.uint8]:
     """Decode a whole block into a new uint8 array of ``size`` bytes."""
     dst = np.empty(size, dtype=np.uint8)

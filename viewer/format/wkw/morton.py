@@ -12,34 +12,64 @@ import numpy.typing as npt
 MAX_BITS = 15
 
 
+def _spread_table() -> npt.NDArray[np.int64]:
+    """Byte value -> its 8 bits spread to every third bit (bit k to bit 3k)."""
+    v = np.arange(256, dtype=np.int64)
+    out = np.zeros(256, dtype=np.int64)
+    for bit in range(8):
+        out |= ((v >> bit) & 1) << (3 * bit)
+    return out
+
+
+def _compact_table() -> npt.NDArray[np.int64]:
+    """12-bit value -> its bits 0, 3, 6, 9 packed into 4 bits (the inverse of spreading)."""
+    v = np.arange(4096, dtype=np.int64)
+    out = np.zeros(4096, dtype=np.int64)
+    for bit in range(4):
+        out |= ((v >> (3 * bit)) & 1) << bit
+    return out
+
+
+_SPREAD = _spread_table()
+_COMPACT = _compact_table()
+_MASK = (1 << MAX_BITS) - 1
+
+
+def _spread(v: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    v = v & _MASK
+    return _SPREAD[v & 0xFF] | (_SPREAD[v >> 8] << 24)
+
+
 def encode(x: npt.ArrayLike, y: npt.ArrayLike, z: npt.ArrayLike) -> npt.NDArray[np.int64]:
-    """Morton index of block coordinates (arrays broadcast together)."""
+    """Morton index of block coordinates (arrays broadcast together; coordinates below 2^15).
+
+    Table lookups, a byte of each coordinate at a time: a few numpy operations whatever the
+    number of blocks."""
     xa = np.asarray(x, dtype=np.int64)
     ya = np.asarray(y, dtype=np.int64)
     za = np.asarray(z, dtype=np.int64)
-    out = np.zeros(np.broadcast_shapes(xa.shape, ya.shape, za.shape), dtype=np.int64)
-    for bit in range(MAX_BITS):
-        out |= ((xa >> bit) & 1) << (3 * bit)
-        out |= ((ya >> bit) & 1) << (3 * bit + 1)
-        out |= ((za >> bit) & 1) << (3 * bit + 2)
+    out: npt.NDArray[np.int64] = _spread(xa) | (_spread(ya) << 1) | (_spread(za) << 2)
+    return out
+
+
+def _compact(v: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    out = np.zeros(v.shape, dtype=np.int64)
+    for chunk in range(4):  # 4 x 12 bits cover the 45 bits of 15-bit coordinates
+        out |= _COMPACT[(v >> (12 * chunk)) & 0xFFF] << (4 * chunk)
     return out
 
 
 def decode(index: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], ...]:
     """Block coordinates (x, y, z) of Morton indices."""
     idx = np.asarray(index, dtype=np.int64)
-    x = np.zeros(idx.shape, dtype=np.int64)
-    y = np.zeros(idx.shape, dtype=np.int64)
-    z = np.zeros(idx.shape, dtype=np.int64)
-    for bit in range(MAX_BITS):
-        x |= ((idx >> (3 * bit)) & 1) << bit
-        y |= ((idx >> (3 * bit + 1)) & 1) << bit
-        z |= ((idx >> (3 * bit + 2)) & 1) << bit
-    return x, y, z
+    return _compact(idx), _compact(idx >> 1), _compact(idx >> 2)
 
 
 def block_grid(lo: tuple[int, int, int], hi: tuple[int, int, int]) -> npt.NDArray[np.int64]:
     """(N, 3) block coordinates of the box ``lo <= b < hi``, x fastest."""
-    xs, ys, zs = (np.arange(a, b, dtype=np.int64) for a, b in zip(lo, hi))
-    gz, gy, gx = np.meshgrid(zs, ys, xs, indexing="ij")
-    return np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)
+    nx, ny, nz = (max(b - a, 0) for a, b in zip(lo, hi))
+    out = np.empty((nz, ny, nx, 3), dtype=np.int64)
+    out[..., 0] = np.arange(lo[0], lo[0] + nx, dtype=np.int64)
+    out[..., 1] = np.arange(lo[1], lo[1] + ny, dtype=np.int64)[:, None]
+    out[..., 2] = np.arange(lo[2], lo[2] + nz, dtype=np.int64)[:, None, None]
+    return out.reshape(-1, 3)

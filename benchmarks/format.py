@@ -1,0 +1,156 @@
+"""Ours vs the reference ``wkw`` on the reads a viewer makes, in one run.
+
+Two 512^3 uint8 EM-like files (block_len 32, file_len 16: one file each), one LZ4HC and one
+raw.  For each file and each read (XY 512^2 slice, XZ, YZ, the full file, a 64^3 box) the two
+implementations take turns, round after round (interleaved, the order alternating), each round
+with a fresh ``Dataset.open`` on both sides (the reference reopens its files on every read
+anyway); the time covers open + read + close.  Slices and boxes move to a new position every
+round, the same position for both.  The figure is the median per side and the ratio
+ours/reference of the medians: measured in the same run, under the same load, so the ratio is
+fair even on a busy machine, while the absolute times are not.
+
+    python -m benchmarks.format            # a table
+    python -m benchmarks.format --json     # one JSON object
+    python -m benchmarks.format --rounds 31
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.datasets import em_dataset
+from viewer.format import wkw
+
+SIDE = 512
+#: Targets (ours / reference, at most) from issue 2.
+TARGETS = {"xy": 0.6, "xz": 0.95, "yz": 0.95, "full": 1.1, "box64": 1.2}
+OPS = ["xy", "xz", "yz", "full", "box64"]
+
+
+def _box(op: int | str, k: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Offset and shape of read ``op`` in round ``k`` (positions vary, deterministically)."""
+    pos = (37 + 97 * k) % SIDE
+    if op == "xy":
+        return (0, 0, pos), (SIDE, SIDE, 1)
+    if op == "xz":
+        return (0, pos, 0), (SIDE, 1, SIDE)
+    if op == "yz":
+        return (pos, 0, 0), (1, SIDE, SIDE)
+    if op == "full":
+        return (0, 0, 0), (SIDE, SIDE, SIDE)
+    corner = ((11 + 53 * k) % (SIDE - 64), (23 + 71 * k) % (SIDE - 64), (5 + 89 * k) % (SIDE - 64))
+    return corner, (64, 64, 64)
+
+
+def _ours(path: str, offset: tuple[int, int, int], shape: tuple[int, int, int]) -> Any:
+    ds = wkw.Dataset.open(path)
+    try:
+        return ds.read(offset, shape)
+    finally:
+        ds.close()
+
+
+def _reference(path: str, offset: tuple[int, int, int], shape: tuple[int, int, int]) -> Any:
+    import wkw as wkw_ref
+
+    ds = wkw_ref.Dataset.open(path)
+    try:
+        return ds.read(offset, shape)
+    finally:
+        ds.close()
+
+
+def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def compression_ratio(root: Path) -> float:
+    """Uncompressed bytes / bytes on disk of the data files of a dataset."""
+    ds = wkw.Dataset.open(root)
+    files = list(ds.list_files())
+    raw = sum(ds.header.num_blocks * ds.header.block_bytes for _ in files)
+    return raw / sum(os.path.getsize(p) for p in files)
+
+
+def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
+    datasets = {
+        "lz4hc": em_dataset("em512_lz4hc_f16", (SIDE, SIDE, SIDE), file_len=16),
+        "raw": em_dataset("em512_raw_f16", (SIDE, SIDE, SIDE), block_type=wkw.BLOCK_TYPE_RAW,
+                          file_len=16),
+    }
+    result: dict[str, Any] = {
+        "rounds": rounds,
+        "full_rounds": full_rounds,
+        "lz4hc_ratio": round(compression_ratio(datasets["lz4hc"]), 3),
+        "targets": TARGETS,
+    }
+    for kind, root in datasets.items():
+        path = str(root)
+        # Warm the page cache and both libraries once; check they agree while at it.
+        for op in ops:
+            offset, shape = _box(op, 0)
+            if not np.array_equal(_ours(path, offset, shape), _reference(path, offset, shape)):
+                raise SystemExit(f"ours and the reference disagree on {kind} {op}")
+        for op in ops:
+            n = full_rounds if op == "full" else rounds
+            ours_t: list[float] = []
+            ref_t: list[float] = []
+            for k in range(n):
+                offset, shape = _box(op, k)
+                sides = [(ours_t, _ours), (ref_t, _reference)]
+                if k % 2:
+                    sides.reverse()
+                for times, fn in sides:
+                    times.append(_time(lambda: fn(path, offset, shape))[0])
+            ours_ms = statistics.median(ours_t) * 1e3
+            ref_ms = statistics.median(ref_t) * 1e3
+            result[f"{kind}_{op}_ours_ms"] = round(ours_ms, 3)
+            result[f"{kind}_{op}_reference_ms"] = round(ref_ms, 3)
+            result[f"{kind}_{op}_ratio"] = round(ours_ms / ref_ms, 3)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.format", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--rounds", type=int, default=21, help="rounds per slice / box read")
+    parser.add_argument("--full-rounds", type=int, default=7, help="rounds of the full read")
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " +
+                        ",".join(OPS))
+    args = parser.parse_args(argv)
+    ops = [op for op in args.ops.split(",") if op]
+    result = run(args.rounds, args.full_rounds, ops)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"512^3 uint8 EM-like, block_len 32, file_len 16; LZ4HC ratio "
+          f"{result['lz4hc_ratio']:.2f}; medians of {args.rounds} interleaved rounds "
+          f"({args.full_rounds} for full), open + read + close")
+    print(f"{'file':6} {'read':6} {'ours ms':>9} {'ref ms':>9} {'ours/ref':>9} {'target':>7}")
+    for kind in ("lz4hc", "raw"):
+        for op in ops:
+            ratio = result[f"{kind}_{op}_ratio"]
+            mark = "ok" if ratio <= TARGETS[op] else "MISSED"
+            print(f"{kind:6} {op:6} {result[f'{kind}_{op}_ours_ms']:9.2f} "
+                  f"{result[f'{kind}_{op}_reference_ms']:9.2f} {ratio:8.2f}x "
+                  f"{TARGETS[op]:6.2f}x {mark}")
+    print("(the machine may be shared: absolute times are noisy, the ratios are measured "
+          "interleaved in one run)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
