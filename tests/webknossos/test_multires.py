@@ -14,6 +14,11 @@ from viewer.core.multires import (
     NO_SOURCE,
     choose_mag,
     choose_mag_xyz,
+    format_length,
+    format_physical,
+    physical_position,
+    pixel_aspect,
+    scale_bar,
     compose,
     in_plane_factors,
     placeholder_mags,
@@ -241,3 +246,36 @@ def test_compose_draws_coarser_mags_under_what_is_still_loading(tmp_path: Path) 
     with pytest.raises(ValueError):
         compose((chosen_req, chosen), [(to_mag(PlaneRequest(XY, 4, (2, 1), (30, 31)), (2, 2, 1)),
                                         mid)])  # type: ignore[arg-type]
+
+
+def test_physical_positions_and_lengths() -> None:
+    size = (11.24, 11.24, 28.0)
+    assert physical_position((100, 0, 10), size) == pytest.approx((1124.0, 0.0, 280.0))
+    assert format_physical((100, 0, 10), size) == "1.124, 0, 0.28 µm"
+    assert format_physical((1, 1, 1), (4, 4, 40)) == "4, 4, 40 nm"
+    assert format_length(850) == "850 nm"
+    assert format_length(1250) == "1.25 µm"
+    assert format_length(2.5e6) == "2.5 mm"
+    assert format_length(0.5) == "0.5 nm"
+
+
+@pytest.mark.parametrize("nm_per_pixel, max_pixels, length", [
+    (11.24, 100, 1000.0), (11.24, 80, 500.0), (1.0, 150, 100.0), (56.2, 120, 5000.0),
+    (3.0, 70, 200.0), (1000.0, 100, 1e5),
+])
+def test_scale_bar_is_the_longest_round_length_that_fits(nm_per_pixel: float, max_pixels: float,
+                                                          length: float) -> None:
+    got, px, label = scale_bar(nm_per_pixel, max_pixels)
+    assert got == pytest.approx(length)
+    assert px == pytest.approx(length / nm_per_pixel) and px <= max_pixels * (1 + 1e-9)
+    assert label == format_length(length)
+    with pytest.raises(ValueError):
+        scale_bar(0, 100)
+
+
+def test_pixel_aspect_keeps_anisotropic_voxels_in_shape() -> None:
+    size = (11.24, 11.24, 28.0)
+    assert pixel_aspect(XY, size) == (1.0, 1.0)
+    assert pixel_aspect(XZ, size) == pytest.approx((1.0, 28.0 / 11.24))
+    assert pixel_aspect(YZ, size) == pytest.approx((1.0, 28.0 / 11.24))
+    assert pixel_aspect(XZ, (20, 5, 10)) == (2.0, 1.0)

@@ -429,3 +429,17 @@ def test_match_mags_pairs_layers_by_name_and_mags_by_factor(tmp_path: Path) -> N
     assert (pairs.only_a, pairs.only_b) == (["color/4-4-2"], [])
     flipped = match_mags(WkDataset(tmp_path / "b"), WkDataset(tmp_path / "a"))
     assert (flipped.only_a, flipped.only_b) == ([], ["color/4-4-2"])
+
+
+def test_mags_entries_without_path_are_found_by_folder_name(tmp_path: Path) -> None:
+    written = _build(tmp_path)
+    doc = json.loads((tmp_path / "datasource-properties.json").read_text())
+    for entry in doc["dataLayers"]:
+        for m in entry["mags"]:
+            del m["path"]
+    (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
+    ds = WkDataset(tmp_path)
+    assert ds.problems == []
+    assert [m.rel_path for m in ds.layer("color").mags] == ["./color/1", "./color/2-2-1",
+                                                            "./color/4-4-2"]
+    _check_voxels(ds, written)

@@ -12,6 +12,9 @@ is zoomed in so far that no mag qualifies, the finest mag is read.  A locked mag
 rule.  ``compose`` puts a view's plane together from the chosen mag and, where that is still
 loading, coarser mags scaled up underneath, so a view is never blank while it has any of them.
 
+The physical-space helpers at the end (positions in nm, a scale bar's round length, the drawn
+aspect of anisotropic voxels) feed the same zoom arithmetic.
+
 Pure functions on tuples and numpy arrays: Qt-free, stateless, callable from any thread.
 """
 
@@ -244,6 +247,64 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
     return ComposedPlane(mreq.source, data, status, source, mags, errors)
 
 
+# -- physical space -----------------------------------------------------------------------------
+#: Length units for display, largest first: (name, nanometres).
+_DISPLAY_UNITS = (("m", 1e9), ("mm", 1e6), ("µm", 1e3), ("nm", 1.0))
+
+
+def physical_position(pos: Sequence[float], voxel_size_nm: Sequence[float]
+                      ) -> tuple[float, float, float]:
+    """A mag-1 voxel position in nanometres (the voxel's corner, as webKnossos counts)."""
+    return (float(pos[0]) * float(voxel_size_nm[0]), float(pos[1]) * float(voxel_size_nm[1]),
+            float(pos[2]) * float(voxel_size_nm[2]))
+
+
+def format_length(nm: float, digits: int = 3) -> str:
+    """``nm`` in the largest unit that keeps it at least 1 (``850 nm``, ``1.25 µm``), with
+    ``digits`` significant digits."""
+    magnitude = abs(nm)
+    for name, scale in _DISPLAY_UNITS:
+        if magnitude >= scale or scale == 1.0:
+            return f"{nm / scale:.{digits}g} {name}"
+    raise AssertionError("unreachable")
+
+
+def format_physical(pos: Sequence[float], voxel_size_nm: Sequence[float]) -> str:
+    """``x, y, z`` in one shared unit for the status bar (``1.2, 0.87, 3.4 µm``)."""
+    p = physical_position(pos, voxel_size_nm)
+    largest = max(abs(v) for v in p)
+    for name, scale in _DISPLAY_UNITS:
+        if largest >= scale or scale == 1.0:
+            return ", ".join(f"{v / scale:.4g}" for v in p) + f" {name}"
+    raise AssertionError("unreachable")
+
+
+def scale_bar(nm_per_pixel: float, max_pixels: float) -> tuple[float, float, str]:
+    """The longest round length (1, 2 or 5 times a power of ten nanometres) that fits in
+    ``max_pixels`` at ``nm_per_pixel``: ``(length_nm, length_pixels, label)``."""
+    if not nm_per_pixel > 0 or not max_pixels > 0:
+        raise ValueError("nm_per_pixel and max_pixels must be positive")
+    limit = nm_per_pixel * max_pixels
+    exponent = int(np.floor(np.log10(limit)))
+    best = 0.0
+    for e in (exponent - 1, exponent):
+        for mantissa in (1.0, 2.0, 5.0):
+            length = mantissa * 10.0 ** e
+            if length <= limit * (1 + EPSILON):
+                best = max(best, length)
+    return best, best / nm_per_pixel, format_length(best)
+
+
+def pixel_aspect(axis: int, voxel_size_nm: Sequence[float]) -> tuple[float, float]:
+    """How much larger a voxel is drawn along the view's (u, v) axes than its smallest
+    in-plane side (so anisotropic voxels keep their physical shape): e.g. an XZ view of
+    11.24 x 11.24 x 28 nm voxels draws them (1, 2.49) times as large."""
+    u, v = IN_PLANE[axis]
+    su, sv = float(voxel_size_nm[u]), float(voxel_size_nm[v])
+    base = min(su, sv)
+    return (su / base, sv / base)
+
+
 def _vec(mag: Sequence[int]) -> Vec3:
     if len(mag) != 3:
         raise ValueError(f"a mag has three factors, not {tuple(mag)}")
@@ -253,5 +314,6 @@ def _vec(mag: Sequence[int]) -> Vec3:
     return (x, y, z)
 
 
-__all__ = ["choose_mag", "choose_mag_xyz", "compose", "ComposedPlane", "NO_SOURCE", "placeholder_mags", "placeholder_requests", "to_mag", "upscale",
+__all__ = ["physical_position", "format_length", "format_physical", "scale_bar",
+           "pixel_aspect", "choose_mag", "choose_mag_xyz", "compose", "ComposedPlane", "NO_SOURCE", "placeholder_mags", "placeholder_requests", "to_mag", "upscale",
            "MagPlaneRequest", "in_plane_factors", "voxels_per_pixel", "EPSILON"]
