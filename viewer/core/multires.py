@@ -106,7 +106,7 @@ class MagPlaneRequest:
     voxel whose slab contains the mag-1 slice), ``lo = floor(lo1 / f)`` and ``hi = ceil(hi1 / f)``
     in-plane, so the mag box covers the whole mag-1 box.  ``covered_lo`` / ``covered_hi`` are
     that mag box back in mag-1 coordinates (``lo * f``, ``hi * f``): it may stick out of the
-    requested box by less than one mag voxel on each side."""
+    requested box by less than one mag voxel on each side.  An immutable value: any thread."""
 
     source: PlaneRequest
     mag: Vec3
@@ -186,7 +186,8 @@ class ComposedPlane:
     ``data`` ``(C, U, V)`` and ``status`` ``(U, V)`` as in ``slicing.Plane`` (a placeholder
     pixel carries the placeholder's status); ``source`` ``(U, V)`` uint8: 0 where the chosen mag
     is shown, ``k`` where ``mags[k]`` (a placeholder) is, ``NO_SOURCE`` where nothing is there
-    yet (status PENDING).  ``mags[0]`` is the chosen mag."""
+    yet (status PENDING).  ``mags[0]`` is the chosen mag.  Built by :func:`compose` on any
+    thread (a worker or the GUI thread), then handed over and only read."""
 
     request: PlaneRequest
     data: npt.NDArray[Any]
