@@ -11,20 +11,29 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from viewer.format import DatasetLayoutError, FormatError
 from viewer.format.webknossos import (
+    BoundingBox,
+    DatasetProperties,
+    LayerProperties,
     MagMismatchError,
+    MagProperties,
     MissingMagError,
     NoMagsError,
     PropertiesError,
     UnsupportedLayerError,
+    VoxelSize,
     WkDataset,
     layers_json,
     match_mags,
     problems_json,
     select_mag,
+    summary_lines,
 )
+from viewer.format.webknossos.properties import ELEMENT_CLASSES, parse_properties
 
 import wk4_layout as wk4
 
@@ -443,3 +452,46 @@ def test_mags_entries_without_path_are_found_by_folder_name(tmp_path: Path) -> N
     assert [m.rel_path for m in ds.layer("color").mags] == ["./color/1", "./color/2-2-1",
                                                             "./color/4-4-2"]
     _check_voxels(ds, written)
+
+
+def test_summary_lines_for_info(tmp_path: Path) -> None:
+    _build(tmp_path)
+    shutil.rmtree(tmp_path / "color" / "4-4-2")
+    lines = summary_lines(WkDataset(tmp_path))
+    assert lines[0] == (f"webKnossos dataset {tmp_path}: 2 layer(s), voxel size 11.24, 11.24, 28 "
+                        "nanometer")
+    assert lines[1] == "  color: color uint8, box 4,8,2 size 40x36x14, mags 1 2-2-1"
+    assert lines[2] == ("  segmentation: segmentation uint32, box 4,8,2 size 40x36x14, mags 1 "
+                        "2-2-1 4-4-2, largest segment id 4294967295")
+    assert lines[3].startswith("  problem (MissingMagError): layer 'color' mag 4-4-2: ")
+
+
+@settings(max_examples=40, deadline=None)
+@given(legacy=st.booleans(),
+       factor=st.tuples(*[st.floats(0.1, 100, allow_nan=False)] * 3),
+       element_class=st.sampled_from(sorted(ELEMENT_CLASSES)),
+       mags=st.lists(st.tuples(*[st.sampled_from([1, 2, 4, 8])] * 3), min_size=0, max_size=4,
+                     unique=True),
+       top_left=st.tuples(*[st.integers(-50, 5000)] * 3),
+       size=st.tuples(*[st.integers(0, 5000)] * 3),
+       largest=st.one_of(st.none(), st.integers(0, 2**63)))
+def test_properties_round_trip(legacy: bool, factor: tuple[float, float, float],
+                               element_class: str, mags: list[tuple[int, int, int]],
+                               top_left: tuple[int, int, int], size: tuple[int, int, int],
+                               largest: int | None) -> None:
+    layers = [LayerProperties("seg", "segmentation", "wkw", BoundingBox(top_left, size),
+                              element_class, ELEMENT_CLASSES[element_class][1],
+                              [MagProperties(m, None if legacy else f"./seg/{m[0]}-{m[1]}-{m[2]}")
+                               for m in mags], largest)]
+    props = DatasetProperties(VoxelSize(factor), layers)
+    doc = json.loads(json.dumps(props.to_json(legacy)))
+    back, problems = parse_properties(doc)
+    assert problems == [] and back.legacy_scale == legacy
+    assert back.voxel_size.nanometers == pytest.approx(factor)
+    got = back.layers[0]
+    assert (got.name, got.category, got.element_class, got.num_channels, got.bounding_box,
+            got.largest_segment_id) == ("seg", "segmentation", element_class,
+                                        ELEMENT_CLASSES[element_class][1],
+                                        BoundingBox(top_left, size), largest)
+    assert [m.mag for m in got.mags] == mags
+    assert got.mags_key == ("wkwResolutions" if legacy else "mags")

@@ -15,6 +15,7 @@ from viewer.format.webknossos.dataset import (
     open_dataset,
     problems_json,
     select_mag,
+    summary_lines,
 )
 from viewer.format.webknossos.errors import (
     MagMismatchError,
@@ -45,6 +46,7 @@ __all__ = [
     "is_webknossos_dataset",
     "layers_json",
     "problems_json",
+    "summary_lines",
     "Layer",
     "Mag",
     "mag_name",

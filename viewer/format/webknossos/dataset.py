@@ -276,6 +276,27 @@ def layers_json(dataset: WkDataset) -> list[dict[str, Any]]:
     ]
 
 
+def summary_lines(dataset: WkDataset) -> list[str]:
+    """A human-readable description for ``wkw-viewer info``: the voxel size, one line per
+    layer (category, element class, box, mags) and one per problem."""
+    size = ", ".join(f"{v:g}" for v in dataset.scale.factor)
+    declared = "" if dataset.voxel_size_declared else " (not declared)"
+    lines = [f"webKnossos {dataset.kind} {dataset.path}: {len(dataset.layers)} layer(s), "
+             f"voxel size {size} {dataset.scale.unit}{declared}"]
+    for layer in dataset.layers:
+        box = layer.bounding_box
+        channels = f" x{layer.num_channels}" if layer.num_channels > 1 else ""
+        extra = (f", largest segment id {layer.largest_segment_id}"
+                 if layer.largest_segment_id is not None else "")
+        lines.append(
+            f"  {layer.name}: {layer.category} {layer.element_class}{channels}, box "
+            f"{','.join(map(str, box.top_left))} size {'x'.join(map(str, box.size))}, mags "
+            f"{' '.join(m.name for m in layer.mags)}{extra}")
+    for problem in dataset.problems:
+        lines.append(f"  problem ({type(problem).__name__}): {problem}")
+    return lines
+
+
 def problems_json(dataset: WkDataset) -> list[dict[str, Any]]:
     """``[{kind, layer, mag, path, message}]`` for each problem of the dataset."""
     out = []
@@ -291,5 +312,6 @@ def problems_json(dataset: WkDataset) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["WkDataset", "open_dataset", "select_mag", "match_mags", "MagPairs", "is_webknossos_dataset", "layers_json", "problems_json",
+__all__ = ["WkDataset", "open_dataset", "select_mag", "match_mags", "MagPairs",
+           "is_webknossos_dataset", "layers_json", "problems_json", "summary_lines",
            "WebknossosError"]
