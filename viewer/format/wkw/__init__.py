@@ -1,9 +1,11 @@
 """The webKNOSSOS wrapper (WKW) format: ``Header``, ``File`` (one data file), ``Dataset``
-(a directory of files), Morton order, and writing.  Mirrors the reference binding's API."""
+(a directory of files), Morton order, writing, and ``validate`` (every problem of a file or
+dataset).  Mirrors the reference binding's API."""
 
 from viewer.format.wkw import morton
 from viewer.format.wkw.dataset import Dataset
 from viewer.format.wkw.file import File
+from viewer.format.wkw.validation import FileReport, check_file, iter_reports, validate
 from viewer.format.wkw.header import (
     BLOCK_TYPE_LZ4,
     BLOCK_TYPE_LZ4HC,
@@ -13,6 +15,10 @@ from viewer.format.wkw.header import (
 )
 
 __all__ = [
+    "validate",
+    "check_file",
+    "iter_reports",
+    "FileReport",
     "Dataset",
     "File",
     "Header",

@@ -265,6 +265,16 @@ class File:
                 self.path, block=index, offset=start)
         return None
 
+    def validate(self, decode: bool = True) -> list[FormatError]:
+        """Every problem of this file (empty: valid): the jump table checked for every block,
+        bytes after the last block, and, unless ``decode`` is False, every block decoded to
+        exactly its size.  Unlike a read, does not stop at the first damaged block."""
+        from viewer.format.wkw import validation
+
+        if self.header.is_compressed:
+            return validation.file_problems(self, decode)[1]
+        return validation._raw_problems(self)
+
     def _first_problem(self, indices: npt.NDArray[np.int64], starts: npt.NDArray[np.int64],
                        ends: npt.NDArray[np.int64]) -> FormatError | None:
         bad = np.flatnonzero(self.bad_ranges(starts, ends))
