@@ -22,14 +22,6 @@ from viewer.core.state import ViewerState, parse_position
 WINDOW_SIZE = (1280, 860)
 
 
-def make_source(dataset: object) -> object:
-    """The window's ``PlaneSource`` for a dataset: the one place to switch to the background
-    loader."""
-    from viewer.core.slicing import SyncPlaneSource
-
-    return SyncPlaneSource(dataset)  # type: ignore[arg-type]
-
-
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="wkw-viewer",
@@ -75,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
+    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "wkw-viewer"])
@@ -82,7 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     app.setOrganizationName("wkw-viewer")
     _set_icon(app)
     state = ViewerState()
-    window = QtMainWindow(state, source_factory=make_source)  # type: ignore[arg-type]
+    window = QtMainWindow(state)
+    # Planes come from the background loader (decoded-block cache, worker threads); without
+    # this line the window reads synchronously through viewer.core.slicing.SyncPlaneSource.
+    install_background_loading(window, args.cache_mb << 20 if args.cache_mb else None)
     window.resize(*WINDOW_SIZE)
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
@@ -136,8 +132,14 @@ def _demo_path(window: object, headless: bool) -> str | None:
     return str(found) if found is not None else None
 
 
-def _screenshot(app: object, window: object, filename: str, started: float) -> int:
-    app.processEvents()  # type: ignore[attr-defined]
+def _screenshot(app: object, window: object, filename: str, started: float,
+                timeout_s: float = 60.0) -> int:
+    deadline = time.perf_counter() + timeout_s
+    while True:  # until every plane on screen has arrived from the loader
+        app.processEvents()  # type: ignore[attr-defined]
+        if window.planes_complete() or time.perf_counter() > deadline:  # type: ignore[attr-defined]
+            break
+        time.sleep(0.002)
     window._on_histogram_due()  # type: ignore[attr-defined]  # the histogram timer has not fired yet
     app.processEvents()  # type: ignore[attr-defined]
     image = window.grab()  # type: ignore[attr-defined]

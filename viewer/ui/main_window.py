@@ -148,6 +148,7 @@ class QtMainWindow(QMainWindow):
         self._palette: Palette | None = None
         self._hover: tuple[int, int, int] | None = None
         self._auto_pending = False
+        self._last_centers: dict[int, tuple[float, float]] = {}
         self.setWindowTitle("wkw-viewer")
         self.setAcceptDrops(True)
         self.resize(1280, 860)
@@ -348,10 +349,12 @@ class QtMainWindow(QMainWindow):
         name = Path(path).name or path
         self.setWindowTitle(f"{name} \u2014 wkw-viewer")
         size = " \u00d7 ".join(str(b - a) for a, b in zip(*bounds))
-        chans = f"{h.num_channels} channels" if h.num_channels > 1 else "1 channel"
-        self.info_label.setText(
-            f"{h.dtype.name} \u00b7 {chans} \u00b7 {h.block_type_name} \u00b7 "
-            f"{h.block_len}\u00b3 blocks \u00b7 {h.file_len}\u00b3 blocks/file \u00b7 {size}")
+        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
+        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 {size}")
+        self.info_label.setToolTip(
+            f"{path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
+            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
+            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels")
         self.dataset_opened.emit(path)
 
     def fit_zoom(self, bounds: tuple[st.Vec3, st.Vec3]) -> float:
@@ -446,16 +449,32 @@ class QtMainWindow(QMainWindow):
             if not self.position_field.hasFocus():
                 self.position_field.setText(format_position(self.state.cursor))
             self.cursor_label.setText(f"cursor  {format_position(self.state.cursor)}")
+        serials = {a: v._image_serial for a, v in self.views.items()}
+        centers = dict(self.state.centers)
         if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT}:
             self.refresh_planes()
         if st.CONTRAST in changes:
             self._palette = None
             self._rerender_all()
             self._histogram_timer.start()
-        for view in self.views.values():
-            view.update()
+        if changes == {st.CURSOR}:
+            # A view whose plane and centre stayed only needs its crosshair moved.
+            for axis, view in self.views.items():
+                if view._image_serial == serials[axis] and centers == self._last_centers:
+                    view.update_cursor()
+                else:
+                    view.update()
+        else:
+            for view in self.views.values():
+                view.update()
+        self._last_centers = dict(self.state.centers)
         if self._hover is not None and st.CURSOR in changes:
             self._show_hover(self._hover)
+
+    def planes_complete(self) -> bool:
+        """Every visible view shows its whole plane (nothing still loading)."""
+        return all(self.views[a].plane is None or self.views[a].plane.complete
+                   for a in self._visible_axes())
 
     def _visible_axes(self) -> list[int]:
         layout = self.state.layout

@@ -119,7 +119,9 @@ def render_plane(plane: Plane, palette: Palette) -> ARGB:
         out = palette.rgb_colors(np.stack([to_screen(axis, ch) for ch in plane.data[:3]]))
     else:
         channel = min(c.channel, plane.data.shape[0] - 1)
-        out = palette.colors(to_screen(axis, plane.data[channel]))
+        # Transpose the narrow values, not the 4-byte colours: the gather then writes its
+        # output in C order and no second copy is needed.
+        out = palette.colors(np.ascontiguousarray(to_screen(axis, plane.data[channel])))
     out = np.ascontiguousarray(out, dtype=np.uint32)
     status = plane.status
     if status.any():

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QWheelEvent
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import (QColor, QFont, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap,
+                           QRegion, QWheelEvent)
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from viewer.core.slicing import IN_PLANE, VIEW_NAMES, Plane, PlaneRequest
@@ -65,6 +66,10 @@ class QtSliceView(QWidget):
         self._last_drag: QPointF | None = None
         self.message = ""  # shown when there is no data at all (no dataset, an error)
         self.paint_count = 0
+        self._image_serial = 0
+        self._painted_cross: tuple[float, float] | None = None
+        self._backdrop_key: tuple[object, ...] | None = None
+        self._backdrop_pixmap: QPixmap | None = None
 
     # -- geometry ----------------------------------------------------------------------------
     def to_dataset(self, x: float, y: float) -> tuple[float, float]:
@@ -119,6 +124,7 @@ class QtSliceView(QWidget):
         self.plane = plane
         self.request = plane.request if plane is not None else None
         self._pixels = pixels
+        self._image_serial += 1
         if plane is None or pixels is None:
             self._image = None
         else:
@@ -154,8 +160,29 @@ class QtSliceView(QWidget):
     def paintEvent(self, event: QPaintEvent) -> None:
         self.paint_count += 1
         painter = QPainter(self)
+        painter.drawPixmap(0, 0, self._backdrop())
+        self._paint_crosshair(painter)
+        self._paint_labels(painter)
+        if self.message:
+            painter.setPen(QColor(230, 230, 230))
+            painter.drawText(self.rect().adjusted(12, 12, -12, -12),
+                             Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.message)
+        focused = self.state.focused == self.axis and self.state.layout is None
+        painter.setPen(QPen(VIEW_COLORS[self.axis] if focused else QColor(60, 62, 68), 2))
+        painter.drawRect(1, 1, self.width() - 2, self.height() - 2)
+        painter.end()
+
+    def _backdrop(self) -> QPixmap:
+        """The scaled plane on its background, drawn once per plane, zoom, centre or size
+        change; a cursor move that keeps the plane repaints with one unscaled copy of it."""
+        key = (self._image_serial, self.state.zoom, self.state.centers.get(self.axis),
+               self.width(), self.height(), self.state.bounds)
+        if self._backdrop_key == key and self._backdrop_pixmap is not None:
+            return self._backdrop_pixmap
         w, h = self.width(), self.height()
-        painter.fillRect(0, 0, w, h, BACKGROUND)
+        pixmap = QPixmap(w, h)
+        pixmap.fill(BACKGROUND)
+        painter = QPainter(pixmap)
         z = self.state.zoom
         if self._image is not None:
             h0, v0 = self._image_origin
@@ -169,23 +196,38 @@ class QtSliceView(QWidget):
         bx1, by1 = self.to_widget(hi_b[self.h_axis], hi_b[self.v_axis])
         painter.setPen(QPen(QColor(90, 92, 100), 1))
         painter.drawRect(QRectF(bx0, by0, bx1 - bx0, by1 - by0))
-        self._paint_crosshair(painter)
-        self._paint_labels(painter)
-        if self.message:
-            painter.setPen(QColor(230, 230, 230))
-            painter.drawText(self.rect().adjusted(12, 12, -12, -12),
-                             Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.message)
-        focused = self.state.focused == self.axis and self.state.layout is None
-        painter.setPen(QPen(VIEW_COLORS[self.axis] if focused else QColor(60, 62, 68), 2))
-        painter.drawRect(1, 1, w - 2, h - 2)
         painter.end()
+        self._backdrop_key, self._backdrop_pixmap = key, pixmap
+        return pixmap
+
+    def _cross_point(self) -> tuple[float, float]:
+        cursor = self.state.cursor
+        return self.to_widget(cursor[self.h_axis] + 0.5, cursor[self.v_axis] + 0.5)
+
+    def update_cursor(self) -> None:
+        """Repaint only what a cursor move changes in a view whose plane stayed: the old and
+        the new crosshair (a full repaint of an 800 x 800 view costs ~10x more)."""
+        if self._painted_cross is None:
+            self.update()
+            return
+        new = self._cross_point()
+        if new == self._painted_cross:
+            return
+        w, h = self.width(), self.height()
+        box = int(self.state.zoom) + 6
+        region = QRegion()
+        for cx, cy in (self._painted_cross, new):
+            region += QRect(int(cx) - 2, 0, 5, h)
+            region += QRect(0, int(cy) - 2, w, 5)
+            region += QRect(int(cx) - box, int(cy) - box, 2 * box, 2 * box)
+        self.update(region)
 
     def _paint_crosshair(self, painter: QPainter) -> None:
         """Two lines through the cursor voxel's centre, with a gap so the voxel stays visible;
         each line wears the colour of the view whose plane it is."""
-        cursor = self.state.cursor
         z = self.state.zoom
-        cx, cy = self.to_widget(cursor[self.h_axis] + 0.5, cursor[self.v_axis] + 0.5)
+        cx, cy = self._cross_point()
+        self._painted_cross = (cx, cy)
         gap = max(8.0, z * 1.5 + 3)
         w, h = self.width(), self.height()
         pen = QPen(VIEW_COLORS[self.h_axis], 1)
@@ -217,9 +259,10 @@ class QtSliceView(QWidget):
         z = self.state.zoom
         zoom_text = f"{z:.3g}x" if z >= 1 else f"1/{1 / z:.3g}x"
         axes_text = f"{AXIS_NAMES[self.h_axis]} \u2192   {AXIS_NAMES[self.v_axis]} \u2193   {zoom_text}"
-        rect = QRectF(0, self.height() - 26, self.width() - 10, 20)
-        painter.drawText(rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-                         axes_text)
+        width = painter.fontMetrics().horizontalAdvance(axes_text) + 14
+        rect = QRectF(self.width() - width - 6, self.height() - 28, width, 22)
+        painter.fillRect(rect, QColor(0, 0, 0, 150))
+        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, axes_text)
 
     # -- mouse -------------------------------------------------------------------------------
     def mousePressEvent(self, event: QMouseEvent) -> None:

@@ -1,0 +1,146 @@
+"""Interaction benchmark: cursor move -> all three views repainted; start-up to first paint.
+
+``cursor_to_repaint_*``: a 512^3 EM-like LZ4HC dataset (``benchmarks/.cache/em512_lz4hc_f16``)
+in the real window (offscreen), views about 800 x 800 pixels showing the whole 512 x 512 plane.
+The data is already decoded: the window reads through the background loader (the program's own
+``PlaneSource``) with a 1 GiB budget, and every plane of the move sequence is visited once and
+waited for before timing.  A move is one voxel along x, y or z in turn (as when browsing with
+the keys), so each move changes one view's plane and moves the crosshair in all three; the time
+is from ``state.set_cursor`` to the end of ``processEvents`` with every view painted once more.
+
+``startup_to_first_paint_s``: wall time of ``python -m viewer DEMO --screenshot FILE`` on the
+already generated demo dataset (process start to exit, so it includes writing the PNG and
+tearing down; median of 5).
+
+    python -m benchmarks.interaction [--json] [--moves N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("WKW_VIEWER_NO_SETTINGS", "1")
+
+from benchmarks.datasets import CACHE, em_dataset  # noqa: E402
+
+SIDE = 512
+WINDOW = (1890, 1720)
+
+
+def cursor_to_repaint(moves: int) -> dict[str, float]:
+    from PySide6.QtWidgets import QApplication
+
+    from viewer.ui.main_window import QtMainWindow
+
+    root = em_dataset("em512_lz4hc_f16", (SIDE, SIDE, SIDE), file_len=16)
+    app = QApplication.instance() or QApplication([])
+    window = QtMainWindow()
+    kind = "sync"
+    try:
+        from viewer.ui.loading import install_background_loading
+    except ImportError:  # no background loader: the synchronous reader
+        pass
+    else:
+        install_background_loading(window, 1 << 30)
+        kind = "background loader"
+    window.resize(*WINDOW)
+    window.show()
+    app.processEvents()
+    window.open_path(root)
+    state = window.state
+    start = state.cursor
+    path = []
+    pos = list(start)
+    for i in range(moves):
+        pos[i % 3] += 1 if (i // 90) % 2 == 0 else -1
+        path.append(tuple(pos))
+
+    def settle() -> None:
+        loader = window.source
+        for _ in range(2000):
+            app.processEvents()
+            if hasattr(loader, "wait_idle"):
+                loader.wait_idle(0.05)
+            if all(v.plane is None or v.plane.complete for v in window.views.values()):
+                app.processEvents()
+                if all(v.plane is None or v.plane.complete for v in window.views.values()):
+                    return
+        raise RuntimeError("planes never completed")
+
+    for p in path:  # warm: decode every block the moves will show
+        state.set_cursor(p)
+        settle()
+    state.set_cursor(start)
+    settle()
+    times = []
+    incomplete = 0
+    for p in path:
+        before = [v.paint_count for v in window.views.values()]
+        t0 = time.perf_counter()
+        state.set_cursor(p)
+        app.processEvents()
+        times.append((time.perf_counter() - t0) * 1000)
+        after = [v.paint_count for v in window.views.values()]
+        if any(a <= b for a, b in zip(after, before)):
+            raise RuntimeError("a view was not repainted")
+        incomplete += sum(1 for v in window.views.values() if not v.plane.complete)
+    sizes = [f"{v.width()}x{v.height()}" for v in window.views.values()]
+    window.close()
+    times.sort()
+    return {
+        "cursor_to_repaint_median_ms": round(statistics.median(times), 3),
+        "cursor_to_repaint_p95_ms": round(times[int(len(times) * 0.95) - 1], 3),
+        "_source": kind, "_view_sizes": sizes, "_moves": len(times),
+        "_planes_shown_incomplete": incomplete,
+    }
+
+
+def startup(runs: int = 5) -> float:
+    env = dict(os.environ, WKW_VIEWER_CACHE=str(CACHE), QT_QPA_PLATFORM="offscreen",
+               WKW_VIEWER_NO_SETTINGS="1")
+    from viewer.core import demo
+
+    os.environ["WKW_VIEWER_CACHE"] = str(CACHE)
+    path = demo.ensure_demo(lambda d, t: print(f"\rdemo {d}/{t}", end="", file=sys.stderr))
+    walls = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(runs):
+            png = Path(tmp) / f"shot{n}.png"
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "viewer", str(path), "--screenshot", str(png)],
+                           env=env, check=True, capture_output=True)
+            walls.append(time.perf_counter() - t0)
+    return round(statistics.median(walls), 3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--moves", type=int, default=360)
+    args = parser.parse_args(argv)
+    figures = cursor_to_repaint(args.moves)
+    figures["startup_to_first_paint_s"] = startup()
+    if args.json:
+        print(json.dumps({k: v for k, v in figures.items() if not k.startswith("_")}))
+        return 0
+    targets = {"cursor_to_repaint_median_ms": "<= 8", "cursor_to_repaint_p95_ms": "",
+               "startup_to_first_paint_s": "<= 1.0"}
+    print(f"{'figure':32} {'value':>10}  target")
+    for key, target in targets.items():
+        print(f"{key:32} {figures[key]:>10}  {target}")
+    print(f"(source: {figures['_source']}, views {', '.join(figures['_view_sizes'])}, "
+          f"{figures['_moves']} moves)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
