@@ -149,7 +149,9 @@ def test_file_stats_from_jump_table(known_dataset: Path) -> None:
     assert stats.histogram is not None and int(stats.histogram.sum()) == FILE_LEN ** 3
 
 
-def test_file_scan_streams_every_file_and_can_be_cancelled(known_dataset: Path) -> None:
+@pytest.mark.parametrize("use_process", [True, False], ids=["child process", "thread"])
+def test_file_scan_streams_every_file_and_can_be_cancelled(known_dataset: Path,
+                                                           use_process: bool) -> None:
     ds = wkw.Dataset.open(str(known_dataset))
     batches: list[inspect.ScanBatch] = []
     done = threading.Event()
@@ -159,15 +161,20 @@ def test_file_scan_streams_every_file_and_can_be_cancelled(known_dataset: Path) 
         if batch.finished:
             done.set()
 
-    scan = inspect.FileScan(ds, on_batch, batch_rows=1)
+    scan = inspect.FileScan(ds, on_batch, batch_rows=1, use_process=use_process)
     scan.start()
-    assert done.wait(30)
+    assert done.wait(60)
     rows = [r for b in batches for r in b.rows]
     assert sorted(r.position for r in rows) == [(0, 0, 0), (1, 0, 0)]  # type: ignore[type-var]
     assert batches[-1].done == batches[-1].total == 2
+    expected = inspect.scan_all(ds)
+    by_path = {r.path: r for r in rows}
+    for e in expected:
+        assert (by_path[e.path].size_min, by_path[e.path].size_max, by_path[e.path].ratio) == (
+            e.size_min, e.size_max, e.ratio)
 
     cancelled: list[inspect.ScanBatch] = []
-    scan = inspect.FileScan(ds, cancelled.append)
+    scan = inspect.FileScan(ds, cancelled.append, use_process=use_process)
     scan.cancel()
     scan.start()
     assert scan.wait(30)

@@ -22,7 +22,10 @@ which of its methods.
 from __future__ import annotations
 
 import os
+import pickle
 import struct
+import subprocess
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -440,29 +443,46 @@ class ScanBatch:
 
 
 class FileScan:
-    """Scans every file of a dataset on one worker thread and hands ``ScanBatch`` es to a
+    """Scans every file of a dataset in the background and hands ``ScanBatch`` es to a
     callback, at most every ``batch_seconds`` (so a GUI appends rows in a few large batches).
 
+    By default the work runs in a child process (``python -m viewer.core.inspect --scan``) that
+    streams pickled batches through a pipe, read by a thread here: thousands of small numpy
+    calls per second would otherwise hold this process's GIL and make every Python callback of
+    the GUI thread wait for it.  ``use_process=False`` (or a frozen program, or a child that
+    fails to start) scans on a thread of this process instead.
+
     Threads: construct, ``start``, ``cancel`` and ``wait`` from any one controlling thread (the
-    GUI thread); ``on_batch`` is called on the worker thread and must only hand the batch over
-    (the ui layer hops to the GUI thread with a queued signal).
+    GUI thread); ``on_batch`` is called on the reader/worker thread and must only hand the
+    batch over (the ui layer hops to the GUI thread with a queued signal).
     """
 
     def __init__(self, dataset: wkw.Dataset, on_batch: Callable[[ScanBatch], None],
-                 batch_seconds: float = 0.05, batch_rows: int = 500) -> None:
+                 batch_seconds: float = 0.05, batch_rows: int = 500,
+                 use_process: bool | None = None) -> None:
         self.dataset = dataset
         self._on_batch = on_batch
         self._batch_seconds = batch_seconds
         self._batch_rows = batch_rows
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        if use_process is None:
+            use_process = not getattr(sys, "frozen", False)
+        self.use_process = use_process
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="inspector-scan", daemon=True)
+        target = self._run_process if self.use_process else self._run_thread
+        self._thread = threading.Thread(target=target, name="inspector-scan", daemon=True)
         self._thread.start()
 
     def cancel(self) -> None:
         self._cancel.set()
+        with self._lock:
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
     @property
     def cancelled(self) -> bool:
@@ -475,33 +495,109 @@ class FileScan:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def _run(self) -> None:
-        import time
-
-        ds = self.dataset
-        paths: list[str] = []
-        for path in ds.list_files():
-            if self._cancel.is_set():
-                return
-            paths.append(path)
-        total = len(paths)
-        rows: list[FileStats] = []
-        last = time.perf_counter()
-        for done, path in enumerate(paths, 1):
-            if self._cancel.is_set():
-                return
-            try:
-                position: Vec3 | None = ds.file_position(path)
-            except FormatError:
-                position = None
-            rows.append(file_stats(path, position, ds.header))
-            now = time.perf_counter()
-            if len(rows) >= self._batch_rows or now - last >= self._batch_seconds:
-                self._on_batch(ScanBatch(tuple(rows), done, total))
-                rows = []
-                last = now
+    def _emit(self, batch: ScanBatch) -> None:
         if not self._cancel.is_set():
-            self._on_batch(ScanBatch(tuple(rows), total, total, finished=True))
+            self._on_batch(batch)
+
+    def _run_thread(self) -> None:
+        for batch in scan_batches(self.dataset, self._cancel, self._batch_seconds,
+                                  self._batch_rows):
+            self._emit(batch)
+
+    def _run_process(self) -> None:
+        ds = self.dataset
+        cmd = [sys.executable, "-m", "viewer.core.inspect", "--scan",
+               ds.single_file or ds.root, str(self._batch_seconds), str(self._batch_rows)]
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        except OSError:
+            self._run_thread()
+            return
+        with self._lock:
+            self._proc = proc
+        if self._cancel.is_set():
+            proc.kill()
+        got_any = False
+        finished = False
+        assert proc.stdout is not None
+        try:
+            while True:
+                head = proc.stdout.read(8)
+                if len(head) < 8:
+                    break
+                (size,) = struct.unpack("<Q", head)
+                payload = proc.stdout.read(size)
+                if len(payload) < size:
+                    break
+                try:
+                    batch = pickle.loads(payload)
+                except Exception:  # a child of another version: scan here instead
+                    proc.kill()
+                    break
+                got_any = True
+                finished = batch.finished
+                self._emit(batch)
+        finally:
+            proc.stdout.close()
+            proc.wait()
+        if not finished and not got_any and not self._cancel.is_set():
+            self._run_thread()  # the child could not run: scan here instead
+        elif not finished and not self._cancel.is_set():
+            self._emit(ScanBatch((), 0, None, finished=True))
+
+
+def scan_batches(dataset: wkw.Dataset, cancel: threading.Event | None = None,
+                 batch_seconds: float = 0.05, batch_rows: int = 500) -> Iterator[ScanBatch]:
+    """Every file's stats in batches (the last one ``finished``); stops when ``cancel`` is
+    set.  Any thread."""
+    import time
+
+    paths: list[str] = []
+    for path in dataset.list_files():
+        if cancel is not None and cancel.is_set():
+            return
+        paths.append(path)
+    total = len(paths)
+    rows: list[FileStats] = []
+    last = time.perf_counter()
+    for done, path in enumerate(paths, 1):
+        if cancel is not None and cancel.is_set():
+            return
+        try:
+            position: Vec3 | None = dataset.file_position(path)
+        except FormatError:
+            position = None
+        rows.append(file_stats(path, position, dataset.header))
+        now = time.perf_counter()
+        if len(rows) >= batch_rows or now - last >= batch_seconds:
+            yield ScanBatch(tuple(rows), done, total)
+            rows = []
+            last = now
+    yield ScanBatch(tuple(rows), total, total, finished=True)
+
+
+def _scan_main(argv: Sequence[str]) -> int:
+    """The child process of ``FileScan``: scan a dataset, write length-prefixed pickled
+    ``ScanBatch`` es to stdout."""
+    root, batch_seconds, batch_rows = argv[0], float(argv[1]), int(argv[2])
+    out = sys.stdout.buffer
+    try:
+        dataset = wkw.Dataset.open(root)
+    except FormatError as exc:
+        row = FileStats(root, None, "?", 0, 0, 0, float("nan"), 0, float("nan"), (exc,))
+        batches: Iterable[ScanBatch] = [ScanBatch((row,), 1, 1, finished=True)]
+    else:
+        batches = scan_batches(dataset, None, batch_seconds, batch_rows)
+    try:
+        for batch in batches:
+            payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(struct.pack("<Q", len(payload)))
+            out.write(payload)
+            out.flush()
+    except BrokenPipeError:
+        return 1
+    return 0
 
 
 def scan_all(dataset: wkw.Dataset) -> list[FileStats]:
@@ -628,6 +724,17 @@ __all__ = [
     "HeaderField", "HeaderReport", "header_report", "DIFFERENCE_FIELDS",
     "BlockTable", "block_table", "open_table", "validate_file", "scan_block_contents",
     "plane_blocks", "read_runs", "FileStats", "file_stats", "stats_of_table", "histogram_edges",
-    "ScanBatch", "FileScan", "scan_all", "CompressionPlane", "TableCache", "compression_plane",
+    "ScanBatch", "FileScan", "scan_batches", "scan_all", "CompressionPlane", "TableCache", "compression_plane",
     "SIZE", "RATIO", "block_at", "block_center",
 ]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--scan":
+        # Run the module under its real name, so that pickled classes name viewer.core.inspect.
+        from viewer.core import inspect as _inspect
+
+        sys.exit(_inspect._scan_main(sys.argv[2:]))
+    print("usage: python -m viewer.core.inspect --scan PATH BATCH_SECONDS BATCH_ROWS",
+          file=sys.stderr)
+    sys.exit(2)

@@ -21,8 +21,14 @@ from viewer.core import inspect
 Index = QModelIndex | QPersistentModelIndex
 
 #: Role that returns the raw (sortable) value of a cell.
-SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = int(Qt.ItemDataRole.UserRole) + 1
 PROBLEM_BRUSH = QBrush(QColor(255, 200, 200))
+# Plain ints: data() runs once per visible cell and role, comparing enums there is costly.
+DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
+ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 class QtJumpTableModel(QAbstractTableModel):
@@ -88,12 +94,12 @@ class QtJumpTableModel(QAbstractTableModel):
             return float(t.ratio[block])
         return int(t.flags[block])
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or self.table is None:
+    def data(self, index: Index, role: int = DISPLAY) -> Any:
+        if self.table is None or role not in (DISPLAY, SORT_ROLE, BACKGROUND, ALIGNMENT):
             return None
         block = int(self._order[index.row()])
         col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == DISPLAY:
             value = self._value(block, col)
             name = self.COLUMNS[col]
             if name == "ratio":
@@ -105,11 +111,10 @@ class QtJumpTableModel(QAbstractTableModel):
             return str(value)
         if role == SORT_ROLE:
             return self._value(block, col)
-        if role == Qt.ItemDataRole.BackgroundRole:
-            if int(self.table.flags[block]) & inspect.PROBLEM_FLAGS:
-                return PROBLEM_BRUSH
-        if role == Qt.ItemDataRole.TextAlignmentRole and col < len(self.COLUMNS) - 1:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == BACKGROUND:
+            return PROBLEM_BRUSH if int(self.table.flags[block]) & inspect.PROBLEM_FLAGS else None
+        if role == ALIGNMENT and col < len(self.COLUMNS) - 1:
+            return RIGHT
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -146,13 +151,28 @@ class QtFilesModel(QAbstractTableModel):
         super().__init__(parent)
         self.root = root
         self.rows: list[inspect.FileStats] = []
+        self._display: list[tuple[str, ...]] = []
         self._sort: tuple[int, Qt.SortOrder] | None = None
 
     def clear(self, root: str = "") -> None:
         self.beginResetModel()
         self.root = root
         self.rows = []
+        self._display = []
         self.endResetModel()
+
+    def _format(self, row: inspect.FileStats) -> tuple[str, ...]:
+        out = []
+        for col in range(len(self.COLUMNS)):
+            value = self._value(row, col)
+            if isinstance(value, float):
+                out.append("-" if math.isnan(value) else (
+                    f"{value:.2f}" if self.COLUMNS[col] == "ratio" else f"{value:,.0f}"))
+            elif isinstance(value, int):
+                out.append(f"{value:,}")
+            else:
+                out.append(str(value))
+        return tuple(out)
 
     def append(self, rows: tuple[inspect.FileStats, ...] | list[inspect.FileStats]) -> None:
         """Append a batch of rows (one insert notification); a sorted table is re-sorted."""
@@ -165,8 +185,10 @@ class QtFilesModel(QAbstractTableModel):
             self.endResetModel()
             return
         first = len(self.rows)
+        display = [self._format(r) for r in rows]
         self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
         self.rows.extend(rows)
+        self._display.extend(display)
         self.endInsertRows()
 
     def row_of_path(self, path: str) -> int | None:
@@ -176,11 +198,9 @@ class QtFilesModel(QAbstractTableModel):
         return None
 
     def _display_path(self, path: str) -> str:
-        if self.root:
-            try:
-                return os.path.relpath(path, self.root)
-            except ValueError:
-                pass
+        root = self.root.rstrip(os.sep)
+        if root and path.startswith(root + os.sep):
+            return path[len(root) + 1:]
         return path
 
     def _value(self, row: inspect.FileStats, col: int) -> Any:
@@ -200,25 +220,18 @@ class QtFilesModel(QAbstractTableModel):
             return self.COLUMNS[section]
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        row = self.rows[index.row()]
-        col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            value = self._value(row, col)
-            if isinstance(value, float):
-                return "-" if math.isnan(value) else (
-                    f"{value:.2f}" if self.COLUMNS[col] == "ratio" else f"{value:,.0f}")
-            if isinstance(value, int):
-                return f"{value:,}"
-            return value
-        if role == Qt.ItemDataRole.ToolTipRole and row.problems:
-            return "\n".join(str(p) for p in row.problems[:10])
+    def data(self, index: Index, role: int = DISPLAY) -> Any:
+        if role == DISPLAY:
+            return self._display[index.row()][index.column()]
+        if role == BACKGROUND:
+            return PROBLEM_BRUSH if self.rows[index.row()].problems else None
+        if role == ALIGNMENT:
+            return RIGHT if index.column() > 1 else None
         if role == SORT_ROLE:
-            return self._value(row, col)
-        if role == Qt.ItemDataRole.BackgroundRole and row.problems:
-            return PROBLEM_BRUSH
+            return self._value(self.rows[index.row()], index.column())
+        if role == TOOLTIP:
+            row = self.rows[index.row()]
+            return "\n".join(str(p) for p in row.problems[:10]) if row.problems else None
         return None
 
     def _sort_rows(self, column: int, order: Qt.SortOrder) -> None:
@@ -227,6 +240,7 @@ class QtFilesModel(QAbstractTableModel):
             return (1, 0) if isinstance(v, float) and math.isnan(v) else (0, v)
 
         self.rows.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
+        self._display = [self._format(r) for r in self.rows]
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         if column < 0:

@@ -64,6 +64,8 @@ Vec3 = tuple[int, int, int]
 AXIS_NAMES = {2: "XY", 1: "XZ", 0: "YZ"}
 AXIS_COLOURS = {2: (230, 60, 60), 1: (60, 200, 60), 0: (80, 120, 255)}
 DIFF_BRUSH = QBrush(QColor(255, 215, 120))
+#: Rows of the file table arrive at most this often (each arrival repaints the table).
+SCAN_BATCH_SECONDS = 0.25
 #: Items listed at most when a histogram bar is clicked.
 MAX_LISTED = 2000
 
@@ -329,8 +331,9 @@ class QtInspectorPanel(QWidget):
         self.progress.setRange(0, 0)
         self.progress.show()
         token = self._next("scan")
-        self._scan = inspect.FileScan(dataset, lambda batch: self._bridge.deliver("scan", token,
-                                                                                  batch))
+        self._scan = inspect.FileScan(
+            dataset, lambda batch: self._bridge.deliver("scan", token, batch),
+            batch_seconds=SCAN_BATCH_SECONDS)
         self._scan.start()
         self.show_cursor((0, 0, 0))
 
