@@ -495,3 +495,61 @@ def test_properties_round_trip(legacy: bool, factor: tuple[float, float, float],
                                         BoundingBox(top_left, size), largest)
     assert [m.mag for m in got.mags] == mags
     assert got.mags_key == ("wkwResolutions" if legacy else "mags")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+_KEYS = ["scale", "dataLayers", "name", "category", "dataFormat", "elementClass", "numChannels",
+         "boundingBox", "largestSegmentId", "mags", "wkwResolutions"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(where=st.sampled_from(_KEYS), value=_JSON, in_mag=st.booleans())
+def test_any_value_anywhere_is_reported_never_a_crash(where: str, value: object,
+                                                     in_mag: bool) -> None:
+    """Whatever a key holds, parsing raises PropertiesError or reports one, never another
+    exception (a viewer for QA must survive any properties file)."""
+    layer = wk4.layer("color", "color", "uint8", wk4.bbox((0, 0, 0), (8, 8, 8)),
+                      wk4.mags_entry("color", [(1, 1, 1), (2, 2, 1)]), numChannels=1)
+    doc: dict[str, object] = {"scale": [1, 1, 1], "dataLayers": [layer]}
+    if where in ("scale", "dataLayers"):
+        doc[where] = value
+    elif in_mag and where == "mags":
+        layer["mags"][0]["mag"] = value
+    elif in_mag:
+        layer["mags"][1]["path"] = value
+    else:
+        layer[where] = value
+    try:
+        props, problems = parse_properties(doc)
+    except PropertiesError:
+        return
+    assert all(isinstance(p, PropertiesError) for p in problems)
+
+
+@settings(max_examples=60, deadline=None)
+@given(path=st.one_of(st.text(max_size=12), st.sampled_from(
+    ["", ".", "./", "/", "./color", "file://", "file:///nonexistent", "./color/1\x00x",
+     "../..", "http://x/y", "./datasource-properties.json"])),
+       mag=st.sampled_from([[1, 1, 1], [2, 2, 1], 1, "2-2-1", [1.0, 1.0, 1.0]]))
+def test_any_mag_path_opens_or_is_reported(path: str, mag: object) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        wk4.write_mag(root / "color" / "1", np.zeros((4, 4, 4), np.uint8))
+        wk4.write_properties(root, [wk4.layer("color", "color", "uint8",
+                                              wk4.bbox((0, 0, 0), (4, 4, 4)),
+                                              [{"mag": mag, "path": path}])])
+        ds = WkDataset(root)
+        assert all(isinstance(p, FormatError) for p in ds.problems)
+        assert len(ds.layers) + len(ds.problems) >= 1
+        for layer in ds.layers:
+            for m in layer.mags:
+                problem = m.check()
+                assert problem is None or isinstance(problem, FormatError)

@@ -296,7 +296,7 @@ def parse_layer(entry: Any, path: str | None = None, index: int = 0) -> LayerPro
         return PropertiesError(message, path, layer=name)
 
     category = entry.get("category")
-    if category not in CATEGORIES:
+    if not isinstance(category, str) or category not in CATEGORIES:
         raise bad(f"category must be 'color' or 'segmentation', not {category!r}")
     data_format = entry.get("dataFormat", "wkw")
     if not isinstance(data_format, str):
@@ -304,7 +304,7 @@ def parse_layer(entry: Any, path: str | None = None, index: int = 0) -> LayerPro
     element_class = entry.get("elementClass")
     if isinstance(element_class, str):
         element_class = _ELEMENT_CLASS_ALIASES.get(element_class, element_class)
-    if element_class not in ELEMENT_CLASSES:
+    if not isinstance(element_class, str) or element_class not in ELEMENT_CLASSES:
         raise bad(f"unknown elementClass {element_class!r} "
                   f"(known: {', '.join(ELEMENT_CLASSES)})")
     implied = ELEMENT_CLASSES[element_class][1]
