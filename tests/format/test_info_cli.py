@@ -1,0 +1,191 @@
+"""``wkw-viewer info``: text and JSON output, exit codes, streaming progress, on real files."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from viewer.cli import info as info_cli
+from viewer.cli import main
+from viewer.format import wkw
+
+HEADER_KEYS = {"version", "block_len", "file_len", "block_type", "voxel_type", "num_channels",
+               "voxel_size"}
+FILE_KEYS = {"path", "block_type", "file_size", "block_sizes", "problems"}
+
+
+def _dataset(root: Path, block_type: int = 3, files: int = 2) -> wkw.Dataset:
+    header = wkw.Header(np.uint16, num_channels=3, block_len=8, file_len=2,
+                        block_type=block_type)
+    ds = wkw.Dataset.create(root, header)
+    rng = np.random.default_rng(1)
+    ds.write((0, 0, 0), rng.integers(0, 9, size=(3, 16 * files, 16, 16), dtype=np.uint16))
+    return ds
+
+
+def _run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main(["info", *args, "--json"])
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # exactly one JSON document
+    return code, json.loads(out)
+
+
+def test_info_json_valid_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    code, doc = _run_json(capsys, str(tmp_path))
+    assert code == 0
+    assert doc["kind"] == "dataset" and doc["valid"] is True and doc["problems"] == []
+    assert HEADER_KEYS <= set(doc["header"])
+    h = doc["header"]
+    assert (h["version"], h["block_len"], h["file_len"], h["block_type"]) == (1, 8, 2, 3)
+    assert (h["voxel_type"], h["num_channels"], h["voxel_size"]) == ("uint16", 3, 6)
+    assert len(doc["files"]) == 2
+    for f in doc["files"]:
+        assert FILE_KEYS <= set(f)
+        assert f["block_type"] == 3 and f["problems"] == []
+        assert f["file_size"] == os.path.getsize(f["path"])
+        with wkw.File.open(f["path"]) as wf:
+            sizes = wf.block_sizes()
+        assert f["block_sizes"] == {"min": int(sizes.min()), "median": float(np.median(sizes)),
+                                    "max": int(sizes.max()), "total": int(sizes.sum())}
+        assert f["ratio"] == pytest.approx(8 * 3072 / sizes.sum(), rel=1e-3)
+
+
+def test_info_json_single_raw_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = _dataset(tmp_path, block_type=1, files=1)
+    path = ds.file_path(0, 0, 0)
+    ds.close()
+    code, doc = _run_json(capsys, path)
+    assert code == 0 and doc["kind"] == "file"
+    assert doc["header"]["block_type"] == 1 and doc["header"]["data_offset"] == 16
+    [f] = doc["files"]
+    assert f["block_sizes"] == {"min": 3072, "median": 3072.0, "max": 3072, "total": 8 * 3072}
+    assert f["ratio"] == 1.0
+
+
+def test_info_reports_problems_with_exit_1(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    bad = tmp_path / "z0" / "y0" / "x1.wkw"
+    with open(bad, "r+b") as fh:  # garbage over the middle of the blocks
+        fh.seek(16 + 8 * 8 + 200)
+        fh.write(b"\xff" * 3000)
+    code, doc = _run_json(capsys, str(tmp_path))
+    assert code == 1 and doc["valid"] is False
+    by_path = {f["path"]: f for f in doc["files"]}
+    assert by_path[str(tmp_path / "z0" / "y0" / "x0.wkw")]["problems"] == []
+    problems = by_path[str(bad)]["problems"]
+    assert problems and all(p["type"] == "BlockDecodeError" for p in problems)
+    assert all(p["path"] == str(bad) and p["block"] is not None and p["offset"] is not None
+               for p in problems)
+    assert len(doc["problems"]) == len(problems)
+    # Text output lists them under the file.
+    assert main(["info", str(tmp_path)]) == 1
+    text = capsys.readouterr().out
+    assert "BlockDecodeError" in text and "x1.wkw" in text
+
+
+def test_info_damaged_header_is_a_problem_not_a_crash(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    path = tmp_path / "z0" / "y0" / "x0.wkw"
+    with open(path, "r+b") as fh:
+        fh.write(b"PNG")
+    code, doc = _run_json(capsys, str(path))
+    assert code == 1 and doc["header"] is None
+    assert doc["files"][0]["problems"][0]["type"] == "HeaderError"
+    assert doc["files"][0]["problems"][0]["offset"] == 0
+
+
+def test_info_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    assert main(["info", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "WKW dataset" in text
+    assert "block_len 8 voxels, file_len 2 blocks" in text
+    assert "block type 3 (LZ4HC)" in text and "voxel type uint16" in text
+    assert "z0/y0/x0.wkw" in text and "z0/y0/x1.wkw" in text
+    assert "2 data files" in text and "0 problems" in text
+
+
+@pytest.mark.parametrize("what", ["missing", "not_a_dataset"])
+def test_info_cannot_open_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  what: str) -> None:
+    path = tmp_path / "nothing" if what == "missing" else tmp_path
+    assert main(["info", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert str(path) in captured.err
+
+
+def test_info_quick_skips_decoding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    bad = tmp_path / "z0" / "y0" / "x0.wkw"
+    with open(bad, "r+b") as fh:
+        fh.seek(16 + 8 * 8 + 10)
+        fh.write(b"\xff" * 500)
+    assert main(["info", str(tmp_path), "--quick", "--json"]) == 0  # the table is sound
+    capsys.readouterr()
+    assert main(["info", str(tmp_path), "--json"]) == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_info_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path, files=3).close()
+    monkeypatch.setattr(info_cli, "PROGRESS_EVERY", 0.0)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["info", str(tmp_path), "--json"]) == 0
+    assert "checked 3 files" in terminal.getvalue()
+    capsys.readouterr()
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main(["info", str(tmp_path), "--json"]) == 0
+    assert pipe.getvalue() == ""
+
+
+def test_info_streams_files_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file is reported before the next one is checked (no listing up front)."""
+    _dataset(tmp_path, files=3).close()
+    seen: list[str] = []
+    original = info_cli._text_file
+
+    def spy(fields: dict, root: str, out: io.TextIOBase) -> None:
+        seen.append(fields["path"])
+        original(fields, root, out)
+
+    from viewer.format.wkw import validation
+    checked: list[str] = []
+    real_check = validation.check_file
+
+    def check(path: str, *args: object, **kwargs: object) -> validation.FileReport:
+        assert len(checked) == len(seen), "a file was checked before the last one was shown"
+        checked.append(path)
+        return real_check(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(info_cli, "_text_file", spy)
+    monkeypatch.setattr(validation, "check_file", check)
+    assert main(["info", str(tmp_path)]) == 0
+    assert len(seen) == 3 and checked == seen
+
+
+def test_info_via_python_m_viewer(tmp_path: Path) -> None:
+    _dataset(tmp_path).close()
+    proc = subprocess.run([sys.executable, "-m", "viewer", "info", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["header"]["voxel_type"] == "uint16" and len(doc["files"]) == 2
