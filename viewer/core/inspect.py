@@ -21,6 +21,7 @@ which of its methods.
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import struct
@@ -243,14 +244,23 @@ class BlockTable:
         self.flags[indices] = (self.flags[indices] & keep) | flags
 
 
+@functools.lru_cache(maxsize=8)
+def block_coords(file_len: int) -> npt.NDArray[np.int64]:
+    """(N, 3) block coordinates of Morton indices 0..N-1 for a file of ``file_len`` blocks per
+    side; one read-only array shared by every table of that geometry."""
+    x, y, z = morton.decode(np.arange(file_len ** 3, dtype=np.int64))
+    coords = np.stack([x, y, z], axis=1)
+    coords.flags.writeable = False
+    return coords
+
+
 def block_table(f: wkw.File) -> BlockTable:
     """Build the ``BlockTable`` of an open file, vectorised (no block is read)."""
     h = f.header
     starts, ends = f.block_ranges()
     sizes = ends - starts
     n = h.num_blocks
-    x, y, z = morton.decode(np.arange(n, dtype=np.int64))
-    coords = np.stack([x, y, z], axis=1)
+    coords = block_coords(h.file_len)
     flags = np.zeros(n, dtype=np.uint8)
     if h.is_compressed:
         bad = (starts < h.data_offset) | (ends < 0) | (starts < 0) | (ends < starts)
@@ -722,7 +732,7 @@ __all__ = [
     "ZERO_LENGTH", "ABOVE_BOUND", "PAST_EOF", "BAD_RANGE", "CONSTANT", "ALL_ZERO",
     "DECODE_FAILED", "DECODED", "FLAG_NAMES", "PROBLEM_FLAGS", "flag_names",
     "HeaderField", "HeaderReport", "header_report", "DIFFERENCE_FIELDS",
-    "BlockTable", "block_table", "open_table", "validate_file", "scan_block_contents",
+    "BlockTable", "block_table", "block_coords", "open_table", "validate_file", "scan_block_contents",
     "plane_blocks", "read_runs", "FileStats", "file_stats", "stats_of_table", "histogram_edges",
     "ScanBatch", "FileScan", "scan_batches", "scan_all", "CompressionPlane", "TableCache", "compression_plane",
     "SIZE", "RATIO", "block_at", "block_center",
