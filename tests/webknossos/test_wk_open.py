@@ -553,3 +553,25 @@ def test_any_mag_path_opens_or_is_reported(path: str, mag: object) -> None:
             for m in layer.mags:
                 problem = m.check()
                 assert problem is None or isinstance(problem, FormatError)
+
+
+@pytest.mark.parametrize("value", [[float("inf"), 1, 1], [1e400, 1, 1], [2**80, 1, 1], [1.5, 1, 1],
+                                   [True, 1, 1], "2-2", "x", [1, 1]])
+def test_absurd_mags_are_reported(tmp_path: Path, value: object) -> None:
+    wk4.write_mag(tmp_path / "color" / "1", np.zeros((4, 4, 4), np.uint8))
+    wk4.write_properties(tmp_path, [wk4.layer("color", "color", "uint8",
+                                              wk4.bbox((0, 0, 0), (4, 4, 4)),
+                                              [{"mag": value, "path": "./color/1"}])])
+    ds = WkDataset(tmp_path)
+    assert ds.layers == [] and [type(p) for p in ds.problems] == [PropertiesError]
+
+
+def test_absurd_box_and_huge_segment_ids(tmp_path: Path) -> None:
+    wk4.write_mag(tmp_path / "seg" / "1", np.zeros((4, 4, 4), np.uint64))
+    entry = wk4.layer("seg", "segmentation", "uint64", wk4.bbox((0, 0, 0), (4, 4, 4)),
+                      wk4.mags_entry("seg", [(1, 1, 1)]), largestSegmentId=2**64 - 1)
+    wk4.write_properties(tmp_path, [entry])
+    assert WkDataset(tmp_path).layer("seg").largest_segment_id == 2**64 - 1
+    entry["boundingBox"]["width"] = 2**62
+    wk4.write_properties(tmp_path, [entry])
+    assert [type(p) for p in WkDataset(tmp_path).problems] == [PropertiesError]

@@ -29,6 +29,9 @@ from viewer.format.wkw.dataset import HEADER_FILE
 
 Vec3 = tuple[int, int, int]
 
+#: Largest mag factor accepted (2^20 already shrinks a petavoxel axis to one voxel).
+MAX_FACTOR = 1 << 20
+
 
 def parse_mag(value: Any) -> Vec3:
     """A mag from any of its spellings: ``2``, ``[2, 2, 1]``, ``"2"``, ``"2-2-1"``.
@@ -50,10 +53,14 @@ def parse_mag(value: Any) -> Vec3:
         raise ValueError(f"not a mag: {value!r}")
     out = []
     for p in parts:
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer)) or int(p) != p:
+        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer)):
+            raise ValueError(f"not a mag: {value!r}")
+        if isinstance(p, float) and not p.is_integer():  # also NaN and infinities
             raise ValueError(f"not a mag: {value!r}")
         if int(p) < 1:
             raise ValueError(f"mag factors must be at least 1: {value!r}")
+        if int(p) > MAX_FACTOR:
+            raise ValueError(f"mag factor {int(p)} is beyond {MAX_FACTOR}: {value!r}")
         out.append(int(p))
     return (out[0], out[1], out[2])
 

@@ -326,7 +326,9 @@ def parse_layer(entry: Any, path: str | None = None, index: int = 0) -> LayerPro
     except ValueError as exc:
         raise bad(str(exc)) from None
     largest = entry.get("largestSegmentId")
-    if largest is not None and not _is_int(largest):
+    if largest is not None and (isinstance(largest, bool) or not isinstance(largest, (int, float))
+                                or not float(largest).is_integer()
+                                or not -(1 << 63) <= int(largest) < (1 << 64)):
         raise bad(f"largestSegmentId must be an integer or null, not {largest!r}")
     mags, key = _parse_mags(entry, bad)
     return LayerProperties(
@@ -384,12 +386,18 @@ def write_properties(dataset_dir: str | os.PathLike[str], properties: DatasetPro
 
 
 # -- helpers ----------------------------------------------------------------------------------
+#: Bounds of voxel coordinates and sizes accepted in a properties file (far beyond any real
+#: dataset, and safely inside int64 arithmetic).
+MAX_COORDINATE = 1 << 40
+
+
 def _is_int(value: Any) -> bool:
+    """A JSON integer (or an integral float) within +-``MAX_COORDINATE``."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
-        return True
-    return isinstance(value, float) and value.is_integer()
+        return abs(value) <= MAX_COORDINATE
+    return isinstance(value, float) and value.is_integer() and abs(value) <= MAX_COORDINATE
 
 
 def _int_vec(value: Any, what: str) -> Vec3:
