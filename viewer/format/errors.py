@@ -37,7 +37,8 @@ class FormatError(ValueError):
             where.append(f"byte offset {self.offset}")
         return f"{': '.join([', '.join(where), self.reason]) if where else self.reason}"
 
-    def __reduce__(self):  # keep the fields through pickling (multiprocessing, subprocess tests)
+    def __reduce__(self) -> tuple[type, tuple[str, str | None, int | None, int | None]]:
+        # keep the fields through pickling (multiprocessing, subprocess tests)
         return (type(self), (self.reason, self.path, self.block, self.offset))
 
 

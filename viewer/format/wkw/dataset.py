@@ -281,7 +281,7 @@ def _vec3(value: Sequence[int], what: str) -> Vec3:
     vals = tuple(int(v) for v in value)
     if len(vals) != 3:
         raise ValueError(f"{what} must have three entries (x, y, z), not {value!r}")
-    return vals  # type: ignore[return-value]
+    return (vals[0], vals[1], vals[2])
 
 
 def _sorted_dir(path: str, prefix: str, suffix: str = "") -> list[str]:

@@ -30,7 +30,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -369,7 +369,7 @@ class File:
             for run in np.split(np.arange(len(order)), breaks):
                 lo, hi = int(s_sorted[run[0]]), int(e_sorted[run].max())
                 buf = np.empty(hi - lo, dtype=np.uint8)
-                got = os.preadv(self._fd, [buf], lo) if hasattr(os, "preadv") else -1
+                got = os.preadv(self._fd, [cast(Any, buf)], lo) if hasattr(os, "preadv") else -1
                 if got < 0:
                     buf[:] = np.frombuffer(os.pread(self._fd, hi - lo, lo), dtype=np.uint8)
                 elif got < hi - lo:

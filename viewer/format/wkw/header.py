@@ -280,7 +280,7 @@ class Header:
                      self.block_type))
 
     def replace(self, **changes: Any) -> Header:
-        fields = dict(
+        fields: dict[str, Any] = dict(
             voxel_type=self.voxel_type,
             num_channels=self.num_channels,
             version=self.version,

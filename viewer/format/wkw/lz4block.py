@@ -135,11 +135,14 @@ def decode(src: bytes | bytearray | memoryview, size: int) -> npt.NDArray[np.uin
 
 def encode(data: bytes | memoryview | npt.NDArray[Any], high_compression: bool = True) -> bytes:
     """Encode one block as a bare LZ4 block (LZ4HC level 9, or LZ4 default)."""
+    out: bytes
     if high_compression:
-        return lz4.block.compress(
+        out = lz4.block.compress(
             data, mode="high_compression", compression=LZ4HC_LEVEL, store_size=False
         )
-    return lz4.block.compress(data, mode="default", store_size=False)
+    else:
+        out = lz4.block.compress(data, mode="default", store_size=False)
+    return out
 
 
 def compress_bound(size: int) -> int:

@@ -37,7 +37,8 @@ _MASK = (1 << MAX_BITS) - 1
 
 def _spread(v: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     v = v & _MASK
-    return _SPREAD[v & 0xFF] | (_SPREAD[v >> 8] << 24)
+    out: npt.NDArray[np.int64] = _SPREAD[v & 0xFF] | (_SPREAD[v >> 8] << 24)
+    return out
 
 
 def encode(x: npt.ArrayLike, y: npt.ArrayLike, z: npt.ArrayLike) -> npt.NDArray[np.int64]:

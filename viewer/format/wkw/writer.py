@@ -96,7 +96,7 @@ def _touched_blocks(header: Header, lo: Sequence[int], shape: Sequence[int]
     b = header.block_len
     lo_a = np.asarray(lo, dtype=np.int64)
     hi_a = lo_a + np.asarray(shape, dtype=np.int64)
-    coords = morton.block_grid(tuple(lo_a // b), tuple((hi_a - 1) // b + 1))  # type: ignore[arg-type]
+    coords = morton.block_grid(tuple(lo_a // b), tuple((hi_a - 1) // b + 1))
     return coords, morton.encode(coords[:, 0], coords[:, 1], coords[:, 2])
 
 
