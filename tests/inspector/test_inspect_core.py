@@ -233,3 +233,19 @@ def test_block_at_and_center_round_trip() -> None:
     assert fpos == (1, 0, 0) and index == int(wkw.morton.encode(1, 0, 2))
     center = inspect.block_center(h, fpos, index)
     assert inspect.block_at(h, center) == (fpos, index)
+
+
+def test_file_stats_do_not_decode_blocks_but_decoding_on_request_finds_damage(
+        known_dataset: Path) -> None:
+    path = known_dataset / "z0/y0/x0.wkw"
+    truth = parse_independently(path)
+    start = truth["starts"][2]  # type: ignore[index]
+    raw = bytearray(path.read_bytes())
+    raw[start:start + 4] = b"\xff\xff\xff\xff"  # block 2's LZ4 payload no longer decodes
+    path.write_bytes(bytes(raw))
+    stats = inspect.file_stats(str(path), (0, 0, 0))
+    assert stats.problems == ()  # the jump table is sound; nothing was decoded
+    with wkw.File.open(path) as f:
+        (_, flags), = list(inspect.scan_block_contents(f, [1, 2]))
+    assert not flags[0] & inspect.DECODE_FAILED
+    assert flags[1] & inspect.DECODE_FAILED

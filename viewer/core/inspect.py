@@ -9,7 +9,8 @@ block is decoded unless a caller asks for content flags (``scan_block_contents``
 - ``BlockTable``: one row per block of a file (Morton index, block coordinates, byte range, size,
   ratio, flags), built vectorised from the jump table; ``plane_blocks`` / ``read_runs`` tell which
   blocks a plane needs and in how many separate reads.
-- ``FileStats`` / ``file_stats``: one row of the dataset's file table.
+- ``FileStats`` / ``file_stats``: one row of the dataset's file table; its problems are the format
+  library's checks that need no decoding (``wkw.validation.file_problems(f, decode=False)``).
 - ``FileScan``: a background scan of a dataset's files, streaming ``FileStats`` in batches with
   progress, cancellable.
 - ``compression_plane``: per-block compressed size or ratio on one orthogonal plane through a
@@ -37,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format import FormatError, wkw
-from viewer.format.errors import HeaderError, JumpTableError
+from viewer.format.errors import DatasetLayoutError, JumpTableError
 from viewer.format.wkw import lz4block, morton
 from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, VOXEL_TYPES
 
@@ -305,14 +306,20 @@ def open_table(path: str) -> tuple[BlockTable | None, FormatError | None]:
         return None, FormatError(f"cannot read: {exc.strerror or exc}", path)
 
 
-def validate_file(path: str) -> list[FormatError] | None:
-    """The format library's validation of one file when it offers one (``wkw.validate``),
-    else None (the caller then uses the jump-table problems of ``block_table``)."""
-    validate: Callable[[str], list[FormatError]] | None = getattr(wkw, "validate", None)
-    if validate is None:
+def table_problems(f: wkw.File) -> list[FormatError] | None:
+    """The format library's own checks of an open file that need no decoding (jump table,
+    ranges, bytes after the last block: ``wkw.validation.file_problems(f, decode=False)``), or
+    None when the library offers none (the caller then uses ``BlockTable.problems``)."""
+    try:
+        from viewer.format.wkw import validation
+    except ImportError:
+        return None
+    checker: Callable[..., tuple[Any, list[FormatError]]] | None = getattr(
+        validation, "file_problems", None)
+    if checker is None:
         return None
     try:
-        return list(validate(path))
+        return list(checker(f, decode=False)[1])
     except FormatError as exc:
         return [exc]
 
@@ -417,23 +424,26 @@ def stats_of_table(table: BlockTable, position: Vec3 | None,
 
 def file_stats(path: str, position: Vec3 | None = None,
                dataset_header: wkw.Header | None = None) -> FileStats:
-    """The file-table row of one file: from its header and jump table only."""
-    table, error = open_table(path)
-    if table is None:
+    """The file-table row of one file: from its header and jump table only (one open, one
+    header read, one jump-table read; nothing decoded)."""
+    try:
+        with wkw.File.open(path) as f:
+            table = block_table(f)
+            problems = table_problems(f)
+    except (FormatError, OSError) as exc:
+        error = exc if isinstance(exc, FormatError) else FormatError(
+            f"cannot read: {exc.strerror or exc}", path)
         try:
             size = os.stat(path).st_size
         except OSError:
             size = 0
-        assert error is not None
         return FileStats(path, position, "?", size, 0, 0, float("nan"), 0, float("nan"), (error,))
-    problems = validate_file(path)
     stats = stats_of_table(table, position, problems)
-    if dataset_header is not None and not dataset_header.same_geometry(table.header) or (
-            dataset_header is not None and dataset_header.block_type != table.header.block_type):
-        assert dataset_header is not None
+    if dataset_header is not None and (not dataset_header.same_geometry(table.header)
+                                       or dataset_header.block_type != table.header.block_type):
         diffs = "; ".join(dataset_header.differences(table.header))
-        extra = HeaderError(f"file header differs from header.wkw (header.wkw vs file: {diffs})",
-                            path, offset=0)
+        extra = DatasetLayoutError(
+            f"file header differs from header.wkw (header.wkw vs file: {diffs})", path, offset=0)
         stats = FileStats(stats.path, stats.position, stats.block_type, stats.size_on_disk,
                           stats.block_count, stats.size_min, stats.size_median, stats.size_max,
                           stats.ratio, (extra, *stats.problems), stats.histogram)
@@ -732,7 +742,7 @@ __all__ = [
     "ZERO_LENGTH", "ABOVE_BOUND", "PAST_EOF", "BAD_RANGE", "CONSTANT", "ALL_ZERO",
     "DECODE_FAILED", "DECODED", "FLAG_NAMES", "PROBLEM_FLAGS", "flag_names",
     "HeaderField", "HeaderReport", "header_report", "DIFFERENCE_FIELDS",
-    "BlockTable", "block_table", "block_coords", "open_table", "validate_file", "scan_block_contents",
+    "BlockTable", "block_table", "block_coords", "open_table", "table_problems", "scan_block_contents",
     "plane_blocks", "read_runs", "FileStats", "file_stats", "stats_of_table", "histogram_edges",
     "ScanBatch", "FileScan", "scan_batches", "scan_all", "CompressionPlane", "TableCache", "compression_plane",
     "SIZE", "RATIO", "block_at", "block_center",
