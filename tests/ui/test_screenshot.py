@@ -47,3 +47,24 @@ def test_screenshot_of_a_bad_path_shows_the_message_and_exits_2(tmp_path):
 def test_bad_pos_is_refused_with_exit_2(tmp_path):
     result = run_viewer(str(tmp_path), "--pos", "1,2", "--screenshot", str(tmp_path / "x.png"))
     assert result.returncode == 2 and "three numbers" in result.stderr
+
+
+def test_screenshot_of_a_damaged_file_marks_it_and_exits_2(tmp_path):
+    from viewer.format import wkw
+
+    root = write_dataset(tmp_path / "ds", np.full((32, 32, 32), 90, dtype=np.uint8))
+    victim = root / "z0" / "y0" / "x0.wkw"
+    raw = bytearray(victim.read_bytes())
+    with wkw.File.open(victim) as f:
+        starts, ends = f.block_ranges()
+    raw[int(starts[0]):int(ends[0])] = b"\x00" * int(ends[0] - starts[0])
+    victim.write_bytes(bytes(raw))
+    png = tmp_path / "damaged.png"
+    result = run_viewer(str(root), "--pos", "2,2,2", "--zoom", "8", "--screenshot", str(png))
+    assert result.returncode == 2, result.stderr
+    assert "x0.wkw" in result.stderr and "block 0" in result.stderr
+    assert "Traceback" not in result.stderr
+    image = QImage(str(png))
+    reds = sum(1 for y in range(0, image.height(), 3) for x in range(0, image.width(), 3)
+               if (image.pixel(x, y) >> 16) & 0xFF > 150 and (image.pixel(x, y) >> 8) & 0xFF < 60)
+    assert reds > 100  # the failed block is drawn hatched red

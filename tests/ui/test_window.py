@@ -104,6 +104,7 @@ def test_keys_move_zoom_recentre_and_maximise(window, ramp_dataset, qtbot):
     qtbot.keyClick(xy, Qt.Key.Key_M)
     assert window.state.layout == XY
     assert not window.views[YZ].isVisible() and not window.side_panel.isVisible()
+    assert not window._side_holder.isVisible()
     assert xy.width() > window.views[YZ].width()
     qtbot.keyClick(xy, Qt.Key.Key_M)
     assert window.state.layout is None and window.views[YZ].isVisible()
@@ -253,10 +254,13 @@ def test_recent_datasets_are_not_kept_when_settings_are_disabled(window, ramp_da
     assert not window.recent_menu.isEnabled()
 
 
-def test_side_panel_can_be_replaced(window):
+def test_side_panel_can_be_replaced(window, qtbot):
     from PySide6.QtWidgets import QLabel
 
     panel = QLabel("inspector")
+    panel.setMinimumSize(300, 900)  # a big panel must not squeeze the views
     window.set_side_panel(panel)
     assert window.side_panel is panel
-    assert window.grid.indexOf(panel) >= 0
+    qtbot.waitUntil(lambda: panel.isVisible())
+    assert window.views[XY].isVisible()
+    assert abs(window.views[XZ].height() - window.views[XY].height()) <= 2

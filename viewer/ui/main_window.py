@@ -32,6 +32,8 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -159,6 +161,7 @@ class QtMainWindow(QMainWindow):
             view.plane_wanted.connect(self._on_plane_wanted)
             view.message = "No dataset open.\nFile \u25b8 Open, or drop a dataset folder here."
         self.side_panel: QWidget = self._placeholder_panel()
+        self._side_holder: QWidget = self.side_panel
         self.banner = QtErrorBanner()
         self.grid = QGridLayout()
         self.grid.setSpacing(3)
@@ -167,6 +170,11 @@ class QtMainWindow(QMainWindow):
         self.grid.addWidget(self.views[YZ], 0, 1)
         self.grid.addWidget(self.views[XZ], 1, 0)
         self.grid.addWidget(self.side_panel, 1, 1)
+        for k in (0, 1):  # four equal quadrants, whatever the panels' own size hints
+            self.grid.setRowStretch(k, 1)
+            self.grid.setColumnStretch(k, 1)
+        for widget in (*self.views.values(), self.side_panel):
+            widget.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
         central = QWidget()
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
@@ -298,13 +306,21 @@ class QtMainWindow(QMainWindow):
 
     # -- the side panel ----------------------------------------------------------------------
     def set_side_panel(self, widget: QWidget) -> None:
-        """Put ``widget`` (the inspector) in the fourth quadrant, replacing what was there."""
+        """Put ``widget`` (the inspector) in the fourth quadrant, replacing what was there.
+        It sits in a scroll area, so its own minimum size cannot squeeze the slice views."""
         old = self.side_panel
-        self.grid.replaceWidget(old, widget)
-        old.hide()
-        old.deleteLater()
+        holder = QScrollArea()
+        holder.setObjectName("sidePanelHolder")
+        holder.setWidgetResizable(True)
+        holder.setFrameShape(QFrame.Shape.NoFrame)
+        holder.setWidget(widget)
+        holder.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        self.grid.replaceWidget(self._side_holder, holder)
+        self._side_holder.hide()
+        self._side_holder.deleteLater()
+        self._side_holder = holder
         self.side_panel = widget
-        widget.setVisible(self.state.layout is None)
+        holder.setVisible(self.state.layout is None)
 
     # -- opening -----------------------------------------------------------------------------
     def open_path(self, path: str | os.PathLike[str], pos: Sequence[int] | None = None,
@@ -568,7 +584,7 @@ class QtMainWindow(QMainWindow):
         layout = self.state.layout
         for axis, view in self.views.items():
             view.setVisible(layout is None or layout == axis)
-        self.side_panel.setVisible(layout is None)
+        self._side_holder.setVisible(layout is None)
 
     def _keep_cursor_visible(self) -> None:
         """After the cursor moved, a view whose visible area no longer holds it follows it."""

@@ -161,8 +161,11 @@ class QtSliceView(QWidget):
         self.paint_count += 1
         painter = QPainter(self)
         painter.drawPixmap(0, 0, self._backdrop())
-        self._paint_crosshair(painter)
-        self._paint_labels(painter)
+        if self.message and self.plane is None:  # nothing to browse: just say why
+            self._painted_cross = None
+        else:
+            self._paint_crosshair(painter)
+            self._paint_labels(painter)
         if self.message:
             painter.setPen(QColor(230, 230, 230))
             painter.drawText(self.rect().adjusted(12, 12, -12, -12),
@@ -175,7 +178,7 @@ class QtSliceView(QWidget):
     def _backdrop(self) -> QPixmap:
         """The scaled plane on its background, drawn once per plane, zoom, centre or size
         change; a cursor move that keeps the plane repaints with one unscaled copy of it."""
-        key = (self._image_serial, self.state.zoom, self.state.centers.get(self.axis),
+        key = (self._image_serial, self.message, self.state.zoom, self.state.centers.get(self.axis),
                self.width(), self.height(), self.state.bounds)
         if self._backdrop_key == key and self._backdrop_pixmap is not None:
             return self._backdrop_pixmap
@@ -191,6 +194,10 @@ class QtSliceView(QWidget):
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, z < 1.0)
             painter.drawImage(target, self._image)
         # Dataset outline, so the edge of the data is visible against the background.
+        if self.message and self.plane is None:
+            painter.end()
+            self._backdrop_key, self._backdrop_pixmap = key, pixmap
+            return pixmap
         lo_b, hi_b = self.state.bounds
         bx0, by0 = self.to_widget(lo_b[self.h_axis], lo_b[self.v_axis])
         bx1, by1 = self.to_widget(hi_b[self.h_axis], hi_b[self.v_axis])
