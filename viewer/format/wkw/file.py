@@ -157,6 +157,18 @@ class File:
         table: npt.NDArray[np.uint64] = np.frombuffer(raw, dtype=np.dtype("<u8"))  # read-only
         return table
 
+    def release_pages(self) -> None:
+        """Drop this process's mapping of the pages reads touched (they stay in the page cache
+        and are mapped again on the next read).  Without it every page a long-running reader
+        ever touched counts in its RSS until the file is closed.  Any thread; safe during
+        reads (the mapping is shared and read-only, so a dropped page reads back the same)."""
+        with self._lock:
+            if self._mmap is not None and not self._closed and hasattr(mmap, "MADV_DONTNEED"):
+                try:
+                    self._mmap.madvise(mmap.MADV_DONTNEED)
+                except OSError:
+                    pass
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
