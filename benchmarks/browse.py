@@ -75,6 +75,17 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
+def current_rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -128,6 +139,7 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
         return time.perf_counter() - began
 
     wait_complete(JUMP_TIMEOUT_S)
+    rss_open = current_rss_mb()
     frames = 0
     complete_frames = 0
     frame_s = 1.0 / RATE
@@ -193,6 +205,8 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
             "move_handling_p95_ms": percentile(handle_ms, 95),
             "peak_rss_mb": peak_rss_mb(),
             "decode_mb_s": stats.decode_mb_s,
+            "decode_mb_per_cpu_s": stats.decode_mb_per_cpu_s,
+            "rss_before_browsing_mb": rss_open,
             "blocks_read": stats.blocks_read,
             "peak_cache_mb": stats.peak_cache_bytes / (1 << 20),
         },

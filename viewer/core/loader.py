@@ -54,8 +54,8 @@ FileState = wkw.File | FormatError | None  # open file | it failed to open | abs
 
 #: Blocks per task for blocks on screen (a few ms of decoding: both workers share a plane).
 VISIBLE_BATCH = 64
-#: Blocks per prefetch task (roughly 5-10 ms of decoding).
-PREFETCH_BATCH = 256
+#: Blocks per prefetch task (a few ms of decoding: short enough not to hold up a jump).
+PREFETCH_BATCH = 64
 #: Open data files the loader keeps (their jump tables are charged to the budget).
 OPEN_FILES = 128
 #: Assembled planes kept beyond the ones on screen.
@@ -84,7 +84,8 @@ class LoaderStats:
     misses: int  #: blocks that had to be read when they came on screen
     blocks_read: int
     bytes_decoded: int
-    decode_seconds: float  #: worker time spent reading and decoding
+    decode_seconds: float  #: worker wall time spent reading and decoding
+    decode_cpu_seconds: float  #: worker CPU time spent reading and decoding
     prefetched_blocks: int
     prefetch_useful: int  #: prefetched blocks that later came on screen
     dropped_tasks: int  #: queued tasks dropped by a generation bump
@@ -102,6 +103,12 @@ class LoaderStats:
     def decode_mb_s(self) -> float:
         """Decoded MB per second of worker time (speed of one worker while busy)."""
         return self.bytes_decoded / 1e6 / self.decode_seconds if self.decode_seconds else 0.0
+
+    @property
+    def decode_mb_per_cpu_s(self) -> float:
+        """Decoded MB per CPU second (what a worker reaches with a core to itself)."""
+        cpu = self.decode_cpu_seconds
+        return self.bytes_decoded / 1e6 / cpu if cpu else 0.0
 
     @property
     def prefetch_useful_fraction(self) -> float:
@@ -176,6 +183,7 @@ class Loader:
         self._hits = self._misses = 0
         self._blocks_read = self._bytes_decoded = 0
         self._decode_seconds = 0.0
+        self._decode_cpu_seconds = 0.0
         self._prefetched_total = self._prefetch_useful = 0
         self._dropped = 0
 
@@ -344,6 +352,7 @@ class Loader:
                 blocks_read=self._blocks_read,
                 bytes_decoded=self._bytes_decoded,
                 decode_seconds=self._decode_seconds,
+                decode_cpu_seconds=self._decode_cpu_seconds,
                 prefetched_blocks=self._prefetched_total,
                 prefetch_useful=self._prefetch_useful,
                 dropped_tasks=self._dropped,
@@ -628,6 +637,7 @@ class Loader:
             state = self._resolve(task.file)
         results: list[BlockValue]
         started = time.perf_counter()
+        cpu_started = time.thread_time()
         if isinstance(state, wkw.File):
             try:
                 results = state.read_blocks([key.morton_index for key in keys])
@@ -639,20 +649,24 @@ class Loader:
                     return
                 results = [BlockDecodeError(str(exc), state.path, block=key.morton_index)
                            for key in keys]
+            state.release_pages()  # the mapped pages are page cache, not the process's memory
             elapsed = time.perf_counter() - started
+            cpu = time.thread_time() - cpu_started
             decoded = 0
             for key, value in zip(keys, results):
-                self.cache.put(key, value)
                 if isinstance(value, np.ndarray):
+                    value = _own(value)
                     decoded += value.nbytes
+                self.cache.put(key, value)
         else:
-            elapsed = 0.0
+            elapsed = cpu = 0.0
             decoded = 0
         with self._lock:
             if isinstance(state, wkw.File):
                 self._blocks_read += len(keys)
                 self._bytes_decoded += decoded
                 self._decode_seconds += elapsed
+                self._decode_cpu_seconds += cpu
                 if task.prefetch:
                     self._prefetched_total += len(keys)
                     self._prefetched.update(k for k in keys if k not in self._visible)
@@ -674,6 +688,20 @@ class Loader:
         offset = (int(lo[0]), int(lo[1]), int(lo[2]))
         shape = (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2]))
         return (offset, shape)
+
+
+def _own(block: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``block`` in memory of its own.  ``read_blocks`` decodes a batch into one buffer and
+    returns views of it: cached as they are, one block would keep the whole batch alive and
+    the budget would count a fraction of the memory held."""
+    root = block
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is block or root.nbytes <= block.nbytes:
+        return block
+    own = block.copy(order="K")
+    own.flags.writeable = False
+    return own
 
 
 __all__ = ["Loader", "LoaderStats"]
