@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -48,6 +49,7 @@ def test_changed_voxel_exits_1_with_its_block(make, capsys):
         "file": "z0/y1/x0.wkw", "morton_index": int(wkw.morton.encode(1, 1, 0)),
         "position": [8, 40, 0], "voxels_different": 1, "max_abs_diff": int(data[10, 40, 3])}]
     assert report["first_mismatch"] == report["mismatching_blocks"][0]
+    assert report["block_len"] == 8
     # The human report names the block too.
     assert main([str(a), str(b)]) == 1
     assert "z0/y1/x0.wkw block" in capsys.readouterr().out
@@ -136,3 +138,19 @@ def test_bad_arguments_exit_2(make, capsys):
     assert main([str(a), str(a), "--tolerance", "-1"]) == 2
     assert main([str(a)]) == 2
     capsys.readouterr()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_goes_to_a_terminal_stderr(make, capsys, monkeypatch):
+    data = volume()
+    a = make("a", data, RAW)
+    b = make("b", data, LZ4HC)
+    fake = _Terminal()
+    monkeypatch.setattr(sys, "stderr", fake)
+    assert main([str(a), str(b), "--json"]) == 0
+    assert "comparing: 256/256 blocks (100%)" in fake.getvalue()
+    assert json.loads(capsys.readouterr().out)["equal"] is True

@@ -253,6 +253,24 @@ def test_damaged_block_is_reported_as_that_block(make, tmp_path):
     assert s.blocks_compared == 4 * 64
 
 
+@pytest.mark.parametrize("block_type", [RAW, LZ4HC])
+def test_truncated_file_reports_the_blocks_past_its_end(make, tmp_path, block_type):
+    data = volume()
+    a = make("a", data, RAW)
+    b = make("b", data, block_type)
+    path = file_of(b, 0, 0, 0)
+    with wkw.File.open(str(path)) as f:
+        starts, _ = f.block_ranges()
+    cut = int(starts[40]) + 3  # block 40 loses its tail, 41..63 are gone
+    with open(path, "r+b") as fh:
+        fh.truncate(cut)
+    s = compare(a, b)
+    bad = [r for r in s.mismatching_blocks if r.file == "z0/y0/x0.wkw"]
+    assert [r.morton_index for r in bad] == list(range(40, 64))
+    assert all(r.error is not None and r.error.startswith("B: ") for r in bad)
+    assert len(s.mismatching_blocks) == len(bad) and s.blocks_compared == 4 * 64
+
+
 def test_float_and_multichannel_differences(make):
     rng = np.random.default_rng(7)
     data = rng.standard_normal((2, 32, 32, 32)).astype(np.float32)

@@ -163,6 +163,7 @@ class CompareJob:
         """Compare headers and file lists; return the file positions to compare."""
         ha, hb = a.header, b.header
         s = self.summary
+        s.block_len = ha.block_len
         if ha.voxel_type_code != hb.voxel_type_code:
             s.comparable = False
             self._add_finding(Finding("voxel_type", DIFFERENCE,

@@ -73,6 +73,8 @@ class Summary:
     b: str
     box: Box | None
     tolerance: float
+    #: A's block side in voxels: a mismatching block covers ``position + [0, block_len)^3``.
+    block_len: int = 0
     blocks_total: int = 0
     blocks_compared: int = 0
     mismatching_blocks: list[BlockResult] = field(default_factory=list)
@@ -109,6 +111,7 @@ class Summary:
             "tolerance": self.tolerance,
             "comparable": self.comparable,
             "cancelled": self.cancelled,
+            "block_len": self.block_len,
             "blocks_total": self.blocks_total,
             "blocks_compared": self.blocks_compared,
             "mismatching_block_count": len(self.mismatching_blocks),
