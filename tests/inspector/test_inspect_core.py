@@ -216,11 +216,12 @@ def test_compression_plane_places_blocks(known_dataset: Path) -> None:
 def test_block_contents_only_on_request(known_dataset: Path) -> None:
     with wkw.File.open(known_dataset / "z0/y0/x1.wkw") as f:
         parts = list(inspect.scan_block_contents(f, [0, 1, 2]))
-    (indices, flags), = parts
+    (indices, flags, errors), = parts
+    assert errors == []
     assert indices.tolist() == [0, 1, 2]
     assert all(fl & inspect.CONSTANT and not fl & inspect.ALL_ZERO for fl in flags.tolist())
     with wkw.File.open(known_dataset / "z0/y0/x0.wkw") as f:
-        (_, flags), = list(inspect.scan_block_contents(f, [0, 1]))
+        (_, flags, _), = list(inspect.scan_block_contents(f, [0, 1]))
         table = inspect.block_table(f)
     assert flags[0] & inspect.ALL_ZERO and not flags[1] & inspect.CONSTANT
     table.apply_content_flags(np.array([0, 1]), flags)
@@ -246,6 +247,7 @@ def test_file_stats_do_not_decode_blocks_but_decoding_on_request_finds_damage(
     stats = inspect.file_stats(str(path), (0, 0, 0))
     assert stats.problems == ()  # the jump table is sound; nothing was decoded
     with wkw.File.open(path) as f:
-        (_, flags), = list(inspect.scan_block_contents(f, [1, 2]))
+        (_, flags, errors), = list(inspect.scan_block_contents(f, [1, 2]))
     assert not flags[0] & inspect.DECODE_FAILED
     assert flags[1] & inspect.DECODE_FAILED
+    assert [e.block for e in errors] == [2]

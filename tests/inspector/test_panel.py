@@ -211,11 +211,21 @@ def test_histogram_bar_lists_its_blocks(panel, qtbot, known_dataset) -> None:
     assert int(np.sum(heights)) == FILE_LEN ** 3
 
 
-def test_decoding_on_request_flags_all_zero_blocks(panel, qtbot, known_dataset) -> None:
+def test_decoding_on_request_flags_blocks_and_lists_broken_ones(panel, qtbot,
+                                                               known_dataset) -> None:
+    path = known_dataset / "z0" / "y0" / "x0.wkw"
+    start = parse_independently(path)["starts"][2]  # type: ignore[index]
+    raw = bytearray(path.read_bytes())
+    raw[start:start + 4] = b"\xff\xff\xff\xff"  # block 2 no longer decodes
+    path.write_bytes(bytes(raw))
     open_in(panel, qtbot, known_dataset)
+    assert panel.problems_list.count() == 0  # the scan decodes nothing
     table = panel.current_table
     assert table is not None and not (table.flags & inspect.DECODED).any()  # nothing decoded yet
     panel.decode_button.click()
     qtbot.waitUntil(lambda: bool((table.flags & inspect.DECODED).all()), timeout=WAIT)
     assert table.flags[0] & inspect.ALL_ZERO
     assert not table.flags[1] & inspect.CONSTANT
+    assert table.flags[2] & inspect.DECODE_FAILED
+    assert panel.problems_list.count() == 1
+    assert "block 2" in panel.problems_list.item(0).text()

@@ -326,18 +326,22 @@ def table_problems(f: wkw.File) -> list[FormatError] | None:
 
 def scan_block_contents(f: wkw.File, indices: Sequence[int] | npt.NDArray[np.int64],
                         cancel: threading.Event | None = None, batch: int = 256
-                        ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]]:
-    """Decode blocks (on request only) and yield ``(indices, flags)`` per batch: DECODED plus
-    CONSTANT / ALL_ZERO, or DECODE_FAILED.  Any thread; stops early when ``cancel`` is set."""
+                        ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8],
+                                            list[FormatError]]]:
+    """Decode blocks (on request only) and yield ``(indices, flags, errors)`` per batch: flags
+    DECODED plus CONSTANT / ALL_ZERO, or DECODE_FAILED with the block's error in ``errors``.
+    Any thread; stops early when ``cancel`` is set."""
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
     for start in range(0, len(idx), batch):
         if cancel is not None and cancel.is_set():
             return
         part = idx[start:start + batch]
         out = np.full(len(part), DECODED, dtype=np.uint8)
+        errors: list[FormatError] = []
         for k, arr in enumerate(f.read_blocks(part)):
             if isinstance(arr, FormatError):
                 out[k] |= DECODE_FAILED
+                errors.append(arr)
                 continue
             flat = arr.reshape(-1)
             first = flat[0]
@@ -345,7 +349,7 @@ def scan_block_contents(f: wkw.File, indices: Sequence[int] | npt.NDArray[np.int
                 out[k] |= CONSTANT
                 if first == 0:
                     out[k] |= ALL_ZERO
-        yield part, out
+        yield part, out, errors
 
 
 # -- byte layout ------------------------------------------------------------------------------

@@ -242,6 +242,8 @@ class QtInspectorPanel(QWidget):
         self.layout_plot.setLabel("bottom", "Morton index")
         self.layout_plot.setLabel("left", "byte offset", units="B")
         self.layout_curve = self.layout_plot.plot([], [], pen=pg.mkPen((180, 180, 180), width=1))
+        self.layout_curve.setDownsampling(auto=True, method="peak")  # 32,768 points per file
+        self.layout_curve.setClipToView(True)
         self.layout_marks: dict[int, pg.ScatterPlotItem] = {}
         for axis, colour in AXIS_COLOURS.items():
             item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(*colour, 200))
@@ -515,12 +517,16 @@ class QtInspectorPanel(QWidget):
     def _add_problems(self, rows: tuple[inspect.FileStats, ...]) -> None:
         if not any(r.problems for r in rows):
             return
-        self.problems_list.setUpdatesEnabled(False)
         for r in rows:
-            for p in r.problems:
-                item = QListWidgetItem(str(p))
-                item.setData(Qt.ItemDataRole.UserRole, (p.path or r.path, p.block))
-                self.problems_list.addItem(item)
+            if r.problems:
+                self._add_problem_items(r.path, r.problems)
+
+    def _add_problem_items(self, path: str, problems: Any) -> None:
+        self.problems_list.setUpdatesEnabled(False)
+        for p in problems:
+            item = QListWidgetItem(str(p))
+            item.setData(Qt.ItemDataRole.UserRole, (p.path or path, p.block))
+            self.problems_list.addItem(item)
         self.problems_list.setUpdatesEnabled(True)
         self.tabs.setTabText(5, f"Problems ({self.problems_list.count()})")
 
@@ -817,9 +823,11 @@ class QtInspectorPanel(QWidget):
             return
         if t is None:
             return
-        indices, flags = payload
+        indices, flags, errors = payload
         t.apply_content_flags(indices, flags)
         self.jump_model.flags_changed()
+        if errors:
+            self._add_problem_items(t.path, errors)
         if len(indices) and int(indices[-1]) == t.num_blocks - 1:
             self.decode_button.setEnabled(True)
             decoded = t.flags & inspect.DECODED
