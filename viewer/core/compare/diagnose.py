@@ -38,7 +38,7 @@ def _perm_words(perm: tuple[int, int, int]) -> str:
     if len(swapped) == 2:
         i, j = swapped
         return f"{AXES[i]} and {AXES[j]} swapped"
-    return f"B ({', '.join(AXES)}) = A ({', '.join(AXES[p] for p in perm)})"
+    return f"B's x, y, z axes are A's {', '.join(AXES[p] for p in perm)} axes"
 
 
 def _hypotheses(a: wkw.Dataset, block_len: int) -> list[tuple[str, str, dict[str, Any], Predict]]:
