@@ -95,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _wait_for_planes(app, window)
             _report_first_paint(started)
             _install_inspector(window)
+            _settle(app, 0.5)  # the inspector reads the file under the cursor in the background
             return _screenshot(app, window, args.screenshot)
         # The inspector (and its pyqtgraph import) comes right after the first paint, so the
         # views show without waiting for it.
@@ -159,6 +160,13 @@ def _wait_for_planes(app: object, window: object, timeout_s: float = 60.0) -> No
             break
         time.sleep(0.002)
     app.processEvents()  # type: ignore[attr-defined]
+
+
+def _settle(app: object, seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents()  # type: ignore[attr-defined]
+        time.sleep(0.01)
 
 
 def _report_first_paint(started: float) -> None:
