@@ -11,7 +11,8 @@ import pytest
 
 from compare_fixtures import SIDE, copy_dataset, corrupt_block, file_of, volume
 from viewer.core.compare import (DIAGNOSIS, DIFFERENCE, INFO, CompareJob, abs_difference,
-                                 compare, difference_plane, mismatch_mask)
+                                 compare, difference_plane, mismatch_mask,
+                                 mismatch_rects)
 from viewer.core.slicing import PlaneRequest, read_plane
 from viewer.format import wkw
 from viewer.format.wkw import morton
@@ -129,16 +130,18 @@ def test_extent_difference_is_reported(make):
     assert not s.equal
 
 
-def test_transposed_copy_is_named(make):
+@pytest.mark.parametrize("axes, words", [((2, 1, 0), "x and z swapped"),
+                                         ((1, 2, 0), "B's x, y, z axes are A's y, z, x axes")])
+def test_transposed_copy_is_named(make, axes, words):
     data = volume((64, 64, 64), seed=1)
     a = make("a", data, LZ4HC)
-    b = make("b", np.ascontiguousarray(data.transpose(2, 1, 0)), LZ4HC)
+    b = make("b", np.ascontiguousarray(data.transpose(*axes)), LZ4HC)
     s = compare(a, b)
     assert not s.equal
     diagnoses = [f for f in s.structure if f.severity == DIAGNOSIS]
     assert [d.kind for d in diagnoses] == ["transposed"]
-    assert diagnoses[0].details["axes"] == "zyx"
-    assert "x and z swapped" in diagnoses[0].message
+    assert diagnoses[0].details["axes"] == "".join("xyz"[i] for i in axes)
+    assert words in diagnoses[0].message
 
 
 def test_fortran_vs_c_order_inside_blocks_is_named(make):
@@ -286,6 +289,9 @@ def test_float_and_multichannel_differences(make):
     assert by_index[0].voxels_different == 1
     assert by_index[0].max_abs_diff == pytest.approx(0.5, abs=1e-6)
     assert by_index[63].max_abs_diff == float("inf")
+    assert by_index[63].to_json()["max_abs_diff"] == "inf"
+    import json
+    json.loads(json.dumps(s.to_json()), parse_constant=lambda c: pytest.fail(f"JSON has {c}"))
     assert compare(b, b).equal  # NaN against NaN is equal
 
 
@@ -375,3 +381,18 @@ def test_plane_difference_and_mismatch_mask(make):
     mask = mismatch_mask(pa, pb)
     assert mask.shape == (40, 32) and np.argwhere(mask).tolist() == [[3, 4]]
     assert not mismatch_mask(pa, pb, tolerance=2).any()
+
+
+def test_mismatch_rects_place_blocks_on_a_plane(make):
+    data = volume()
+    a = make("a", data, RAW)
+    changed = data.copy()
+    changed[37, 5, 20] += 1
+    changed[3, 60, 2] += 1
+    s = compare(a, make("b", changed, LZ4HC))
+    assert s.block_len == 8
+    xy = mismatch_rects(s.mismatching_blocks, s.block_len, PlaneRequest(2, 20, (0, 0), (64, 64)))
+    assert [rect for rect, _ in xy] == [(32, 0, 8, 8)]
+    xz = mismatch_rects(s.mismatching_blocks, s.block_len, PlaneRequest(1, 61, (4, 0), (64, 6)))
+    assert [(rect, r.position) for rect, r in xz] == [((0, 0, 4, 6), (0, 56, 0))]
+    assert mismatch_rects(s.mismatching_blocks, 8, PlaneRequest(0, 20, (0, 0), (64, 32))) == []

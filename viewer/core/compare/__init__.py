@@ -3,7 +3,7 @@
 ``CompareJob`` is the engine (structure check, fast comparison of stored bytes, voxel counts,
 diagnoses) and runs on background threads with progress, cancel and streamed results;
 ``compare`` runs one on the calling thread.  ``difference_plane`` and ``mismatch_mask`` serve a
-window's compare modes.  Qt-free.
+window's compare modes, ``mismatch_rects`` its mismatch overlay.  Qt-free.
 """
 
 from viewer.core.compare.diagnose import diagnose
@@ -11,6 +11,7 @@ from viewer.core.compare.diff import abs_difference, difference_plane, mismatch_
 from viewer.core.compare.job import CompareJob, compare
 from viewer.core.compare.model import (DIAGNOSIS, DIFFERENCE, INFO, BlockResult, Box, Finding,
                                        Summary)
+from viewer.core.compare.overlay import mismatch_rects
 
 __all__ = [
     "CompareJob",
@@ -27,4 +28,5 @@ __all__ = [
     "voxel_stats",
     "difference_plane",
     "mismatch_mask",
+    "mismatch_rects",
 ]

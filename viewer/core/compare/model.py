@@ -6,6 +6,7 @@ threads freely and be turned into JSON by ``to_json``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,13 @@ Box = tuple[Vec3, Vec3]
 DIFFERENCE = "difference"  #: the datasets do not hold the same voxels because of it
 INFO = "info"  #: worth knowing, but the voxels may still be equal (e.g. another encoding)
 DIAGNOSIS = "diagnosis"  #: a named conversion bug that the sampled data fits
+
+
+def json_number(value: int | float | None) -> int | float | str | None:
+    """A number JSON can carry: an infinite difference (NaN against a number) becomes "inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else str(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,7 @@ class BlockResult:
             "morton_index": self.morton_index,
             "position": list(self.position),
             "voxels_different": self.voxels_different,
-            "max_abs_diff": self.max_abs_diff,
+            "max_abs_diff": json_number(self.max_abs_diff),
         }
         if self.error is not None:
             out["error"] = self.error
@@ -117,7 +125,7 @@ class Summary:
             "mismatching_block_count": len(self.mismatching_blocks),
             "damaged_blocks": self.damaged_blocks,
             "voxels_different": self.voxels_different,
-            "max_abs_diff": self.max_abs_diff,
+            "max_abs_diff": json_number(self.max_abs_diff),
             "first_mismatch": None if first is None else first.to_json(),
             "mismatching_blocks": [r.to_json() for r in self.mismatching_blocks],
             "structure": [f.to_json() for f in self.structure],
