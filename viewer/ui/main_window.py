@@ -372,6 +372,8 @@ class QtMainWindow(QMainWindow):
             f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
             f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels")
         self.dataset_opened.emit(path)
+        if not self.position_field.hasFocus():
+            self.views[self.state.focused].setFocus()  # arrows and PgUp/PgDn work at once
 
     def fit_zoom(self, bounds: tuple[st.Vec3, st.Vec3]) -> float:
         """The zoom at which the whole dataset fits in every view of the 2x2 grid (capped at
@@ -519,10 +521,14 @@ class QtMainWindow(QMainWindow):
                 self._fetch(view, req)
                 changed = True
         if changed:
-            if self._auto_pending:
-                self._auto_pending = False
-                self.auto_contrast()
+            self._maybe_auto_contrast()
             self._histogram_timer.start()
+
+    def _maybe_auto_contrast(self) -> None:
+        """The first auto-contrast of a dataset that is not uint8, once its planes are in."""
+        if self._auto_pending and self.planes_complete():
+            self._auto_pending = False
+            self.auto_contrast()
 
     def _fetch(self, view: QtSliceView, request: PlaneRequest) -> None:
         assert self.source is not None
@@ -563,7 +569,10 @@ class QtMainWindow(QMainWindow):
             if all(o < ro + rs and ro < o + s
                    for o, s, ro, rs in zip(offset, shape, r_off, r_shape)):
                 self._fetch(view, req)
+        self._maybe_auto_contrast()
         self._histogram_timer.start()
+        if self._hover is not None:
+            self._show_hover(self._hover)
 
     def _on_plane_wanted(self, axis: int) -> None:
         self.refresh_planes()

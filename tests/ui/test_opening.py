@@ -1,0 +1,91 @@
+"""Opening through the background loader, drag and drop, recent datasets, and the looks of
+pixels that are not data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from window_fixtures import write_dataset
+
+from viewer.core.slicing import XY, Plane, PlaneRequest, Status
+from viewer.core.state import Contrast
+from viewer.ui.render import FAILED_COLORS, PENDING_COLORS, Palette, render_plane
+
+
+def test_window_with_the_background_loader_shows_the_data(window, tmp_path, qtbot):
+    from viewer.ui.loading import install_background_loading
+
+    data = np.zeros((32, 32, 32), dtype=np.float32)
+    data[:, :16] = 1.5
+    data[:, 16:] = 4.0
+    data[7, 9, 11] = 100.0
+    install_background_loading(window, 64 << 20)
+    assert window.open_path(write_dataset(tmp_path / "f32", data), pos=(7, 9, 11), zoom=6)
+    qtbot.waitUntil(window.planes_complete, timeout=20000)
+    for axis, view in window.views.items():
+        assert view.value_at((7, 9, 11))[0] == 100.0
+        np.testing.assert_array_equal(view.plane.status, Status.DATA)
+    # auto-contrast ran once the planes were in: 1.5 .. 4.0 (the one outlier ignored)
+    c = window.state.contrast
+    assert c.lo == pytest.approx(1.5) and c.hi == pytest.approx(4.0)
+    window.state.set_cursor((20, 20, 20))
+    qtbot.waitUntil(window.planes_complete, timeout=20000)
+    assert window.views[XY].request.index == 20
+    assert window.views[XY].value_at((20, 20, 20))[0] == 4.0
+
+
+def test_pending_and_failed_pixels_have_their_own_looks():
+    request = PlaneRequest(XY, 0, (0, 0), (12, 12))
+    status = np.zeros((12, 12), np.uint8)
+    status[:6, :] = Status.PENDING
+    status[6:, :6] = Status.FAILED
+    plane = Plane(request, np.zeros((1, 12, 12), np.uint8), status)
+    px = render_plane(plane, Palette(Contrast(), np.dtype(np.uint8)))
+    # XY is shown with x across: pixel [row=y, col=x]
+    assert set(np.unique(px[:, :6])) == set(np.array(PENDING_COLORS, np.uint32))
+    assert set(np.unique(px[:6, 6:])) == set(np.array(FAILED_COLORS, np.uint32))
+    assert set(np.unique(px[6:, 6:])) == {0xFF000000}
+
+
+def test_dropping_a_folder_opens_it(window, ramp_dataset):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(ramp_dataset))])
+    event = QDropEvent(QPointF(50, 50), Qt.DropAction.CopyAction, mime,
+                       Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    assert window.dataset_path == str(ramp_dataset)
+    assert window.views[XY].plane is not None
+
+
+def test_recent_datasets_are_remembered_newest_first(window, tmp_path, monkeypatch,
+                                                     ramp_dataset):
+    monkeypatch.delenv("WKW_VIEWER_NO_SETTINGS")
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope,
+                      str(tmp_path / "settings"))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
+                      str(tmp_path / "settings"))
+    other = write_dataset(tmp_path / "other", np.ones((16, 16, 16), np.uint8))
+    window.open_path(ramp_dataset)
+    window.open_path(other)
+    window.open_path(ramp_dataset)
+    assert window.recent() == [str(ramp_dataset), str(other)]
+    actions = [a.text() for a in window.recent_menu.actions()]
+    assert actions == [str(ramp_dataset), str(other)]
+    window.recent_menu.actions()[1].trigger()
+    assert window.dataset_path == str(other)
+    assert (tmp_path / "settings").exists()
+
+
+def test_histogram_handle_drag_sets_the_levels(window, ramp_dataset, qtbot):
+    window.open_path(ramp_dataset)
+    hist = window.contrast_panel.histogram
+    window.contrast_dock.show()
+    qtbot.waitUntil(lambda: hist.isVisible() and hist.width() > 100)
+    x_hi = int(hist._x(255))
+    qtbot.mousePress(hist, Qt.MouseButton.LeftButton, pos=QPointF(x_hi, 30).toPoint())
+    qtbot.mouseMove(hist, QPointF(hist._x(200), 30).toPoint())
+    qtbot.mouseRelease(hist, Qt.MouseButton.LeftButton, pos=QPointF(hist._x(200), 30).toPoint())
+    assert window.state.contrast.lo == 0
+    assert abs(window.state.contrast.hi - 200) <= 2
