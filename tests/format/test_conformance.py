@@ -267,3 +267,26 @@ def test_reference_compress_ours_reads(tmp_path: Path) -> None:
     with wkw.Dataset.open(dst) as ours:
         assert ours.header.block_type == wkw.BLOCK_TYPE_LZ4HC
         _assert_same(ours.read((0, 0, 0), (32, 32, 32)), data, "reference-compressed file")
+
+
+@pytest.mark.parametrize("bt", [1, 3])
+def test_split_reads_match_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         bt: int) -> None:
+    """Reads split into many batches over two threads (forced here with tiny limits) equal
+    the reference's; regression: a helper batch that had not started yet was dropped."""
+    from viewer.format.wkw import file as file_module
+
+    monkeypatch.setattr(file_module, "STAGING_BYTES", 1)  # one block layer per batch
+    monkeypatch.setattr(file_module, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    header = wkw_ref.Header(np.uint16, num_channels=3, block_len=4, file_len=8, block_type=bt)
+    data = _data(np.dtype("<u2"), (3, 64, 32, 32), seed=9)
+    with wkw_ref.Dataset.create(str(tmp_path), header) as ref:
+        ref.write((0, 0, 0), data)
+        with wkw.Dataset.open(tmp_path) as ours:
+            for offset, shape in [((0, 0, 0), (64, 32, 32)), ((5, 3, 2), (50, 27, 29)),
+                                  ((0, 0, 9), (64, 32, 1)), ((0, 7, 0), (64, 1, 32)),
+                                  ((33, 0, 0), (1, 32, 32))]:
+                for _ in range(3):
+                    _assert_same(ours.read(offset, shape), ref.read(offset, shape),
+                                 f"split read at {offset} {shape}")

@@ -29,7 +29,7 @@ import mmap
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import numpy as np
@@ -45,8 +45,8 @@ MERGE_GAP = 4096
 MAX_RUN_BYTES = 8 << 20
 #: Decoded bytes of one staging batch (at least one layer of blocks).
 STAGING_BYTES = 16 << 20
-#: Decoding at least this many bytes in one batch is split over two threads.
-PARALLEL_BYTES = 1 << 20
+#: A read of blocks totalling at least this many bytes is split over two threads.
+PARALLEL_BYTES = 256 << 10
 #: Threads that decode one large read (1 turns the helper off).
 DECODE_THREADS = 2
 #: Batches of at most this many blocks are copied out block by block, larger ones by one gather.
@@ -498,35 +498,44 @@ class File:
         # Batches of whole block layers along z, each at most STAGING_BYTES decoded.
         layer_blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1])
         layers = max(1, STAGING_BYTES // max(layer_blocks * h.block_bytes, 1))
-        batches = [((blo[0], blo[1], z), (bhi[0], bhi[1], min(z + layers, bhi[2])))
-                   for z in range(blo[2], bhi[2], layers)]
-        if len(batches) == 1 or DECODE_THREADS < 2:
+        batches: list[tuple[Vec3, Vec3]] = [
+            ((blo[0], blo[1], z), (bhi[0], bhi[1], min(z + layers, bhi[2])))
+            for z in range(blo[2], bhi[2], layers)]
+        if DECODE_THREADS < 2:
             for bl, bh in batches:
-                self._read_batch(out_t, lo, hi, shift, bl, bh, len(batches) == 1)
+                self._read_batch(out_t, lo, hi, shift, bl, bh)
             return
-        # Several batches: the helper thread takes every other one, whole (decoding and the
-        # copy into out, which touch disjoint parts of out; both release the GIL).
+        if len(batches) == 1:
+            blocks = layer_blocks * (bhi[2] - blo[2])
+            if blocks < 2 or blocks * h.block_bytes < PARALLEL_BYTES:
+                self._read_batch(out_t, lo, hi, shift, batches[0][0], batches[0][1])
+                return
+            batches = _halves(batches[0][0], batches[0][1])
+        # The helper thread takes every other batch, whole (decoding and the copy into out,
+        # which touch disjoint parts of out; both release the GIL).
         helper = _decode_helper()
-        futures = [helper.submit(self._read_batch, out_t, lo, hi, shift, bl, bh, False)
+        futures = [helper.submit(self._read_batch, out_t, lo, hi, shift, bl, bh)
                    for bl, bh in batches[1::2]]
-        errors: list[BaseException] = []
+        failed = True
         try:
             for bl, bh in batches[0::2]:
-                self._read_batch(out_t, lo, hi, shift, bl, bh, False)
+                self._read_batch(out_t, lo, hi, shift, bl, bh)
+            failed = False
         finally:  # never return (or raise) while the helper still writes into out
+            errors = []
             for future in futures:
-                if not future.cancel():
-                    exc = future.exception()
-                    if exc is not None:
-                        errors.append(exc)
+                if failed and future.cancel():
+                    continue  # not started: no need to run it when the read failed anyway
+                exc = future.exception()
+                if exc is not None:
+                    errors.append(exc)
         if errors:
             raise errors[0]
 
     def _read_batch(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
-                    shift: list[int], blo: Vec3, bhi: Vec3, split: bool) -> None:
+                    shift: list[int], blo: Vec3, bhi: Vec3) -> None:
         """Read the blocks ``blo <= b < bhi`` (a box of the block grid) and copy their part of
-        the box ``[lo, hi)`` into ``out_t`` (``(Z, Y, X, C)``).  ``split``: a large batch may
-        share its decoding with the helper thread."""
+        the box ``[lo, hi)`` into ``out_t`` (``(Z, Y, X, C)``)."""
         h = self.header
         b = h.block_len
         nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
@@ -557,7 +566,7 @@ class File:
             dst = list(range(dst0, dst0 + count * slot, slot))
             sizes = (ends - starts).tolist()
             block_bytes = h.block_bytes
-            got = self._decode_parallel(src, sizes, dst, slot, block_bytes, split)
+            got = lz4block.decode_many(src, sizes, dst, [slot] * count, block_bytes)
             del keep
             if slot < block_bytes:
                 failed = [k for k in range(count) if got[k] < slot]
@@ -588,8 +597,10 @@ class File:
                     self._copy_blocks(out_t, lo, hi, shift, coords, grid, indices.tolist())
                     return
                 blocks = grid[indices.reshape(nbz, nby, nbx), z0:z1, y0:y1, x0:x1, :]
-                z0 = y0 = x0 = 0
-        if len(indices) <= PER_BLOCK_COPY:
+                z0 = y0 = x0 = 0  # the gather already cut the block-local ranges
+                z1, y1, x1 = blocks.shape[3:6]
+        if len(indices) <= PER_BLOCK_COPY and z0 == y0 == x0 == 0 and \
+                blocks.shape[3:6] == (z1, b, b):
             flat = blocks.reshape(nbz * nby * nbx, *blocks.shape[3:])
             self._copy_blocks(out_t, lo, hi, shift, coords, flat, range(len(indices)))
             return
@@ -620,21 +631,20 @@ class File:
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
                 blocks[j, z0:z1, y0:y1, x0:x1, :]
 
-    @staticmethod
-    def _decode_parallel(src: list[int], sizes: list[int], dst: list[int], slot: int,
-                         capacity: int, split: bool) -> list[int]:
-        """Decode every block (``slot`` bytes each, whole when ``slot == capacity``), the
-        second half on the helper thread when the batch is large."""
-        count = len(src)
-        prefixes = [slot] * count
-        if not split or DECODE_THREADS < 2 or count < 4 or count * slot < PARALLEL_BYTES:
-            return lz4block.decode_many(src, sizes, dst, prefixes, capacity)
-        half = count // 2
-        future: Future[list[int]] = _decode_helper().submit(
-            lz4block.decode_many, src[half:], sizes[half:], dst[half:], prefixes[half:], capacity)
-        first = lz4block.decode_many(src[:half], sizes[:half], dst[:half], prefixes[:half],
-                                     capacity)
-        return first + future.result()
+
+
+def _halves(blo: Vec3, bhi: Vec3) -> list[tuple[Vec3, Vec3]]:
+    """Split a box of the block grid in two along its longest axis (y first on a tie: rows
+    of an XY plane)."""
+    sizes = [bhi[a] - blo[a] for a in range(3)]
+    axis = max((1, 0, 2), key=lambda a: sizes[a])
+    mid = blo[axis] + sizes[axis] // 2
+    first_hi = list(bhi)
+    first_hi[axis] = mid
+    second_lo = list(blo)
+    second_lo[axis] = mid
+    return [(blo, (first_hi[0], first_hi[1], first_hi[2])),
+            ((second_lo[0], second_lo[1], second_lo[2]), bhi)]
 
 
 def check_limits(header: Header, path: str | os.PathLike[str] | None = None) -> None:
