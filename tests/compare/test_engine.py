@@ -256,6 +256,23 @@ def test_damaged_block_is_reported_as_that_block(make, tmp_path):
     assert s.blocks_compared == 4 * 64
 
 
+def test_damaged_jump_table_reports_the_blocks_it_misplaces(make):
+    data = volume()
+    a = make("a", data, RAW)
+    b = make("b", data, LZ4)
+    path = file_of(b, 0, 1, 0)
+    with open(path, "r+b") as fh:  # end of block 20 points before its start; block 30 far away
+        fh.seek(16 + 8 * 20)
+        fh.write((16).to_bytes(8, "little"))
+        fh.seek(16 + 8 * 30)
+        fh.write((2**64 - 5).to_bytes(8, "little"))
+    s = compare(a, b)
+    bad = {r.morton_index: r for r in s.mismatching_blocks}
+    assert {20, 21, 30, 31} <= set(bad) and all(r.file == "z0/y1/x0.wkw" for r in bad.values())
+    assert all(r.error is not None and "block" in r.error for r in bad.values())
+    assert s.blocks_compared == 4 * 64
+
+
 @pytest.mark.parametrize("block_type", [RAW, LZ4HC])
 def test_truncated_file_reports_the_blocks_past_its_end(make, tmp_path, block_type):
     data = volume()
