@@ -108,6 +108,15 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
     app = QApplication.instance() or QApplication(["browse-benchmark"])
     state = ViewerState()
     window = QtMainWindow(state)
+    arrivals: list[float] = []  # GUI time spent handling each "data arrived"
+    handle_arrival = window._on_data_arrived
+
+    def timed_arrival(box: Any) -> None:
+        began = time.perf_counter()
+        handle_arrival(box)
+        arrivals.append(time.perf_counter() - began)
+
+    window._on_data_arrived = timed_arrival  # type: ignore[method-assign]
     loading = install_background_loading(window, budget_bytes=cache_mb << 20)
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     window.resize(1280, 860)
@@ -181,12 +190,17 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
     per_view["pan"] = ok / pan_steps
     # Jumps.
     jump_ms: list[float] = []
+    jump_arrivals: list[int] = []
+    jump_arrival_ms: list[float] = []
     for pos in JUMPS[:4] if quick else JUMPS:
         pump_until(time.perf_counter() + 0.1)
+        del arrivals[:]
         began = time.perf_counter()
         state.set_cursor(pos)
         state.recenter()
         jump_ms.append(wait_complete(JUMP_TIMEOUT_S, began) * 1e3)
+        jump_arrivals.append(len(arrivals))
+        jump_arrival_ms.append(sum(arrivals) * 1e3)
     stats = loading.loader.stats() if loading.loader is not None else None
     window.close()
     app.processEvents()
@@ -201,6 +215,9 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
         "detail": {
             "complete_by_phase": per_view,
             "jump_ms": [round(j, 1) for j in jump_ms],
+            "jump_repaints": jump_arrivals,
+            "jump_repaint_ms": [round(j, 1) for j in jump_arrival_ms],
+            "visible_blocks": stats.pinned_blocks,
             "move_handling_p50_ms": percentile(handle_ms, 50),
             "move_handling_p95_ms": percentile(handle_ms, 95),
             "peak_rss_mb": peak_rss_mb(),

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from viewer.core.cache import BlockCache, BlockKey, default_budget_bytes
+from viewer.core.cache import BlockCache, BlockKey, block_key, default_budget_bytes
 from viewer.format.errors import BlockDecodeError
 
 BLOCK = 4096
 
 
 def key(n: int, layer: str = "color") -> BlockKey:
-    return BlockKey(layer, 1, (0, 0, n // 1000), n % 1000)
+    return block_key(layer, 1, (0, 0, n // 1000), n % 1000)
 
 
 def block(fill: int = 0, nbytes: int = BLOCK) -> np.ndarray:

@@ -307,3 +307,22 @@ def test_scrolling_inside_a_block_layer_keeps_the_queue(project_path: Path) -> N
     finally:
         ds.log.gate.set()
         loader.close()
+
+
+def test_cached_blocks_own_their_memory(project_path: Path) -> None:
+    """The budget counts what is held: no cached block keeps a larger decode buffer alive."""
+    loader = Loader(wkw.Dataset.open(str(project_path)))
+    try:
+        loader.set_wanted(planes_at((40, 40, 40)), 0, (40, 40, 40))
+        assert loader.wait_idle(WAIT)
+        keys = loader.cache.keys()
+        assert len(keys) > 100
+        for key in keys:
+            value = loader.cache.peek(key)
+            assert isinstance(value, np.ndarray) and not value.flags.writeable
+            root = value
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            assert root.nbytes == value.nbytes == BLOCK_LEN ** 3
+    finally:
+        loader.close()

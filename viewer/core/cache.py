@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,13 +34,14 @@ FAILED_BLOCK_BYTES = 512
 GIB = 1 << 30
 
 
-class BlockKey(NamedTuple):
-    """Identity of one block: layer (any hashable id), mag, file-grid position, Morton index."""
+#: Identity of one block: (layer (any hashable id), mag, file-grid position, Morton index).
+#: A plain tuple, so that the loader builds thousands of them at C speed.
+BlockKey = tuple[Hashable, Hashable, tuple[int, int, int], int]
 
-    layer: Hashable
-    mag: Hashable
-    file: tuple[int, int, int]
-    morton_index: int
+
+def block_key(layer: Hashable, mag: Hashable, file: tuple[int, int, int],
+              morton_index: int) -> BlockKey:
+    return (layer, mag, file, morton_index)
 
 
 BlockValue = npt.NDArray[Any] | FormatError
@@ -120,6 +121,18 @@ class BlockCache:
                 self._blocks.move_to_end(key)
             return value
 
+    def get_many(self, keys: Iterable[BlockKey]) -> list[BlockValue | None]:
+        """``get`` for several keys under one lock (assembling a plane)."""
+        out: list[BlockValue | None] = []
+        with self._lock:
+            blocks = self._blocks
+            for key in keys:
+                value = blocks.get(key)
+                if value is not None:
+                    blocks.move_to_end(key)
+                out.append(value)
+        return out
+
     def peek(self, key: BlockKey) -> BlockValue | None:
         """The cached value without touching the LRU order."""
         with self._lock:
@@ -166,7 +179,7 @@ class BlockCache:
                 self._tables.clear()
                 self._table_bytes = 0
                 return
-            for key in [k for k in self._blocks if k.layer == layer]:
+            for key in [k for k in self._blocks if k[0] == layer]:
                 self._block_bytes -= value_bytes(self._blocks.pop(key))
 
     def _evict_locked(self, incoming: int) -> bool:

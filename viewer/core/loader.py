@@ -119,6 +119,18 @@ class LoaderStats:
         return bool(self.queued_tasks or self.in_flight_blocks)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a worker needs to plan the prefetch of one generation (off the GUI thread)."""
+
+    order: list[int]
+    layouts: dict[int, prefetch.PlaneLayout]
+    cursor: Vec3
+    visible_bytes: int
+    normal_dir: dict[int, int]
+    pan_dir: dict[int, tuple[int, int]]
+
+
 @dataclass
 class _Task:
     file: Vec3
@@ -126,6 +138,7 @@ class _Task:
     blocks: IntArray  #: global block coordinates, aligned with keys
     prefetch: bool
     generation: int
+    plan: _Plan | None = None  #: a planning task (``generation`` is then the queue's epoch)
 
 
 @dataclass
@@ -172,6 +185,8 @@ class Loader:
         self._seq = itertools.count()
         self._generation = 0
         self._in_flight: set[BlockKey] = set()
+        self._planning = 0  # workers planning a prefetch right now
+        self._epoch = 0  # bumped when a generation changes the wish list (queue rebuilt)
         self._open_files: OrderedDict[Vec3, wkw.File] = OrderedDict()
         self._file_states: dict[Vec3, FileState] = {}
         self._visible: set[BlockKey] = set()
@@ -197,6 +212,7 @@ class Loader:
         self._pan_dir: dict[int, tuple[int, int]] = {}
         self._grid_keys: OrderedDict[tuple[Any, ...], tuple[list[BlockKey], IntArray]] = \
             OrderedDict()
+        self._memo_lock = threading.Lock()  # _grid_keys: GUI thread and planning worker
         self._layouts: OrderedDict[PlaneRequest, prefetch.PlaneLayout] = OrderedDict()
         self._visible_sig: tuple[Any, ...] = ()
         self._signature: tuple[Any, ...] = ()
@@ -245,9 +261,16 @@ class Loader:
             visible = self._visible
         visible_bytes = len(visible) * self._block_nbytes
 
+        plan = None
+        signature: tuple[Any, ...] = visible_sig
         if self.prefetch_enabled:
-            ranked.extend(self._prefetch_candidates(order, layouts, cursor, visible_bytes))
-        signature = tuple((r[0], r[1]) for r in ranked)
+            axes = [layouts[i].request.axis for i in order]
+            normal_dir = {a: d for a, d in self._normal_dir.items() if a in axes}
+            pan_dir = {a: d for a, d in self._pan_dir.items() if a in axes}
+            centre = tuple(c // self._block_len for c in cursor)
+            signature = (visible_sig, tuple(sorted(normal_dir.items())),
+                         tuple(sorted(pan_dir.items())), centre, self.cache.budget_bytes)
+            plan = _Plan(order, layouts, cursor, visible_bytes, normal_dir, pan_dir)
 
         with self._lock:
             self._generation += 1
@@ -255,7 +278,7 @@ class Loader:
                 self.cache.set_pinned(visible, visible_bytes)
                 states = self._file_states
                 newly = [key for key in visible if key not in self._visible and isinstance(
-                    states.get(key.file, _UNKNOWN), wkw.File | type(_UNKNOWN))]
+                    states.get(key[2], _UNKNOWN), wkw.File | type(_UNKNOWN))]
                 cached = self._cached_among(newly)
                 self._hits += len(cached)
                 self._misses += len(newly) - len(cached)
@@ -269,10 +292,15 @@ class Loader:
                 # The wish list changed: drop what is queued and rank the new list.  (When it
                 # did not, the queue already holds exactly the unfinished part of it.)
                 self._signature = signature
+                self._epoch += 1
                 self._dropped += len(self._queue)
                 self._queue = []
                 self._queued = set()
                 self._enqueue_locked(ranked)
+                if plan is not None:  # ranked by a worker once the screen is queued
+                    task = _Task((0, 0, 0), [], np.empty((0, 3), np.int64), True,
+                                 self._epoch, plan)
+                    heapq.heappush(self._queue, ((2, -1), next(self._seq), task))
                 self._changed.notify_all()
         self._trim_planes()
 
@@ -366,7 +394,7 @@ class Loader:
         """Block until the queue is empty and nothing is in flight (tests, benchmarks)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
-            while self._queue or self._in_flight:
+            while self._queue or self._in_flight or self._planning:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -382,21 +410,23 @@ class Loader:
                   ) -> tuple[list[BlockKey], IntArray]:
         """Cache keys of global block coordinates (memoised per block grid)."""
         if memo is not None:
-            hit = self._grid_keys.get(memo)
-            if hit is not None:
-                self._grid_keys.move_to_end(memo)
-                return hit
+            with self._memo_lock:
+                hit = self._grid_keys.get(memo)
+                if hit is not None:
+                    self._grid_keys.move_to_end(memo)
+                    return hit
         bpf = self._blocks_per_file
         files = blocks // bpf
         local = blocks - files * bpf
         morton = wkw.morton.encode(local[:, 0], local[:, 1], local[:, 2]).tolist()
         layer, mag = self.layer, self.mag
-        keys = [BlockKey(layer, mag, (fx, fy, fz), m)
-                for (fx, fy, fz), m in zip(files.tolist(), morton)]
+        keys: list[BlockKey] = list(zip(itertools.repeat(layer), itertools.repeat(mag),
+                                        map(tuple, files.tolist()), morton))
         if memo is not None:
-            self._grid_keys[memo] = (keys, blocks)
-            while len(self._grid_keys) > 64:
-                self._grid_keys.popitem(last=False)
+            with self._memo_lock:
+                self._grid_keys[memo] = (keys, blocks)
+                while len(self._grid_keys) > 64:
+                    self._grid_keys.popitem(last=False)
         return keys, blocks
 
     def _note_motion(self, wanted: tuple[PlaneRequest, ...], cursor: Vec3) -> None:
@@ -420,15 +450,17 @@ class Loader:
                 if step and not any(r.axis == axis for r in wanted):
                     self._normal_dir[axis] = step
 
-    def _prefetch_candidates(self, order: list[int], layouts: dict[int, prefetch.PlaneLayout],
-                             cursor: Vec3, visible_bytes: int) -> list[_Ranked]:
-        allowance = int((self.cache.budget_bytes - visible_bytes) * PREFETCH_SHARE)
+    def _prefetch_candidates(self, plan: _Plan) -> list[_Ranked]:
+        """Rank what to read beyond the screen (see ``prefetch``).  Worker thread."""
+        order, layouts, cursor = plan.order, plan.layouts, plan.cursor
+        allowance = int((self.cache.budget_bytes - plan.visible_bytes) * PREFETCH_SHARE)
         out: list[_Ranked] = []
         spent = 0
 
         def add(prio: tuple[int, ...], memo: tuple[Any, ...], make: Any) -> None:
             nonlocal spent
-            hit = self._grid_keys.get(memo)
+            with self._memo_lock:
+                hit = self._grid_keys.get(memo)
             blocks = hit[1] if hit is not None else make()
             if len(blocks) == 0:
                 return
@@ -447,14 +479,14 @@ class Loader:
         for rank, i in enumerate(order):
             lay = layouts[i]
             axis = lay.request.axis
-            direction = self._normal_dir.get(axis)
+            direction = plan.normal_dir.get(axis)
             if direction and len(lay):
                 for k in range(1, prefetch.LAYERS_AHEAD + 1):
                     layer = lay.layer + direction * k
                     if layer >= 0:
                         add((2, k, rank), ("plane", axis, layer, lay.u_blocks, lay.v_blocks),
                             grid(lay, layer))
-            pan = self._pan_dir.get(axis)
+            pan = plan.pan_dir.get(axis)
             if pan:
                 for k, band in enumerate(prefetch.pan_band(lay, *pan), 1):
                     add((2, k, rank), ("pan", axis, lay.layer, lay.u_blocks, lay.v_blocks, pan,
@@ -466,7 +498,7 @@ class Loader:
         for rank, i in enumerate(order):
             lay = layouts[i]
             axis = lay.request.axis
-            if axis in self._normal_dir or not len(lay):
+            if axis in plan.normal_dir or not len(lay):
                 continue
             for layer in (lay.layer + 1, lay.layer - 1):
                 if layer >= 0:
@@ -493,11 +525,11 @@ class Loader:
             for k, key in enumerate(keys):
                 if key in seen or key in in_flight or key in cache:
                     continue
-                state = states.get(key.file, _UNKNOWN)
+                state = states.get(key[2], _UNKNOWN)
                 if state is None or isinstance(state, FormatError):
                     continue  # absent or unreadable file: nothing to read
                 seen.add(key)
-                per_file.setdefault(key.file, []).append(k)
+                per_file.setdefault(key[2], []).append(k)
             for pos, rows in per_file.items():
                 for start in range(0, len(rows), size):
                     chunk = rows[start:start + size]
@@ -543,24 +575,24 @@ class Loader:
         cache = self.cache
         data, status = entry.data, entry.status
         still: list[int] = []
-        for k in entry.missing:
+        values = cache.get_many([entry.keys[k] for k in entry.missing])
+        for k, value in zip(entry.missing, values):
             key = entry.keys[k]
-            value: BlockValue | None = cache.get(key)
             if value is None:
-                state = states.get(key.file, _UNKNOWN)
+                state = states.get(key[2], _UNKNOWN)
                 if state is None:
                     status[u0[k]:u1[k], v0[k]:v1[k]] = Status.ABSENT
                 elif isinstance(state, FormatError):
                     status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
-                    entry.errors[(state.path or self.dataset.file_path(*key.file),
+                    entry.errors[(state.path or self.dataset.file_path(*key[2]),
                                   state.block or 0)] = state
                 else:
                     still.append(k)
                 continue
             if isinstance(value, FormatError):
                 status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
-                entry.errors[(value.path or self.dataset.file_path(*key.file),
-                              key.morton_index)] = value
+                entry.errors[(value.path or self.dataset.file_path(*key[2]),
+                              key[3])] = value
                 continue
             w, h = u1[k] - u0[k], v1[k] - v0[k]
             a, b = bu0[k], bv0[k]
@@ -590,14 +622,34 @@ class Loader:
                     return
                 _, _, task = heapq.heappop(self._queue)
                 self._queued.difference_update(task.keys)
-                rows = [k for k, key in enumerate(task.keys)
-                        if key not in self._in_flight and key not in self.cache]
-                if not rows:
-                    self._changed.notify_all()
-                    continue
-                keys = [task.keys[k] for k in rows]
-                self._in_flight.update(keys)
-                state = self._file_states.get(task.file, _UNKNOWN)
+                plan = task.plan
+                if plan is not None:
+                    if task.generation != self._epoch:
+                        self._changed.notify_all()
+                        continue  # superseded before it was planned
+                    self._planning += 1
+                else:
+                    rows = [k for k, key in enumerate(task.keys)
+                            if key not in self._in_flight and key not in self.cache]
+                    if not rows:
+                        self._changed.notify_all()
+                        continue
+                    keys = [task.keys[k] for k in rows]
+                    self._in_flight.update(keys)
+                    state = self._file_states.get(task.file, _UNKNOWN)
+            if plan is not None:
+                ranked: list[_Ranked] = []
+                try:
+                    ranked = self._prefetch_candidates(plan)
+                except Exception:
+                    log.exception("prefetch planning failed")
+                finally:
+                    with self._changed:
+                        self._planning -= 1
+                        if task.generation == self._epoch and not self._stopping:
+                            self._enqueue_locked(ranked)
+                        self._changed.notify_all()
+                continue
             try:
                 self._run(task, keys, task.blocks[rows], state)
             except Exception:  # a worker must survive anything; the blocks stay missing
@@ -640,14 +692,14 @@ class Loader:
         cpu_started = time.thread_time()
         if isinstance(state, wkw.File):
             try:
-                results = state.read_blocks([key.morton_index for key in keys])
+                results = state.read_blocks([key[3] for key in keys])
             except OSError as exc:
                 results = [BlockDecodeError(f"read failed: {exc.strerror or exc}", state.path,
-                                            block=key.morton_index) for key in keys]
+                                            block=key[3]) for key in keys]
             except ValueError as exc:  # the file was closed under us (dataset closing)
                 if self._stopping:
                     return
-                results = [BlockDecodeError(str(exc), state.path, block=key.morton_index)
+                results = [BlockDecodeError(str(exc), state.path, block=key[3])
                            for key in keys]
             state.release_pages()  # the mapped pages are page cache, not the process's memory
             elapsed = time.perf_counter() - started
