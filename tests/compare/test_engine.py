@@ -228,6 +228,9 @@ def test_other_geometry_is_compared_by_voxels(make, tmp_path, block_len, file_le
         ("z0/y0/x1.wkw", int(morton.encode(0, 0, 2)), (32, 0, 16), 1, 0x10)]
     assert compare(a, c, box=((38, 0, 0), (20, 20, 20))).equal
     assert not compare(a, c, box=((37, 5, 20), (1, 1, 1))).equal
+    t = write_geometry(tmp_path / "t", np.ascontiguousarray(data.transpose(1, 0, 2)),
+                       block_len, file_len, LZ4)
+    assert [f.kind for f in compare(a, t).structure if f.severity == DIAGNOSIS] == ["transposed"]
 
 
 def test_other_geometry_reports_a_damaged_block(make, tmp_path):

@@ -135,10 +135,11 @@ class CompareJob:
             raise
         try:
             positions = self._structure(ds_a, ds_b)
-            if self.summary.comparable and self._by_voxels:
-                self._compare_voxels(ds_a, ds_b, positions)
-            elif self.summary.comparable:
-                self._compare(ds_a, ds_b, positions)
+            if self.summary.comparable:
+                if self._by_voxels:
+                    self._compare_voxels(ds_a, ds_b, positions)
+                else:
+                    self._compare(ds_a, ds_b, positions)
                 data_mismatches = [r for r in self.summary.mismatching_blocks if r.error is None]
                 if data_mismatches and not self.cancelled:
                     for finding in diagnose(ds_a, ds_b, data_mismatches, self.tolerance):
