@@ -113,8 +113,8 @@ def run(repeat: int = 2, table: TextIO = sys.stdout) -> dict[str, float]:
     rows = []
     for key, label, a, b in (("ratio_same_encoding", "LZ4HC vs identical copy", lz4hc, copy),
                              ("ratio_raw_vs_lz4hc", "raw vs LZ4HC", raw, lz4hc)):
-        t_ref, ref_equal = _best(lambda: reference_compare(a, b), repeat)
-        t_ours, ours_equal = _best(lambda: compare(a, b).equal, repeat)
+        t_ref, ref_equal = _best(lambda a=a, b=b: reference_compare(a, b), repeat)
+        t_ours, ours_equal = _best(lambda a=a, b=b: compare(a, b).equal, repeat)
         if not (ref_equal and ours_equal):
             raise SystemExit(f"{label}: expected equal datasets (reference {ref_equal}, "
                              f"ours {ours_equal})")

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from compare_fixtures import SIDE, copy_dataset, corrupt_block, file_of, volume
-from viewer.core.compare import (DIAGNOSIS, DIFFERENCE, INFO, CompareJob, abs_difference,
-                                 compare, difference_plane, mismatch_mask,
-                                 mismatch_rects)
+
+from viewer.core.compare import (
+    DIAGNOSIS,
+    DIFFERENCE,
+    INFO,
+    CompareJob,
+    abs_difference,
+    compare,
+    difference_plane,
+    mismatch_mask,
+    mismatch_rects,
+)
 from viewer.core.slicing import PlaneRequest, read_plane
 from viewer.format import wkw
 from viewer.format.wkw import morton

@@ -92,8 +92,7 @@ def report(summary: Summary, out: TextIO) -> None:
     if summary.cancelled:
         verdict = "CANCELLED"
     out.write(f"{verdict}: {summary.a} vs {summary.b}\n")
-    for f in summary.structure:
-        out.write(f"  [{f.severity}] {f.message}\n")
+    out.writelines(f"  [{f.severity}] {f.message}\n" for f in summary.structure)
     if summary.comparable:
         out.write(f"  blocks compared: {summary.blocks_compared} of {summary.blocks_total}\n")
         out.write(f"  mismatching blocks: {len(summary.mismatching_blocks)}"

@@ -7,26 +7,38 @@ window's compare modes, ``mismatch_rects`` its mismatch overlay.  Qt-free.
 """
 
 from viewer.core.compare.diagnose import diagnose
-from viewer.core.compare.diff import abs_difference, difference_plane, mismatch_mask, voxel_stats
+from viewer.core.compare.diff import (
+    abs_difference,
+    difference_plane,
+    mismatch_mask,
+    voxel_stats,
+)
 from viewer.core.compare.job import CompareJob, compare
-from viewer.core.compare.model import (DIAGNOSIS, DIFFERENCE, INFO, BlockResult, Box, Finding,
-                                       Summary)
+from viewer.core.compare.model import (
+    DIAGNOSIS,
+    DIFFERENCE,
+    INFO,
+    BlockResult,
+    Box,
+    Finding,
+    Summary,
+)
 from viewer.core.compare.overlay import mismatch_rects
 
 __all__ = [
-    "CompareJob",
-    "compare",
-    "diagnose",
-    "BlockResult",
-    "Finding",
-    "Summary",
-    "Box",
+    "DIAGNOSIS",
     "DIFFERENCE",
     "INFO",
-    "DIAGNOSIS",
+    "BlockResult",
+    "Box",
+    "CompareJob",
+    "Finding",
+    "Summary",
     "abs_difference",
-    "voxel_stats",
+    "compare",
+    "diagnose",
     "difference_plane",
     "mismatch_mask",
     "mismatch_rects",
+    "voxel_stats",
 ]

@@ -81,11 +81,10 @@ def _hypotheses(a: wkw.Dataset, block_len: int) -> list[tuple[str, str, dict[str
                         return None
                     return a.read(q, shape)
                 moved = "+" if sign > 0 else "-"
-                out.append((
-                    "offset",
-                    f"B looks like A moved by {moved}1 {unit} along {AXES[axis]} "
-                    f"(B[{AXES[axis]}] = A[{AXES[axis]} {'-' if sign > 0 else '+'} {step}])",
-                    {"shift": d, "unit": unit}, shifted))
+                message = (f"B looks like A moved by {moved}1 {unit} along {AXES[axis]} "
+                           f"(B[{AXES[axis]}] = A[{AXES[axis]} {'-' if sign > 0 else '+'} "
+                           f"{step}])")
+                out.append(("offset", message, {"shift": d, "unit": unit}, shifted))
     return out
 
 

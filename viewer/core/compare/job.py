@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -30,8 +30,15 @@ import numpy.typing as npt
 
 from viewer.core.compare.blocks import ChunkOutcome, FilePlan, Side, compare_chunk
 from viewer.core.compare.diagnose import diagnose
-from viewer.core.compare.model import (DIFFERENCE, INFO, Box, BlockResult, Finding, Summary,
-                                       Vec3)
+from viewer.core.compare.model import (
+    DIFFERENCE,
+    INFO,
+    BlockResult,
+    Box,
+    Finding,
+    Summary,
+    Vec3,
+)
 from viewer.core.compare.voxels import Slab, compare_slab
 from viewer.format import FormatError, wkw
 from viewer.format.wkw import morton
@@ -118,7 +125,7 @@ class CompareJob:
     def _run_caught(self) -> None:
         try:
             self.run()
-        except BaseException as exc:  # handed to wait(); a thread has nowhere else to put it
+        except BaseException as exc:  # noqa: BLE001  (handed to wait(): a thread has no caller)
             self._error = exc
 
     # -- the work (one thread) ----------------------------------------------------------------
@@ -327,11 +334,7 @@ class CompareJob:
             finally:
                 for _, future, _ in pending:
                     future.cancel()
-                for _, future, _ in pending:
-                    try:
-                        future.result()
-                    except BaseException:
-                        pass
+                wait([future for _, future, _ in pending])  # before the files are unmapped
                 pending.clear()
                 for plan in open_plans.values():
                     plan.close()

@@ -20,7 +20,7 @@ INFO = "info"  #: worth knowing, but the voxels may still be equal (e.g. another
 DIAGNOSIS = "diagnosis"  #: a named conversion bug that the sampled data fits
 
 
-def json_number(value: int | float | None) -> int | float | str | None:
+def json_number(value: float | None) -> int | float | str | None:
     """A number JSON can carry: an infinite difference (NaN against a number) becomes "inf"."""
     if isinstance(value, float) and not math.isfinite(value):
         return "inf" if value > 0 else str(value)

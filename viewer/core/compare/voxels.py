@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from viewer.core.compare.blocks import ChunkOutcome
 from viewer.core.compare.diff import abs_difference
-from viewer.core.compare.model import Box, BlockResult, Vec3
+from viewer.core.compare.model import BlockResult, Box, Vec3
 from viewer.format import FormatError, wkw
 from viewer.format.wkw import morton
 
