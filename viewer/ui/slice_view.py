@@ -183,7 +183,11 @@ class QtSliceView(QWidget):
         if self._backdrop_key == key and self._backdrop_pixmap is not None:
             return self._backdrop_pixmap
         w, h = self.width(), self.height()
-        pixmap = QPixmap(w, h)
+        pixmap = self._backdrop_pixmap
+        if pixmap is None or pixmap.width() != w or pixmap.height() != h:
+            # Reused while the size stays: besides the allocation, PySide6 6.11 leaks a few
+            # references to None for every QPainter opened on a new paint device.
+            pixmap = QPixmap(w, h)
         pixmap.fill(BACKGROUND)
         painter = QPainter(pixmap)
         z = self.state.zoom
