@@ -14,11 +14,32 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from viewer.core.synthetic import EMVolume
 from viewer.format import wkw
 from viewer.format.wkw import writer
 
 CACHE = Path(os.environ.get("WKW_BENCH_CACHE", Path(__file__).resolve().parent / ".cache"))
+#: Voxels are generated in cubes of this side (bounded float32 memory, whatever the file size).
+CHUNK = 256
+
+
+def em_file_data(volume: EMVolume, origin: tuple[int, int, int], side: int,
+                 size: tuple[int, int, int]) -> np.ndarray:
+    """The ``(1, side, side, side)`` uint8 data of one file at ``origin``, generated chunk by
+    chunk on the fixed CHUNK grid; voxels at or past ``size`` (file-local) are zero."""
+    data = np.zeros((1, side, side, side), dtype=np.uint8)
+    step = min(CHUNK, side)
+    for z in range(0, min(size[2], side), step):
+        for y in range(0, min(size[1], side), step):
+            for x in range(0, min(size[0], side), step):
+                box = (origin[0] + x, origin[1] + y, origin[2] + z)
+                data[0, x:x + step, y:y + step, z:z + step] = volume.em(box, (step,) * 3)
+    data[:, size[0]:, :, :] = 0
+    data[:, :, size[1]:, :] = 0
+    data[:, :, :, size[2]:] = 0
+    return data
 
 
 def em_dataset(name: str, shape: tuple[int, int, int], block_type: int = wkw.BLOCK_TYPE_LZ4HC,
@@ -44,11 +65,8 @@ def em_dataset(name: str, shape: tuple[int, int, int], block_type: int = wkw.BLO
             for fx in range(grid[0]):
                 origin = (fx * side, fy * side, fz * side)
                 size = tuple(min(side, s - o) for s, o in zip(shape, origin))
-                data = volume.em(origin, (side, side, side))
-                data[size[0]:, :, :] = 0
-                data[:, size[1]:, :] = 0
-                data[:, :, size[2]:] = 0
-                writer.write_file(ds.file_path(fx, fy, fz), header, data[None])
+                data = em_file_data(volume, origin, side, size)
+                writer.write_file(ds.file_path(fx, fy, fz), header, data)
                 done += 1
                 print(f"\rbuilding {name}: file {done}/{total} "
                       f"({time.perf_counter() - started:.0f} s)", end="", file=sys.stderr)
