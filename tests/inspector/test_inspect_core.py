@@ -162,6 +162,7 @@ def test_file_scan_streams_every_file_and_can_be_cancelled(known_dataset: Path,
             done.set()
 
     scan = inspect.FileScan(ds, on_batch, batch_rows=1, use_process=use_process)
+    scan.PROCESS_THRESHOLD = 0  # this small dataset would be scanned on a thread
     scan.start()
     assert done.wait(60)
     rows = [r for b in batches for r in b.rows]

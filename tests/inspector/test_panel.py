@@ -207,6 +207,7 @@ def test_histogram_bar_lists_its_blocks(panel, qtbot, known_dataset) -> None:
     panel.list_histogram_bin(random_bin)
     texts = [panel.hist_list.item(k).text() for k in range(panel.hist_list.count())]
     assert texts == [f"block 1 (1, 0, 0): {int(table.sizes[1]):,} B"]
+    panel.tabs.setCurrentIndex(3)  # plots of hidden tabs are drawn when shown
     heights = panel.hist_bars.opts["height"]
     assert int(np.sum(heights)) == FILE_LEN ** 3
 
@@ -229,3 +230,32 @@ def test_decoding_on_request_flags_blocks_and_lists_broken_ones(panel, qtbot,
     assert table.flags[2] & inspect.DECODE_FAILED
     assert panel.problems_list.count() == 1
     assert "block 2" in panel.problems_list.item(0).text()
+
+
+def test_byte_layout_highlights_the_blocks_each_plane_needs(panel, qtbot, known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    panel.show_cursor((BLOCK_LEN + 1, 2 * BLOCK_LEN + 1, 3 * BLOCK_LEN + 1))
+    panel.tabs.setCurrentIndex(4)  # the plot is built and filled when its tab is shown
+    truth = parse_independently(known_dataset / "z0" / "y0" / "x0.wkw")
+
+    def coords(m: int) -> tuple[int, int, int]:  # Morton: x bit 0, then y, then z
+        c = [0, 0, 0]
+        for bit in range(6):
+            c[bit % 3] |= ((m >> bit) & 1) << (bit // 3)
+        return (c[0], c[1], c[2])
+
+    for axis, layer in ((2, 3), (1, 2), (0, 1)):
+        xs, ys = panel.layout_marks[axis].getData()
+        expected = [m for m in range(FILE_LEN ** 3) if coords(m)[axis] == layer]
+        assert xs.astype(int).tolist() == expected
+        assert ys.astype(int).tolist() == [truth["starts"][m] for m in expected]  # type: ignore[index]
+    assert "XY plane z=25: 16 blocks" in panel.layout_text.text()
+
+
+def test_map_tab_colour_bar_spans_the_metric(panel, qtbot, known_dataset) -> None:
+    open_in(panel, qtbot, known_dataset)
+    panel.tabs.setCurrentIndex(6)
+    assert panel.colorbar is not None
+    assert tuple(panel.colorbar.levels()) == (0.0, float(BLOCK_LEN ** 3))
+    panel.metric_box.setCurrentIndex(1)
+    assert tuple(panel.colorbar.levels()) == (0.0, 8.0)

@@ -496,10 +496,25 @@ class FileScan:
             use_process = not getattr(sys, "frozen", False)
         self.use_process = use_process
 
+    #: Datasets with at most this many files are scanned on a thread: a child process costs
+    #: more to start than they take.
+    PROCESS_THRESHOLD = 64
+
     def start(self) -> None:
-        target = self._run_process if self.use_process else self._run_thread
-        self._thread = threading.Thread(target=target, name="inspector-scan", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="inspector-scan", daemon=True)
         self._thread.start()
+
+    def _run(self) -> None:
+        if self.use_process and self.dataset.single_file is None:
+            count = 0
+            for _ in self.dataset.list_files():
+                count += 1
+                if count > self.PROCESS_THRESHOLD or self._cancel.is_set():
+                    break
+            if count > self.PROCESS_THRESHOLD:
+                self._run_process()
+                return
+        self._run_thread()
 
     def cancel(self) -> None:
         self._cancel.set()

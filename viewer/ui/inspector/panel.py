@@ -64,6 +64,7 @@ Vec3 = tuple[int, int, int]
 AXIS_NAMES = {2: "XY", 1: "XZ", 0: "YZ"}
 AXIS_COLOURS = {2: (230, 60, 60), 1: (60, 200, 60), 0: (80, 120, 255)}
 DIFF_BRUSH = QBrush(QColor(255, 215, 120))
+SIZES_TAB, LAYOUT_TAB, MAP_TAB = 3, 4, 6
 #: Rows of the file table arrive at most this often (each arrival repaints the table).
 SCAN_BATCH_SECONDS = 0.25
 #: Items listed at most when a histogram bar is clicked.
@@ -118,6 +119,8 @@ class QtInspectorPanel(QWidget):
         self._overlays: dict[int, QtCompressionOverlay] = {}
         self._overlay_keys: dict[int, Any] = {}
         self._overlays_pending: set[int] = set()
+        #: Tabs whose plots wait for the tab to be shown (plots of hidden tabs cost for nothing).
+        self._dirty_tabs: set[int] = set()
         self._view_overlays: dict[int, list[QtSliceOverlay]] = {}
         self._extent: tuple[Vec3, Vec3] | None = None
         self._grids: dict[int, tuple[QtGridOverlay, QtGridOverlay]] = {}
@@ -141,6 +144,7 @@ class QtInspectorPanel(QWidget):
         top.addWidget(self.progress)
         layout.addLayout(top)
         self.tabs = QTabWidget()
+        self.tabs.currentChanged.connect(lambda _i: self._update_visible_tab())
         layout.addWidget(self.tabs, 1)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self._build_header_tab(mono)
@@ -221,39 +225,53 @@ class QtInspectorPanel(QWidget):
         self.hist_scope.addItems(["current file", "whole dataset"])
         self.hist_scope.currentIndexChanged.connect(lambda _i: self._update_histogram())
         v.addWidget(self.hist_scope)
-        self.hist_plot = pg.PlotWidget()
-        self.hist_plot.setLabel("bottom", "compressed block size", units="B")
-        self.hist_plot.setLabel("left", "blocks")
-        self.hist_plot.setMouseEnabled(x=False, y=False)
-        self.hist_bars = pg.BarGraphItem(x0=[], x1=[], height=[], brush=(90, 140, 220))
-        self.hist_plot.addItem(self.hist_bars)
-        self.hist_plot.scene().sigMouseClicked.connect(self._on_histogram_clicked)
-        v.addWidget(self.hist_plot, 1)
+        self._hist_box = v
+        self.hist_plot: pg.PlotWidget | None = None  # built when first shown
         self.hist_list = QListWidget()
         self.hist_list.itemClicked.connect(self._on_target_item_clicked)
         split.addWidget(top)
         split.addWidget(self.hist_list)
         self.tabs.addTab(split, "Sizes")
 
+    def _ensure_hist_plot(self) -> pg.PlotWidget:
+        """The histogram plot, built on first use (pyqtgraph plots cost to build)."""
+        if self.hist_plot is None:
+            self.hist_plot = pg.PlotWidget()
+            self.hist_plot.setLabel("bottom", "compressed block size", units="B")
+            self.hist_plot.setLabel("left", "blocks")
+            self.hist_plot.setMouseEnabled(x=False, y=False)
+            self.hist_bars = pg.BarGraphItem(x0=[], x1=[], height=[], brush=(90, 140, 220))
+            self.hist_plot.addItem(self.hist_bars)
+            self.hist_plot.scene().sigMouseClicked.connect(self._on_histogram_clicked)
+            self._hist_box.addWidget(self.hist_plot, 1)
+        return self.hist_plot
+
     def _build_layout_tab(self) -> None:
         w = QWidget()
         v = QVBoxLayout(w)
-        self.layout_plot = pg.PlotWidget()
-        self.layout_plot.setLabel("bottom", "Morton index")
-        self.layout_plot.setLabel("left", "byte offset", units="B")
-        self.layout_curve = self.layout_plot.plot([], [], pen=pg.mkPen((180, 180, 180), width=1))
-        self.layout_curve.setDownsampling(auto=True, method="peak")  # 32,768 points per file
-        self.layout_curve.setClipToView(True)
+        self._layout_box = v
+        self.layout_plot: pg.PlotWidget | None = None  # built when first shown
         self.layout_marks: dict[int, pg.ScatterPlotItem] = {}
-        for axis, colour in AXIS_COLOURS.items():
-            item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(*colour, 200))
-            self.layout_plot.addItem(item)
-            self.layout_marks[axis] = item
         self.layout_text = QLabel("")
         self.layout_text.setWordWrap(True)
-        v.addWidget(self.layout_plot, 1)
         v.addWidget(self.layout_text)
         self.tabs.addTab(w, "Byte layout")
+
+    def _ensure_layout_plot(self) -> pg.PlotWidget:
+        if self.layout_plot is None:
+            self.layout_plot = pg.PlotWidget()
+            self.layout_plot.setLabel("bottom", "Morton index")
+            self.layout_plot.setLabel("left", "byte offset", units="B")
+            self.layout_curve = self.layout_plot.plot([], [],
+                                                      pen=pg.mkPen((180, 180, 180), width=1))
+            self.layout_curve.setDownsampling(auto=True, method="peak")  # 32,768 points
+            self.layout_curve.setClipToView(True)
+            for axis, colour in AXIS_COLOURS.items():
+                item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(*colour, 200))
+                self.layout_plot.addItem(item)
+                self.layout_marks[axis] = item
+            self._layout_box.insertWidget(0, self.layout_plot, 1)
+        return self.layout_plot
 
     def _build_problems_tab(self) -> None:
         self.problems_list = QListWidget()
@@ -277,14 +295,21 @@ class QtInspectorPanel(QWidget):
         v.addWidget(self.metric_box)
         v.addWidget(self.block_grid_toggle)
         v.addWidget(self.file_grid_toggle)
-        self.colorbar_view = pg.GraphicsLayoutWidget()
-        self.colorbar_view.setFixedHeight(80)
-        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(), interactive=False,
-                                        orientation="horizontal", label="bytes")
-        self.colorbar_view.addItem(self.colorbar)
-        v.addWidget(self.colorbar_view)
+        self._map_box = v
+        self.colorbar: pg.ColorBarItem | None = None  # built when first shown
         v.addStretch(1)
         self.tabs.addTab(w, "Map")
+
+    def _ensure_colorbar(self) -> pg.ColorBarItem:
+        if self.colorbar is None:
+            self.colorbar_view = pg.GraphicsLayoutWidget()
+            self.colorbar_view.setFixedHeight(80)
+            self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(),
+                                            interactive=False, orientation="horizontal",
+                                            label="bytes")
+            self.colorbar_view.addItem(self.colorbar)
+            self._map_box.insertWidget(4, self.colorbar_view)
+        return self.colorbar
 
     @staticmethod
     def _fast_table(view: QTableView) -> None:
@@ -352,7 +377,8 @@ class QtInspectorPanel(QWidget):
             self._load_file(fpos)
         elif fpos == self._file_pos:
             self._select_block(index)
-            self._update_layout_marks()
+            self._dirty_tabs.add(LAYOUT_TAB)
+            self._update_visible_tab()
         self._refresh_overlays()
 
     def compression_overlay(self, axis: int) -> QtCompressionOverlay:
@@ -511,7 +537,8 @@ class QtInspectorPanel(QWidget):
             self._scan = None
             self._refresh_overlays()
             if self.hist_scope.currentIndex() == 1:
-                self._update_histogram()
+                self._dirty_tabs.add(SIZES_TAB)
+                self._update_visible_tab()
             self.scan_finished.emit(batch.total or 0)
 
     def _add_problems(self, rows: tuple[inspect.FileStats, ...]) -> None:
@@ -549,8 +576,8 @@ class QtInspectorPanel(QWidget):
             self.blocks_summary.setText("file absent (sparse: reads as zeros)"
                                         if loaded.error is None else str(loaded.error))
         self.decode_button.setEnabled(t is not None and t.header.is_compressed)
-        self._update_histogram()
-        self._update_layout_plot()
+        self._dirty_tabs.update({SIZES_TAB, LAYOUT_TAB})
+        self._update_visible_tab()
         if self._pending_block is not None:
             self._select_block(self._pending_block)
         self.file_shown.emit(loaded.path if t is not None else "")
@@ -613,6 +640,17 @@ class QtInspectorPanel(QWidget):
         finally:
             self._syncing = False
 
+    def _update_visible_tab(self) -> None:
+        current = self.tabs.currentIndex()
+        if current in self._dirty_tabs:
+            self._dirty_tabs.discard(current)
+            if current == SIZES_TAB:
+                self._update_histogram()
+            elif current == LAYOUT_TAB:
+                self._update_layout_plot()
+            elif current == MAP_TAB:
+                self._update_colorbar()
+
     # == histogram ============================================================================
     def _update_histogram(self) -> None:
         edges = self._hist_edges
@@ -627,15 +665,16 @@ class QtInspectorPanel(QWidget):
             for r in self.files_model.rows:
                 if r.histogram is not None and len(r.histogram) == len(counts):
                     counts += r.histogram
+        plot = self._ensure_hist_plot()
         self.hist_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
-        self.hist_plot.enableAutoRange()
+        plot.enableAutoRange()
         self.hist_list.clear()
 
     def _on_histogram_clicked(self, event: Any) -> None:
         edges = self._hist_edges
         if edges is None or self.dataset is None:
             return
-        vb = self.hist_plot.getPlotItem().getViewBox()
+        vb = self._ensure_hist_plot().getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         x = vb.mapSceneToView(event.scenePos()).x()
@@ -670,6 +709,7 @@ class QtInspectorPanel(QWidget):
 
     # == byte layout ==========================================================================
     def _update_layout_plot(self) -> None:
+        self._ensure_layout_plot()
         t = self.current_table
         if t is None:
             self.layout_curve.setData([], [])
@@ -706,9 +746,13 @@ class QtInspectorPanel(QWidget):
     def _update_colorbar(self) -> None:
         if self.dataset is None:
             return
+        if self.tabs.currentIndex() != MAP_TAB and self.colorbar is None:
+            self._dirty_tabs.add(MAP_TAB)
+            return
+        colorbar = self._ensure_colorbar()
         lo, hi = metric_levels(self._metric, self.dataset.header.block_bytes)
-        self.colorbar.setLevels((lo, hi))
-        self.colorbar.axis.setLabel("bytes per block" if self._metric == inspect.SIZE
+        colorbar.setLevels((lo, hi))
+        colorbar.axis.setLabel("bytes per block" if self._metric == inspect.SIZE
                                     else "log2 compression ratio")
 
     def _on_overlay_toggles(self, *_args: Any) -> None:
