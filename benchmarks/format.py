@@ -130,8 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-rounds", type=int, default=7, help="rounds of the full read")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " +
                         ",".join(OPS))
+    parser.add_argument("--threads", type=int, default=None,
+                        help="decode threads of ours (default: the library's own choice)")
     args = parser.parse_args(argv)
     ops = [op for op in args.ops.split(",") if op]
+    if args.threads is not None:
+        from viewer.format.wkw import file as wkw_file
+
+        wkw_file.DECODE_THREADS = args.threads
     result = run(args.rounds, args.full_rounds, ops)
     if args.json:
         print(json.dumps(result))

@@ -31,7 +31,6 @@ from viewer.format import (
     wkw,
 )
 from viewer.format.wkw import lz4block, writer
-from viewer.format.wkw import file as file_module
 
 BLOCK_LEN, FILE_LEN = 8, 2  # 8 blocks of 512 bytes per file: small and quick
 SIDE = BLOCK_LEN * FILE_LEN
@@ -51,8 +50,6 @@ def isolated(fn: Callable[..., Any], *args: Any) -> tuple[str, Any]:
         os.close(r)
         code = 0
         try:
-            file_module._helper = None  # the parent's decode thread does not exist here
-            file_module.DECODE_THREADS = 1
             result: tuple[str, Any] = ("ok", fn(*args))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
             result = ("raised", exc)
@@ -529,6 +526,24 @@ def test_damaged_header_wkw(tmp_path: Path) -> None:
     assert str(tmp_path / "header.wkw") in str(info.value)
     problems = wkw.validate(tmp_path)
     assert any(isinstance(p, HeaderError) for p in problems)
+
+
+def test_read_in_forked_child_after_parent_used_helper_thread(tmp_path: Path) -> None:
+    """Regression: a child forked after a two-thread read must not wait for the parent's
+    helper thread (it does not exist in the child)."""
+    header = wkw.Header(np.uint8, block_len=8, file_len=8, block_type=3)
+    data = np.random.default_rng(3).integers(0, 4, size=(1, 64, 64, 64), dtype=np.uint8)
+    with wkw.Dataset.create(tmp_path, header) as ds:
+        ds.write((0, 0, 0), data)
+    with wkw.Dataset.open(tmp_path) as ds:
+        assert np.array_equal(ds.read((0, 0, 0), (64, 64, 64)), data)  # uses the helper
+
+    def read() -> Any:
+        with wkw.Dataset.open(tmp_path) as ds:
+            return ds.read((0, 0, 0), (64, 64, 64))
+
+    kind, value = isolated(read)
+    assert kind == "ok" and np.array_equal(value, data)
 
 
 def test_plane_read_of_damaged_block_names_it(tmp_path: Path) -> None:

@@ -72,6 +72,16 @@ def _decode_helper() -> ThreadPoolExecutor:
         return _helper
 
 
+def _forget_helper() -> None:
+    """In a forked child the helper thread does not exist: start a new one when needed."""
+    global _helper
+    _helper = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
+
+
 def _staging(nbytes: int) -> npt.NDArray[np.uint8]:
     """A per-thread reusable uint8 buffer of at least ``nbytes`` (kept when not oversized), so
     repeated reads do not pay page faults on fresh memory."""
