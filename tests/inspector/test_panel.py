@@ -82,6 +82,10 @@ def test_selecting_a_row_moves_the_cursor_and_the_cursor_selects_the_row(panel, 
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert selected == [(str(known_dataset / "z0" / "y0" / "x0.wkw"), 1)]
     assert requested == [(BLOCK_LEN + BLOCK_LEN // 2, BLOCK_LEN // 2, BLOCK_LEN // 2)]
+    # The keyboard moves along the table, and the cursor with it: row 2 is block (0, 1, 0).
+    qtbot.keyClick(view, Qt.Key.Key_Down)
+    assert selected[-1] == (str(known_dataset / "z0" / "y0" / "x0.wkw"), 2)
+    assert requested[-1] == (BLOCK_LEN // 2, BLOCK_LEN + BLOCK_LEN // 2, BLOCK_LEN // 2)
 
     # Moving the cursor into the other file shows that file and selects the block under it.
     with qtbot.waitSignal(panel.file_shown, timeout=WAIT):

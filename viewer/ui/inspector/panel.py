@@ -190,7 +190,9 @@ class QtInspectorPanel(QWidget):
         self.files_view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.files_view.setSortingEnabled(True)
         self.files_view.horizontalHeader().resizeSection(0, 160)
-        self.files_view.clicked.connect(self._on_file_row_clicked)
+        # Mouse and keyboard alike: the current row moving is the user's choice.
+        self.files_view.selectionModel().currentRowChanged.connect(
+            lambda cur, _prev: self._on_file_row_clicked(cur))
         self.tabs.addTab(self.files_view, "Files")
 
     def _build_blocks_tab(self) -> None:
@@ -211,8 +213,8 @@ class QtInspectorPanel(QWidget):
         self._fast_table(self.jump_view)
         self.jump_view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.jump_view.setSortingEnabled(True)
-        self.jump_view.clicked.connect(self._on_block_row_clicked)
-        self.jump_view.activated.connect(self._on_block_row_clicked)
+        self.jump_view.selectionModel().currentRowChanged.connect(
+            lambda cur, _prev: self._on_block_row_clicked(cur))
         v.addWidget(self.jump_view, 1)
         self.tabs.addTab(w, "Jump table")
 
@@ -580,6 +582,13 @@ class QtInspectorPanel(QWidget):
         self._update_visible_tab()
         if self._pending_block is not None:
             self._select_block(self._pending_block)
+        file_row = self.files_model.row_of_path(loaded.path)
+        if file_row is not None:
+            self._syncing = True
+            try:
+                self.files_view.selectRow(file_row)
+            finally:
+                self._syncing = False
         self.file_shown.emit(loaded.path if t is not None else "")
 
     def _show_header(self, loaded: _LoadedFile) -> None:
@@ -816,16 +825,18 @@ class QtInspectorPanel(QWidget):
         self.position_requested.emit(pos)
 
     def _on_block_row_clicked(self, index: QModelIndex) -> None:
-        if self._syncing or self._shown is None or self.jump_model.table is None:
+        if (self._syncing or not index.isValid() or self._shown is None
+                or self.jump_model.table is None):
             return
         self._go_to(self._shown.path, self.jump_model.morton_of_row(index.row()))
 
     def select_block_row(self, row: int) -> None:
         """Select jump-table row ``row`` as a click would (moves the cursor to its block)."""
         self.jump_view.selectRow(row)
-        self._on_block_row_clicked(self.jump_model.index(row, 0))
 
     def _on_file_row_clicked(self, index: QModelIndex) -> None:
+        if self._syncing or not index.isValid():
+            return
         row = self.files_model.rows[index.row()]
         self._go_to(row.path, None)
 
