@@ -94,3 +94,16 @@ def test_header_parse_valid_prefix_with_random_tail(tail: bytes, bt: int, vt: in
         assert tail[1] % VOXEL_TYPES[vt].itemsize or tail[1] == 0, str(exc)
         return
     assert header.to_bytes() == raw
+
+
+BOX_LO = st.integers(min_value=0, max_value=(1 << morton.MAX_BITS) - 9)
+
+
+@given(BOX_LO, BOX_LO, BOX_LO, st.integers(1, 8), st.integers(1, 8), st.integers(1, 8))
+@settings(deadline=None)
+def test_box_indices_equal_encoded_block_grid(x: int, y: int, z: int, nx: int, ny: int,
+                                              nz: int) -> None:
+    lo, hi = (x, y, z), (x + nx, y + ny, z + nz)
+    grid = morton.block_grid(lo, hi)
+    assert np.array_equal(morton.box_indices(lo, hi),
+                          morton.encode(grid[:, 0], grid[:, 1], grid[:, 2]))
