@@ -263,3 +263,15 @@ def test_map_tab_colour_bar_spans_the_metric(panel, qtbot, known_dataset) -> Non
     assert tuple(panel.colorbar.levels()) == (0.0, float(BLOCK_LEN ** 3))
     panel.metric_box.setCurrentIndex(1)
     assert tuple(panel.colorbar.levels()) == (0.0, 8.0)
+
+
+def test_a_file_that_does_not_open_is_shown_with_its_error(panel, qtbot, known_dataset) -> None:
+    path = known_dataset / "z0" / "y0" / "x0.wkw"
+    path.write_bytes(path.read_bytes()[:100])  # truncated inside the jump table
+    open_in(panel, qtbot, known_dataset)
+    assert panel.jump_model.rowCount() == 0
+    assert "truncated" in panel.header_path.text()
+    assert panel.header_hex.text().startswith("raw: 57 4b 57")  # the header itself is shown
+    assert "truncated" in panel.blocks_summary.text()
+    texts = [panel.problems_list.item(k).text() for k in range(panel.problems_list.count())]
+    assert any("truncated" in t and "x0.wkw" in t for t in texts)
