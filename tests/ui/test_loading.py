@@ -119,5 +119,12 @@ def test_window_on_the_loader_fills_all_views(qtbot, dataset_path: Path, vol: np
     (ox, oy, _), (sx, sy, _) = xy.request.box()
     np.testing.assert_array_equal(xy.data[0], vol[ox:ox + sx, oy:oy + sy, 30])
     assert loading.status.isVisibleTo(window)
+    first = window.source
+    assert window.open_path(str(dataset_path), pos=(40, 40, 40))  # another dataset: old work ends
+    assert window.source is not first
+    assert not any(t.is_alive() for t in first.threads)
+    qtbot.waitUntil(all_complete, timeout=WAIT_MS)
+    second = window.source
     window.close()
     assert window.source is None
+    assert not any(t.is_alive() for t in second.threads)
