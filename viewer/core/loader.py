@@ -16,7 +16,10 @@ How work is organised, and why:
   that is no longer wanted is dropped, the rest re-ranked: visible in the focused view, visible
   in the other views, the next block layers in the direction of motion (and beyond a pan),
   then the Morton neighbourhood of the cursor.  A block already cached or being read by another
-  worker is never read again (an in-flight set), whatever the generation.
+  worker is never read again (an in-flight set), whatever the generation.  When a bump leaves
+  the wish list as it was (scrolling inside a block layer), the queue is kept as it is.  The
+  prefetch is ranked by a worker (a planning task queued behind the screen's blocks), so the
+  GUI thread only queues what is on screen.
 * **Blocks on screen are pinned** in the cache; when the screen alone needs more than the budget,
   ``LoaderStats.over_budget`` says so (the panel shows a warning).
 
