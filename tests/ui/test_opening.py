@@ -42,7 +42,7 @@ def test_pending_and_failed_pixels_have_their_own_looks():
     status[:6, :] = Status.PENDING
     status[6:, :6] = Status.FAILED
     plane = Plane(request, np.zeros((1, 12, 12), np.uint8), status)
-    px = render_plane(plane, Palette(Contrast(), np.dtype(np.uint8)))
+    px = render_plane(plane, Palette(Contrast(), np.dtype(np.uint8))).argb()
     # XY is shown with x across: pixel [row=y, col=x]
     assert set(np.unique(px[:, :6])) == set(np.array(PENDING_COLORS, np.uint32))
     assert set(np.unique(px[:6, 6:])) == set(np.array(FAILED_COLORS, np.uint32))

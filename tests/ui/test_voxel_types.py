@@ -46,7 +46,7 @@ def test_every_voxel_type_renders(window, tmp_path, name):
     view = window.views[XY]
     plane = view.plane
     np.testing.assert_array_equal(plane.data[0], data[:, :, 0], strict=True)
-    px = view._pixels  # rows = y, columns = x
+    px = view.pixels()  # rows = y, columns = x
     assert grey(int(px[0, 1])) == 0
     assert grey(int(px[0, 2])) == 255
     zero = grey(int(px[0, 0]))
@@ -56,7 +56,7 @@ def test_every_voxel_type_renders(window, tmp_path, name):
         assert grey(int(px[0, 4])) == 255 and grey(int(px[0, 5])) == 0
     # inverted: the ends swap
     window.state.set_contrast(invert=True)
-    px = view._pixels
+    px = view.pixels()
     assert grey(int(px[0, 1])) == 255 and grey(int(px[0, 2])) == 0
 
 
@@ -78,7 +78,7 @@ def test_three_uint8_channels_show_as_rgb(window, tmp_path):
     root = write_dataset(tmp_path / "rgb", data)
     window.open_path(root, pos=(0, 0, 0), zoom=8)
     assert window.state.contrast.rgb
-    px = window.views[XY]._pixels
+    px = window.views[XY].pixels()
     assert int(px[0, 1]) & 0xFFFFFF == 0xFF0000
     assert int(px[0, 2]) & 0xFFFFFF == 0x00FF00
     assert int(px[0, 3]) & 0xFFFFFF == 0x0000FF
@@ -94,26 +94,26 @@ def test_other_multichannel_data_shows_one_channel_with_a_selector(window, tmp_p
     window.state.set_contrast(lo=0, hi=1000)
     combo = window.contrast_panel.channel
     assert combo.count() == 2 and combo.isEnabled()
-    px = window.views[XY]._pixels
+    px = window.views[XY].pixels()
     assert grey(int(px[0, 1])) == 255 and grey(int(px[0, 2])) == 0
     combo.setCurrentIndex(1)
     assert window.state.contrast.channel == 1
-    px = window.views[XY]._pixels
+    px = window.views[XY].pixels()
     assert grey(int(px[0, 1])) == 0 and grey(int(px[0, 2])) == 255
 
 
 def test_colormap_and_gamma_change_the_pixels_not_the_data(window, ramp_dataset):
     window.open_path(ramp_dataset, pos=(0, 0, 0), zoom=8)
     view = window.views[XY]
-    before = view._pixels.copy()
+    before = view.pixels().copy()
     window.contrast_panel.colormap.setCurrentText("viridis")
     assert window.state.contrast.colormap == "viridis"
-    low = int(view._pixels[0, 0])  # value 0: viridis starts dark purple
+    low = int(view.pixels()[0, 0])  # value 0: viridis starts dark purple
     assert ((low >> 16) & 0xFF, (low >> 8) & 0xFF, low & 0xFF) == (0x44, 0x01, 0x54)
     window.contrast_panel.colormap.setCurrentText("grey")
-    np.testing.assert_array_equal(view._pixels, before)
+    np.testing.assert_array_equal(view.pixels(), before)
     window.contrast_panel.gamma.setValue(2.0)
-    mid = grey(int(view._pixels[0, 10]))  # value 10 of 255, brightened by gamma 2
+    mid = grey(int(view.pixels()[0, 10]))  # value 10 of 255, brightened by gamma 2
     assert mid == round((10 / 255) ** 0.5 * 255)
 
 

@@ -227,9 +227,9 @@ def test_damaged_block_is_shown_failed_and_the_window_stays_usable(window, tmp_p
     assert status[0, 0] == 3 and status[20, 20] == 0  # FAILED in file x0, data in x1
     # the failed part looks red, the readable part grey
     x, y = xy.to_widget(4.5, 4.5)
-    failed_px = int(xy._pixels[4, 4])
+    failed_px = int(xy.pixels()[4, 4])
     assert (failed_px >> 16) & 0xFF > 2 * ((failed_px >> 8) & 0xFF)
-    ok_px = int(xy._pixels[20, 20])
+    ok_px = int(xy.pixels()[20, 20])
     assert (ok_px >> 16) & 0xFF == (ok_px >> 8) & 0xFF == ok_px & 0xFF == 100
     # still usable: a click in the readable part moves the cursor
     qtbot.mouseClick(xy, Qt.MouseButton.LeftButton, pos=widget_point(xy, (20, 20, 4)))
@@ -242,7 +242,7 @@ def test_absent_file_has_its_own_look(window, tmp_path):
     root = write_dataset(tmp_path / "sparse", data)
     (root / "z0" / "y0" / "x0.wkw").unlink()
     assert window.open_path(root, pos=(20, 4, 4), zoom=6)
-    px = window.views[XY]._pixels
+    px = window.views[XY].pixels()
     absent, zero = int(px[4, 4]), int(px[4, 20])
     assert zero == 0xFF000000  # real zeros are black, like data
     assert absent != zero and (absent & 0xFF) > ((absent >> 16) & 0xFF)  # a blue tint

@@ -13,6 +13,7 @@ hatch, ABSENT (no file: sparse) a faint blue tint over the zero colour, FAILED a
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -111,22 +112,37 @@ def to_screen(axis: int, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return array.T if horizontal == u else array
 
 
-def render_plane(plane: Plane, palette: Palette) -> ARGB:
-    """The plane as (rows, columns) ARGB pixels in screen orientation, C-contiguous."""
+@dataclass
+class Rendered:
+    """A plane ready for the screen, rows along the view's vertical axis (C-contiguous):
+    either ``pixels`` are ARGB (``table`` None) or uint8 indices into the 256-entry ARGB
+    ``table`` (uint8 data with nothing missing: Qt maps them while drawing, no gather here)."""
+
+    pixels: npt.NDArray[Any]
+    table: ARGB | None = None
+
+    def argb(self) -> ARGB:
+        return self.table[self.pixels] if self.table is not None else self.pixels
+
+
+def render_plane(plane: Plane, palette: Palette) -> Rendered:
+    """The plane as the view shows it, with the looks of pixels that are not data."""
     axis = plane.request.axis
     c = palette.contrast
+    missing = bool(plane.status.any())
     if c.rgb and plane.data.shape[0] >= 3:
         out = palette.rgb_colors(np.stack([to_screen(axis, ch) for ch in plane.data[:3]]))
     else:
         channel = min(c.channel, plane.data.shape[0] - 1)
-        # Transpose the narrow values, not the 4-byte colours: the gather then writes its
-        # output in C order and no second copy is needed.
-        out = palette.colors(np.ascontiguousarray(to_screen(axis, plane.data[channel])))
+        # Transpose the narrow values, not the 4-byte colours.
+        values = np.ascontiguousarray(to_screen(axis, plane.data[channel]))
+        if values.dtype == np.uint8 and palette.direct is not None and not missing:
+            return Rendered(values, palette.direct)
+        out = palette.colors(values)
     out = np.ascontiguousarray(out, dtype=np.uint32)
-    status = plane.status
-    if status.any():
-        paint_status(out, to_screen(axis, status))
-    return out
+    if missing:
+        paint_status(out, to_screen(axis, plane.status))
+    return Rendered(out)
 
 
 def paint_status(out: ARGB, status: npt.NDArray[np.uint8]) -> None:

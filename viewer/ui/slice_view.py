@@ -24,6 +24,20 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from viewer.core.slicing import IN_PLANE, VIEW_NAMES, Plane, PlaneRequest
 from viewer.core.state import SCREEN_AXES, ViewerState
+from viewer.ui.render import Rendered
+
+_tables: dict[int, tuple[np.ndarray, list[int]]] = {}
+
+
+def _color_table(table: np.ndarray) -> list[int]:
+    """``table`` as the list QImage.setColorTable wants, converted once per table."""
+    hit = _tables.get(id(table))
+    if hit is None or hit[0] is not table:
+        if len(_tables) > 16:
+            _tables.clear()
+        hit = (table, [int(v) for v in table])
+        _tables[id(table)] = hit
+    return hit[1]
 
 #: Colour of each view (by normal axis); a crosshair line drawn in a view is the trace of another
 #: view's plane and wears that view's colour.
@@ -58,7 +72,7 @@ class QtSliceView(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self.plane: Plane | None = None
         self.request: PlaneRequest | None = None
-        self._pixels: np.ndarray | None = None
+        self.rendered: Rendered | None = None
         self._image: QImage | None = None
         self._image_origin = (0, 0)  # dataset (h, v) of the image's top-left pixel
         self._press: QPointF | None = None
@@ -119,21 +133,33 @@ class QtSliceView(QWidget):
         return PlaneRequest(self.axis, self.state.cursor[self.axis], (lo[0], lo[1]), (hi[0], hi[1]))
 
     # -- data --------------------------------------------------------------------------------
-    def show_plane(self, plane: Plane | None, pixels: np.ndarray | None) -> None:
-        """Show ``plane``, already rendered to screen-oriented ARGB ``pixels``."""
+    def show_plane(self, plane: Plane | None, rendered: Rendered | None) -> None:
+        """Show ``plane``, already rendered for the screen (``viewer.ui.render``)."""
         self.plane = plane
         self.request = plane.request if plane is not None else None
-        self._pixels = pixels
+        self.rendered = rendered
         self._image_serial += 1
-        if plane is None or pixels is None:
+        if plane is None or rendered is None:
             self._image = None
         else:
+            pixels = rendered.pixels
             rows, cols = pixels.shape
-            self._image = QImage(pixels.data, cols, rows, cols * 4, QImage.Format.Format_RGB32)
+            if rendered.table is not None:
+                indexed = QImage(pixels.data, cols, rows, cols, QImage.Format.Format_Indexed8)
+                indexed.setColorTable(_color_table(rendered.table))
+                # Qt maps the indices in C; scaling an indexed image directly is ~4x slower.
+                self._image = indexed.convertToFormat(QImage.Format.Format_RGB32)
+            else:
+                self._image = QImage(pixels.data, cols, rows, cols * 4,
+                                     QImage.Format.Format_RGB32)
             u, v = IN_PLANE[self.axis]
             origin = {u: plane.request.lo[0], v: plane.request.lo[1]}
             self._image_origin = (origin[self.h_axis], origin[self.v_axis])
         self.update()
+
+    def pixels(self) -> np.ndarray | None:
+        """The shown plane as ARGB (rows = vertical axis), or None."""
+        return self.rendered.argb() if self.rendered is not None else None
 
     def value_at(self, pos: tuple[int, int, int]) -> np.ndarray | None:
         """All channels' values at ``pos`` if it lies on the shown plane, else None."""
@@ -188,15 +214,21 @@ class QtSliceView(QWidget):
             # Reused while the size stays: besides the allocation, PySide6 6.11 leaks a few
             # references to None for every QPainter opened on a new paint device.
             pixmap = QPixmap(w, h)
-        pixmap.fill(BACKGROUND)
         painter = QPainter(pixmap)
         z = self.state.zoom
         if self._image is not None:
             h0, v0 = self._image_origin
             x0, y0 = self.to_widget(h0, v0)
             target = QRectF(x0, y0, self._image.width() * z, self._image.height() * z)
+            # Only the margins around the image need the background.
+            painter.fillRect(QRectF(0, 0, w, max(0.0, target.top()) + 1), BACKGROUND)
+            painter.fillRect(QRectF(0, target.bottom() - 1, w, h), BACKGROUND)
+            painter.fillRect(QRectF(0, 0, max(0.0, target.left()) + 1, h), BACKGROUND)
+            painter.fillRect(QRectF(target.right() - 1, 0, w, h), BACKGROUND)
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, z < 1.0)
             painter.drawImage(target, self._image)
+        else:
+            painter.fillRect(0, 0, w, h, BACKGROUND)
         # Dataset outline, so the edge of the data is visible against the background.
         if self.message and self.plane is None:
             painter.end()
