@@ -52,3 +52,25 @@ def test_demo_cli_refuses_a_folder_that_holds_something(tmp_path):
     assert result.returncode == 2
     assert "not an empty folder" in result.stderr
     assert (tmp_path / "x").read_text() == "keep me"
+
+
+def test_the_window_generates_the_demo_with_a_progress_dialog(window, tmp_path, monkeypatch,
+                                                              qtbot):
+    monkeypatch.setenv("WKW_VIEWER_CACHE", str(tmp_path))
+    monkeypatch.setattr(demo, "DEMO_SHAPE", (256, 128, 128))
+    seen = []
+    from viewer.ui import demo_dialog
+
+    original = demo_dialog.QtDemoProgress
+
+    class Recording(original):
+        def __init__(self) -> None:
+            super().__init__()
+            self.progressed.connect(lambda d, t: seen.append((d, t)))
+
+    monkeypatch.setattr(demo_dialog, "QtDemoProgress", Recording)
+    window.open_demo()
+    assert demo.is_complete(tmp_path / demo.DEMO_NAME)
+    assert window.dataset_path == str(tmp_path / demo.DEMO_NAME)
+    assert seen[-1] == (2, 2)  # progress reached the GUI thread
+    assert window.views[2].plane is not None

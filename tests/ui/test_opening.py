@@ -89,3 +89,18 @@ def test_histogram_handle_drag_sets_the_levels(window, ramp_dataset, qtbot):
     qtbot.mouseRelease(hist, Qt.MouseButton.LeftButton, pos=QPointF(hist._x(200), 30).toPoint())
     assert window.state.contrast.lo == 0
     assert abs(window.state.contrast.hi - 200) <= 2
+
+
+def test_a_webknossos_dataset_opens_its_color_layer_at_mag_1(window, tmp_path):
+    from viewer.core.synthetic import EMVolume
+    from viewer.format.webknossos.writer import write_synthetic_dataset
+
+    root = tmp_path / "wk"
+    write_synthetic_dataset(root, EMVolume(2), shape=(128, 128, 128), mags=[(1, 1, 1)],
+                            workers=1)
+    assert window.open_path(root, pos=(10, 20, 30), zoom=2)
+    assert "color" in window.windowTitle()
+    plane = window.views[XY].plane
+    (x0, y0), (x1, y1) = plane.request.lo, plane.request.hi
+    expected = EMVolume(2).em((0, 0, 0), (128, 128, 128))[x0:x1, y0:y1, 30]
+    np.testing.assert_array_equal(plane.data[0], expected)

@@ -54,10 +54,11 @@ def is_complete(path: Path) -> bool:
 
 
 def build_demo(path: str | os.PathLike[str], progress: Progress | None = None,
-               shape: tuple[int, int, int] = DEMO_SHAPE) -> Path:
+               shape: tuple[int, int, int] | None = None) -> Path:
     """Write the demo dataset to ``path`` (a new or existing folder that must not hold a
     dataset yet) and return it.  ``progress(done, total)`` is called after each file."""
     target = Path(path)
+    shape = shape if shape is not None else DEMO_SHAPE
     header = demo_header()
     side = header.file_len_vx
     grid = [max(1, -(-s // side)) for s in shape]
@@ -99,4 +100,4 @@ def ensure_demo(progress: Progress | None = None) -> Path:
     path = default_demo_path()
     if is_complete(path):
         return path
-    return build_demo(path, progress, shape=DEMO_SHAPE)
+    return build_demo(path, progress)

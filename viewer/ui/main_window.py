@@ -328,15 +328,35 @@ class QtMainWindow(QMainWindow):
         """Open a dataset folder or a single .wkw file.  On failure the window says why (and
         keeps what it showed before) and False is returned."""
         path = os.fspath(path)
+        notes: list[str] = []
         try:
-            dataset = wkw.Dataset.open(path)
+            wkw_path = self._resolve_webknossos(path, notes)
+            dataset = wkw.Dataset.open(wkw_path)
             bounds = dataset_bounds(dataset)
-        except (FormatError, OSError) as exc:
+        except (FormatError, OSError, KeyError) as exc:
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
         self.set_dataset(dataset, path, bounds, pos, zoom)
+        if wkw_path != path:
+            self.setWindowTitle(f"{Path(path).name} \u2014 {os.path.relpath(wkw_path, path)}"
+                                f" \u2014 wkw-viewer")
+        if notes:
+            self.banner.show_message("Parts of this webKnossos dataset did not open",
+                                     "; ".join(notes))
         self._add_recent(path)
         return True
+
+    @staticmethod
+    def _resolve_webknossos(path: str, notes: list[str]) -> str:
+        """For a webKnossos dataset (or layer) folder: the WKW dataset of its first color
+        layer's finest mag, what did not open noted.  Other paths come back unchanged."""
+        from viewer.format.webknossos import dataset as wk
+
+        if not wk.is_webknossos_dataset(path):
+            return path
+        opened = wk.open_dataset(path)
+        notes.extend(str(p) for p in opened.problems)
+        return wk.select_mag(opened).path
 
     def set_dataset(self, dataset: wkw.Dataset, path: str, bounds: tuple[st.Vec3, st.Vec3],
                     pos: Sequence[int] | None = None, zoom: float | None = None) -> None:
