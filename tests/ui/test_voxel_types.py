@@ -133,4 +133,13 @@ def test_histogram_counts_what_is_on_screen(window, ramp_dataset, qtbot):
     window._on_histogram_due()
     counts = window.contrast_panel.histogram.counts
     total = sum(v.plane.data.size for v in window.views.values())
-    assert counts.sum() == total
+    assert counts.sum() == total  # zoomed out, all of each plane is on screen
+    window.state.set_zoom(40)  # zoomed in: only what the views show counts
+    window._on_histogram_due()
+    counts = window.contrast_panel.histogram.counts
+    shown = 0
+    for v in window.views.values():
+        (h0, h1), (v0, v1) = v.visible_range()
+        shown += (min(32, np.ceil(h1)) - max(0, np.floor(h0))) * \
+            (min(32, np.ceil(v1)) - max(0, np.floor(v0)))
+    assert counts.sum() == shown < total

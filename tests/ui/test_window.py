@@ -108,6 +108,10 @@ def test_keys_move_zoom_recentre_and_maximise(window, ramp_dataset, qtbot):
     assert xy.width() > window.views[YZ].width()
     qtbot.keyClick(xy, Qt.Key.Key_M)
     assert window.state.layout is None and window.views[YZ].isVisible()
+    qtbot.mouseDClick(window.views[XZ], Qt.MouseButton.LeftButton)
+    assert window.state.layout == XZ and not xy.isVisible()
+    qtbot.mouseDClick(window.views[XZ], Qt.MouseButton.LeftButton)
+    assert window.state.layout is None and xy.isVisible()
 
 
 def test_drag_pans_without_moving_the_cursor(window, ramp_dataset, qtbot):

@@ -62,7 +62,7 @@ KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
 <tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td><td>move along the focused view's normal</td></tr>
 <tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
-<tr><td><b>M</b></td><td>maximise the focused view / back to 2x2</td></tr>
+<tr><td><b>M</b>, <b>double-click</b></td><td>maximise the focused view / back to 2x2</td></tr>
 <tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
 <tr><td><b>I</b></td><td>invert</td></tr>
 <tr><td><b>Ctrl+G</b></td><td>go to a position (type or paste x, y, z)</td></tr>
@@ -637,12 +637,21 @@ class QtMainWindow(QMainWindow):
         parts = []
         c = self.state.contrast
         for axis in self._visible_axes():
-            plane = self.views[axis].plane
+            view = self.views[axis]
+            plane = view.plane
             if plane is None:
                 continue
-            data = plane.data[:3] if c.rgb else plane.data[min(c.channel, plane.data.shape[0] - 1)][None]
-            ok = plane.status == Status.DATA
-            parts.extend(ch[ok] for ch in data)
+            # Only the part of the plane inside the view (the request is snapped outward).
+            ranges = dict(zip(SCREEN_AXES[axis], view.visible_range()))
+            cut = []
+            for k, a in enumerate(IN_PLANE[axis]):
+                lo = int(np.floor(ranges[a][0])) - plane.request.lo[k]
+                hi = int(np.ceil(ranges[a][1])) - plane.request.lo[k]
+                cut.append(slice(max(lo, 0), max(hi, 0)))
+            channels = plane.data[:3] if c.rgb else \
+                plane.data[min(c.channel, plane.data.shape[0] - 1)][None]
+            ok = plane.status[cut[0], cut[1]] == Status.DATA
+            parts.extend(ch[cut[0], cut[1]][ok] for ch in channels)
         if not parts:
             return None
         return np.concatenate(parts)

@@ -339,6 +339,12 @@ class QtSliceView(QWidget):
         self._dragging = False
         self._last_drag = None
 
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        """Double-click: this view alone, large (and back)."""
+        self.state.set_focused(self.axis)
+        self.state.toggle_maximized()
+        event.accept()
+
     def leaveEvent(self, event: object) -> None:
         self.hovered.emit(None)
 
