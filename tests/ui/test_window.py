@@ -268,3 +268,19 @@ def test_side_panel_can_be_replaced(window, qtbot):
     qtbot.waitUntil(lambda: panel.isVisible())
     assert window.views[XY].isVisible()
     assert abs(window.views[XZ].height() - window.views[XY].height()) <= 2
+
+
+def test_an_unexpected_error_becomes_a_message(window, ramp_dataset, qtbot, monkeypatch):
+    window.open_path(ramp_dataset)
+
+    def broken(request):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(window.source, "plane", broken)
+    window.state.set_cursor((1, 2, 3))
+    assert "disk on fire" in window.banner.text()
+    window.report_exception(ValueError("a slot failed"))
+    assert "a slot failed" in window.banner.text()
+    monkeypatch.undo()
+    window.state.set_cursor((4, 5, 6))  # still usable
+    assert window.views[XY].request.index == 6

@@ -333,7 +333,7 @@ class QtMainWindow(QMainWindow):
             wkw_path = self._resolve_webknossos(path, notes)
             dataset = wkw.Dataset.open(wkw_path)
             bounds = dataset_bounds(dataset)
-        except (FormatError, OSError, KeyError) as exc:
+        except Exception as exc:  # whatever it is, a message in the window, not a crash
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
         self.set_dataset(dataset, path, bounds, pos, zoom)
@@ -779,6 +779,8 @@ class QtMainWindow(QMainWindow):
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
     if isinstance(exc, FileNotFoundError):
         return f"no such file or folder: {exc.filename}"
     if isinstance(exc, PermissionError):
