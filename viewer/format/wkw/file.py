@@ -25,6 +25,7 @@ place and only ever grows raw ones).
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import threading
@@ -47,6 +48,8 @@ MAX_RUN_BYTES = 8 << 20
 STAGING_BYTES = 16 << 20
 #: A read of blocks totalling at least this many bytes is split over two threads.
 PARALLEL_BYTES = 256 << 10
+#: A large read is cut into at least this many batches, shared by the two threads.
+SHARED_CHUNKS = 4
 #: Threads that decode one large read (1 turns the helper off).
 DECODE_THREADS = 2
 #: Batches of at most this many blocks are copied out block by block, larger ones by one gather.
@@ -511,36 +514,45 @@ class File:
         batches: list[tuple[Vec3, Vec3]] = [
             ((blo[0], blo[1], z), (bhi[0], bhi[1], min(z + layers, bhi[2])))
             for z in range(blo[2], bhi[2], layers)]
-        if DECODE_THREADS < 2:
+        blocks = layer_blocks * (bhi[2] - blo[2])
+        if DECODE_THREADS < 2 or blocks < 2 or blocks * h.block_bytes < PARALLEL_BYTES:
             for bl, bh in batches:
                 self._read_batch(out_t, lo, hi, shift, bl, bh)
             return
-        if len(batches) == 1:
-            blocks = layer_blocks * (bhi[2] - blo[2])
-            if blocks < 2 or blocks * h.block_bytes < PARALLEL_BYTES:
-                self._read_batch(out_t, lo, hi, shift, batches[0][0], batches[0][1])
-                return
-            batches = _halves(batches[0][0], batches[0][1])
-        # The helper thread takes every other batch, whole (decoding and the copy into out,
-        # which touch disjoint parts of out; both release the GIL).
-        helper = _decode_helper()
-        futures = [helper.submit(self._read_batch, out_t, lo, hi, shift, bl, bh)
-                   for bl, bh in batches[1::2]]
-        failed = True
+        if len(batches) < SHARED_CHUNKS:
+            per = -(-SHARED_CHUNKS // len(batches))
+            batches = [piece for bl, bh in batches for piece in _split(bl, bh, per)]
+        self._read_shared(out_t, lo, hi, shift, batches)
+
+    def _read_shared(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
+                     shift: list[int], batches: list[tuple[Vec3, Vec3]]) -> None:
+        """Read ``batches`` with the helper thread: both threads take the next batch until
+        none is left (each batch decoded and copied into its own part of out; decoding and
+        copying release the GIL).  On a busy machine where the helper gets no core, the
+        calling thread simply does all of them: it never waits for the helper to start, only
+        for the batch the helper is in the middle of."""
+        counter = itertools.count()
+        stop = threading.Event()
+
+        def work() -> None:
+            while not stop.is_set():
+                k = next(counter)
+                if k >= len(batches):
+                    return
+                self._read_batch(out_t, lo, hi, shift, batches[k][0], batches[k][1])
+
+        future = _decode_helper().submit(work)
         try:
-            for bl, bh in batches[0::2]:
-                self._read_batch(out_t, lo, hi, shift, bl, bh)
-            failed = False
-        finally:  # never return (or raise) while the helper still writes into out
-            errors = []
-            for future in futures:
-                if failed and future.cancel():
-                    continue  # not started: no need to run it when the read failed anyway
-                exc = future.exception()
-                if exc is not None:
-                    errors.append(exc)
-        if errors:
-            raise errors[0]
+            work()
+        except BaseException:
+            stop.set()
+            if not future.cancel():
+                future.exception()  # never leave while the helper still writes into out
+            raise
+        if not future.cancel():
+            exc = future.exception()
+            if exc is not None:
+                raise exc
 
     def _read_batch(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
                     shift: list[int], blo: Vec3, bhi: Vec3) -> None:
@@ -653,18 +665,19 @@ class File:
 
 
 
-def _halves(blo: Vec3, bhi: Vec3) -> list[tuple[Vec3, Vec3]]:
-    """Split a box of the block grid in two along its longest axis (y first on a tie: rows
-    of an XY plane)."""
+def _split(blo: Vec3, bhi: Vec3, parts: int) -> list[tuple[Vec3, Vec3]]:
+    """Split a box of the block grid into up to ``parts`` slabs along its longest axis (y
+    first on a tie: rows of an XY plane)."""
     sizes = [bhi[a] - blo[a] for a in range(3)]
     axis = max((1, 0, 2), key=lambda a: sizes[a])
-    mid = blo[axis] + sizes[axis] // 2
-    first_hi = list(bhi)
-    first_hi[axis] = mid
-    second_lo = list(blo)
-    second_lo[axis] = mid
-    return [(blo, (first_hi[0], first_hi[1], first_hi[2])),
-            ((second_lo[0], second_lo[1], second_lo[2]), bhi)]
+    parts = max(1, min(parts, sizes[axis]))
+    cuts = [blo[axis] + sizes[axis] * k // parts for k in range(parts + 1)]
+    out: list[tuple[Vec3, Vec3]] = []
+    for start, end in zip(cuts, cuts[1:]):
+        lo_v, hi_v = list(blo), list(bhi)
+        lo_v[axis], hi_v[axis] = start, end
+        out.append(((lo_v[0], lo_v[1], lo_v[2]), (hi_v[0], hi_v[1], hi_v[2])))
+    return out
 
 
 def check_limits(header: Header, path: str | os.PathLike[str] | None = None) -> None:
