@@ -230,6 +230,39 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
     }
 
 
+def loader_only_jumps(root: Path, cache_mb: int, quick: bool) -> list[float]:
+    """The same far jumps against a fresh ``Loader`` with no window: time from ``set_wanted``
+    to three complete 448x448 planes (what the loader itself costs, rendering aside)."""
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, XZ, YZ, PlaneRequest
+    from viewer.format import wkw
+
+    def planes(pos: tuple[int, int, int]) -> list[PlaneRequest]:
+        def span(c: int, n: int) -> tuple[int, int]:
+            return max(0, c - 224) // 64 * 64, min(n, (c + 224 + 63) // 64 * 64)
+        (x0, x1), (y0, y1), (z0, z1) = (span(c, n) for c, n in zip(pos, SHAPE))
+        x, y, z = pos
+        return [PlaneRequest(XY, z, (x0, y0), (x1, y1)), PlaneRequest(XZ, y, (x0, z0), (x1, z1)),
+                PlaneRequest(YZ, x, (y0, z0), (y1, z1))]
+
+    loader = Loader(wkw.Dataset.open(str(root)), budget_bytes=cache_mb << 20)
+    out: list[float] = []
+    try:
+        for pos in JUMPS[:4] if quick else JUMPS:
+            loader.wait_idle(JUMP_TIMEOUT_S)
+            reqs = planes(pos)
+            began = time.perf_counter()
+            loader.set_wanted(reqs, 0, pos)
+            while not all(loader.plane(r).complete for r in reqs):
+                if time.perf_counter() - began > JUMP_TIMEOUT_S:
+                    break
+                time.sleep(0.0005)
+            out.append((time.perf_counter() - began) * 1e3)
+    finally:
+        loader.close()
+    return out
+
+
 def child(mode: str, cache_mb: int, quick: bool) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.browse", "--child", mode, "--cache-mb",
            str(cache_mb)] + (["--quick"] if quick else [])
@@ -250,7 +283,13 @@ def main(argv: list[str] | None = None) -> int:
             warm_page_cache(root)
         else:
             evict_page_cache(root)
-        print(json.dumps(run_session(root, args.cache_mb, args.quick)))
+        result = run_session(root, args.cache_mb, args.quick)
+        if args.child == "cold":
+            evict_page_cache(root)
+        direct = loader_only_jumps(root, args.cache_mb, args.quick)
+        result["detail"]["loader_only_jump_ms_p50_p95"] = [round(percentile(direct, 50), 1),
+                                                           round(percentile(direct, 95), 1)]
+        print(json.dumps(result))
         return 0
     warm = child("warm", args.cache_mb, args.quick)
     cold = child("cold", args.cache_mb, args.quick)
@@ -268,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'figure':32} {'warm':>10} {'cold':>10}  target")
     for k in keys:
         print(f"{k:32} {warm[k]:10.3f} {cold[k]:10.3f}  {targets.get(k, '')}")
+    lw = warm["detail"]["loader_only_jump_ms_p50_p95"]
+    lc = cold["detail"]["loader_only_jump_ms_p50_p95"]
+    print(f"{'jump p50/p95, loader alone (ms)':32} {lw[0]:4.0f}/{lw[1]:<5.0f} {lc[0]:4.0f}/{lc[1]:<5.0f}"
+          "  (no window: rendering aside)")
     for name, run in (("warm", warm), ("cold", cold)):
         print(f"{name}: {json.dumps(run['detail'])}")
     return 0
