@@ -46,8 +46,10 @@ MERGE_GAP = 4096
 MAX_RUN_BYTES = 8 << 20
 #: Decoded bytes of one staging batch (at least one layer of blocks).
 STAGING_BYTES = 16 << 20
-#: A read of blocks totalling at least this many bytes is split over two threads.
+#: A read of compressed blocks totalling at least this many bytes is split over two threads.
 PARALLEL_BYTES = 256 << 10
+#: The same for raw blocks (only copied, no decoding: a thread pays off much later).
+PARALLEL_RAW_BYTES = 16 << 20
 #: A large read is cut into at least this many batches, shared by the two threads.
 SHARED_CHUNKS = 4
 #: Threads that decode one large read (1 turns the helper off).
@@ -515,7 +517,8 @@ class File:
             ((blo[0], blo[1], z), (bhi[0], bhi[1], min(z + layers, bhi[2])))
             for z in range(blo[2], bhi[2], layers)]
         blocks = layer_blocks * (bhi[2] - blo[2])
-        if DECODE_THREADS < 2 or blocks < 2 or blocks * h.block_bytes < PARALLEL_BYTES:
+        enough = PARALLEL_BYTES if h.is_compressed else PARALLEL_RAW_BYTES
+        if DECODE_THREADS < 2 or blocks < 2 or blocks * h.block_bytes < enough:
             for bl, bh in batches:
                 self._read_batch(out_t, lo, hi, shift, bl, bh)
             return
