@@ -83,12 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
-        path = args.path
-        if path is None:
-            path = _demo_path(window, headless=bool(args.screenshot))
         if args.screenshot:
             window.setAttribute(_qt().WidgetAttribute.WA_DontShowOnScreen)
         window.show()
+        path = args.path
+        if path is None:  # the demo: generated on first use, the window already up
+            path = _demo_path(window, headless=bool(args.screenshot))
         if path is not None:
             window.open_path(path, pos=pos, zoom=args.zoom)
         if args.screenshot:
