@@ -1,5 +1,5 @@
 """The desktop program: ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]
-[--cache-mb N]``.
+[--cache-mb N] [--compare B]``.
 
 Builds the QApplication, the model (``ViewerState``), the plane source and the window, and wires
 them.  With no PATH it opens the built-in demo dataset, generating it on first use.  With
@@ -34,6 +34,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="render the window offscreen to this PNG and exit")
     parser.add_argument("--cache-mb", type=int, default=None,
                         help="decoded-block cache budget in MiB (background loader)")
+    parser.add_argument("--compare", metavar="B",
+                        help="compare with dataset B: same cursor and zoom, compare modes, a "
+                             "whole-dataset comparison in the background (Compare menu)")
     return parser.parse_args(list(argv))
 
 
@@ -79,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Planes come from the background loader (decoded-block cache, worker threads); without
     # this line the window reads synchronously through viewer.core.slicing.SyncPlaneSource.
     install_background_loading(window, args.cache_mb << 20 if args.cache_mb else None)
+    from viewer.ui.compare.install import install_compare, settle
+
+    compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
     window.resize(*WINDOW_SIZE)
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
@@ -91,11 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = _demo_path(window, headless=bool(args.screenshot))
         if path is not None:
             window.open_path(path, pos=pos, zoom=args.zoom)
+        if args.compare and window.dataset is not None:
+            compare.open_b(args.compare)
         if args.screenshot:
             _wait_for_planes(app, window)
             _report_first_paint(started)
             _install_inspector(window)
             _settle(app, 0.5)  # the inspector reads the file under the cursor in the background
+            settle(compare)  # B's planes and the whole-dataset comparison
             return _screenshot(app, window, args.screenshot)
         # The inspector (and its pyqtgraph import) comes right after the first paint, so the
         # views show without waiting for it.
