@@ -1,0 +1,842 @@
+"""The compare side of the window: dataset B, the compare modes, the background comparison.
+
+``QtCompareController`` holds dataset B next to the window's dataset A.  B is read through a
+background ``Loader`` of its own (same ``PlaneRequest``s as A's views, so it shows the same
+cursor, zoom and region: both follow the one ``ViewerState``).  The modes:
+
+- ``A_ONLY``: the window as usual (the mismatch overlay stays);
+- ``SIDE``: every quadrant split in two, A's view on the left, B's (a ``QtSliceView`` on the
+  same state) on the right;
+- ``FLICKER``: the views show A or B; a key (B) toggles;
+- ``SWIPE``: each view shows A left and B right of a draggable divider;
+- ``DIFFERENCE``: ``A - B`` through a diverging colormap with symmetric levels;
+- ``MASK``: A dimmed, with ``|A - B| > tolerance`` in yellow.
+
+The whole-dataset comparison is a ``viewer.core.compare.CompareJob`` on a thread of its own
+(plus its two pool threads); its callbacks hop to the GUI thread through ``QtCompareBridge``.
+Mismatching blocks stream into ``results`` and onto the views as outlines; ``go_to_mismatch``
+moves the cursor to the largest difference inside a block (found on a worker thread).  The
+job is cancelled and joined when another dataset is opened and when the window closes.
+
+GUI thread only (the job's and the worker's callables excepted, which only call the bridge).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QApplication, QLabel, QSizePolicy, QSplitter, QWidget
+from PySide6.QtCore import Qt
+
+from viewer.core import state as st
+from viewer.core.compare import BlockResult, CompareJob, Finding, Summary, abs_difference
+from viewer.core.compare.model import Box
+from viewer.core.loader import Loader
+from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
+from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
+from viewer.format import FormatError, wkw
+from viewer.ui.compare import images
+from viewer.ui.compare.bridge import QtCompareBridge, Update
+from viewer.ui.compare.overlay import A_COLOR, B_COLOR, QtCompareOverlay
+from viewer.ui.loading import QtLoadingBridge
+from viewer.ui.render import Palette, render_plane
+from viewer.ui.slice_view import QtSliceView
+
+Vec3 = tuple[int, int, int]
+
+
+def find_voxel(path_a: str, path_b: str, block: BlockResult, block_len: int,
+               tolerance: float) -> Vec3 | None:
+    """The voxel of ``block`` with the largest ``|A - B|`` above ``tolerance`` (the first
+    such in x, y, z order), or None when the block cannot be read.  Runs on a worker."""
+    try:
+        ds_a = wkw.Dataset.open(path_a)
+        try:
+            ds_b = wkw.Dataset.open(path_b)
+            try:
+                shape = (block_len, block_len, block_len)
+                a = np.moveaxis(ds_a.read(block.position, shape), 0, -1)
+                b = np.moveaxis(ds_b.read(block.position, shape), 0, -1)
+            finally:
+                ds_b.close()
+        finally:
+            ds_a.close()
+    except (FormatError, OSError):
+        return None
+    if a.shape[-1] != b.shape[-1]:
+        a, b = a[..., :1], b[..., :1]
+    if a.dtype != b.dtype:
+        a, b = a.astype(np.float64), b.astype(np.float64)
+    d = abs_difference(a, b).max(axis=-1)
+    d = np.where(d > tolerance, d, 0)
+    if not np.any(d):
+        return None
+    flat = int(np.argmax(np.transpose(d, (2, 1, 0))))  # first in x, then y, then z order
+    z, y, x = np.unravel_index(flat, (d.shape[2], d.shape[1], d.shape[0]))
+    p = block.position
+    return (p[0] + int(x), p[1] + int(y), p[2] + int(z))
+
+
+def parse_box(text: str) -> Box | None:
+    """``"x,y,z,w,h,d"`` (any separators) as a box; empty text: None (everything)."""
+    import re
+
+    numbers = re.findall(r"-?\d+", text)
+    if not numbers:
+        return None
+    if len(numbers) != 6:
+        raise ValueError(f"a box is six numbers x, y, z, w, h, d, not {text.strip()!r}")
+    v = [int(n) for n in numbers]
+    if min(v[:3]) < 0 or min(v[3:]) <= 0:
+        raise ValueError("a box needs a non-negative offset and a positive size")
+    return ((v[0], v[1], v[2]), (v[3], v[4], v[5]))
+
+
+def plane_value(plane: Plane | None, pos: Vec3) -> tuple[Any, int] | None:
+    """``(values of every channel, status)`` of ``pos`` on ``plane``, None when off it."""
+    if plane is None or pos[plane.request.axis] != plane.request.index:
+        return None
+    u, v = IN_PLANE[plane.request.axis]
+    iu, iv = pos[u] - plane.request.lo[0], pos[v] - plane.request.lo[1]
+    if 0 <= iu < plane.data.shape[1] and 0 <= iv < plane.data.shape[2]:
+        return plane.data[:, iu, iv], int(plane.status[iu, iv])
+    return None
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.6g}"
+    return str(int(v))
+
+
+class QtCompareController(QObject):
+    """Dataset B and everything the window does with it.  See the module docstring."""
+
+    A_ONLY, SIDE, FLICKER, SWIPE, DIFFERENCE, MASK = (
+        "a", "side", "flicker", "swipe", "difference", "mask")
+    MODES = (A_ONLY, SIDE, FLICKER, SWIPE, DIFFERENCE, MASK)
+    MODE_NAMES = {A_ONLY: "A only", SIDE: "Side by side", FLICKER: "Flicker A/B",
+                  SWIPE: "Swipe", DIFFERENCE: "Difference A\u2212B", MASK: "Mismatch mask"}
+
+    #: B was opened (its path) or closed ("").
+    b_changed = Signal(str)
+    #: The mode (or the flicker side) changed.
+    mode_changed = Signal(str)
+    #: A comparison started.
+    job_started = Signal()
+    #: New results arrived (blocks, findings, progress) from the running comparison.
+    results_changed = Signal()
+    #: The comparison ended: its Summary, or the exception that stopped it.
+    job_finished = Signal(object)
+    #: The selected mismatching block (index into ``results``).
+    selection_changed = Signal(int)
+
+    def __init__(self, window: Any) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state: st.ViewerState = window.state
+        self.mode = self.A_ONLY
+        self.showing_b = False
+        self.tolerance = 0.0
+        self.show_blocks = True
+        self.path_b: str | None = None
+        self.dataset_b: wkw.Dataset | None = None
+        self.source_b: Loader | None = None
+        self._loading_bridge: QtLoadingBridge | None = None
+        self.planes_b: dict[int, Plane] = {}
+        self._wanted_b: list[PlaneRequest] = []
+        self.b_views: dict[int, QtSliceView] = {}
+        self.splitters: dict[int, QSplitter] = {}
+        self.overlays_b: dict[int, QtCompareOverlay] = {}
+        self.overlays_a = {axis: QtCompareOverlay(view, self, "A")
+                           for axis, view in window.views.items()}
+        self.bridge = QtCompareBridge(self)
+        self.bridge.updated.connect(self._on_job_update)
+        self.bridge.delivered.connect(self._on_delivered)
+        # The background comparison.
+        self.job: CompareJob | None = None
+        self.job_id = 0
+        self.running = False
+        self._job_thread: threading.Thread | None = None
+        self.results: list[BlockResult] = []
+        self.findings: list[Finding] = []
+        self.progress: tuple[int, int] = (0, 0)
+        self.summary: Summary | None = None
+        self.error: BaseException | None = None
+        self.box: Box | None = None
+        self.block_len = 0
+        self._positions = np.zeros((0, 3), dtype=np.int64)
+        self._damaged = np.zeros(0, dtype=bool)
+        self.selected: int | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="wkw-compare-ui")
+        self._token = 0
+        self._closed = False
+        # Caches of derived pictures.
+        self._palettes: dict[str, Palette] = {}
+        self._images: dict[int, tuple[tuple[Any, ...], QImage, npt.NDArray[Any], Any]] = {}
+        self._diffs: dict[int, tuple[tuple[Any, ...], npt.NDArray[np.float64], Any]] = {}
+        self._rects: dict[int, tuple[Any, ...]] = {}
+        self.level = 1.0
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(0)
+        self._refresh_timer.timeout.connect(self.refresh_b)
+
+        self.hover_label = QLabel()
+        self.hover_label.setObjectName("compareHover")
+        self.hover_label.setTextFormat(Qt.TextFormat.RichText)
+        window.statusBar().addWidget(self.hover_label)
+        for view in window.views.values():
+            view.hovered.connect(self._on_hovered)
+            view.plane_wanted.connect(lambda *_: self._refresh_timer.start())
+        self.state.subscribe(self._on_state_changed)
+        window.dataset_opened.connect(self._on_a_opened)
+        window.installEventFilter(self)
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+
+    # == B ======================================================================================
+    @property
+    def active(self) -> bool:
+        return self.source_b is not None
+
+    @property
+    def name_a(self) -> str:
+        return _short(self.window.dataset_path or "")
+
+    @property
+    def name_b(self) -> str:
+        return _short(self.path_b or "")
+
+    def open_b(self, path: str | os.PathLike[str], start: bool = True) -> bool:
+        """Open dataset B next to the window's dataset; start the whole-dataset comparison
+        (``start``).  On failure the window says why and False is returned."""
+        path = os.fspath(path)
+        if self.window.dataset is None:
+            self.window.show_error("Nothing to compare with", "open dataset A first")
+            return False
+        try:
+            dataset = wkw.Dataset.open(path)
+        except (FormatError, OSError) as exc:
+            self.window.show_error(f"Cannot open {path} for comparison", _describe(exc))
+            return False
+        self.close_b()
+        self.dataset_b = dataset
+        self.path_b = path
+        self.source_b = Loader(dataset, workers=2)
+        bridge = QtLoadingBridge(self.source_b, self)
+        bridge.data_arrived.connect(self._on_b_arrived)
+        self._loading_bridge = bridge
+        self._ensure_b_views()
+        self.set_mode(self.SIDE if self.mode == self.A_ONLY else self.mode)
+        self.refresh_b(force=True)
+        self.b_changed.emit(path)
+        if start:
+            self.start_comparison()
+        return True
+
+    def close_b(self) -> None:
+        """Close B: cancel (and join) the comparison, stop B's loader, back to A only."""
+        self.cancel_comparison(wait=True)
+        self._clear_results()
+        if self._loading_bridge is not None:
+            self._loading_bridge.detach()
+            self._loading_bridge.deleteLater()
+            self._loading_bridge = None
+        if self.source_b is not None:
+            self.source_b.close()
+        was = self.source_b is not None
+        self.source_b = None
+        self.dataset_b = None
+        self.path_b = None
+        self.planes_b = {}
+        self._wanted_b = []
+        self._images.clear()
+        self._diffs.clear()
+        for view in self.b_views.values():
+            view.show_plane(None, None)
+        if self.mode != self.A_ONLY:
+            self.set_mode(self.A_ONLY)
+        self._update_views()
+        if was:
+            self.b_changed.emit("")
+
+    def _ensure_b_views(self) -> None:
+        """Split every quadrant: A's view left, B's right (B's shown in side-by-side only)."""
+        if self.b_views:
+            return
+        for axis, view in self.window.views.items():
+            splitter = QSplitter(Qt.Orientation.Horizontal)
+            splitter.setObjectName(f"compareSplit{axis}")
+            splitter.setChildrenCollapsible(False)
+            splitter.setHandleWidth(3)
+            splitter.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+            self.window.grid.replaceWidget(view, splitter)
+            splitter.addWidget(view)
+            b_view = QtSliceView(axis, self.state)
+            b_view.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+            b_view.hovered.connect(self._on_hovered)
+            if hasattr(self.window, "_on_hovered"):
+                b_view.hovered.connect(self.window._on_hovered)
+            b_view.plane_wanted.connect(lambda *_: self._refresh_timer.start())
+            splitter.addWidget(b_view)
+            b_view.hide()
+            self.splitters[axis] = splitter
+            self.b_views[axis] = b_view
+            self.overlays_b[axis] = QtCompareOverlay(b_view, self, "B")
+        self._apply_layout()
+
+    def _apply_layout(self) -> None:
+        """Quadrants follow the window's layout (one maximised view, or 2x2); B's views
+        show in side by side only."""
+        side = self.active and self.mode == self.SIDE
+        for axis, splitter in self.splitters.items():
+            visible = self.state.layout is None or self.state.layout == axis
+            splitter.setVisible(visible)
+            b_view = self.b_views[axis]
+            if side != b_view.isVisibleTo(splitter):
+                b_view.setVisible(side)
+                if side:
+                    half = max(splitter.width() // 2, 1)
+                    splitter.setSizes([half, half])
+        for axis, overlay in self.overlays_a.items():
+            if overlay.handle is not None:
+                overlay.handle.setVisible(self.active and self.mode == self.SWIPE)
+                overlay.handle.place()
+
+    # == modes ==================================================================================
+    def set_mode(self, mode: str) -> None:
+        if mode not in self.MODES:
+            raise ValueError(f"unknown compare mode {mode!r} (known: {self.MODES})")
+        if mode == self.FLICKER and self.mode != self.FLICKER:
+            self.showing_b = True
+        changed = mode != self.mode
+        self.mode = mode
+        self._apply_layout()
+        if changed:
+            self.refresh_b()
+        self._update_views()
+        self.mode_changed.emit(mode)
+
+    def toggle_flicker(self) -> None:
+        """Show the other dataset (switches to flicker mode first)."""
+        if self.mode != self.FLICKER:
+            self.set_mode(self.FLICKER)
+            return
+        self.showing_b = not self.showing_b
+        self._update_views()
+        self.mode_changed.emit(self.mode)
+
+    def set_tolerance(self, tolerance: float) -> None:
+        self.tolerance = max(0.0, float(tolerance))
+        self._update_views()
+
+    def set_show_blocks(self, show: bool) -> None:
+        self.show_blocks = bool(show)
+        self._update_views()
+
+    def badge(self, role: str) -> tuple[str, QColor]:
+        """The label a view wears: what it shows."""
+        if not self.active:
+            return "", A_COLOR
+        if role == "B":
+            return f"B \u00b7 {self.name_b}", B_COLOR
+        if self.mode == self.FLICKER:
+            return ((f"B \u00b7 {self.name_b}", B_COLOR) if self.showing_b
+                    else (f"A \u00b7 {self.name_a}", A_COLOR))
+        if self.mode == self.DIFFERENCE:
+            return f"A \u2212 B   \u00b1{_fmt_level(self.level)}", QColor(225, 225, 230)
+        if self.mode == self.MASK:
+            return f"|A \u2212 B| > {_fmt_level(self.tolerance)}", QColor(255, 210, 31)
+        return f"A \u00b7 {self.name_a}", A_COLOR
+
+    # == B's planes =============================================================================
+    def _palette(self, which: str) -> Palette:
+        dataset = self.window.dataset if which == "A" else self.dataset_b
+        dtype = dataset.header.dtype if dataset is not None else np.dtype(np.uint8)
+        palette = self._palettes.get(which)
+        if palette is None or palette.contrast != self.state.contrast or palette.dtype != dtype:
+            palette = Palette(self.state.contrast, dtype)
+            self._palettes[which] = palette
+        return palette
+
+    def refresh_b(self, force: bool = False) -> None:
+        """Ask B's loader for the planes A's views show (and B's own views, in side by side)
+        and fetch those that changed."""
+        if self.source_b is None:
+            return
+        requests: dict[int, PlaneRequest] = {}
+        for axis, view in self.window.views.items():
+            if view.isVisibleTo(self.window) and view.request is not None:
+                requests[axis] = view.request
+        side: dict[int, PlaneRequest] = {}
+        if self.mode == self.SIDE:
+            for axis, b_view in self.b_views.items():
+                if b_view.isVisibleTo(self.window):
+                    req = b_view.wanted_request()
+                    if req is not None:
+                        side[axis] = req
+        wanted: list[PlaneRequest] = []
+        for req in (*requests.values(), *side.values()):
+            if req not in wanted:
+                wanted.append(req)
+        if wanted != self._wanted_b:
+            self._wanted_b = wanted
+            focused = requests.get(self.state.focused) or side.get(self.state.focused)
+            self.source_b.set_wanted(wanted, wanted.index(focused) if focused else None,
+                                     self.state.cursor)
+        for axis, req in requests.items():
+            plane = self.planes_b.get(axis)
+            if force or plane is None or plane.request != req:
+                self._fetch_b(axis, req)
+        for axis, req in side.items():
+            if force or self.b_views[axis].request != req:
+                self._show_b_view(axis, req)
+
+    def _plane_b(self, req: PlaneRequest) -> Plane | None:
+        assert self.source_b is not None
+        try:
+            return self.source_b.plane(req)
+        except Exception as exc:  # an unexpected read error must not take the window down
+            self.window.show_error("Cannot read a plane of B", _describe(exc))
+            return None
+
+    def _fetch_b(self, axis: int, req: PlaneRequest) -> None:
+        plane = self._plane_b(req)
+        if plane is None:
+            self.planes_b.pop(axis, None)
+        else:
+            self.planes_b[axis] = plane
+        self.overlays_a[axis].update()
+        b_view = self.b_views.get(axis)
+        if plane is not None and b_view is not None and b_view.isVisibleTo(self.window) \
+                and b_view.request == req:
+            self._show_b_view(axis, req, plane)
+
+    def _show_b_view(self, axis: int, req: PlaneRequest, plane: Plane | None = None) -> None:
+        if plane is None:
+            same = self.planes_b.get(axis)
+            plane = same if same is not None and same.request == req else self._plane_b(req)
+        if plane is not None:
+            self.b_views[axis].show_plane(plane, render_plane(plane, self._palette("B")))
+
+    def _on_b_arrived(self, box: Box3) -> None:
+        """B's loader has data inside ``box``: fetch again the planes it touches."""
+        if self.source_b is None:
+            return
+        for axis in list(self.planes_b):
+            if _touches(self.planes_b[axis].request, box):
+                self._fetch_b(axis, self.planes_b[axis].request)
+        for axis, b_view in self.b_views.items():
+            req = b_view.request
+            if req is not None and b_view.isVisibleTo(self.window) and _touches(req, box) \
+                    and self.planes_b.get(axis) is not b_view.plane:
+                self._show_b_view(axis, req)
+
+    def planes_complete(self) -> bool:
+        """B's planes for every visible view are in (nothing of B still loading)."""
+        if not self.active:
+            return True
+        for axis, view in self.window.views.items():
+            if not view.isVisibleTo(self.window) or view.request is None:
+                continue
+            plane = self.planes_b.get(axis)
+            if plane is None or plane.request != view.request or not plane.complete:
+                return False
+        for b_view in self.b_views.values():
+            if b_view.isVisibleTo(self.window) and b_view.plane is not None \
+                    and not b_view.plane.complete:
+                return False
+        return True
+
+    # == the mode pictures ======================================================================
+    def _diff(self, axis: int) -> npt.NDArray[np.float64] | None:
+        a = self.window.views[axis].plane
+        b = self.planes_b.get(axis)
+        if a is None or b is None or a.request != b.request:
+            return None
+        channel = self.state.contrast.channel
+        key = (id(a), id(b), channel)
+        cached = self._diffs.get(axis)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        diff = images.difference(a, b, channel)
+        self._diffs[axis] = (key, diff, (a, b))
+        return diff
+
+    def _difference_level(self) -> float:
+        """Symmetric levels: the largest |A - B| on the views on screen (at least 1 for
+        integer data)."""
+        top = 0.0
+        for axis, view in self.window.views.items():
+            if view.isVisibleTo(self.window):
+                diff = self._diff(axis)
+                if diff is not None:
+                    top = max(top, images.max_abs(diff))
+        dataset = self.window.dataset
+        integer = dataset is not None and dataset.header.dtype.kind in "iu"
+        return max(top, 1.0) if integer else (top if top > 0 else 1.0)
+
+    def mode_image(self, axis: int) -> tuple[QImage, tuple[int, int]] | None:
+        """The picture A's view ``axis`` shows in the current mode (None: A's own image)."""
+        if not self.active:
+            return None
+        mode = self.mode
+        if mode in (self.A_ONLY, self.SIDE) or (mode == self.FLICKER and not self.showing_b):
+            return None
+        view = self.window.views[axis]
+        a = view.plane
+        b = self.planes_b.get(axis)
+        if a is None:
+            return None
+        if b is None or b.request != a.request:
+            self._refresh_timer.start()  # A's view changed its plane without a state change
+            return None
+        contrast = self.state.contrast
+        if mode in (self.FLICKER, self.SWIPE):
+            key: tuple[Any, ...] = ("B", id(b), contrast)
+        elif mode == self.DIFFERENCE:
+            self.level = self._difference_level()
+            key = ("D", id(a), id(b), contrast.channel, self.level)
+        else:
+            key = ("M", id(a), id(b), contrast, self.tolerance)
+        cached = self._images.get(axis)
+        if cached is None or cached[0] != key:
+            if key[0] == "B":
+                pixels = images.as_argb(render_plane(b, self._palette("B")))
+            elif key[0] == "D":
+                diff = self._diff(axis)
+                assert diff is not None
+                pixels = images.difference_image(diff, axis, self.level)
+            else:
+                shown = images.as_argb(render_plane(a, self._palette("A")))
+                pixels = images.mask_image(shown, images.mask(a, b, contrast.channel,
+                                                              self.tolerance), axis)
+            rows, cols = pixels.shape
+            image = QImage(pixels.data, cols, rows, cols * 4, QImage.Format.Format_RGB32)
+            cached = (key, image, pixels, (a, b))
+            self._images[axis] = cached
+        u, v = IN_PLANE[axis]
+        origin = {u: a.request.lo[0], v: a.request.lo[1]}
+        h_axis, v_axis = SCREEN_AXES[axis]
+        return cached[1], (origin[h_axis], origin[v_axis])
+
+    def block_rects(self, axis: int, request: PlaneRequest
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_],
+                               tuple[int, int, int, int] | None]:
+        """The mismatching blocks the plane of ``request`` cuts, as screen-oriented dataset
+        rectangles ``(h0, v0, h1, v1)``, whether each is damaged, and the selected block's
+        rectangle (None when it is not on this plane).  The same blocks as
+        ``viewer.core.compare.mismatch_rects``, vectorised for tens of thousands of blocks."""
+        key = (request, len(self.results), self.selected, self.block_len)
+        cached = self._rects.get(axis)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2], cached[3]
+        bl = self.block_len
+        p = self._positions
+        empty = (np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=bool), None)
+        if bl <= 0 or len(p) == 0:
+            self._rects[axis] = (key, *empty)
+            return empty
+        u, v = IN_PLANE[axis]
+        h_axis, v_axis = SCREEN_AXES[axis]
+        index = request.index
+        cut = ((p[:, axis] <= index) & (index < p[:, axis] + bl)
+               & (p[:, u] + bl > request.lo[0]) & (p[:, u] < request.hi[0])
+               & (p[:, v] + bl > request.lo[1]) & (p[:, v] < request.hi[1]))
+        hv = p[cut][:, [h_axis, v_axis]]
+        rects = np.concatenate([hv, hv + bl], axis=1)
+        damaged = self._damaged[cut]
+        selected = None
+        if self.selected is not None and self.selected < len(p) and cut[self.selected]:
+            s = p[self.selected]
+            selected = (int(s[h_axis]), int(s[v_axis]), int(s[h_axis]) + bl,
+                        int(s[v_axis]) + bl)
+        self._rects[axis] = (key, rects, damaged, selected)
+        return rects, damaged, selected
+
+    def _update_views(self) -> None:
+        for overlay in (*self.overlays_a.values(), *self.overlays_b.values()):
+            overlay.update()
+        for view in self.b_views.values():
+            view.update()
+
+    # == the model ==============================================================================
+    def _on_state_changed(self, changes: frozenset[str]) -> None:
+        if self._closed:
+            return
+        if st.LAYOUT in changes and self.splitters:
+            self._apply_layout()
+        if not self.active:
+            return
+        if st.CONTRAST in changes:
+            for axis, b_view in self.b_views.items():
+                if b_view.plane is not None:
+                    b_view.show_plane(b_view.plane, render_plane(b_view.plane,
+                                                                 self._palette("B")))
+        if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT}:
+            self.refresh_b()
+        self._update_views()
+
+    def _on_a_opened(self, _path: str) -> None:
+        """Another dataset A: the running comparison is cancelled; with B open it starts
+        again for the new pair."""
+        if self._closed or not self.active:
+            return
+        self.cancel_comparison(wait=True)
+        self._clear_results()
+        self._palettes.pop("A", None)
+        self.planes_b = {}
+        self._wanted_b = []
+        self.refresh_b(force=True)
+        self.start_comparison(self.box)
+
+    # == hover ==================================================================================
+    def _on_hovered(self, pos: Vec3 | None) -> None:
+        if pos is None or not self.active:
+            self.hover_label.setText("")
+            return
+        a = None
+        for view in self.window.views.values():
+            a = plane_value(view.plane, pos)
+            if a is not None:
+                break
+        b = None
+        for plane in (*self.planes_b.values(), *(v.plane for v in self.b_views.values())):
+            b = plane_value(plane, pos)
+            if b is not None:
+                break
+        self.hover_label.setText(hover_text(a, b))
+
+    # == the background comparison ==============================================================
+    def start_comparison(self, box: Box | None = None) -> bool:
+        """Compare A and B block by block in the background (over ``box``, or everything),
+        with the current tolerance.  A running comparison is cancelled first."""
+        if not self.active or self.window.dataset_path is None or self.path_b is None:
+            return False
+        self.cancel_comparison(wait=True)
+        self._clear_results()
+        self.job_id += 1
+        job_id = self.job_id
+        bridge = self.bridge
+        try:
+            job = CompareJob(
+                self.window.dataset_path, self.path_b, box=box, tolerance=self.tolerance,
+                workers=2,
+                on_progress=lambda done, total: bridge.job_progress(job_id, done, total),
+                on_block=lambda r: bridge.job_block(job_id, r),
+                on_finding=lambda f: bridge.job_finding(job_id, f))
+        except ValueError as exc:
+            self.window.show_error("Cannot start the comparison", str(exc))
+            return False
+        self.box = box
+        dataset = self.window.dataset
+        self.block_len = dataset.header.block_len if dataset is not None else 0
+        self.job = job
+        self.running = True
+        thread = threading.Thread(target=_run_job, args=(job, job_id, bridge),
+                                  name="wkw-compare-ui-job", daemon=True)
+        self._job_thread = thread
+        thread.start()
+        self.job_started.emit()
+        return True
+
+    def cancel_comparison(self, wait: bool = False) -> None:
+        """Stop the comparison after the chunks already running; ``wait``: join its thread
+        (the chunks in flight take tens of milliseconds)."""
+        if self.job is not None:
+            self.job.cancel()
+        if wait and self._job_thread is not None:
+            self._job_thread.join()
+            self._job_thread = None
+
+    def wait_for_job(self, timeout: float | None = None) -> bool:
+        """Join the comparison's thread; True when it ended."""
+        thread = self._job_thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def _clear_results(self) -> None:
+        self.results = []
+        self.findings = []
+        self.progress = (0, 0)
+        self.summary = None
+        self.error = None
+        self.selected = None
+        self._positions = np.zeros((0, 3), dtype=np.int64)
+        self._damaged = np.zeros(0, dtype=bool)
+        self._rects.clear()
+        self.results_changed.emit()
+        self._update_views()
+
+    def _on_job_update(self, job_id: int, update: Update) -> None:
+        if job_id != self.job_id or self._closed:
+            return  # a cancelled job's last words
+        if update.blocks:
+            self.results.extend(update.blocks)
+            self._positions = np.concatenate(
+                [self._positions, np.asarray([r.position for r in update.blocks],
+                                             dtype=np.int64).reshape(-1, 3)])
+            self._damaged = np.concatenate(
+                [self._damaged, np.asarray([r.error is not None for r in update.blocks],
+                                           dtype=bool)])
+        self.findings.extend(update.findings)
+        if update.progress is not None:
+            self.progress = update.progress
+        finished = update.finished
+        if finished is not None:
+            self.running = False
+            if isinstance(finished, Summary):
+                self.summary = finished
+                self.block_len = finished.block_len or self.block_len
+                self.progress = (finished.blocks_compared, finished.blocks_total)
+            else:
+                self.error = finished
+                self.window.show_error("The comparison stopped", _describe(finished))
+        self.results_changed.emit()
+        if update.blocks:
+            self._update_views()
+        if finished is not None:
+            self.job_finished.emit(finished)
+
+    # == navigation =============================================================================
+    def go_to_mismatch(self, index: int) -> None:
+        """Select mismatching block ``index`` and move the cursor to its largest difference
+        (its first voxel when it cannot be read)."""
+        if not self.results:
+            return
+        index %= len(self.results)
+        self.selected = index
+        self.selection_changed.emit(index)
+        self._update_views()
+        block = self.results[index]
+        self._token += 1
+        token = self._token
+        if self.window.dataset_path is None or self.path_b is None or self._closed:
+            return
+        future = self._executor.submit(find_voxel, self.window.dataset_path, self.path_b,
+                                       block, self.block_len, self.tolerance)
+
+        def done(f: Future[Vec3 | None]) -> None:
+            try:
+                payload: Any = f.result()
+            except BaseException as exc:  # shown as "moved to the block" below
+                payload = exc
+            self.bridge.deliver("voxel", token, (block, payload))
+
+        future.add_done_callback(done)
+
+    def next_mismatch(self) -> None:
+        self.go_to_mismatch(0 if self.selected is None else self.selected + 1)
+
+    def previous_mismatch(self) -> None:
+        self.go_to_mismatch(-1 if self.selected is None else self.selected - 1)
+
+    def _on_delivered(self, kind: str, token: int, payload: Any) -> None:
+        if kind != "voxel" or token != self._token or self._closed:
+            return
+        block, found = payload
+        if isinstance(found, tuple):
+            pos = found
+        else:
+            half = max(self.block_len // 2, 0)
+            pos = tuple(p + half for p in block.position)
+        self.state.set_cursor(pos)
+        self.state.recenter()
+
+    # == shutting down ==========================================================================
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.window and event.type() == QEvent.Type.Close:
+            self.shutdown()
+        return False
+
+    def shutdown(self) -> None:
+        """Cancel and join the comparison, stop B's loader and the worker: no thread left."""
+        if self._closed:
+            return
+        self.close_b()
+        self._closed = True
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.state.unsubscribe(self._on_state_changed)
+
+    def threads(self) -> list[threading.Thread]:
+        """The threads this controller started that are still alive (for tests)."""
+        alive = []
+        if self._job_thread is not None and self._job_thread.is_alive():
+            alive.append(self._job_thread)
+        return alive
+
+
+def _run_job(job: CompareJob, job_id: int, bridge: QtCompareBridge) -> None:
+    """The comparison's thread: run the job, hand its end to the GUI thread."""
+    try:
+        outcome: Summary | BaseException = job.run()
+    except BaseException as exc:  # handed to the window, which says what happened
+        outcome = exc
+    bridge.job_finished(job_id, outcome)
+
+
+def hover_text(a: tuple[Any, int] | None, b: tuple[Any, int] | None) -> str:
+    """``A 12   B 15   A-B -3`` for the status bar (rich text)."""
+    def side(v: tuple[Any, int] | None) -> str:
+        if v is None:
+            return "\u2013"
+        values, status = v
+        if status == Status.PENDING:
+            return "(loading)"
+        if status == Status.FAILED:
+            return "(failed)"
+        text = ", ".join(_fmt(x) for x in values)
+        return text + (" (no file)" if status == Status.ABSENT else "")
+
+    parts = [f"<span style='color:#78afff'>A</span> {side(a)}",
+             f"<span style='color:#f5a623'>B</span> {side(b)}"]
+    ok = (Status.DATA, Status.ABSENT)
+    if a is not None and b is not None and a[1] in ok and b[1] in ok \
+            and len(a[0]) == len(b[0]):
+        d = a[0].astype(np.float64) - b[0].astype(np.float64)
+        same = bool(np.all((d == 0) | (np.isnan(a[0].astype(np.float64))
+                                       & np.isnan(b[0].astype(np.float64)))))
+        colour = "#9a9ca3" if same else "#ffd21f"
+        parts.append(f"<span style='color:{colour}'>A\u2212B {', '.join(_fmt(x) for x in d)}"
+                     "</span>")
+    return "&nbsp;&nbsp;&nbsp;".join(parts)
+
+
+def _touches(req: PlaneRequest, box: Box3) -> bool:
+    offset, shape = box
+    r_off, r_shape = req.box()
+    return all(o < ro + rs and ro < o + s for o, s, ro, rs in zip(offset, shape, r_off, r_shape))
+
+
+def _short(path: str, limit: int = 28) -> str:
+    p = Path(path)
+    name = p.name or path
+    if p.parent.name and name.isdigit():  # a mag folder: say which layer
+        name = f"{p.parent.name}/{name}"
+    return name if len(name) <= limit else "\u2026" + name[-(limit - 1):]
+
+
+def _fmt_level(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:.4g}"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file or folder: {exc.filename or exc}"
+    return str(exc) or type(exc).__name__
+
+
+__all__ = ["QtCompareController", "find_voxel", "hover_text", "parse_box", "plane_value",
+           "XY", "XZ", "YZ"]

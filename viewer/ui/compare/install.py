@@ -1,0 +1,150 @@
+"""Mounting the compare side into the main window, in one call.
+
+``install_compare(window)`` needs what ``viewer.ui.main_window.QtMainWindow`` offers: ``state``,
+``views``, ``grid`` (to split the quadrants for side by side), ``dataset``, ``dataset_path``,
+``show_error``, ``statusBar()``, ``menuBar()`` and the signal ``dataset_opened``.  It adds
+File > Compare with... (Ctrl+B), a Compare menu with every mode and key, and the Compare dock;
+it returns the ``QtCompareController``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu, QScrollArea
+
+from viewer.ui.compare.controller import QtCompareController
+from viewer.ui.compare.panel import MODE_KEYS, QtComparePanel
+
+KEYS_HELP = """<table cellspacing=4>
+<tr><td><b>Ctrl+B</b></td><td>compare with a dataset B (File &gt; Compare with&hellip;)</td></tr>
+<tr><td><b>Alt+1</b> &hellip; <b>Alt+6</b></td><td>A only, side by side, flicker, swipe,
+difference A&minus;B, mismatch mask</td></tr>
+<tr><td><b>B</b></td><td>flicker: show the other dataset</td></tr>
+<tr><td><b>N</b> / <b>P</b></td><td>next / previous mismatching block</td></tr>
+<tr><td><b>F5</b> / <b>Esc</b></td><td>compare the whole dataset (or the box) / cancel</td></tr>
+</table>"""
+
+
+def install_compare(window: Any, path_b: str | None = None) -> QtCompareController:
+    """Create the compare controller and its dock, add the menus; open ``path_b`` as B."""
+    controller = QtCompareController(window)
+    panel = QtComparePanel(controller)
+    holder = QScrollArea()
+    holder.setWidgetResizable(True)
+    holder.setWidget(panel)
+    dock = QDockWidget("Compare", window)
+    dock.setObjectName("compareDock")
+    dock.setWidget(holder)
+    dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                     | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+    contrast_dock = getattr(window, "contrast_dock", None)
+    if contrast_dock is not None:
+        window.tabifyDockWidget(contrast_dock, dock)
+    dock.hide()
+    controller.dock = dock  # type: ignore[attr-defined]
+    controller.panel = panel  # type: ignore[attr-defined]
+
+    def choose_b() -> None:
+        path = QFileDialog.getExistingDirectory(window, "Compare with dataset B (folder)")
+        if path:
+            controller.open_b(path)
+
+    def on_b_changed(path: str) -> None:
+        if path:
+            dock.show()
+            dock.raise_()
+
+    controller.b_changed.connect(on_b_changed)
+    panel.open_button.clicked.connect(lambda *_: choose_b())
+
+    def action(text: str, slot: Any, shortcut: str | None = None, menu: QMenu | None = None,
+               checkable: bool = False) -> QAction:
+        act = QAction(text, window)
+        if shortcut:
+            act.setShortcut(QKeySequence(shortcut))
+        act.setCheckable(checkable)
+        act.triggered.connect(lambda *_: slot())
+        if menu is not None:
+            menu.addAction(act)
+        window.addAction(act)
+        return act
+
+    compare_with = action("Compare &with\u2026", choose_b, "Ctrl+B")
+    file_menu = _menu(window, "File")
+    if file_menu is not None:
+        separators = [a for a in file_menu.actions() if a.isSeparator()]
+        if separators:
+            file_menu.insertAction(separators[-1], compare_with)
+        else:
+            file_menu.addAction(compare_with)
+
+    menu = QMenu("&Compare", window)
+    action("Compare &with\u2026", choose_b, None, menu)
+    action("&Close B", controller.close_b, None, menu)
+    menu.addSeparator()
+    modes = {}
+    for mode in controller.MODES:
+        modes[mode] = action(controller.MODE_NAMES[mode],
+                             lambda m=mode: controller.set_mode(m), MODE_KEYS[mode], menu,
+                             checkable=True)
+    action("Flicker: show the other dataset", controller.toggle_flicker, "B", menu)
+    menu.addSeparator()
+    action("&Next Mismatch", controller.next_mismatch, "N", menu)
+    action("&Previous Mismatch", controller.previous_mismatch, "P", menu)
+    menu.addSeparator()
+    action("Compare Whole &Dataset", panel.start, "F5", menu)
+    action("Cancel Comparison", controller.cancel_comparison, "Esc", menu)
+    menu.addSeparator()
+    menu.addAction(dock.toggleViewAction())
+    action("Compare &Keys", lambda: _show_keys(window), None, menu)
+    help_menu = _menu(window, "Help")
+    bar = window.menuBar()
+    if help_menu is not None:
+        bar.insertMenu(help_menu.menuAction(), menu)
+    else:
+        bar.addMenu(menu)
+
+    def on_mode_changed(mode: str) -> None:
+        for m, act in modes.items():
+            act.setChecked(m == mode)
+
+    controller.mode_changed.connect(on_mode_changed)
+    on_mode_changed(controller.mode)
+    if path_b is not None:
+        controller.open_b(path_b)
+    return controller
+
+
+def settle(controller: QtCompareController, timeout_s: float = 120.0) -> None:
+    """Process events until B's planes on screen are in and the comparison ended (for
+    ``--screenshot``)."""
+    app = QApplication.instance()
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        if app is not None:
+            app.processEvents()
+        if controller.planes_complete() and not controller.running:
+            break
+        time.sleep(0.005)
+    if app is not None:
+        app.processEvents()
+
+
+def _menu(window: Any, title: str) -> QMenu | None:
+    for act in window.menuBar().actions():
+        menu = act.menu()
+        if menu is not None and act.text().replace("&", "") == title:
+            return menu  # type: ignore[no-any-return]
+    return None
+
+
+def _show_keys(window: Any) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    QMessageBox.information(window, "Compare keys", KEYS_HELP)
