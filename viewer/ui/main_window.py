@@ -807,6 +807,7 @@ QPushButton { background: #34363d; border: 1px solid #44464f; border-radius: 3px
   padding: 3px 10px; }
 QPushButton:hover { background: #3f424b; }
 QStatusBar { background: #1d1e22; color: #c8c9ce; }
+QStatusBar::item { border: none; }
 QStatusBar QLabel { padding: 0 10px; font-family: monospace; }
 QDockWidget::title { background: #2a2b30; padding: 4px; }
 """
