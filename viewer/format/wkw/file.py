@@ -11,11 +11,16 @@ is unavailable): a compressed block is decoded straight from the mapping by the 
 numpy indexing.  A box read works in batches of block layers: every block of a batch is decoded
 into one staging buffer laid out as the block grid, as far as the box needs (an XY plane needs
 only a prefix of each block: x fastest, then y, then z), then one numpy copy moves the box out
-of the staging buffer.  Large reads split the decoding over two threads.
+of the staging buffer (a batch of few blocks is copied block by block instead).  A large read
+is cut into batches that the calling thread and one helper thread take in turn (work sharing:
+when the helper gets no core, the caller does them all and never waits for it to start).
 
-Measured on the benchmark (``python -m benchmarks.format``): mmap beat pread on every read
-(no copy of the compressed bytes, no syscall per block), and per-block Python work (slicing one
-numpy view per block) cost more than the decoding on XY planes, hence one copy per batch.
+Measured on the benchmark (``python -m benchmarks.format``, CPU time, one thread): mmap against
+pread 0.55x on an LZ4HC XY plane, 0.75x XZ, 0.79x on a 64^3 box, 0.86x on a full read, and
+0.13-0.42x on raw planes and boxes (no copy of the bytes, no syscall per block; page faults
+on a fresh mapping cost less than pread's copy).  Reading an XY plane of raw blocks with one
+pread per block instead cost the same as the mapping.  Decoding into a small reused buffer
+instead of the staging grid, or in smaller batches, gained nothing: the work is the decoding.
 
 A damaged block raises ``BlockDecodeError`` or ``JumpTableError`` naming the file, the block and
 the byte offset.  A foreign process that truncates a file while it is mapped can still make the
@@ -590,7 +595,7 @@ class File:
                 raise problem
         if h.is_compressed:
             plane = b * b * h.voxel_size
-            slot = z1 * plane  # decode each block only up to the last z plane it contributes
+            slot = z1 * plane  # room for each block up to the last z plane any block needs
             count = len(indices)
             staging = _staging(count * slot)
             dst0 = staging.ctypes.data
@@ -598,17 +603,21 @@ class File:
             dst = list(range(dst0, dst0 + count * slot, slot))
             sizes = (ends - starts).tolist()
             block_bytes = h.block_bytes
-            got = lz4block.decode_many(src, sizes, dst, [slot] * count, block_bytes)
+            # Each block is decoded only up to the last z plane the box needs from it (the
+            # last layer of a box ending inside a block needs a prefix only).
+            layer = nbx * nby
+            prefixes = [min(hi[2] - (blo[2] + j) * b, z1) * plane
+                        for j in range(nbz) for _ in range(layer)]
+            got = lz4block.decode_many(src, sizes, dst, prefixes, block_bytes)
             del keep
-            if slot < block_bytes:
-                failed = [k for k in range(count) if got[k] < slot]
-            else:
-                failed = [k for k in range(count) if got[k] != block_bytes]
+            failed = [k for k in range(count)
+                      if (got[k] < prefixes[k] if prefixes[k] < block_bytes
+                          else got[k] != block_bytes)]
             if failed:
                 k = min(failed, key=lambda j: int(indices[j]))
+                partial = prefixes[k] < block_bytes
                 raise self._decode_error(int(indices[k]), int(starts[k]), got[k],
-                                         slot if slot < block_bytes else block_bytes,
-                                         slot < block_bytes)
+                                         prefixes[k] if partial else block_bytes, partial)
             blocks = staging[:count * slot].view(h.dtype).reshape(nbz, nby, nbx, z1, b, b, c)
         else:
             data = self._mapping()
