@@ -284,3 +284,24 @@ def test_an_unexpected_error_becomes_a_message(window, ramp_dataset, qtbot, monk
     monkeypatch.undo()
     window.state.set_cursor((4, 5, 6))  # still usable
     assert window.views[XY].request.index == 6
+
+
+def test_partial_repaints_leave_no_stale_crosshair(window, ramp_dataset, qtbot):
+    """What is on screen after many cursor moves (repainted piecewise) equals a full render."""
+    window.open_path(ramp_dataset, pos=(16, 16, 16), zoom=8)
+    xy = window.views[XY]
+    xy.setFocus()
+    qtbot.wait(20)  # the full paint after opening happens first
+    for key in [Qt.Key.Key_Right] * 3 + [Qt.Key.Key_Down] * 2 + [Qt.Key.Key_Left] * 4:
+        qtbot.keyClick(xy, key)
+        qtbot.wait(5)  # each move painted on its own
+    screen = window.screen().grabWindow(window.winId()).toImage()
+    if screen.isNull() or screen.width() < window.width():
+        pytest.skip("this platform cannot grab the window's backing store")
+    full = window.grab().toImage().convertToFormat(screen.format())
+    for view in window.views.values():
+        corner = view.mapTo(window, QPoint(0, 0))
+        rect = view.rect().translated(corner)
+        a = screen.copy(rect)
+        b = full.copy(rect)
+        assert a == b, view.name
