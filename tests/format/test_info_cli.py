@@ -104,6 +104,13 @@ def test_info_damaged_header_is_a_problem_not_a_crash(tmp_path: Path,
     assert doc["files"][0]["problems"][0]["offset"] == 0
 
 
+def test_info_on_header_wkw_shows_the_dataset(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    code, doc = _run_json(capsys, str(tmp_path / "header.wkw"))
+    assert code == 0 and doc["kind"] == "dataset" and len(doc["files"]) == 2
+
+
 def test_info_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _dataset(tmp_path).close()
     assert main(["info", str(tmp_path)]) == 0

@@ -161,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out, err = sys.stdout, sys.stderr
     path = os.path.abspath(args.path)
+    if os.path.basename(path) == "header.wkw":  # a dataset's header: show the dataset
+        path = os.path.dirname(path)
     if not os.path.exists(path):
         err.write(f"wkw-viewer info: {args.path}: no such file or directory\n")
         return 2
