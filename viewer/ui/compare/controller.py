@@ -348,16 +348,17 @@ class QtCompareController(QObject):
         """The label a view wears: what it shows."""
         if not self.active:
             return "", A_COLOR
+        a_text = "A" if self.name_a == "A" else f"A \u00b7 {self.name_a}"
+        b_text = "B" if self.name_b == "B" else f"B \u00b7 {self.name_b}"
         if role == "B":
-            return f"B \u00b7 {self.name_b}", B_COLOR
+            return b_text, B_COLOR
         if self.mode == self.FLICKER:
-            return ((f"B \u00b7 {self.name_b}", B_COLOR) if self.showing_b
-                    else (f"A \u00b7 {self.name_a}", A_COLOR))
+            return (b_text, B_COLOR) if self.showing_b else (a_text, A_COLOR)
         if self.mode == self.DIFFERENCE:
             return f"A \u2212 B   \u00b1{_fmt_level(self.level)}", QColor(225, 225, 230)
         if self.mode == self.MASK:
             return f"|A \u2212 B| > {_fmt_level(self.tolerance)}", QColor(255, 210, 31)
-        return f"A \u00b7 {self.name_a}", A_COLOR
+        return a_text, A_COLOR
 
     # == B's planes =============================================================================
     def _palette(self, which: str) -> Palette:
@@ -473,7 +474,7 @@ class QtCompareController(QObject):
         self._diffs[axis] = (key, diff, (a, b))
         return diff
 
-    def _difference_level(self) -> float:
+    def difference_level(self) -> float:
         """Symmetric levels: the largest |A - B| on the views on screen (at least 1 for
         integer data)."""
         top = 0.0
@@ -505,7 +506,7 @@ class QtCompareController(QObject):
         if mode in (self.FLICKER, self.SWIPE):
             key: tuple[Any, ...] = ("B", id(b), contrast)
         elif mode == self.DIFFERENCE:
-            self.level = self._difference_level()
+            self.level = self.difference_level()
             key = ("D", id(a), id(b), contrast.channel, self.level)
         else:
             key = ("M", id(a), id(b), contrast, self.tolerance)

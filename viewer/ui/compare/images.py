@@ -40,9 +40,9 @@ def as_argb(rendered: Any) -> ARGB:
 
 @lru_cache(maxsize=1)
 def diverging_table() -> ARGB:
-    """256 ARGB colours from -L (index 0) through 0 (index 127.5) to +L (index 255).  The ramp
+    """257 ARGB colours from -L (index 0) through 0 (index 128) to +L (index 256).  The ramp
     rises with the square root, so that small differences already show."""
-    t = np.linspace(-1.0, 1.0, 256)
+    t = np.linspace(-1.0, 1.0, 257)
     weight = np.sqrt(np.abs(t))[:, None]
     mid = np.asarray(DIVERGING_MID, dtype=np.float64)
     end = np.where(t[:, None] < 0, np.asarray(DIVERGING_NEG, np.float64),
@@ -81,7 +81,7 @@ def difference_image(diff: npt.NDArray[np.float64], axis: int, level: float) -> 
     nan = np.isnan(diff)
     scaled = np.clip(np.nan_to_num(diff, nan=0.0, posinf=level, neginf=-level) / level,
                      -1.0, 1.0)
-    index = np.round((scaled + 1.0) * 127.5).astype(np.intp)
+    index = np.round((scaled + 1.0) * 128.0).astype(np.intp)
     out = diverging_table()[index]
     out[nan] = NO_DATA_COLOR
     return np.ascontiguousarray(to_screen(axis, out), dtype=np.uint32)

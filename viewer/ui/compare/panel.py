@@ -55,7 +55,7 @@ def _num(v: Any) -> str:
 class QtMismatchModel(QAbstractTableModel):
     """The mismatching blocks found so far (rows grow as the comparison streams them)."""
 
-    HEADERS = ("#", "position (x, y, z)", "voxels", "max |A\u2212B|", "file \u00b7 block")
+    HEADERS = ("#", "x, y, z", "voxels", "max |A\u2212B|", "file \u00b7 block")
 
     def __init__(self, controller: QtCompareController) -> None:
         super().__init__()
@@ -331,7 +331,7 @@ class QtComparePanel(QWidget):
             c.SWIPE: "A left of the divider, B right; drag the divider.",
             c.DIFFERENCE: "A\u2212B: <span style='color:#ff5838'>red A&gt;B</span>, "
                           "<span style='color:#4696ff'>blue A&lt;B</span>, black equal; "
-                          f"levels \u00b1{c.level:g} (the largest on screen).",
+                          f"levels \u00b1{c.difference_level():g} (the largest on screen).",
             c.MASK: "<span style='color:#ffd21f'>Yellow</span>: |A\u2212B| above the "
                     "tolerance; grey: A.",
         }[c.mode]

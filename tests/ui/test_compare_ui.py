@@ -1,0 +1,255 @@
+"""The window side of conversion QA (issue 6): dataset B next to A, the compare modes, the
+background comparison with its list, keys and cancel.  Real datasets on disk, written with the
+project's writer (block_len 8, file_len 4: 32^3-voxel files); B differs from A in known voxels.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from window_fixtures import write_dataset
+
+from viewer.core.state import XY
+from viewer.format import wkw
+
+CHANGED = (37, 21, 45)
+CHANGED_2 = (6, 50, 12)
+DELTA = 50
+
+
+def _ramp(n: int = 64) -> np.ndarray:
+    x, y, z = np.indices((n, n, n))
+    return ((x + 2 * y + 3 * z) % 200).astype(np.uint8)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    """A (LZ4HC) and B (raw) of a 64^3 ramp; B has CHANGED raised by DELTA."""
+    data = _ramp()
+    b = data.copy()
+    b[CHANGED] += DELTA
+    a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
+    b_path = write_dataset(tmp_path / "B", b, block_len=8, file_len=4,
+                           block_type=wkw.BLOCK_TYPE_RAW)
+    return a_path, b_path
+
+
+def _compare(window, a_path, b_path, pos=None, zoom=None, start=True):
+    from viewer.ui.compare.install import install_compare
+
+    assert window.open_path(a_path, pos=pos, zoom=zoom)
+    controller = install_compare(window)
+    assert controller.open_b(b_path, start=start)
+    return controller
+
+
+def _settled(qtbot, window, controller) -> None:
+    qtbot.waitUntil(lambda: window.planes_complete() and controller.planes_complete()
+                    and not controller.running, timeout=30000)
+    qtbot.wait(20)
+
+
+def _pixel(view, voxel) -> tuple[int, int, int]:
+    """The colour a view shows at the centre of ``voxel`` (grabbed, overlays included)."""
+    x, y = view.to_widget(voxel[view.h_axis] + 0.5, voxel[view.v_axis] + 0.5)
+    assert 0 <= x < view.width() and 0 <= y < view.height(), "the voxel is off screen"
+    colour = view.grab().toImage().pixelColor(int(x), int(y))
+    return colour.red(), colour.green(), colour.blue()
+
+
+def test_compare_opens_b_with_the_same_cursor_and_zoom(qtbot, window, pair):
+    a_path, b_path = pair
+    c = _compare(window, a_path, b_path, pos=(10, 20, 30), zoom=3.0)
+    _settled(qtbot, window, c)
+    assert window.state.cursor == (10, 20, 30) and window.state.zoom == 3.0
+    expected = _ramp()
+    expected[CHANGED] += DELTA
+    for axis, view in window.views.items():
+        plane = c.planes_b[axis]
+        assert plane.request == view.request
+        assert plane.request.index == window.state.cursor[axis]
+        off, shape = plane.request.box()
+        box = expected[off[0]:off[0] + shape[0], off[1]:off[1] + shape[1],
+                       off[2]:off[2] + shape[2]]
+        assert np.array_equal(np.moveaxis(box, axis, -1)[..., 0], plane.data[0])
+    # Side by side (the mode B opens in): B's views on the same state, showing B's planes.
+    assert c.mode == c.SIDE
+    for axis, b_view in c.b_views.items():
+        assert b_view.isVisible() and b_view.state is window.state
+        assert b_view.plane is not None and b_view.plane.request.index == (10, 20, 30)[axis]
+    window.state.set_cursor((11, 22, 33))
+    qtbot.waitUntil(lambda: all(c.planes_b[a].request.index == (11, 22, 33)[a]
+                                for a in c.planes_b), timeout=10000)
+
+
+def test_compare_option_renders_both(tmp_path, pair):
+    a_path, b_path = pair
+    out = tmp_path / "compare.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
+    done = subprocess.run([sys.executable, "-m", "viewer", str(a_path), "--compare",
+                           str(b_path), "--pos", ",".join(map(str, CHANGED)), "--screenshot",
+                           str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 10_000
+
+
+def test_flicker_key_toggles_what_a_view_shows(qtbot, window, pair):
+    a_path, b_path = pair
+    c = _compare(window, a_path, b_path, pos=CHANGED, zoom=8.0, start=False)
+    c.set_mode(c.FLICKER)
+    c.toggle_flicker()  # entering flicker shows B; back to A
+    _settled(qtbot, window, c)
+    view = window.views[XY]
+    shown_a = _pixel(view, CHANGED)
+    value_a = int(_ramp()[CHANGED])
+    assert shown_a == (value_a, value_a, value_a)
+    window.activateWindow()
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_B)
+    assert c.showing_b
+    qtbot.waitUntil(lambda: _pixel(view, CHANGED) != shown_a, timeout=10000)
+    value_b = value_a + DELTA
+    assert _pixel(view, CHANGED) == (value_b, value_b, value_b)
+    neighbour = (CHANGED[0] + 2, CHANGED[1] + 2, CHANGED[2])  # equal in A and B
+    value_n = int(_ramp()[neighbour])
+    assert _pixel(view, neighbour) == (value_n, value_n, value_n)
+    qtbot.keyClick(view, Qt.Key.Key_B)
+    assert not c.showing_b and _pixel(view, CHANGED) == shown_a
+
+
+def test_swipe_shows_a_left_and_b_right_of_the_divider(qtbot, window, pair):
+    a_path, b_path = pair
+    c = _compare(window, a_path, b_path, pos=CHANGED, zoom=8.0, start=False)
+    c.set_mode(c.SWIPE)
+    _settled(qtbot, window, c)
+    view = window.views[XY]
+    handle = c.overlays_a[XY].handle
+    assert handle is not None and handle.isVisible()
+    value_a = int(_ramp()[CHANGED])
+    handle.set_fraction(0.0)  # everything right of the divider: B
+    assert _pixel(view, CHANGED) == (value_a + DELTA,) * 3
+    handle.set_fraction(1.0)  # everything left of it: A
+    assert _pixel(view, CHANGED) == (value_a,) * 3
+
+
+def test_difference_and_mask_show_the_changed_voxel_in_place(qtbot, window, pair):
+    a_path, b_path = pair
+    elsewhere = (CHANGED[0] - 6, CHANGED[1] - 5, CHANGED[2])
+    c = _compare(window, a_path, b_path, pos=elsewhere, zoom=4.0, start=False)
+    c.set_mode(c.DIFFERENCE)
+    _settled(qtbot, window, c)
+    view = window.views[XY]
+    assert c.difference_level() == DELTA
+    r, g, b = _pixel(view, CHANGED)  # A - B = -DELTA, the full blue end
+    assert b > 200 and r < 100
+    for neighbour in ((CHANGED[0] + 1, CHANGED[1], CHANGED[2]),
+                      (CHANGED[0], CHANGED[1] - 1, CHANGED[2])):
+        assert max(_pixel(view, neighbour)) < 40  # equal: near black
+    c.set_mode(c.MASK)
+    assert _pixel(view, CHANGED) == (255, 210, 31)
+    assert _pixel(view, (CHANGED[0] + 1, CHANGED[1], CHANGED[2])) != (255, 210, 31)
+    c.panel.tolerance.setValue(DELTA)  # |A - B| = DELTA is within the tolerance now
+    assert c.tolerance == DELTA
+    assert _pixel(view, CHANGED) != (255, 210, 31)
+
+
+def test_hover_shows_a_and_b_values(qtbot, window, pair):
+    a_path, b_path = pair
+    c = _compare(window, a_path, b_path, pos=CHANGED, start=False)
+    _settled(qtbot, window, c)
+    c._on_hovered(CHANGED)
+    text = c.hover_label.text()
+    value_a = int(_ramp()[CHANGED])
+    assert f"A</span> {value_a}" in text and f"B</span> {value_a + DELTA}" in text
+    assert f"A\u2212B {-DELTA}" in text
+
+
+def test_background_comparison_finds_the_voxel_and_the_list_moves_the_cursor(
+        qtbot, window, pair):
+    a_path, b_path = pair
+    c = _compare(window, a_path, b_path, pos=(1, 1, 1))
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    s = c.summary
+    assert not s.equal and s.blocks_compared == s.blocks_total == 512
+    assert len(c.results) == 1
+    block = c.results[0]
+    assert block.position == tuple(v // 8 * 8 for v in CHANGED)
+    assert block.voxels_different == 1 and block.max_abs_diff == DELTA
+    assert any(f.kind == "block_type" for f in c.findings)  # LZ4HC vs raw: information
+    table = c.panel.table
+    assert table.model().rowCount() == 1
+    assert "Different" in c.panel.summary.text()
+    # The block's outline is on the views that cut it.
+    rects, _, _ = c.block_rects(XY, window.views[XY].request)
+    assert len(rects) == 0  # z = 1 does not cut the block at z 40..47
+    rect = table.visualRect(table.model().index(0, 1))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.waitUntil(lambda: window.state.cursor == CHANGED, timeout=10000)
+    assert c.selected == 0
+    rects, _, selected = c.block_rects(XY, window.views[XY].request)
+    assert len(rects) == 1 and selected is not None
+
+
+def test_next_and_previous_mismatch_keys_move_the_cursor(qtbot, window, tmp_path):
+    data = _ramp()
+    b = data.copy()
+    b[CHANGED_2] += 3
+    b[CHANGED] += DELTA
+    a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
+    b_path = write_dataset(tmp_path / "B", b, block_len=8, file_len=4)
+    c = _compare(window, a_path, b_path, pos=(0, 0, 0))
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    assert len(c.results) == 2
+    order = [c.results[0].position, c.results[1].position]
+    targets = {tuple(v // 8 * 8 for v in p): p for p in (CHANGED, CHANGED_2)}
+    window.activateWindow()
+    view = window.views[XY]
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_N)
+    qtbot.waitUntil(lambda: window.state.cursor == targets[order[0]], timeout=10000)
+    qtbot.keyClick(view, Qt.Key.Key_N)
+    qtbot.waitUntil(lambda: window.state.cursor == targets[order[1]], timeout=10000)
+    qtbot.keyClick(view, Qt.Key.Key_P)
+    qtbot.waitUntil(lambda: window.state.cursor == targets[order[0]], timeout=10000)
+    assert c.panel.table.currentIndex().row() == 0
+
+
+def _compare_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate()
+            if t.name.startswith(("wkw-compare", "wkw-loader"))]
+
+
+def test_cancel_stops_the_comparison_and_closing_joins_every_thread(qtbot, window, tmp_path):
+    data = _ramp(128)
+    a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
+    b_path = write_dataset(tmp_path / "B", data, block_len=8, file_len=4,
+                           block_type=wkw.BLOCK_TYPE_RAW)
+    c = _compare(window, a_path, b_path, start=False)
+    assert c.start_comparison()
+    c.panel.cancel_button.click()
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    assert c.summary.cancelled and not c.running
+    assert "cancelled" in c.panel.progress.format()
+    assert c.threads() == []
+    c.start_comparison()  # another one, running when the window closes
+    window.close()
+    assert c.source_b is None and c.threads() == []
+    assert _compare_threads() == []
+
+
+def test_opening_another_dataset_cancels_and_compares_again(qtbot, window, pair, tmp_path):
+    a_path, b_path = pair
+    c = _compare(window, a_path, b_path)
+    first = c.job_id
+    other = write_dataset(tmp_path / "A2", _ramp(), block_len=8, file_len=4)
+    assert window.open_path(other)
+    assert c.job_id == first + 1
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    assert c.summary.a == str(other) and len(c.results) == 1
