@@ -95,7 +95,7 @@ def test_compare_option_renders_both(tmp_path, pair):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
     done = subprocess.run([sys.executable, "-m", "viewer", str(a_path), "--compare",
                            str(b_path), "--pos", ",".join(map(str, CHANGED)), "--screenshot",
-                           str(out)], env=env, capture_output=True, text=True, timeout=300)
+                           str(out)], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert out.stat().st_size > 10_000
 
@@ -147,7 +147,7 @@ def test_difference_and_mask_show_the_changed_voxel_in_place(qtbot, window, pair
     _settled(qtbot, window, c)
     view = window.views[XY]
     assert c.difference_level() == DELTA
-    r, g, b = _pixel(view, CHANGED)  # A - B = -DELTA, the full blue end
+    r, _, b = _pixel(view, CHANGED)  # A - B = -DELTA, the full blue end
     assert b > 200 and r < 100
     for neighbour in ((CHANGED[0] + 1, CHANGED[1], CHANGED[2]),
                       (CHANGED[0], CHANGED[1] - 1, CHANGED[2])):
@@ -253,3 +253,16 @@ def test_opening_another_dataset_cancels_and_compares_again(qtbot, window, pair,
     assert c.job_id == first + 1
     qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
     assert c.summary.a == str(other) and len(c.results) == 1
+
+
+def test_a_b_that_cannot_be_opened_is_a_message(qtbot, window, pair, tmp_path):
+    from viewer.ui.compare.install import install_compare
+
+    a_path, _ = pair
+    assert window.open_path(a_path)
+    c = install_compare(window)
+    assert not c.open_b(tmp_path / "no-such-dataset")
+    assert not c.active and c.mode == c.A_ONLY
+    assert any("no-such-dataset" in e for e in window.errors)
+    c.set_mode(c.DIFFERENCE)  # without B: a hint, no mode
+    assert c.mode == c.A_ONLY

@@ -27,17 +27,22 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from PySide6.QtCore import QEvent, QObject, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QApplication, QLabel, QSizePolicy, QSplitter, QWidget
-from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QLabel, QSizePolicy, QSplitter
 
 from viewer.core import state as st
-from viewer.core.compare import BlockResult, CompareJob, Finding, Summary, abs_difference
+from viewer.core.compare import (
+    BlockResult,
+    CompareJob,
+    Finding,
+    Summary,
+    abs_difference,
+)
 from viewer.core.compare.model import Box
 from viewer.core.loader import Loader
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
@@ -123,7 +128,7 @@ class QtCompareController(QObject):
     A_ONLY, SIDE, FLICKER, SWIPE, DIFFERENCE, MASK = (
         "a", "side", "flicker", "swipe", "difference", "mask")
     MODES = (A_ONLY, SIDE, FLICKER, SWIPE, DIFFERENCE, MASK)
-    MODE_NAMES = {A_ONLY: "A only", SIDE: "Side by side", FLICKER: "Flicker A/B",
+    MODE_NAMES: ClassVar[dict[str, str]] = {A_ONLY: "A only", SIDE: "Side by side", FLICKER: "Flicker A/B",
                   SWIPE: "Swipe", DIFFERENCE: "Difference A\u2212B", MASK: "Mismatch mask"}
 
     #: B was opened (its path) or closed ("").
@@ -317,6 +322,10 @@ class QtCompareController(QObject):
     def set_mode(self, mode: str) -> None:
         if mode not in self.MODES:
             raise ValueError(f"unknown compare mode {mode!r} (known: {self.MODES})")
+        if not self.active and mode != self.A_ONLY:
+            self.window.statusBar().showMessage(
+                "Open a dataset B first: File \u25b8 Compare with\u2026 (Ctrl+B)", 5000)
+            return
         if mode == self.FLICKER and self.mode != self.FLICKER:
             self.showing_b = True
         changed = mode != self.mode
@@ -329,7 +338,7 @@ class QtCompareController(QObject):
 
     def toggle_flicker(self) -> None:
         """Show the other dataset (switches to flicker mode first)."""
-        if self.mode != self.FLICKER:
+        if self.mode != self.FLICKER or not self.active:
             self.set_mode(self.FLICKER)
             return
         self.showing_b = not self.showing_b
@@ -407,7 +416,7 @@ class QtCompareController(QObject):
         assert self.source_b is not None
         try:
             return self.source_b.plane(req)
-        except Exception as exc:  # an unexpected read error must not take the window down
+        except Exception as exc:  # noqa: BLE001  (an unexpected read error must not take the window down)
             self.window.show_error("Cannot read a plane of B", _describe(exc))
             return None
 
@@ -506,7 +515,10 @@ class QtCompareController(QObject):
         if mode in (self.FLICKER, self.SWIPE):
             key: tuple[Any, ...] = ("B", id(b), contrast)
         elif mode == self.DIFFERENCE:
-            self.level = self.difference_level()
+            level = self.difference_level()
+            if level != self.level:
+                self.level = level
+                QTimer.singleShot(0, lambda: self.mode_changed.emit(self.mode))
             key = ("D", id(a), id(b), contrast.channel, self.level)
         else:
             key = ("M", id(a), id(b), contrast, self.tolerance)
@@ -580,7 +592,7 @@ class QtCompareController(QObject):
         if not self.active:
             return
         if st.CONTRAST in changes:
-            for axis, b_view in self.b_views.items():
+            for b_view in self.b_views.values():
                 if b_view.plane is not None:
                     b_view.show_plane(b_view.plane, render_plane(b_view.plane,
                                                                  self._palette("B")))
@@ -732,7 +744,7 @@ class QtCompareController(QObject):
         def done(f: Future[Vec3 | None]) -> None:
             try:
                 payload: Any = f.result()
-            except BaseException as exc:  # shown as "moved to the block" below
+            except BaseException as exc:  # noqa: BLE001  (handed over: the cursor goes to the block)
                 payload = exc
             self.bridge.deliver("voxel", token, (block, payload))
 
@@ -783,7 +795,7 @@ def _run_job(job: CompareJob, job_id: int, bridge: QtCompareBridge) -> None:
     """The comparison's thread: run the job, hand its end to the GUI thread."""
     try:
         outcome: Summary | BaseException = job.run()
-    except BaseException as exc:  # handed to the window, which says what happened
+    except BaseException as exc:  # noqa: BLE001  (handed to the window, which says what happened)
         outcome = exc
     bridge.job_finished(job_id, outcome)
 
@@ -839,5 +851,13 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-__all__ = ["QtCompareController", "find_voxel", "hover_text", "parse_box", "plane_value",
-           "XY", "XZ", "YZ"]
+__all__ = [
+    "XY",
+    "XZ",
+    "YZ",
+    "QtCompareController",
+    "find_voxel",
+    "hover_text",
+    "parse_box",
+    "plane_value",
+]

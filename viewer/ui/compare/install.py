@@ -121,7 +121,7 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
     return controller
 
 
-def settle(controller: QtCompareController, timeout_s: float = 120.0) -> None:
+def settle(controller: QtCompareController, timeout_s: float = 60.0) -> None:
     """Process events until B's planes on screen are in and the comparison ended (for
     ``--screenshot``)."""
     app = QApplication.instance()

@@ -135,7 +135,7 @@ class QtCompareOverlay(QWidget):
         view = self.view
         z = view.state.zoom
         fill = QColor(BLOCK_COLOR)
-        fill.setAlpha(38 if self.controller.mode in (self.controller.A_ONLY,
+        fill.setAlpha(28 if self.controller.mode in (self.controller.A_ONLY,
                                                       self.controller.SIDE) else 0)
         thin = z * self.controller.block_len < 6  # blocks too small to outline: fill them
         if thin:
@@ -210,7 +210,7 @@ class QtSwipeHandle(QWidget):
         self.hide()
 
     def place(self) -> None:
-        x = int(round(self.overlay.divider_x())) - HANDLE_WIDTH // 2
+        x = round(self.overlay.divider_x()) - HANDLE_WIDTH // 2
         self.setGeometry(x, 0, HANDLE_WIDTH, self.view.height())
         self.raise_()
 

@@ -43,6 +43,7 @@ MODE_KEYS = {QtCompareController.A_ONLY: "Alt+1", QtCompareController.SIDE: "Alt
              QtCompareController.DIFFERENCE: "Alt+5", QtCompareController.MASK: "Alt+6"}
 SEVERITY_COLORS = {DIFFERENCE: "#ff6b6b", DIAGNOSIS: "#ffb347"}
 MAX_FINDINGS_SHOWN = 30
+_ROOT = QModelIndex()
 
 
 def _num(v: Any) -> str:
@@ -74,10 +75,10 @@ class QtMismatchModel(QAbstractTableModel):
             self._rows = n
             self.endInsertRows()
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return 0 if parent.isValid() else self._rows
 
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return len(self.HEADERS)
 
     def headerData(self, section: int, orientation: Qt.Orientation,
@@ -331,7 +332,7 @@ class QtComparePanel(QWidget):
             c.SWIPE: "A left of the divider, B right; drag the divider.",
             c.DIFFERENCE: "A\u2212B: <span style='color:#ff5838'>red A&gt;B</span>, "
                           "<span style='color:#4696ff'>blue A&lt;B</span>, black equal; "
-                          f"levels \u00b1{c.difference_level():g} (the largest on screen).",
+                          f"levels \u00b1{c.level:g} (the largest on screen).",
             c.MASK: "<span style='color:#ffd21f'>Yellow</span>: |A\u2212B| above the "
                     "tolerance; grey: A.",
         }[c.mode]
@@ -350,6 +351,9 @@ class QtComparePanel(QWidget):
                     if n else "Comparing\u2026")
         if s.equal:
             verdict = "<span style='color:#7bd88f'><b>\u2714 Equal</b></span>"
+        elif not s.comparable:
+            verdict = ("<span style='color:#ff6b6b'><b>\u2716 Not comparable</b></span> "
+                       "(see the structure below)")
         elif s.cancelled:
             verdict = "<span style='color:#e0a020'><b>Cancelled</b></span> (partial results)"
         else:
@@ -373,15 +377,23 @@ class QtComparePanel(QWidget):
         return f"{verdict}<table cellspacing=2>{table}</table>"
 
     def _findings_html(self) -> str:
+        """Named diagnoses first (the likely cause), then structural differences, then
+        information."""
         findings = self.controller.findings
         if not findings:
             return ""
+        order = {DIAGNOSIS: 0, DIFFERENCE: 1}
+        ranked = sorted(findings, key=lambda f: order.get(f.severity, 2))
         items = []
-        for f in findings[:MAX_FINDINGS_SHOWN]:
+        for f in ranked[:MAX_FINDINGS_SHOWN]:
             colour = SEVERITY_COLORS.get(f.severity, "#9a9ca3")
-            label = {DIFFERENCE: "difference", DIAGNOSIS: "diagnosis"}.get(f.severity, "info")
-            items.append(f"<p style='margin:2px 0'><span style='color:{colour}'><b>{label}"
-                         f"</b></span> {html.escape(f.message)}</p>")
+            label = {DIFFERENCE: "difference", DIAGNOSIS: "likely cause"}.get(f.severity,
+                                                                              "info")
+            text = html.escape(f.message)
+            if f.severity == DIAGNOSIS:
+                text = f"<b>{text}</b>"
+            items.append(f"<p style='margin:3px 0'><span style='color:{colour}'><b>{label}"
+                         f"</b></span>&nbsp; {text}</p>")
         more = len(findings) - MAX_FINDINGS_SHOWN
         if more > 0:
             items.append(f"<p style='color:#9a9ca3'>\u2026 and {more} more</p>")
