@@ -78,20 +78,17 @@ def settings_enabled() -> bool:
 def dataset_bounds(dataset: wkw.Dataset) -> tuple[st.Vec3, st.Vec3]:
     """The voxel box covered by the data files present (one file when there is none)."""
     side = dataset.file_len_vx
-    lo = [None, None, None]
-    hi = [None, None, None]
+    positions = []
     for path in dataset.list_files():
         try:
-            pos = dataset.file_position(path)
+            positions.append(dataset.file_position(path))
         except FormatError:
             continue
-        for a in range(3):
-            lo[a] = pos[a] if lo[a] is None else min(lo[a], pos[a])  # type: ignore[type-var]
-            hi[a] = pos[a] if hi[a] is None else max(hi[a], pos[a])  # type: ignore[type-var]
-    if lo[0] is None:
+    if not positions:
         return (0, 0, 0), (side, side, side)
-    return (tuple(int(v) * side for v in lo),  # type: ignore[return-value]
-            tuple((int(v) + 1) * side for v in hi))
+    grid = np.array(positions, dtype=np.int64)
+    lo, hi = grid.min(axis=0) * side, (grid.max(axis=0) + 1) * side
+    return ((int(lo[0]), int(lo[1]), int(lo[2])), (int(hi[0]), int(hi[1]), int(hi[2])))
 
 
 class QtErrorBanner(QFrame):
