@@ -104,3 +104,16 @@ def test_a_webknossos_dataset_opens_its_color_layer_at_mag_1(window, tmp_path):
     (x0, y0), (x1, y1) = plane.request.lo, plane.request.hi
     expected = EMVolume(2).em((0, 0, 0), (128, 128, 128))[x0:x1, y0:y1, 30]
     np.testing.assert_array_equal(plane.data[0], expected)
+
+
+def test_the_extent_is_that_of_the_files_present(window, tmp_path):
+    from viewer.ui.main_window import dataset_bounds
+    from viewer.format import wkw
+
+    root = write_dataset(tmp_path / "sparse", np.ones((48, 32, 16), np.uint8))  # files 16^3
+    for name in ("z0/y0/x0.wkw", "z0/y1/x0.wkw", "z0/y1/x2.wkw"):
+        (root / name).unlink()
+    assert dataset_bounds(wkw.Dataset.open(root)) == ((16, 0, 0), (48, 32, 16))
+    window.open_path(root)
+    assert window.state.bounds == ((16, 0, 0), (48, 32, 16))
+    assert window.state.cursor == (31, 15, 7)
