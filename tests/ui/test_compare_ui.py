@@ -266,3 +266,22 @@ def test_a_b_that_cannot_be_opened_is_a_message(qtbot, window, pair, tmp_path):
     assert any("no-such-dataset" in e for e in window.errors)
     c.set_mode(c.DIFFERENCE)  # without B: a hint, no mode
     assert c.mode == c.A_ONLY
+
+
+def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
+    a_path = write_dataset(tmp_path / "A", _ramp(128), block_len=8, file_len=4)
+    b_path = write_dataset(tmp_path / "B", _ramp(128)[:, :, ::-1].copy(), block_len=8,
+                           file_len=4)
+    c = _compare(window, a_path, b_path, pos=(4, 4, 4), zoom=16.0, start=False)
+    _settled(qtbot, window, c)
+    c.panel.screen_button.click()
+    box = c.screen_box()
+    assert box is not None and c.panel.box.text() == ", ".join(map(str, (*box[0], *box[1])))
+    assert all(o <= p < o + s for p, o, s in zip((4, 4, 4), *box))
+    c.panel.start_button.click()
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    (_, shape) = box
+    assert c.summary.box == box
+    assert c.summary.blocks_compared == shape[0] * shape[1] * shape[2] // 8 ** 3 < 16 ** 3
+    c.panel.common_button.click()
+    assert c.panel.box.text() == "0, 0, 0, 128, 128, 128"

@@ -237,7 +237,9 @@ class QtCompareController(QObject):
         self.close_b()
         self.dataset_b = dataset
         self.path_b = path
-        self.source_b = Loader(dataset, workers=2)
+        # B's cache gets the budget of A's (a Loader) when there is one.
+        budget = getattr(getattr(self.window.source, "cache", None), "budget_bytes", None)
+        self.source_b = Loader(dataset, workers=2, budget_bytes=budget)
         bridge = QtLoadingBridge(self.source_b, self)
         bridge.data_arrived.connect(self._on_b_arrived)
         self._loading_bridge = bridge
@@ -612,6 +614,43 @@ class QtCompareController(QObject):
         self._wanted_b = []
         self.refresh_b(force=True)
         self.start_comparison(self.box)
+
+    # == boxes ================================================================================
+    def screen_box(self) -> Box | None:
+        """The box the three views show now (x and y from XY, x and z from XZ, y and z from
+        YZ), or None before any plane."""
+        lo = [None, None, None]
+        hi = [None, None, None]
+        for axis, view in self.window.views.items():
+            req = view.request
+            if req is None or not view.isVisibleTo(self.window):
+                continue
+            offset, shape = req.box()
+            for a in IN_PLANE[axis]:
+                lo[a] = offset[a] if lo[a] is None else min(lo[a], offset[a])
+                end = offset[a] + shape[a]
+                hi[a] = end if hi[a] is None else max(hi[a], end)
+        cursor = self.state.cursor
+        lo = [cursor[a] if v is None else v for a, v in enumerate(lo)]
+        hi = [cursor[a] + 1 if v is None else v for a, v in enumerate(hi)]
+        if any(h <= l for l, h in zip(lo, hi)):
+            return None
+        return ((int(lo[0]), int(lo[1]), int(lo[2])),
+                (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2])))
+
+    def common_box(self) -> Box | None:
+        """Where the data files of A and B overlap (None when they do not)."""
+        from viewer.ui.main_window import dataset_bounds
+
+        if self.window.dataset is None or self.dataset_b is None:
+            return None
+        la, ha = dataset_bounds(self.window.dataset)
+        lb, hb = dataset_bounds(self.dataset_b)
+        lo = [max(a, b) for a, b in zip(la, lb)]
+        hi = [min(a, b) for a, b in zip(ha, hb)]
+        if any(h <= l for l, h in zip(lo, hi)):
+            return None
+        return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
     # == hover ==================================================================================
     def _on_hovered(self, pos: Vec3 | None) -> None:

@@ -182,6 +182,24 @@ class QtComparePanel(QWidget):
         self.box.returnPressed.connect(self.start)
         column.addWidget(self.box)
         row = QHBoxLayout()
+        row.addWidget(QLabel("Box:"))
+        self.screen_button = QToolButton()
+        self.screen_button.setText("On screen")
+        self.screen_button.setToolTip("The box the three views show now")
+        self.screen_button.clicked.connect(lambda *_: self._fill_box(controller.screen_box()))
+        self.common_button = QToolButton()
+        self.common_button.setText("Common extent")
+        self.common_button.setToolTip("Where the data files of A and B overlap")
+        self.common_button.clicked.connect(lambda *_: self._fill_box(controller.common_box()))
+        self.all_button = QToolButton()
+        self.all_button.setText("Everything")
+        self.all_button.setToolTip("Every file of A and of B")
+        self.all_button.clicked.connect(lambda *_: self._fill_box(None))
+        for button in (self.screen_button, self.common_button, self.all_button):
+            row.addWidget(button)
+        row.addStretch(1)
+        column.addLayout(row)
+        row = QHBoxLayout()
         self.start_button = QPushButton("Compare (F5)")
         self.start_button.clicked.connect(self.start)
         self.cancel_button = QPushButton("Cancel (Esc)")
@@ -257,6 +275,10 @@ class QtComparePanel(QWidget):
         self.box.setStyleSheet("")
         self.controller.start_comparison(box)
 
+    def _fill_box(self, box: Any) -> None:
+        self.box.setText("" if box is None else ", ".join(str(v) for v in (*box[0], *box[1])))
+        self.box.setStyleSheet("")
+
     def _on_tolerance_changed(self, value: float) -> None:
         self.controller.set_tolerance(value)
         self.refresh()
@@ -296,7 +318,8 @@ class QtComparePanel(QWidget):
             button.setChecked(mode == c.mode)
         self.mode_hint.setText(self._hint())
         self.tolerance.setEnabled(active)
-        self.box.setEnabled(active)
+        for widget in (self.box, self.screen_button, self.common_button, self.all_button):
+            widget.setEnabled(active)
         self.start_button.setEnabled(active and not c.running)
         self.cancel_button.setEnabled(active and c.running)
         done, total = c.progress
