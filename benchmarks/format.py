@@ -92,10 +92,14 @@ def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
         "raw": em_dataset("em512_raw_f16", (SIDE, SIDE, SIDE), block_type=wkw.BLOCK_TYPE_RAW,
                           file_len=16),
     }
+    ratio = compression_ratio(datasets["lz4hc"])
+    if not 1.2 <= ratio <= 1.45:
+        print(f"warning: the LZ4HC file compresses {ratio:.2f}:1, not about 1.3 as the issue's "
+              f"EM-like data does; the figures are not comparable", file=sys.stderr)
     result: dict[str, Any] = {
         "rounds": rounds,
         "full_rounds": full_rounds,
-        "lz4hc_compression_ratio": round(compression_ratio(datasets["lz4hc"]), 3),
+        "lz4hc_compression_ratio": round(ratio, 3),
         "targets": TARGETS,
     }
     for kind, root in datasets.items():
