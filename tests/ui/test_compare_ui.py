@@ -204,8 +204,11 @@ def test_next_and_previous_mismatch_keys_move_the_cursor(qtbot, window, tmp_path
     b[CHANGED] += DELTA
     a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
     b_path = write_dataset(tmp_path / "B", b, block_len=8, file_len=4)
-    c = _compare(window, a_path, b_path, pos=(0, 0, 0))
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    c = _compare(window, a_path, b_path, pos=(0, 0, 0), start=False)
+    c.use_process = True  # as for a large dataset: the job in a child process
+    assert c.start_comparison()
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=60000)
+    assert c.job.used_process
     assert len(c.results) == 2
     order = [c.results[0].position, c.results[1].position]
     targets = {tuple(v // 8 * 8 for v in p): p for p in (CHANGED, CHANGED_2)}
@@ -237,10 +240,13 @@ def test_cancel_stops_the_comparison_and_closing_joins_every_thread(qtbot, windo
     qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
     assert c.summary.cancelled and not c.running
     assert "cancelled" in c.panel.progress.format()
-    assert c.threads() == []
-    c.start_comparison()  # another one, running when the window closes
+    qtbot.waitUntil(lambda: c.threads() == [], timeout=30000)
+    c.use_process = True
+    c.start_comparison()  # another one, in a child process, running when the window closes
+    job = c.job
     window.close()
     assert c.source_b is None and c.threads() == []
+    assert job._proc is None  # the child was waited for
     assert _compare_threads() == []
 
 
@@ -250,7 +256,7 @@ def test_opening_another_dataset_cancels_and_compares_again(qtbot, window, pair,
     first = c.job_id
     other = write_dataset(tmp_path / "A2", _ramp(), block_len=8, file_len=4)
     assert window.open_path(other)
-    assert c.job_id == first + 1
+    assert c.job_id > first
     qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
     assert c.summary.a == str(other) and len(c.results) == 1
 
@@ -285,3 +291,17 @@ def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
     assert c.summary.blocks_compared == shape[0] * shape[1] * shape[2] // 8 ** 3 < 16 ** 3
     c.panel.common_button.click()
     assert c.panel.box.text() == "0, 0, 0, 128, 128, 128"
+
+
+def test_child_process_reports_what_stopped_it(pair, tmp_path):
+    from viewer.ui.compare.remote import CompareProcess
+
+    a_path, b_path = pair
+    job = CompareProcess(str(a_path), str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="missing"):
+        job.run()
+    assert job.used_process
+    blocks = []
+    summary = CompareProcess(str(a_path), str(b_path), on_block=blocks.append).run()
+    assert [b.position for b in blocks] == [r.position for r in summary.mismatching_blocks]
+    assert summary.voxels_different == 1 and summary.max_abs_diff == DELTA

@@ -24,6 +24,7 @@ GUI thread only (the job's and the worker's callables excepted, which only call 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -51,11 +52,14 @@ from viewer.format import FormatError, wkw
 from viewer.ui.compare import images
 from viewer.ui.compare.bridge import QtCompareBridge, Update
 from viewer.ui.compare.overlay import A_COLOR, B_COLOR, QtCompareOverlay
+from viewer.ui.compare.remote import CompareProcess
 from viewer.ui.loading import QtLoadingBridge
 from viewer.ui.render import Palette, render_plane
 from viewer.ui.slice_view import QtSliceView
 
 Vec3 = tuple[int, int, int]
+#: Comparisons of more voxel bytes than this run in a child process.
+PROCESS_THRESHOLD_BYTES = 32 << 20
 
 
 def find_voxel(path_a: str, path_b: str, block: BlockResult, block_len: int,
@@ -167,10 +171,13 @@ class QtCompareController(QObject):
         self.bridge.updated.connect(self._on_job_update)
         self.bridge.delivered.connect(self._on_delivered)
         # The background comparison.
-        self.job: CompareJob | None = None
+        self.job: CompareJob | CompareProcess | None = None
+        #: Run comparisons in a child process: None decides by size, True / False force it.
+        self.use_process: bool | None = None
         self.job_id = 0
         self.running = False
         self._job_thread: threading.Thread | None = None
+        self._old_threads: list[threading.Thread] = []
         self.results: list[BlockResult] = []
         self.findings: list[Finding] = []
         self.progress: tuple[int, int] = (0, 0)
@@ -187,7 +194,7 @@ class QtCompareController(QObject):
         # Caches of derived pictures.
         self._palettes: dict[str, Palette] = {}
         self._images: dict[int, tuple[tuple[Any, ...], QImage, npt.NDArray[Any], Any]] = {}
-        self._diffs: dict[int, tuple[tuple[Any, ...], npt.NDArray[np.float64], Any]] = {}
+        self._diffs: dict[int, tuple[tuple[Any, ...], npt.NDArray[np.float64], float, Any]] = {}
         self._rects: dict[int, tuple[Any, ...]] = {}
         self.level = 1.0
         self._refresh_timer = QTimer(self)
@@ -252,8 +259,8 @@ class QtCompareController(QObject):
         return True
 
     def close_b(self) -> None:
-        """Close B: cancel (and join) the comparison, stop B's loader, back to A only."""
-        self.cancel_comparison(wait=True)
+        """Close B: cancel the comparison, stop B's loader, back to A only."""
+        self._abandon_comparison()
         self._clear_results()
         if self._loading_bridge is not None:
             self._loading_bridge.detach()
@@ -471,7 +478,9 @@ class QtCompareController(QObject):
         return True
 
     # == the mode pictures ======================================================================
-    def _diff(self, axis: int) -> npt.NDArray[np.float64] | None:
+    def _diff(self, axis: int) -> tuple[npt.NDArray[np.float64], float] | None:
+        """``A - B`` of the shown channel on view ``axis`` and its largest magnitude (cached
+        per pair of planes)."""
         a = self.window.views[axis].plane
         b = self.planes_b.get(axis)
         if a is None or b is None or a.request != b.request:
@@ -479,11 +488,11 @@ class QtCompareController(QObject):
         channel = self.state.contrast.channel
         key = (id(a), id(b), channel)
         cached = self._diffs.get(axis)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        diff = images.difference(a, b, channel)
-        self._diffs[axis] = (key, diff, (a, b))
-        return diff
+        if cached is None or cached[0] != key:
+            diff = images.difference(a, b, channel)
+            cached = (key, diff, images.max_abs(diff), (a, b))
+            self._diffs[axis] = cached
+        return cached[1], cached[2]
 
     def difference_level(self) -> float:
         """Symmetric levels: the largest |A - B| on the views on screen (at least 1 for
@@ -491,9 +500,9 @@ class QtCompareController(QObject):
         top = 0.0
         for axis, view in self.window.views.items():
             if view.isVisibleTo(self.window):
-                diff = self._diff(axis)
-                if diff is not None:
-                    top = max(top, images.max_abs(diff))
+                found = self._diff(axis)
+                if found is not None:
+                    top = max(top, found[1])
         dataset = self.window.dataset
         integer = dataset is not None and dataset.header.dtype.kind in "iu"
         return max(top, 1.0) if integer else (top if top > 0 else 1.0)
@@ -529,9 +538,9 @@ class QtCompareController(QObject):
             if key[0] == "B":
                 pixels = images.as_argb(render_plane(b, self._palette("B")))
             elif key[0] == "D":
-                diff = self._diff(axis)
-                assert diff is not None
-                pixels = images.difference_image(diff, axis, self.level)
+                found = self._diff(axis)
+                assert found is not None
+                pixels = images.difference_image(found[0], axis, self.level)
             else:
                 shown = images.as_argb(render_plane(a, self._palette("A")))
                 pixels = images.mask_image(shown, images.mask(a, b, contrast.channel,
@@ -607,7 +616,7 @@ class QtCompareController(QObject):
         again for the new pair."""
         if self._closed or not self.active:
             return
-        self.cancel_comparison(wait=True)
+        self._abandon_comparison()
         self._clear_results()
         self._palettes.pop("A", None)
         self.planes_b = {}
@@ -675,18 +684,22 @@ class QtCompareController(QObject):
         with the current tolerance.  A running comparison is cancelled first."""
         if not self.active or self.window.dataset_path is None or self.path_b is None:
             return False
-        self.cancel_comparison(wait=True)
+        self._abandon_comparison()
         self._clear_results()
         self.job_id += 1
         job_id = self.job_id
         bridge = self.bridge
+        callbacks: dict[str, Any] = {
+            "on_progress": lambda done, total: bridge.job_progress(job_id, done, total),
+            "on_block": lambda r: bridge.job_block(job_id, r),
+            "on_finding": lambda f: bridge.job_finding(job_id, f)}
         try:
-            job = CompareJob(
-                self.window.dataset_path, self.path_b, box=box, tolerance=self.tolerance,
-                workers=2,
-                on_progress=lambda done, total: bridge.job_progress(job_id, done, total),
-                on_block=lambda r: bridge.job_block(job_id, r),
-                on_finding=lambda f: bridge.job_finding(job_id, f))
+            if self._in_child_process(box):
+                job: CompareJob | CompareProcess = CompareProcess(
+                    self.window.dataset_path, self.path_b, box, self.tolerance, **callbacks)
+            else:
+                job = CompareJob(self.window.dataset_path, self.path_b, box=box,
+                                 tolerance=self.tolerance, workers=2, **callbacks)
         except ValueError as exc:
             self.window.show_error("Cannot start the comparison", str(exc))
             return False
@@ -702,14 +715,47 @@ class QtCompareController(QObject):
         self.job_started.emit()
         return True
 
+    def _in_child_process(self, box: Box | None) -> bool:
+        """Large comparisons run in a child process (``CompareProcess``: the numpy work
+        would hold this process's GIL and stall the window); small ones on a thread, where
+        they end before a child would have started.  ``use_process`` overrides."""
+        if self.use_process is not None:
+            return self.use_process
+        if getattr(sys, "frozen", False):
+            return False
+        dataset = self.window.dataset
+        if dataset is None:
+            return False
+        lo, hi = self.state.bounds
+        shape = [b - a for a, b in zip(lo, hi)] if box is None else list(box[1])
+        h = dataset.header
+        nbytes = shape[0] * shape[1] * shape[2] * h.num_channels * h.dtype.itemsize
+        return nbytes > PROCESS_THRESHOLD_BYTES
+
     def cancel_comparison(self, wait: bool = False) -> None:
-        """Stop the comparison after the chunks already running; ``wait``: join its thread
-        (the chunks in flight take tens of milliseconds)."""
+        """Stop the comparison after the chunks already running (it still reports what it
+        compared).  ``wait``: join its thread and those of earlier cancelled comparisons."""
         if self.job is not None:
             self.job.cancel()
-        if wait and self._job_thread is not None:
-            self._job_thread.join()
+        if wait:
+            for thread in (*self._old_threads, self._job_thread):
+                if thread is not None:
+                    thread.join()
+            self._old_threads = []
             self._job_thread = None
+
+    def _abandon_comparison(self) -> None:
+        """Cancel the comparison without waiting and ignore whatever it still reports (its
+        thread is joined later: at the next ``cancel_comparison(wait=True)`` or on close)."""
+        if self.job is not None:
+            self.job.cancel()
+        if self._job_thread is not None:
+            self._old_threads = [t for t in self._old_threads if t.is_alive()]
+            self._old_threads.append(self._job_thread)
+            self._job_thread = None
+        self.job = None
+        self.job_id += 1
+        self.running = False
 
     def wait_for_job(self, timeout: float | None = None) -> bool:
         """Join the comparison's thread; True when it ended."""
@@ -818,6 +864,7 @@ class QtCompareController(QObject):
         if self._closed:
             return
         self.close_b()
+        self.cancel_comparison(wait=True)
         self._closed = True
         self._executor.shutdown(wait=True, cancel_futures=True)
         self.state.unsubscribe(self._on_state_changed)
@@ -825,12 +872,13 @@ class QtCompareController(QObject):
     def threads(self) -> list[threading.Thread]:
         """The threads this controller started that are still alive (for tests)."""
         alive = []
-        if self._job_thread is not None and self._job_thread.is_alive():
-            alive.append(self._job_thread)
+        for thread in (*self._old_threads, self._job_thread):
+            if thread is not None and thread.is_alive():
+                alive.append(thread)
         return alive
 
 
-def _run_job(job: CompareJob, job_id: int, bridge: QtCompareBridge) -> None:
+def _run_job(job: CompareJob | CompareProcess, job_id: int, bridge: QtCompareBridge) -> None:
     """The comparison's thread: run the job, hand its end to the GUI thread."""
     try:
         outcome: Summary | BaseException = job.run()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QWidget
@@ -140,11 +141,15 @@ class QtCompareOverlay(QWidget):
         thin = z * self.controller.block_len < 6  # blocks too small to outline: fill them
         if thin:
             fill.setAlpha(150)
+        # Widget coordinates of every rectangle at once; only those on screen are drawn.
+        ch, cv = view.state.centers[self.axis]
+        xy = (rects.astype(np.float64) - (ch, cv, ch, cv)) * z \
+            + (self.width() / 2, self.height() / 2, self.width() / 2, self.height() / 2)
+        seen = (xy[:, 2] >= 0) & (xy[:, 0] <= self.width()) & (xy[:, 3] >= 0) \
+            & (xy[:, 1] <= self.height())
         path = QPainterPath()
         bad = QPainterPath()
-        for (h0, v0, h1, v1), is_bad in zip(rects.tolist(), damaged.tolist()):
-            x0, y0 = view.to_widget(h0, v0)
-            x1, y1 = view.to_widget(h1, v1)
+        for (x0, y0, x1, y1), is_bad in zip(xy[seen].tolist(), damaged[seen].tolist()):
             (bad if is_bad else path).addRect(QRectF(x0, y0, x1 - x0, y1 - y0))
         for shape, colour in ((path, BLOCK_COLOR), (bad, DAMAGED_COLOR)):
             if shape.isEmpty():

@@ -243,9 +243,13 @@ class QtComparePanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(20)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.horizontalHeader().setSectionResizeMode(
-            QHeaderView.ResizeMode.ResizeToContents)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(True)
+        # Fixed widths: sizing columns to their contents would visit every row (thousands).
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        metrics = self.table.fontMetrics()
+        for section, sample in enumerate(("00000", "0000, 0000, 0000", "000000", "000.000")):
+            header.resizeSection(section, metrics.horizontalAdvance(sample) + 16)
         self.table.setAlternatingRowColors(True)
         self.table.setMinimumHeight(120)
         self.table.clicked.connect(self._on_row_clicked)
