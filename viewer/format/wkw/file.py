@@ -113,7 +113,7 @@ class File:
         self._fd = fd
         self.header = header
         self.file_size = file_size
-        #: ``[dataOffset, end of block 0, end of block 1, ...]`` (N+1 entries), compressed files only.
+        #: ``[dataOffset, end of block 0, end of block 1, ...]`` (N+1 entries); compressed only.
         self._extended = jump_table
         self._ranges_i64: npt.NDArray[np.int64] | None = (
             jump_table.view(np.int64) if jump_table is not None else None)

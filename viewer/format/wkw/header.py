@@ -215,7 +215,8 @@ class Header:
             raw[:HEADER_SIZE]
         )
         if magic != MAGIC:
-            raise HeaderError(f"wrong magic {magic!r} (expected b'WKW'): not a WKW file", path, offset=0)
+            raise HeaderError(f"wrong magic {magic!r} (expected b'WKW'): not a WKW file", path,
+                              offset=0)
         if version != VERSION:
             raise HeaderError(f"unknown version {version} (only {VERSION} exists)", path, offset=3)
         if block_type not in BLOCK_TYPE_NAMES:

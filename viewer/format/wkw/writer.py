@@ -60,7 +60,8 @@ def encode_block(header: Header, raw: bytes) -> bytes:
     return lz4block.encode(raw, high_compression=header.block_type == Header.BLOCK_TYPE_LZ4HC)
 
 
-def assemble_compressed(header: Header, blocks: Sequence[bytes | memoryview]) -> list[bytes | memoryview]:
+def assemble_compressed(header: Header, blocks: Sequence[bytes | memoryview]
+                        ) -> list[bytes | memoryview]:
     """Header, jump table and blocks of a compressed file, as a list of byte strings."""
     n = header.num_blocks
     if len(blocks) != n:
