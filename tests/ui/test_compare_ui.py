@@ -280,7 +280,7 @@ def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
                            file_len=4)
     c = _compare(window, a_path, b_path, pos=(4, 4, 4), zoom=16.0, start=False)
     _settled(qtbot, window, c)
-    c.panel.screen_button.click()
+    c.panel.screen_action.trigger()
     box = c.screen_box()
     assert box is not None and c.panel.box.text() == ", ".join(map(str, (*box[0], *box[1])))
     assert all(o <= p < o + s for p, o, s in zip((4, 4, 4), *box))
@@ -289,7 +289,7 @@ def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
     (_, shape) = box
     assert c.summary.box == box
     assert c.summary.blocks_compared == shape[0] * shape[1] * shape[2] // 8 ** 3 < 16 ** 3
-    c.panel.common_button.click()
+    c.panel.common_action.trigger()
     assert c.panel.box.text() == "0, 0, 0, 128, 128, 128"
 
 

@@ -35,6 +35,7 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
     panel = QtComparePanel(controller)
     holder = QScrollArea()
     holder.setWidgetResizable(True)
+    holder.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     holder.setWidget(panel)
     dock = QDockWidget("Compare", window)
     dock.setObjectName("compareDock")

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -180,24 +181,21 @@ class QtComparePanel(QWidget):
         self.box.setPlaceholderText("box x,y,z,w,h,d (empty: everything)")
         self.box.setToolTip("Compare only this box (voxels); empty: every file of A and B")
         self.box.returnPressed.connect(self.start)
-        column.addWidget(self.box)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Box:"))
-        self.screen_button = QToolButton()
-        self.screen_button.setText("On screen")
-        self.screen_button.setToolTip("The box the three views show now")
-        self.screen_button.clicked.connect(lambda *_: self._fill_box(controller.screen_box()))
-        self.common_button = QToolButton()
-        self.common_button.setText("Common extent")
-        self.common_button.setToolTip("Where the data files of A and B overlap")
-        self.common_button.clicked.connect(lambda *_: self._fill_box(controller.common_box()))
-        self.all_button = QToolButton()
-        self.all_button.setText("Everything")
-        self.all_button.setToolTip("Every file of A and of B")
-        self.all_button.clicked.connect(lambda *_: self._fill_box(None))
-        for button in (self.screen_button, self.common_button, self.all_button):
-            row.addWidget(button)
-        row.addStretch(1)
+        row.addWidget(self.box, 1)
+        self.box_menu = QMenu(self)
+        self.screen_action = self.box_menu.addAction("On screen (what the views show)")
+        self.screen_action.triggered.connect(lambda *_: self._fill_box(controller.screen_box()))
+        self.common_action = self.box_menu.addAction("Common extent (files of A and B overlap)")
+        self.common_action.triggered.connect(lambda *_: self._fill_box(controller.common_box()))
+        self.all_action = self.box_menu.addAction("Everything (every file of A and B)")
+        self.all_action.triggered.connect(lambda *_: self._fill_box(None))
+        self.box_button = QToolButton()
+        self.box_button.setText("Box \u25be")
+        self.box_button.setToolTip("Fill in a box: on screen, the common extent, everything")
+        self.box_button.setMenu(self.box_menu)
+        self.box_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        row.addWidget(self.box_button)
         column.addLayout(row)
         row = QHBoxLayout()
         self.start_button = QPushButton("Compare (F5)")
@@ -248,7 +246,7 @@ class QtComparePanel(QWidget):
         # Fixed widths: sizing columns to their contents would visit every row (thousands).
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         metrics = self.table.fontMetrics()
-        for section, sample in enumerate(("00000", "0000, 0000, 0000", "000000", "000.000")):
+        for section, sample in enumerate(("0000", "0000, 0000, 0000", "00000", "000.00")):
             header.resizeSection(section, metrics.horizontalAdvance(sample) + 16)
         self.table.setAlternatingRowColors(True)
         self.table.setMinimumHeight(120)
@@ -322,7 +320,7 @@ class QtComparePanel(QWidget):
             button.setChecked(mode == c.mode)
         self.mode_hint.setText(self._hint())
         self.tolerance.setEnabled(active)
-        for widget in (self.box, self.screen_button, self.common_button, self.all_button):
+        for widget in (self.box, self.box_button):
             widget.setEnabled(active)
         self.start_button.setEnabled(active and not c.running)
         self.cancel_button.setEnabled(active and c.running)
@@ -395,7 +393,8 @@ class QtComparePanel(QWidget):
             ("voxels different", f"{s.voxels_different:,}"),
             ("max |A\u2212B|", _num(s.max_abs_diff)),
             ("first mismatch", "\u2013" if first is None else
-             f"{', '.join(str(p) for p in first.position)} ({html.escape(first.file)})"),
+             f"{', '.join(str(p) for p in first.position)}<br>"
+             f"<span style='color:#9a9ca3'>{html.escape(first.file)}</span>"),
             ("tolerance", _num(s.tolerance)),
             ("time", f"{s.elapsed:.2f} s"),
         ]
@@ -439,6 +438,7 @@ PANEL_STYLE = """
 #compareHint { color: #a8aab1; }
 QToolButton { background: #2f3137; border: 1px solid #3d3f47; border-radius: 3px;
   padding: 3px 6px; }
+QToolButton::menu-indicator { image: none; }
 QToolButton:checked { background: #3d5a8a; border-color: #5d7fb8; color: #ffffff; }
 QToolButton:disabled, QPushButton:disabled { color: #6a6c73; }
 QProgressBar { background: #1a1b1e; border: 1px solid #3a3c44; border-radius: 3px;
