@@ -559,3 +559,17 @@ def test_plane_read_of_damaged_block_names_it(tmp_path: Path) -> None:
     kind, value = isolated(plane)
     assert kind == "raised" and isinstance(value, BlockDecodeError)
     assert value.block == 2 and value.offset == start
+
+
+@pytest.mark.parametrize("block_type", [1, 2])
+def test_write_into_file_of_other_geometry_refused(tmp_path: Path, block_type: int) -> None:
+    """A write must not scramble a data file laid out with other geometry than header.wkw."""
+    path = make_dataset(tmp_path, block_type=block_type)
+    other = wkw.Header(np.uint8, block_len=4, file_len=4, block_type=block_type)
+    writer.write_file(path, other, _volume())
+    before = open(path, "rb").read()
+    with wkw.Dataset.open(tmp_path) as ds:
+        with pytest.raises(DatasetLayoutError) as info:
+            ds.write((1, 2, 3), np.ones((4, 4, 4), dtype=np.uint8))
+    assert path in str(info.value) and "block_len 8 vs 4" in str(info.value)
+    assert open(path, "rb").read() == before

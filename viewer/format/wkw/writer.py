@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import FormatError
+from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.wkw import lz4block, morton
 from viewer.format.wkw.file import File
 from viewer.format.wkw.header import HEADER_SIZE, Header
@@ -82,6 +82,11 @@ def write_into_file(path: str, header: Header, local_offset: Sequence[int],
     except FileNotFoundError:
         existing = None
     try:
+        if existing is not None and not existing.header.same_geometry(header):
+            # Writing with the dataset's geometry would scramble a file laid out otherwise.
+            diffs = "; ".join(header.differences(existing.header))
+            raise DatasetLayoutError(f"file header differs from the dataset's (dataset vs "
+                                     f"file: {diffs}); not writing into it", path, offset=0)
         if header.block_type == Header.BLOCK_TYPE_RAW and (
                 existing is None or existing.header.block_type == Header.BLOCK_TYPE_RAW):
             _write_raw_in_place(path, header, existing, local_offset, part)
@@ -204,7 +209,6 @@ def compress_file(src: str, dst: str, header: Header | None = None,
     """Re-encode the data file ``src`` as ``dst`` with ``block_type`` (default LZ4HC)."""
     with File.open(src) as f:
         if header is not None and not f.header.same_geometry(header):
-            from viewer.format.errors import DatasetLayoutError
             raise DatasetLayoutError("file header differs from the dataset's", src, offset=0)
         h = f.header.replace(block_type=block_type, data_offset=0)
         blocks: list[bytes] = []
