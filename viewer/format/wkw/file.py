@@ -382,10 +382,10 @@ class File:
             f"{kind} is {self.file_size} bytes, shorter than its blocks: block needs bytes "
             f"{start}..{end}", self.path, block=index, offset=start)
 
-    def _sources(self, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
-                 ) -> tuple[list[int], list[Any]]:
-        """Addresses of the compressed bytes of blocks (ranges already checked), and the
-        objects that must stay alive while they are used."""
+    def _sources(self, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+                 indices: npt.NDArray[np.int64] | None = None) -> tuple[list[int], list[Any]]:
+        """Addresses of the stored bytes of blocks (ranges already checked; ``indices`` name
+        them in errors), and the objects that must stay alive while they are used."""
         data = self._mapping()
         if data is not None:
             base = data.ctypes.data
@@ -401,11 +401,16 @@ class File:
             for run in np.split(np.arange(len(order)), breaks):
                 lo, hi = int(s_sorted[run[0]]), int(e_sorted[run].max())
                 buf = np.empty(hi - lo, dtype=np.uint8)
-                got = os.preadv(self._fd, [cast(Any, buf)], lo) if hasattr(os, "preadv") else -1
-                if got < 0:
-                    buf[:] = np.frombuffer(os.pread(self._fd, hi - lo, lo), dtype=np.uint8)
-                elif got < hi - lo:
-                    raise self._short(-1, lo, hi)
+                if hasattr(os, "preadv"):
+                    got = os.preadv(self._fd, [cast(Any, buf)], lo)
+                else:  # pragma: no cover - platforms without preadv
+                    raw = os.pread(self._fd, hi - lo, lo)
+                    got = len(raw)
+                    buf[:got] = np.frombuffer(raw, dtype=np.uint8)
+                if got < hi - lo:  # the file shrank since it was opened
+                    k = int(run[np.argmax(e_sorted[run] > lo + got)])
+                    block = int(indices[order[k]]) if indices is not None else -1
+                    raise self._short(block, int(s_sorted[k]), int(e_sorted[k]))
                 keep.append(buf)
                 base = buf.ctypes.data - lo
                 for k in run.tolist():
@@ -459,7 +464,7 @@ class File:
         bb = h.block_bytes
         buf = np.empty(len(good) * bb, dtype=np.uint8)
         if len(good):
-            src, keep = self._sources(starts[good], ends[good])
+            src, keep = self._sources(starts[good], ends[good], idx[good])
             dst = (buf.ctypes.data + bb * np.arange(len(good), dtype=np.int64)).tolist()
             if h.is_compressed:
                 sizes = (ends[good] - starts[good]).tolist()
@@ -599,7 +604,7 @@ class File:
             count = len(indices)
             staging = _staging(count * slot)
             dst0 = staging.ctypes.data
-            src, keep = self._sources(starts, ends)
+            src, keep = self._sources(starts, ends, indices)
             dst = list(range(dst0, dst0 + count * slot, slot))
             sizes = (ends - starts).tolist()
             block_bytes = h.block_bytes
@@ -622,7 +627,7 @@ class File:
         else:
             data = self._mapping()
             if data is None:
-                src, keep = self._sources(starts, ends)
+                src, keep = self._sources(starts, ends, indices)
                 bb = h.block_bytes
                 count = len(indices)
                 staging = _staging(count * bb)

@@ -202,7 +202,7 @@ def _decode_problems(f: File, good: npt.NDArray[np.intp], starts: npt.NDArray[np
     problems: list[FormatError] = []
     for first in range(0, len(good), DECODE_BATCH):
         batch = good[first:first + DECODE_BATCH]
-        src, keep = f._sources(starts[batch], ends[batch])
+        src, keep = f._sources(starts[batch], ends[batch], batch.astype(np.int64))
         got = lz4block.decode_many(src, (ends[batch] - starts[batch]).tolist(),
                                    [scratch.ctypes.data] * len(batch), [bb] * len(batch), bb)
         del keep
