@@ -312,4 +312,4 @@ def test_pread_fallback_matches_the_reference(tmp_path: Path, monkeypatch: pytes
                                                          offset[2]:offset[2] + shape[2]],
                          f"pread fallback at {offset} {shape}")
         with wkw.File.open(ours.file_path(1, 0, 0)) as f:
-            assert np.array_equal(f.read_block(5), f.read((0, 0, 8), (8, 8, 8)))
+            assert np.array_equal(f.read_block(5), f.read((8, 0, 8), (8, 8, 8)))  # (1, 0, 1)
