@@ -92,6 +92,7 @@ class QtCompareOverlay(QWidget):
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, z < 1.0)
             painter.drawImage(QRectF(x0, y0, image.width() * z, image.height() * z), image)
             self._paint_crosshair(painter)
+            self._paint_frame(painter)
             painter.restore()
             if mode != c.SWIPE:
                 self._paint_label(painter)
@@ -125,6 +126,31 @@ class QtCompareOverlay(QWidget):
         painter.fillRect(QRectF(6, 6, width, 22), QColor(0, 0, 0, 150))
         painter.setPen(VIEW_COLORS[self.axis])
         painter.drawText(QRectF(13, 6, 400, 22), Qt.AlignmentFlag.AlignVCenter, text)
+        font.setBold(False)
+        painter.setFont(font)
+        z = self.view.state.zoom
+        zoom_text = f"{z:.3g}x" if z >= 1 else f"1/{1 / z:.3g}x"
+        axes_text = (f"{AXIS_NAMES[self.view.h_axis]} \u2192   "
+                     f"{AXIS_NAMES[self.view.v_axis]} \u2193   {zoom_text}")
+        width = painter.fontMetrics().horizontalAdvance(axes_text) + 14
+        rect = QRectF(self.width() - width - 6, self.height() - 28, width, 22)
+        painter.fillRect(rect, QColor(0, 0, 0, 150))
+        painter.setPen(QColor(200, 200, 205))
+        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, axes_text)
+
+    def _paint_frame(self, painter: QPainter) -> None:
+        """The dataset's outline and the view's border (focused: its colour), which the
+        picture covered."""
+        state = self.view.state
+        lo, hi = state.bounds
+        x0, y0 = self.view.to_widget(lo[self.view.h_axis], lo[self.view.v_axis])
+        x1, y1 = self.view.to_widget(hi[self.view.h_axis], hi[self.view.v_axis])
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.setPen(QPen(QColor(90, 92, 100), 1))
+        painter.drawRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+        focused = state.focused == self.axis and state.layout is None
+        painter.setPen(QPen(VIEW_COLORS[self.axis] if focused else QColor(60, 62, 68), 2))
+        painter.drawRect(1, 1, self.width() - 2, self.height() - 2)
 
     def _paint_blocks(self, painter: QPainter) -> None:
         request = self.view.request
