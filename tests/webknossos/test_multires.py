@@ -225,7 +225,8 @@ def test_compose_draws_coarser_mags_under_what_is_still_loading(tmp_path: Path) 
     assert out.data.shape == (1, 28, 30) and out.mags == [(1, 1, 1), (2, 2, 1), (4, 4, 2)]
     big_mid = upscale(mid.data, mid_req)  # type: ignore[arg-type, attr-defined]
     big_top = upscale(top.data, top_req)  # type: ignore[arg-type, attr-defined]
-    mid_rows = upscale(mid.status, mid_req) != Status.PENDING  # type: ignore[arg-type, attr-defined]
+    mid_status = upscale(mid.status, mid_req)  # type: ignore[arg-type, attr-defined]
+    mid_rows = mid_status != Status.PENDING
     left = np.zeros((28, 30), bool)
     left[:14] = True
     np.testing.assert_array_equal(out.source[~left], 0)

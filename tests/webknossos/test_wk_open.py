@@ -42,14 +42,18 @@ TOP_LEFT = (4, 8, 2)
 SIZE = (40, 36, 14)
 
 
-def _build(root: Path, key: str = "mags", scale: object = None) -> dict[tuple[str, tuple[int, int, int]], np.ndarray]:
+Written = dict[tuple[str, tuple[int, int, int]], np.ndarray]
+
+
+def _build(root: Path, key: str = "mags", scale: object = None) -> Written:
     """A color (uint8, written by the reference ``wkw``) and a segmentation (uint32, written by
     the project) layer with mags 1, 2-2-1, 4-4-2, each mag with its own content; returns the
     arrays written per (layer, mag), in mag coordinates from the mag box's corner."""
     written = {}
     layers = []
     for li, (name, category, dtype, reference) in enumerate(
-            [("color", "color", np.uint8, True), ("segmentation", "segmentation", np.uint32, False)]):
+            [("color", "color", np.uint8, True),
+             ("segmentation", "segmentation", np.uint32, False)]):
         for mi, mag in enumerate(MAGS):
             lo, shape = wk4.coarse_box(TOP_LEFT, SIZE, mag)
             data = wk4.model(dtype, shape, seed=10 * li + mi)
@@ -63,7 +67,7 @@ def _build(root: Path, key: str = "mags", scale: object = None) -> dict[tuple[st
     return written
 
 
-def _check_voxels(ds: WkDataset, written: dict[tuple[str, tuple[int, int, int]], np.ndarray]) -> None:
+def _check_voxels(ds: WkDataset, written: Written) -> None:
     for (name, mag), data in written.items():
         layer = ds.layer(name)
         lo, shape = wk4.coarse_box(TOP_LEFT, SIZE, mag)
@@ -219,7 +223,8 @@ def test_zarr3_layer_is_reported_not_opened(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("num_channels", [3, None])
-def test_uint24_color_layer_is_three_uint8_channels(tmp_path: Path, num_channels: int | None) -> None:
+def test_uint24_color_layer_is_three_uint8_channels(tmp_path: Path,
+                                                    num_channels: int | None) -> None:
     """uint24 = RGB: a WKW layer of uint8 with 3 channels (voxelSize 3); written here by the
     reference ``wkw`` for mag 1 and by the project for mag 2-2-1."""
     box = ((0, 0, 0), (24, 20, 6))
@@ -234,7 +239,8 @@ def test_uint24_color_layer_is_three_uint8_channels(tmp_path: Path, num_channels
     ds = WkDataset(tmp_path)
     assert ds.problems == []
     layer = ds.layer("rgb")
-    assert (layer.element_class, layer.dtype, layer.num_channels) == ("uint24", np.dtype(np.uint8), 3)
+    assert (layer.element_class, layer.dtype, layer.num_channels) == (
+        "uint24", np.dtype(np.uint8), 3)
     assert ds.check() == []
     np.testing.assert_array_equal(layer.read(1, (0, 0, 0), (24, 20, 6)), rgb1)
     np.testing.assert_array_equal(layer.read((2, 2, 1), (1, 2, 3), (10, 7, 3)),
@@ -291,7 +297,8 @@ def test_single_layer_folder_opens_directly(tmp_path: Path) -> None:
     ds = WkDataset(tmp_path / "segmentation")
     assert ds.kind == "layer" and ds.problems == []
     layer = ds.layers[0]
-    assert (layer.name, layer.category, layer.element_class) == ("segmentation", "segmentation", "uint32")
+    assert (layer.name, layer.category, layer.element_class) == (
+        "segmentation", "segmentation", "uint32")
     assert layer.mag_vectors == MAGS
     # the box is the extent of mag 1's data files (16-voxel files here)
     assert layer.bounding_box.top_left == (0, 0, 0)

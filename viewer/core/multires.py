@@ -315,6 +315,7 @@ def _vec(mag: Sequence[int]) -> Vec3:
     return (x, y, z)
 
 
-__all__ = ["physical_position", "format_length", "format_physical", "scale_bar",
-           "pixel_aspect", "choose_mag", "choose_mag_xyz", "compose", "ComposedPlane", "NO_SOURCE", "placeholder_mags", "placeholder_requests", "to_mag", "upscale",
-           "MagPlaneRequest", "in_plane_factors", "voxels_per_pixel", "EPSILON"]
+__all__ = ["physical_position", "format_length", "format_physical", "scale_bar", "pixel_aspect",
+           "choose_mag", "choose_mag_xyz", "compose", "ComposedPlane", "NO_SOURCE",
+           "placeholder_mags", "placeholder_requests", "to_mag", "upscale", "MagPlaneRequest",
+           "in_plane_factors", "voxels_per_pixel", "EPSILON"]

@@ -234,5 +234,5 @@ def _divides(finer: Sequence[int], coarser: Sequence[int]) -> bool:
     return tuple(finer) != tuple(coarser)
 
 
-__all__ = ["downsample", "downsample_layer", "build_mag", "coarse_file_count", "run_parallel", "relative_factor", "default_mode",
-           "MODES"]
+__all__ = ["downsample", "downsample_layer", "build_mag", "coarse_file_count", "run_parallel",
+           "relative_factor", "default_mode", "MODES"]

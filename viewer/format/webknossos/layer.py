@@ -186,8 +186,9 @@ class Layer:
         with Dataset.open(finest_path) as ds:
             header = ds.header
             box = _files_extent(ds)
-        box = BoundingBox(tuple(b * f for b, f in zip(box.top_left, finest_mag)),  # type: ignore[arg-type]
-                          tuple(b * f for b, f in zip(box.size, finest_mag)))  # type: ignore[arg-type]
+        fx, fy, fz = finest_mag
+        box = BoundingBox((box.top_left[0] * fx, box.top_left[1] * fy, box.top_left[2] * fz),
+                          (box.size[0] * fx, box.size[1] * fy, box.size[2] * fz))
         if category is None:
             category = "segmentation" if "seg" in name.lower() else "color"
         try:
