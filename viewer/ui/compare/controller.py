@@ -628,24 +628,23 @@ class QtCompareController(QObject):
     def screen_box(self) -> Box | None:
         """The box the three views show now (x and y from XY, x and z from XZ, y and z from
         YZ), or None before any plane."""
-        lo = [None, None, None]
-        hi = [None, None, None]
+        cursor = self.state.cursor
+        lo: list[int] = [cursor[0], cursor[1], cursor[2]]
+        hi: list[int] = [cursor[0] + 1, cursor[1] + 1, cursor[2] + 1]
+        seen = [False, False, False]
         for axis, view in self.window.views.items():
             req = view.request
             if req is None or not view.isVisibleTo(self.window):
                 continue
             offset, shape = req.box()
             for a in IN_PLANE[axis]:
-                lo[a] = offset[a] if lo[a] is None else min(lo[a], offset[a])
                 end = offset[a] + shape[a]
-                hi[a] = end if hi[a] is None else max(hi[a], end)
-        cursor = self.state.cursor
-        lo = [cursor[a] if v is None else v for a, v in enumerate(lo)]
-        hi = [cursor[a] + 1 if v is None else v for a, v in enumerate(hi)]
+                lo[a] = offset[a] if not seen[a] else min(lo[a], offset[a])
+                hi[a] = end if not seen[a] else max(hi[a], end)
+                seen[a] = True
         if any(h <= l for l, h in zip(lo, hi)):
             return None
-        return ((int(lo[0]), int(lo[1]), int(lo[2])),
-                (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2])))
+        return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
     def common_box(self) -> Box | None:
         """Where the data files of A and B overlap (None when they do not)."""
@@ -729,7 +728,8 @@ class QtCompareController(QObject):
         lo, hi = self.state.bounds
         shape = [b - a for a, b in zip(lo, hi)] if box is None else list(box[1])
         h = dataset.header
-        nbytes = shape[0] * shape[1] * shape[2] * h.num_channels * h.dtype.itemsize
+        nbytes = int(shape[0]) * int(shape[1]) * int(shape[2]) * int(h.num_channels) \
+            * int(h.dtype.itemsize)
         return nbytes > PROCESS_THRESHOLD_BYTES
 
     def cancel_comparison(self, wait: bool = False) -> None:

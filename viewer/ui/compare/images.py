@@ -65,7 +65,8 @@ def channel_pair(a: Plane, b: Plane, channel: int) -> tuple[Plane, Plane]:
 def difference(a: Plane, b: Plane, channel: int) -> npt.NDArray[np.float64]:
     """``A - B`` of one channel as ``(U, V)`` float64; NaN where either side has no data."""
     pa, pb = channel_pair(a, b, channel)
-    return difference_plane(pa, pb)[0]
+    diff: npt.NDArray[np.float64] = difference_plane(pa, pb)[0]
+    return diff
 
 
 def max_abs(diff: npt.NDArray[np.float64]) -> float:

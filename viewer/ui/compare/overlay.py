@@ -38,7 +38,7 @@ class QtCompareOverlay(QWidget):
 
     def __init__(self, view: Any, controller: QtCompareController, role: str) -> None:
         super().__init__(view)
-        self.view = view
+        self.view: Any = view
         self.controller = controller
         self.role = role
         self.axis: int = view.axis
@@ -54,8 +54,9 @@ class QtCompareOverlay(QWidget):
         self.show()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.view and event.type() == QEvent.Type.Resize:
-            self.setGeometry(self.view.rect())
+        view: Any = self.view
+        if watched is view and event.type() == QEvent.Type.Resize:
+            self.setGeometry(view.rect())
             if self.handle is not None:
                 self.handle.place()
         return False
