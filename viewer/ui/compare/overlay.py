@@ -54,9 +54,8 @@ class QtCompareOverlay(QWidget):
         self.show()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        view: Any = self.view
-        if watched is view and event.type() == QEvent.Type.Resize:
-            self.setGeometry(view.rect())
+        if event.type() == QEvent.Type.Resize and id(watched) == id(self.view):
+            self.setGeometry(self.view.rect())
             if self.handle is not None:
                 self.handle.place()
         return False
