@@ -326,3 +326,30 @@ def test_cached_blocks_own_their_memory(project_path: Path) -> None:
             assert root.nbytes == value.nbytes == BLOCK_LEN ** 3
     finally:
         loader.close()
+
+
+def test_whole_blocks_land_in_place_for_every_channel_and_alignment(tmp_path: Path) -> None:
+    """Blocks copied into a plane in one scatter (requests on the block grid) and one by one
+    (off the grid) land where they belong, for each channel."""
+    rng = np.random.default_rng(11)
+    data = rng.integers(0, 60000, (2, 48, 40, 32), dtype=np.uint16)
+    header = wkw.Header(np.uint16, num_channels=2, block_len=8, file_len=2,
+                        block_type=wkw.BLOCK_TYPE_LZ4)
+    ds = wkw.Dataset.create(str(tmp_path / "ds"), header)
+    ds.write((0, 0, 0), data)
+    ds.close()
+    loader = Loader(wkw.Dataset.open(str(tmp_path / "ds")))
+    try:
+        reqs = [PlaneRequest(XY, 17, (0, 8), (48, 40)), PlaneRequest(XZ, 9, (16, 0), (48, 32)),
+                PlaneRequest(YZ, 30, (8, 8), (40, 24)), PlaneRequest(XY, 3, (3, 5), (45, 37)),
+                PlaneRequest(YZ, 0, (1, 0), (40, 31))]
+        loader.set_wanted(reqs, 0, (17, 9, 30))
+        assert loader.wait_idle(WAIT)
+        for req in reqs:
+            plane = loader.plane(req)
+            assert plane.complete
+            (ox, oy, oz), (sx, sy, sz) = req.box()
+            want = data[:, ox:ox + sx, oy:oy + sy, oz:oz + sz].squeeze(axis=1 + req.axis)
+            np.testing.assert_array_equal(plane.data, want)
+    finally:
+        loader.close()

@@ -305,3 +305,24 @@ def test_partial_repaints_leave_no_stale_crosshair(window, ramp_dataset, qtbot):
         a = screen.copy(rect)
         b = full.copy(rect)
         assert a == b, view.name
+
+
+def test_a_position_jump_fetches_each_plane_once(window, ramp_dataset, qtbot):
+    """Entering a position moves the cursor and centres the views in one notification, so each
+    view's new plane is fetched and drawn once (not for the cursor, then again for the centres)."""
+    window.open_path(ramp_dataset, zoom=8)
+    seen: list[frozenset] = []
+    window.state.subscribe(seen.append)
+    fetched: list[int] = []
+    fetch = window._fetch
+    window._fetch = lambda view, req: (fetched.append(view.axis), fetch(view, req))  # type: ignore
+    field = window.position_field
+    field.setFocus()
+    field.setText("2, 29, 30")
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+    assert window.state.cursor == (2, 29, 30)
+    assert seen == [frozenset({"cursor", "center"})]
+    assert sorted(fetched) == sorted(set(fetched)) and set(fetched) == {XY, XZ, YZ}
+    for axis in (XY, XZ, YZ):
+        h, v = SCREEN_AXES[axis]
+        assert window.state.centers[axis] == ((2, 29, 30)[h] + 0.5, (2, 29, 30)[v] + 0.5)

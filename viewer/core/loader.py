@@ -578,6 +578,9 @@ class Loader:
         cache = self.cache
         data, status = entry.data, entry.status
         still: list[int] = []
+        whole: list[int] = []
+        parts: list[npt.NDArray[Any]] = []
+        full = lay.full
         values = cache.get_many([entry.keys[k] for k in entry.missing])
         for k, value in zip(entry.missing, values):
             key = entry.keys[k]
@@ -597,6 +600,11 @@ class Loader:
                 entry.errors[(value.path or self.dataset.file_path(*key[2]),
                               key[3])] = value
                 continue
+            if full[k]:  # a whole block's slice: copied below, all in one go
+                whole.append(k)
+                parts.append(value[:, :, :, depth] if axis == 2 else
+                             value[:, :, depth, :] if axis == 1 else value[:, depth, :, :])
+                continue
             w, h = u1[k] - u0[k], v1[k] - v0[k]
             a, b = bu0[k], bv0[k]
             if axis == 2:
@@ -607,6 +615,8 @@ class Loader:
                 part = value[:, depth, a:a + w, b:b + h]
             data[:, u0[k]:u1[k], v0[k]:v1[k]] = part
             status[u0[k]:u1[k], v0[k]:v1[k]] = Status.DATA
+        if whole:
+            _scatter_blocks(data, status, lay, whole, parts)
         entry.missing = still
 
     def _trim_planes(self) -> None:
@@ -743,6 +753,35 @@ class Loader:
         offset = (int(lo[0]), int(lo[1]), int(lo[2]))
         shape = (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2]))
         return (offset, shape)
+
+
+def _scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
+                    lay: prefetch.PlaneLayout, rows: list[int],
+                    parts: list[npt.NDArray[Any]]) -> None:
+    """Copy whole-block slices ``parts`` (each ``(C, b, b)``) of layout rows ``rows`` into the
+    plane: one numpy scatter through a block-grid view of the plane when the blocks sit on a
+    grid starting at the plane's corner (always, for requests snapped to the block size), else
+    one slice assignment per block.  A Python slice assignment per block cost more than the
+    copying itself."""
+    b = lay.block_len
+    u0 = lay.u0[rows]
+    v0 = lay.v0[rows]
+    nu, nv = data.shape[1] // b, data.shape[2] // b
+    if (u0 % b == 0).all() and (v0 % b == 0).all():
+        c, su, sv = data.strides
+        grid = np.lib.stride_tricks.as_strided(
+            data, (data.shape[0], b, nu, b, nv), (c, su, su * b, sv, sv * b), writeable=True)
+        tu, tv = status.strides
+        sgrid = np.lib.stride_tricks.as_strided(status, (b, nu, b, nv),
+                                                (tu, tu * b, tv, tv * b), writeable=True)
+        iu, iv = u0 // b, v0 // b
+        grid[:, :, iu, :, iv] = np.stack(parts)
+        sgrid[:, iu, :, iv] = Status.DATA
+        return
+    for k, part in zip(rows, parts):
+        a, e = int(lay.u0[k]), int(lay.v0[k])
+        data[:, a:a + b, e:e + b] = part
+        status[a:a + b, e:e + b] = Status.DATA
 
 
 def _own(block: npt.NDArray[Any]) -> npt.NDArray[Any]:

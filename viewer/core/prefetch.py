@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +59,13 @@ class PlaneLayout:
 
     def __len__(self) -> int:
         return int(self.blocks.shape[0])
+
+    @cached_property
+    def full(self) -> list[bool]:
+        """Per block: it fills a whole ``block_len`` square of the plane (no clipping)."""
+        b = self.block_len
+        whole = ((self.u1 - self.u0) == b) & ((self.v1 - self.v0) == b)
+        return [bool(x) for x in whole]
 
 
 def plane_layout(request: PlaneRequest, block_len: int) -> PlaneLayout:

@@ -6,7 +6,7 @@ something it shows changed.  That is the linked cursor.
 
 Observers are plain callables ``callback(changes)`` where ``changes`` is a frozenset of the
 names of what changed (``CURSOR``, ``ZOOM``, ``CENTER``, ``CONTRAST``, ``LAYOUT``, ``FOCUS``,
-``DATASET``).  A setter that changes nothing notifies nobody.
+``DATASET``, ``BOUNDS``).  A setter that changes nothing notifies nobody.
 
 Threading: ``ViewerState`` is not thread-safe; it is created, read, changed and observed on the
 GUI thread only.
@@ -28,6 +28,7 @@ CONTRAST = "contrast"
 LAYOUT = "layout"
 FOCUS = "focus"
 DATASET = "dataset"
+BOUNDS = "bounds"  #: the extent grew (a background scan found more files); nothing else moved
 
 #: Normal axis of each view (the same numbers as ``viewer.core.slicing``: x 0, y 1, z 2).
 XY, XZ, YZ = 2, 1, 0
@@ -127,6 +128,16 @@ class ViewerState:
             self.zoom = min(max(float(zoom), MIN_ZOOM), MAX_ZOOM)
         self._notify(DATASET, CURSOR, CENTER, ZOOM)
 
+    def grow_bounds(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """Widen the extent to include ``bounds`` (more of the dataset was found); the cursor,
+        the centres and the zoom stay where they are."""
+        (lo0, hi0), (lo1, hi1) = self.bounds, bounds
+        lo = tuple(min(int(a), int(b)) for a, b in zip(lo0, lo1))
+        hi = tuple(max(int(a), int(b)) for a, b in zip(hi0, hi1))
+        if (lo, hi) != self.bounds:
+            self.bounds = (lo, hi)  # type: ignore[assignment]
+            self._notify(BOUNDS)
+
     def clamp(self, pos: Sequence[int]) -> Vec3:
         """``pos`` moved to the nearest voxel inside the bounds."""
         lo, hi = self.bounds
@@ -139,6 +150,18 @@ class ViewerState:
         if new != self.cursor:
             self.cursor = new
             self._notify(CURSOR)
+
+    def jump_to(self, pos: Sequence[int]) -> None:
+        """Move the cursor to ``pos`` and centre every view on it: one notification, so that
+        the views fetch and draw their new planes once (not once for the cursor, again for
+        the centres)."""
+        new = self.clamp(pos)
+        moved = new != self.cursor
+        self.cursor = new
+        before = dict(self.centers)
+        self.recenter(notify=False)
+        changes = ([CURSOR] if moved else []) + ([CENTER] if before != self.centers else [])
+        self._notify(*changes)
 
     def move_cursor(self, delta: Sequence[int]) -> None:
         self.set_cursor([c + int(d) for c, d in zip(self.cursor, delta)])

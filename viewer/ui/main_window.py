@@ -556,7 +556,7 @@ class QtMainWindow(QMainWindow):
             view.show_plane(None, None)
             view.request = request
             return
-        view.show_plane(plane, render_plane(plane, self._get_palette()))
+        view.show_plane(plane, render_plane(plane, self._get_palette(), view.rendered))
         if plane.errors:
             self._note_failures(plane.errors)
 
@@ -751,8 +751,7 @@ class QtMainWindow(QMainWindow):
             self.position_field.setStyleSheet("border: 1px solid #d44;")
             return
         self.position_field.setStyleSheet("")
-        self.state.set_cursor(pos)
-        self.state.recenter()
+        self.state.jump_to(pos)  # one notification: each plane fetched and drawn once
         self.position_field.setText(format_position(self.state.cursor))
         self.views[self.state.focused].setFocus()
 

@@ -116,45 +116,104 @@ def to_screen(axis: int, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
 class Rendered:
     """A plane ready for the screen, rows along the view's vertical axis (C-contiguous):
     either ``pixels`` are ARGB (``table`` None) or uint8 indices into the 256-entry ARGB
-    ``table`` (uint8 data with nothing missing: Qt maps them while drawing, no gather here)."""
+    ``table`` (uint8 data with nothing missing: Qt maps them while drawing, no gather here).
+    ``plane`` and ``palette`` are what it was rendered from (so that the next version of the
+    same plane can re-render only what changed)."""
 
     pixels: npt.NDArray[Any]
     table: ARGB | None = None
+    plane: Plane | None = None
+    palette: Palette | None = None
 
     def argb(self) -> ARGB:
         return self.table[self.pixels] if self.table is not None else self.pixels
 
 
-def render_plane(plane: Plane, palette: Palette) -> Rendered:
-    """The plane as the view shows it, with the looks of pixels that are not data."""
+def render_plane(plane: Plane, palette: Palette, previous: Rendered | None = None) -> Rendered:
+    """The plane as the view shows it, with the looks of pixels that are not data.
+
+    ``previous``: what was rendered of an earlier version of the same request with the same
+    palette (blocks arrived since).  Only the rectangle whose status changed is rendered again,
+    into a copy of its pixels: a plane filling in block by block costs per arrival what arrived,
+    not the whole plane."""
     axis = plane.request.axis
     c = palette.contrast
     missing = bool(plane.status.any())
-    if c.rgb and plane.data.shape[0] >= 3:
+    rgb = c.rgb and plane.data.shape[0] >= 3
+    if (missing and not rgb and previous is not None and previous.table is None
+            and previous.palette is palette and previous.plane is not None
+            and previous.plane.request == plane.request):
+        return _render_changes(plane, palette, previous)
+    if rgb:
         out = palette.rgb_colors(np.stack([to_screen(axis, ch) for ch in plane.data[:3]]))
+    elif missing and not (plane.status != Status.PENDING).any():
+        # Nothing of it has arrived yet (just after a jump): the hatch alone.
+        out = hatch(PENDING_COLORS, *to_screen(axis, plane.status).shape).copy()
+        return Rendered(out, None, plane, palette)
     else:
         channel = min(c.channel, plane.data.shape[0] - 1)
         # Transpose the narrow values, not the 4-byte colours.
         values = np.ascontiguousarray(to_screen(axis, plane.data[channel]))
         if values.dtype == np.uint8 and palette.direct is not None and not missing:
-            return Rendered(values, palette.direct)
+            return Rendered(values, palette.direct, plane, palette)
         out = palette.colors(values)
     out = np.ascontiguousarray(out, dtype=np.uint32)
     if missing:
         paint_status(out, to_screen(axis, plane.status))
-    return Rendered(out)
+    return Rendered(out, None, plane, palette)
 
 
-def paint_status(out: ARGB, status: npt.NDArray[np.uint8]) -> None:
-    """Give non-DATA pixels their look, in place.  The hatch runs along screen diagonals."""
-    rows, cols = np.indices(status.shape, sparse=True)
-    stripe = ((rows + cols) // 3) % 2 == 0
+def _render_changes(plane: Plane, palette: Palette, previous: Rendered) -> Rendered:
+    """``render_plane`` for a plane of which ``previous`` shows an earlier version."""
+    assert previous.plane is not None
+    axis = plane.request.axis
+    status = to_screen(axis, plane.status)
+    changed = status != to_screen(axis, previous.plane.status)
+    rows = np.flatnonzero(changed.any(axis=1))
+    if rows.size == 0:
+        return Rendered(previous.pixels, None, plane, palette)
+    cols = np.flatnonzero(changed.any(axis=0))
+    r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    out = previous.pixels.copy()
+    channel = min(palette.contrast.channel, plane.data.shape[0] - 1)
+    values = to_screen(axis, plane.data[channel])[r0:r1, c0:c1]
+    part = out[r0:r1, c0:c1]
+    part[...] = palette.colors(np.ascontiguousarray(values))
+    paint_status(part, status[r0:r1, c0:c1], (r0, c0))
+    return Rendered(out, None, plane, palette)
+
+
+#: Hatch patterns by colour pair, grown on demand; a plane's hatch is a view of its corner.
+_hatches: dict[tuple[int, int], ARGB] = {}
+
+
+def hatch(colors: tuple[int, int], rows: int, cols: int) -> ARGB:
+    """A (rows, cols) read-only view of stripes of ``colors`` along screen diagonals, cut
+    from one pattern built once (painting the stripes per pixel cost ~20 ms a plane)."""
+    have = _hatches.get(colors)
+    if have is None or have.shape[0] < rows or have.shape[1] < cols:
+        r = max(rows, have.shape[0] if have is not None else 0, 512)
+        c = max(cols, have.shape[1] if have is not None else 0, 512)
+        i, j = np.indices((r, c), sparse=True)
+        have = np.where(((i + j) // 3) % 2 == 0, np.uint32(colors[0]),
+                        np.uint32(colors[1])).astype(np.uint32)
+        have.flags.writeable = False
+        _hatches[colors] = have
+    return have[:rows, :cols]
+
+
+def paint_status(out: ARGB, status: npt.NDArray[np.uint8],
+                 origin: tuple[int, int] = (0, 0)) -> None:
+    """Give non-DATA pixels their look, in place.  The hatch runs along screen diagonals;
+    ``origin``: where ``out`` lies in the whole plane (so that a part's hatch lines up)."""
+    r0, c0 = origin
+    rows, cols = status.shape
     pending = status == Status.PENDING
     if pending.any():
-        out[pending] = np.where(stripe, PENDING_COLORS[0], PENDING_COLORS[1])[pending]
+        np.copyto(out, hatch(PENDING_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=pending)
     failed = status == Status.FAILED
     if failed.any():
-        out[failed] = np.where(stripe, FAILED_COLORS[0], FAILED_COLORS[1])[failed]
+        np.copyto(out, hatch(FAILED_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=failed)
     absent = status == Status.ABSENT
     if absent.any():
         bgr = out.view(np.uint8).reshape(*out.shape, 4)[..., :3]
