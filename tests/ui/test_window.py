@@ -326,3 +326,59 @@ def test_a_position_jump_fetches_each_plane_once(window, ramp_dataset, qtbot):
     for axis in (XY, XZ, YZ):
         h, v = SCREEN_AXES[axis]
         assert window.state.centers[axis] == ((2, 29, 30)[h] + 0.5, (2, 29, 30)[v] + 0.5)
+
+
+def test_a_dataset_of_many_files_opens_and_paints_before_its_files_are_listed(
+        window, tmp_path, qtbot):
+    """2,048 files of 8^3 voxels: the window opens with the extent of the file at --pos and
+    paints while the file listing (held back here) is still running; the listing then grows
+    the extent to the whole dataset without moving the cursor or the views."""
+    import threading
+
+    data = (np.arange(128 * 128 * 64, dtype=np.uint32).reshape(128, 128, 64) % 253
+            ).astype(np.uint8)
+    root = write_dataset(tmp_path / "many", data, block_len=8, file_len=1,
+                         block_type=wkw_raw())
+    gate = threading.Event()
+    events: list[str] = []
+
+    def held(ds):
+        for k, path in enumerate(ds.list_files()):
+            if k == 10:
+                gate.wait(120)
+                events.append("listing resumed")
+            yield path
+
+    window.extent_listing = held
+    view = window.views[XY]
+    try:
+        assert window.open_path(root, pos=(60, 70, 30), zoom=4)
+        assert window.state.bounds == ((56, 64, 24), (64, 72, 32))
+        assert window.state.cursor == (60, 70, 30)
+        painted = view.paint_count
+        qtbot.waitUntil(lambda: view.paint_count > painted and view.plane is not None)
+        events.append("painted")
+        assert window._extent_scan is not None and not window._extent_scan.done
+        assert "listing files" in window.info_label.text()
+        centers = dict(window.state.centers)
+    finally:
+        gate.set()
+    qtbot.waitUntil(lambda: window.state.bounds == ((0, 0, 0), (128, 128, 64)), timeout=60_000)
+    assert events == ["painted", "listing resumed"]
+    assert window.state.cursor == (60, 70, 30)
+    assert window.state.centers == centers
+    assert window.state.zoom == 4
+    qtbot.waitUntil(lambda: window._extent_scan is None, timeout=60_000)
+    assert "listing files" not in window.info_label.text()
+    assert "128 \u00d7 128 \u00d7 64" in window.info_label.text()
+    # The views now reach the whole dataset: a click far from the first file lands there.
+    window.state.jump_to((120, 3, 60))
+    assert window.state.cursor == (120, 3, 60)
+    assert view.plane is not None and view.plane.request.index == 60
+    assert view.value_at((120, 3, 60))[0] == data[120, 3, 60]
+
+
+def wkw_raw() -> int:
+    from viewer.format import wkw
+
+    return wkw.BLOCK_TYPE_RAW

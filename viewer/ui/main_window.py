@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCursor, QDragEnterEvent, QDropEvent, QGuiApplication, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from viewer.core import extent
 from viewer.core import state as st
 from viewer.core.slicing import IN_PLANE, Plane, PlaneSource, PlaneRequest, Status, SyncPlaneSource
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, ViewerState, format_position, parse_position
@@ -51,6 +52,9 @@ from viewer.ui.slice_view import AXIS_NAMES, QtSliceView
 SourceFactory = Callable[[wkw.Dataset], PlaneSource]
 RECENT_MAX = 10
 HISTOGRAM_DELAY_MS = 150
+#: How long opening waits for the file scan before it shows a provisional extent (a dataset of
+#: a few hundred files is listed in far less: it opens with its whole extent at once).
+QUICK_EXTENT_S = 0.15
 #: The cursor is kept this far (fraction of the view) inside a view after a key move.
 EDGE_MARGIN = 0.08
 
@@ -76,19 +80,23 @@ def settings_enabled() -> bool:
 
 
 def dataset_bounds(dataset: wkw.Dataset) -> tuple[st.Vec3, st.Vec3]:
-    """The voxel box covered by the data files present (one file when there is none)."""
+    """The voxel box covered by the data files present (one file when there is none).  Lists
+    every file: the window itself opens with ``extent.provisional_bounds`` and scans in the
+    background (``QtExtentBridge``)."""
     side = dataset.file_len_vx
-    positions = []
-    for path in dataset.list_files():
-        try:
-            positions.append(dataset.file_position(path))
-        except FormatError:
-            continue
-    if not positions:
-        return (0, 0, 0), (side, side, side)
-    grid = np.array(positions, dtype=np.int64)
-    lo, hi = grid.min(axis=0) * side, (grid.max(axis=0) + 1) * side
-    return ((int(lo[0]), int(lo[1]), int(lo[2])), (int(hi[0]), int(hi[1]), int(hi[2])))
+    found = extent.scan_bounds(dataset)
+    return found if found is not None else ((0, 0, 0), (side, side, side))
+
+
+class QtExtentBridge(QObject):
+    """Carries an ``ExtentScan``'s reports from its thread to the GUI thread (queued)."""
+
+    #: (scan, bounds, done): the files found so far span ``bounds``.
+    extent_found = Signal(object, object, bool)
+
+    def report(self, scan: extent.ExtentScan, bounds: extent.Bounds, done: bool) -> None:
+        """Called on the scan's thread."""
+        self.extent_found.emit(scan, bounds, done)
 
 
 class QtErrorBanner(QFrame):
@@ -148,6 +156,12 @@ class QtMainWindow(QMainWindow):
         self._hover: tuple[int, int, int] | None = None
         self._auto_pending = False
         self._last_centers: dict[int, tuple[float, float]] = {}
+        self._extent_scan: extent.ExtentScan | None = None
+        #: Test hook: the file listing the extent scan walks (default ``list_files``).
+        self.extent_listing: Callable[[wkw.Dataset], Any] | None = None
+        self._extent_bridge = QtExtentBridge(self)
+        self._extent_bridge.extent_found.connect(self._on_extent_found,
+                                                 Qt.ConnectionType.QueuedConnection)
         self.setWindowTitle("wkw-viewer")
         self.setAcceptDrops(True)
         self.resize(1280, 860)
@@ -329,11 +343,13 @@ class QtMainWindow(QMainWindow):
         try:
             wkw_path = self._resolve_webknossos(path, notes)
             dataset = wkw.Dataset.open(wkw_path)
-            bounds = dataset_bounds(dataset)
+            bounds, scan = self._find_extent(dataset, pos)
         except Exception as exc:  # whatever it is, a message in the window, not a crash
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
         self.set_dataset(dataset, path, bounds, pos, zoom)
+        self._extent_scan = scan  # its reports are queued: they come after this
+        self._show_info()
         if wkw_path != path:
             self.setWindowTitle(f"{Path(path).name} \u2014 {os.path.relpath(wkw_path, path)}"
                                 f" \u2014 wkw-viewer")
@@ -342,6 +358,63 @@ class QtMainWindow(QMainWindow):
                                      "; ".join(notes))
         self._add_recent(path)
         return True
+
+    def _find_extent(self, dataset: wkw.Dataset, pos: Sequence[int] | None
+                     ) -> tuple[tuple[st.Vec3, st.Vec3], extent.ExtentScan | None]:
+        """The extent to open with, and the scan still growing it (None when it is final).
+        The files are listed on a thread; a small dataset's listing ends while we wait a
+        moment, a large one opens with a provisional extent (``extent.provisional_bounds``)."""
+        side = dataset.file_len_vx
+        if dataset.single_file is not None:
+            return ((0, 0, 0), (side, side, side)), None
+        listing = self.extent_listing(dataset) if self.extent_listing is not None else None
+        bridge = self._extent_bridge
+        scan = extent.ExtentScan(dataset, lambda b, done: bridge.report(scan, b, done), listing)
+        scan.start()
+        if scan.wait(QUICK_EXTENT_S) and scan.result is not None:
+            return scan.result, None
+        try:
+            return extent.provisional_bounds(dataset, pos), scan
+        except BaseException:
+            self._stop_extent_scan(scan)
+            raise
+
+    def _stop_extent_scan(self, scan: extent.ExtentScan | None = None) -> None:
+        scan = scan or self._extent_scan
+        if scan is not None:
+            scan.cancel()
+            scan.join(2.0)
+        if scan is self._extent_scan:
+            self._extent_scan = None
+
+    def _on_extent_found(self, scan: extent.ExtentScan, bounds: extent.Bounds,
+                         done: bool) -> None:
+        """The background scan found more files: widen the extent; the cursor and the views
+        stay where they are."""
+        if scan is not self._extent_scan:
+            return  # a scan of a dataset no longer shown
+        if done:
+            self._extent_scan = None
+        self.state.grow_bounds(bounds)
+        self._show_info()
+
+    def _show_info(self) -> None:
+        """The status bar's dataset summary (size: what the files found so far span)."""
+        if self.dataset is None:
+            return
+        h = self.dataset.header
+        lo, hi = self.state.bounds
+        size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi))
+        scanning = self._extent_scan is not None
+        more = " (listing files\u2026)" if scanning else ""
+        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
+        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
+                                f"{size}{more}")
+        self.info_label.setToolTip(
+            f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
+            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
+            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels"
+            + ("\n(still listing the data files: the extent may grow)" if scanning else ""))
 
     @staticmethod
     def _resolve_webknossos(path: str, notes: list[str]) -> str:
@@ -359,6 +432,7 @@ class QtMainWindow(QMainWindow):
                     pos: Sequence[int] | None = None, zoom: float | None = None) -> None:
         if self.source is not None:
             self.source.close()
+        self._stop_extent_scan()
         self.dataset = dataset
         self.dataset_path = path
         self.errors = []
@@ -381,13 +455,7 @@ class QtMainWindow(QMainWindow):
         self.state.set_bounds(bounds, pos, zoom if zoom is not None else self.fit_zoom(bounds))
         name = Path(path).name or path
         self.setWindowTitle(f"{name} \u2014 wkw-viewer")
-        size = " \u00d7 ".join(str(b - a) for a, b in zip(*bounds))
-        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
-        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 {size}")
-        self.info_label.setToolTip(
-            f"{path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
-            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
-            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels")
+        self._show_info()
         self.dataset_opened.emit(path)
         if not self.position_field.hasFocus():
             self.views[self.state.focused].setFocus()  # arrows and PgUp/PgDn work at once
@@ -486,7 +554,7 @@ class QtMainWindow(QMainWindow):
             self.cursor_label.setText(f"cursor  {format_position(self.state.cursor)}")
         serials = {a: v._image_serial for a, v in self.views.items()}
         centers = dict(self.state.centers)
-        if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT}:
+        if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT, st.BOUNDS}:
             self.refresh_planes()
         if st.CONTRAST in changes:
             self._palette = None
@@ -768,6 +836,7 @@ class QtMainWindow(QMainWindow):
         QMessageBox.information(self, "Keys and mouse", KEYS_HELP)
 
     def closeEvent(self, event: Any) -> None:
+        self._stop_extent_scan()
         if self.source is not None:
             self.source.close()
             self.source = None
