@@ -52,6 +52,8 @@ from viewer.ui.slice_view import AXIS_NAMES, QtSliceView
 SourceFactory = Callable[[wkw.Dataset], PlaneSource]
 RECENT_MAX = 10
 HISTOGRAM_DELAY_MS = 150
+#: The contrast dock's width at start: narrow, so that the 2x2 grid gets the room.
+CONTRAST_DOCK_WIDTH = 220
 #: How long opening waits for the file scan before it shows a provisional extent (a dataset of
 #: a few hundred files is listed in far less: it opens with its whole extent at once).
 QUICK_EXTENT_S = 0.15
@@ -204,7 +206,7 @@ class QtMainWindow(QMainWindow):
                          | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.contrast_dock = dock
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        self.resizeDocks([dock], [270], Qt.Orientation.Horizontal)
+        self.resizeDocks([dock], [CONTRAST_DOCK_WIDTH], Qt.Orientation.Horizontal)
 
         self._build_status_bar()
         self._build_actions()
@@ -324,6 +326,8 @@ class QtMainWindow(QMainWindow):
         holder.setObjectName("sidePanelHolder")
         holder.setWidgetResizable(True)
         holder.setFrameShape(QFrame.Shape.NoFrame)
+        # The panel lays itself out to the quadrant's width; it scrolls only vertically.
+        holder.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         holder.setWidget(widget)
         holder.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
         self.grid.replaceWidget(self._side_holder, holder)
@@ -873,6 +877,6 @@ QPushButton { background: #34363d; border: 1px solid #44464f; border-radius: 3px
 QPushButton:hover { background: #3f424b; }
 QStatusBar { background: #1d1e22; color: #c8c9ce; }
 QStatusBar::item { border: none; }
-QStatusBar QLabel { padding: 0 10px; font-family: monospace; }
+QStatusBar QLabel { padding: 0 10px; font-family: monospace; background: transparent; }
 QDockWidget::title { background: #2a2b30; padding: 4px; }
 """

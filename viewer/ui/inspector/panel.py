@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -39,6 +40,8 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QProgressBar,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSplitter,
     QTableView,
     QTableWidget,
@@ -136,6 +139,8 @@ class QtInspectorPanel(QWidget):
         top = QHBoxLayout()
         self.title = QLabel("no dataset")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A long path must not widen the quadrant: the label takes the width it is given.
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setFormat("files %v / %m")
@@ -144,6 +149,10 @@ class QtInspectorPanel(QWidget):
         top.addWidget(self.progress)
         layout.addLayout(top)
         self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.tabBar().setExpanding(False)
+        self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideNone)
+        self.tabs.setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
         self.tabs.currentChanged.connect(lambda _i: self._update_visible_tab())
         layout.addWidget(self.tabs, 1)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
@@ -158,29 +167,64 @@ class QtInspectorPanel(QWidget):
     def _build_header_tab(self, mono: QFont) -> None:
         w = QWidget()
         v = QVBoxLayout(w)
+        v.setContentsMargins(6, 4, 6, 4)
+        v.setSpacing(4)
         self.header_path = QLabel("")
         self.header_path.setWordWrap(True)
+        self.header_path.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.header_hex = QLabel("")
         self.header_hex.setFont(mono)
+        self.header_hex.setWordWrap(True)
+        self.header_hex.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.header_hex.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.header_fields = QTableWidget(0, 4)
         self.header_fields.setHorizontalHeaderLabels(["field", "bytes", "raw", "meaning"])
-        self.header_fields.horizontalHeader().setStretchLastSection(True)
-        self.header_fields.verticalHeader().hide()
-        self.header_fields.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.geometry_table = QTableWidget(0, 2)
         self.geometry_table.setHorizontalHeaderLabels(["derived", "value"])
-        self.geometry_table.horizontalHeader().setStretchLastSection(True)
-        self.geometry_table.verticalHeader().hide()
-        self.geometry_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        for table in (self.header_fields, self.geometry_table):
+            self._compact_table(table)
         self.header_diffs = QLabel("")
         self.header_diffs.setWordWrap(True)
         v.addWidget(self.header_path)
         v.addWidget(self.header_hex)
-        v.addWidget(self.header_fields, 1)
+        v.addWidget(self.header_fields)
         v.addWidget(self.header_diffs)
-        v.addWidget(self.geometry_table, 1)
-        self.tabs.addTab(w, "Header")
+        v.addWidget(self.geometry_table)
+        v.addStretch(1)
+        # The tab scrolls as one page (the tables are as tall as their rows): no nested
+        # scroll bars, and never a horizontal one.
+        page = QScrollArea()
+        page.setWidgetResizable(True)
+        page.setFrameShape(QFrame.Shape.NoFrame)
+        page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        page.setWidget(w)
+        self.tabs.addTab(page, "Header")
+
+    @staticmethod
+    def _compact_table(table: QTableWidget) -> None:
+        """A small read-only table shown whole: one text line per row (long cells elided,
+        the whole text in the tooltip), narrow columns sized to their contents, the last one
+        taking the rest of the width, its height that of its rows."""
+        table.verticalHeader().hide()
+        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
+        header = table.horizontalHeader()
+        for c in range(table.columnCount() - 1):
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+        table.setWordWrap(False)
+        table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        table.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + 4)
+
+    @staticmethod
+    def _fit_table_height(table: QTableWidget) -> None:
+        rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + rows
+                             + 2 * table.frameWidth())
 
     def _build_files_tab(self) -> None:
         self.files_model = QtFilesModel()
@@ -189,7 +233,7 @@ class QtInspectorPanel(QWidget):
         self._fast_table(self.files_view)
         self.files_view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.files_view.setSortingEnabled(True)
-        self.files_view.horizontalHeader().resizeSection(0, 160)
+        self.files_view.horizontalHeader().resizeSection(0, 120)
         # Mouse and keyboard alike: the current row moving is the user's choice.
         self.files_view.selectionModel().currentRowChanged.connect(
             lambda cur, _prev: self._on_file_row_clicked(cur))
@@ -200,7 +244,10 @@ class QtInspectorPanel(QWidget):
         v = QVBoxLayout(w)
         row = QHBoxLayout()
         self.blocks_summary = QLabel("")
-        self.decode_button = QPushButton("Decode blocks (constant / all-zero)")
+        self.blocks_summary.setWordWrap(True)
+        self.blocks_summary.setSizePolicy(QSizePolicy.Policy.Ignored,
+                                          QSizePolicy.Policy.Preferred)
+        self.decode_button = QPushButton("Decode all")
         self.decode_button.setToolTip("Decodes every block of this file in the background to "
                                       "flag constant and all-zero blocks")
         self.decode_button.clicked.connect(self._on_decode_clicked)
@@ -211,6 +258,10 @@ class QtInspectorPanel(QWidget):
         self.jump_view = QTableView()
         self.jump_view.setModel(self.jump_model)
         self._fast_table(self.jump_view)
+        # Narrow block coordinates, so that offsets and sizes fit the quadrant.
+        for c, width in enumerate((64, 34, 34, 34, 84, 84, 64, 50)):
+            self.jump_view.horizontalHeader().resizeSection(c, width)
+        self.jump_view.horizontalHeader().setStretchLastSection(True)
         self.jump_view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.jump_view.setSortingEnabled(True)
         self.jump_view.selectionModel().currentRowChanged.connect(
@@ -233,6 +284,8 @@ class QtInspectorPanel(QWidget):
         self.hist_list.itemClicked.connect(self._on_target_item_clicked)
         split.addWidget(top)
         split.addWidget(self.hist_list)
+        split.setStretchFactor(0, 3)  # the histogram gets most of the height
+        split.setStretchFactor(1, 1)
         self.tabs.addTab(split, "Sizes")
 
     def _ensure_hist_plot(self) -> pg.PlotWidget:
@@ -242,6 +295,7 @@ class QtInspectorPanel(QWidget):
             self.hist_plot.setLabel("bottom", "compressed block size", units="B")
             self.hist_plot.setLabel("left", "blocks")
             self.hist_plot.setMouseEnabled(x=False, y=False)
+            self.hist_plot.setMinimumHeight(160)  # the list below takes what is left
             self.hist_bars = pg.BarGraphItem(x0=[], x1=[], height=[], brush=(90, 140, 220))
             self.hist_plot.addItem(self.hist_bars)
             self.hist_plot.scene().sigMouseClicked.connect(self._on_histogram_clicked)
@@ -255,7 +309,9 @@ class QtInspectorPanel(QWidget):
         self.layout_plot: pg.PlotWidget | None = None  # built when first shown
         self.layout_marks: dict[int, pg.ScatterPlotItem] = {}
         self.layout_text = QLabel("")
-        self.layout_text.setWordWrap(True)
+        # One line per plane, clipped rather than wrapped: a word-wrapped label here made the
+        # page taller than the quadrant (height for width inside the tab stack).
+        self.layout_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         v.addWidget(self.layout_text)
         self.tabs.addTab(w, "Byte layout")
 
@@ -351,9 +407,11 @@ class QtInspectorPanel(QWidget):
             self.title.setText("no dataset")
             return
         h = dataset.header
-        self.title.setText(f"{dataset.single_file or dataset.root}  ({h.block_type_name}, "
-                           f"{h.dtype} x{h.num_channels}, block {h.block_len}, file "
-                           f"{h.file_len} blocks)")
+        where = dataset.single_file or dataset.root
+        self.title.setText(f"<b>{os.path.basename(os.path.normpath(where))}</b> \u00b7 "
+                           f"{h.block_type_name}, {h.dtype} x{h.num_channels}, "
+                           f"block {h.block_len}\u00b3, file {h.file_len}\u00b3 blocks")
+        self.title.setToolTip(where)
         self._hist_edges = inspect.histogram_edges(h)
         self._update_colorbar()
         self._update_grid_spacing()
@@ -595,6 +653,8 @@ class QtInspectorPanel(QWidget):
         rep = loaded.report
         self.header_fields.setRowCount(0)
         self.geometry_table.setRowCount(0)
+        self._fit_table_height(self.header_fields)
+        self._fit_table_height(self.geometry_table)
         if rep is None:
             self.header_path.setText(f"{loaded.path}\n" + (
                 "absent (sparse dataset: reads as zeros)" if loaded.error is None
@@ -617,6 +677,7 @@ class QtInspectorPanel(QWidget):
                      fld.meaning]
             for c, value in enumerate(cells):
                 item = QTableWidgetItem(value)
+                item.setToolTip(value)
                 if fld.name in marked:
                     item.setBackground(DIFF_BRUSH)
                 self.header_fields.setItem(r, c, item)
@@ -632,9 +693,12 @@ class QtInspectorPanel(QWidget):
         for r, (name, value) in enumerate(rep.geometry):
             self.geometry_table.setItem(r, 0, QTableWidgetItem(name))
             item = QTableWidgetItem(value)
+            item.setToolTip(value)
             if "MISMATCH" in value:
                 item.setBackground(DIFF_BRUSH)
             self.geometry_table.setItem(r, 1, item)
+        self._fit_table_height(self.header_fields)
+        self._fit_table_height(self.geometry_table)
 
     def _select_block(self, index: int) -> None:
         t = self.jump_model.table
