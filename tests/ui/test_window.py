@@ -382,3 +382,38 @@ def wkw_raw() -> int:
     from viewer.format import wkw
 
     return wkw.BLOCK_TYPE_RAW
+
+
+def test_the_inspector_fits_its_quadrant_at_the_default_size(qtbot, ramp_dataset):
+    """At 1280 x 860 the fourth quadrant needs no horizontal scroll bar on any inspector tab,
+    and the header tab shows its tables whole (one line per row, no scroll bars of their own)."""
+    from PySide6.QtWidgets import QApplication
+
+    from viewer.ui.inspector.install import install_inspector
+    from viewer.ui.main_window import QtMainWindow
+
+    w = QtMainWindow()
+    qtbot.addWidget(w)
+    w.resize(1280, 860)
+    w.show()
+    qtbot.waitExposed(w)
+    panel = install_inspector(w)
+    try:
+        w.open_path(ramp_dataset)
+        qtbot.waitUntil(lambda: panel.header_fields.rowCount() > 0, timeout=60_000)
+        holder = w._side_holder
+        for i in range(panel.tabs.count()):
+            panel.tabs.setCurrentIndex(i)
+            QApplication.processEvents()
+            assert panel.minimumSizeHint().width() <= holder.viewport().width(), \
+                panel.tabs.tabText(i)
+            assert panel.width() <= holder.viewport().width()
+            page = panel.tabs.currentWidget()
+            assert page.height() <= panel.tabs.height(), panel.tabs.tabText(i)
+        for table in (panel.header_fields, panel.geometry_table):
+            rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+            assert table.height() >= rows + table.horizontalHeader().height()
+            assert not table.verticalScrollBar().isVisible()
+            assert not table.horizontalScrollBar().isVisible()
+    finally:
+        panel.shutdown()

@@ -138,6 +138,12 @@ class BlockCache:
         with self._lock:
             return self._blocks.get(key)
 
+    def present(self, keys: Iterable[BlockKey]) -> list[bool]:
+        """For each key, whether it is cached (one lock for all; the LRU order untouched)."""
+        with self._lock:
+            blocks = self._blocks
+            return [key in blocks for key in keys]
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._blocks

@@ -511,8 +511,7 @@ class Loader:
 
     # -- the queue ----------------------------------------------------------------------------
     def _cached_among(self, keys: list[BlockKey]) -> list[BlockKey]:
-        cache = self.cache
-        return [key for key in keys if key in cache]
+        return [key for key, hit in zip(keys, self.cache.present(keys)) if hit]
 
     def _enqueue_locked(self, ranked: list[_Ranked]) -> None:
         """Group each ranked list of blocks by file into batches and queue what is neither
@@ -525,8 +524,8 @@ class Loader:
         for prio, _, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
             size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
             per_file: dict[Vec3, list[int]] = {}
-            for k, key in enumerate(keys):
-                if key in seen or key in in_flight or key in cache:
+            for k, (key, cached) in enumerate(zip(keys, cache.present(keys))):
+                if cached or key in seen or key in in_flight:
                     continue
                 state = states.get(key[2], _UNKNOWN)
                 if state is None or isinstance(state, FormatError):
@@ -775,7 +774,8 @@ def _scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
         sgrid = np.lib.stride_tricks.as_strided(status, (b, nu, b, nv),
                                                 (tu, tu * b, tv, tv * b), writeable=True)
         iu, iv = u0 // b, v0 // b
-        grid[:, :, iu, :, iv] = np.stack(parts)
+        for part, i, j in zip(parts, iu.tolist(), iv.tolist()):
+            grid[:, :, i, :, j] = part
         sgrid[:, iu, :, iv] = Status.DATA
         return
     for k, part in zip(rows, parts):

@@ -211,6 +211,8 @@ def paint_status(out: ARGB, status: npt.NDArray[np.uint8],
     pending = status == Status.PENDING
     if pending.any():
         np.copyto(out, hatch(PENDING_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=pending)
+    if not (status > Status.PENDING).any():
+        return  # neither failed nor absent (the common case: only loading)
     failed = status == Status.FAILED
     if failed.any():
         np.copyto(out, hatch(FAILED_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=failed)
