@@ -353,3 +353,25 @@ def test_whole_blocks_land_in_place_for_every_channel_and_alignment(tmp_path: Pa
             np.testing.assert_array_equal(plane.data, want)
     finally:
         loader.close()
+
+
+def test_a_plane_asked_again_with_nothing_new_is_the_same_object(project_path: Path) -> None:
+    """While no block of a plane arrived, ``plane`` hands back the same ``Plane`` (the window
+    skips redrawing it); once blocks arrived, a new one with them."""
+    ds = CountingDataset.open_counting(project_path)
+    ds.log.gate = threading.Event()
+    loader = Loader(ds, workers=1, prefetch_enabled=False)
+    try:
+        req = PlaneRequest(XZ, 20, (0, 0), (96, 64))
+        loader.set_wanted([req], 0, (0, 20, 0))
+        assert ds.log.entered.wait(WAIT)
+        first = loader.plane(req)
+        assert loader.plane(req) is first
+        ds.log.gate.set()
+        assert loader.wait_idle(WAIT)
+        later = loader.plane(req)
+        assert later is not first and later.complete
+        assert loader.plane(req) is later
+    finally:
+        ds.log.gate.set()
+        loader.close()

@@ -152,6 +152,8 @@ class _PlaneEntry:
     status: npt.NDArray[np.uint8]
     missing: list[int]
     errors: dict[tuple[str, int], FormatError] = field(default_factory=dict)
+    #: The ``Plane`` last handed out, while nothing arrived since (asked again: the same one).
+    shown: Plane | None = None
 
 
 class Loader:
@@ -317,7 +319,8 @@ class Loader:
         return lay
 
     def plane(self, request: PlaneRequest) -> Plane:
-        """The plane as far as it is cached now; never waits."""
+        """The plane as far as it is cached now; never waits.  While nothing of it arrived
+        since the last call, the same ``Plane`` object comes back (a view can skip redrawing)."""
         entry = self._planes.get(request)
         if entry is None:
             entry = self._new_entry(request)
@@ -325,15 +328,23 @@ class Loader:
         else:
             self._planes.move_to_end(request)
         if entry.missing:
+            before = len(entry.missing)
             self._fill(entry)
+            if len(entry.missing) != before:  # a block's look changed
+                entry.shown = None
             if entry.missing and not self._closed:
                 self._requeue_orphans(entry)
+        if entry.shown is not None:
+            return entry.shown  # nothing new: the caller can tell by identity
         if not entry.missing:
             entry.data.flags.writeable = False
             entry.status.flags.writeable = False
-            return Plane(request, entry.data, entry.status, entry.errors)
-        return Plane(request, entry.data.copy(order="F"), entry.status.copy(order="F"),
-                     dict(entry.errors))
+            plane = Plane(request, entry.data, entry.status, entry.errors)
+        else:
+            plane = Plane(request, entry.data.copy(order="F"), entry.status.copy(order="F"),
+                          dict(entry.errors))
+        entry.shown = plane
+        return plane
 
     def close(self) -> None:
         """Cancel queued work, join every worker, drop the cache and close the dataset."""

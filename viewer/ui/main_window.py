@@ -628,7 +628,11 @@ class QtMainWindow(QMainWindow):
             view.show_plane(None, None)
             view.request = request
             return
-        view.show_plane(plane, render_plane(plane, self._get_palette(), view.rendered))
+        palette = self._get_palette()
+        shown = view.rendered
+        if plane is view.plane and shown is not None and shown.palette is palette:
+            return  # the source says nothing of it arrived since: nothing to redraw
+        view.show_plane(plane, render_plane(plane, palette, shown))
         if plane.errors:
             self._note_failures(plane.errors)
 
