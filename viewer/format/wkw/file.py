@@ -51,12 +51,22 @@ MERGE_GAP = 4096
 MAX_RUN_BYTES = 8 << 20
 #: Decoded bytes of one staging batch (at least one layer of blocks).
 STAGING_BYTES = 16 << 20
-#: A read of compressed blocks totalling at least this many bytes is split over two threads.
-PARALLEL_BYTES = 256 << 10
+#: A read of compressed blocks totalling at least this many bytes is split over two threads
+#: (about 2 ms of decoding here: below that, waking the helper and the chance that it is
+#: descheduled in the middle of its share cost more than they save; a 64^3 box stays on the
+#: calling thread).
+PARALLEL_BYTES = 2 << 20
 #: The same for raw blocks (only copied, no decoding: a thread pays off much later).
 PARALLEL_RAW_BYTES = 16 << 20
-#: A large read is cut into at least this many batches, shared by the two threads.
+#: A large read is cut into at least this many batches, shared by the two threads ...
 SHARED_CHUNKS = 4
+#: ... and into batches of about this many blocks, so that when the helper is descheduled
+#: in the middle of a batch the caller waits for little ...
+SHARED_BLOCKS = 16
+#: ... but never more batches than this (each costs some Python: a full read has 32).
+MAX_SHARED_CHUNKS = 32
+#: Blocks the two threads take at a time when they share the decoding of one batch.
+SHARED_DECODE_BLOCKS = 8
 #: Threads that decode one large read (1 turns the helper off).
 DECODE_THREADS = 2
 #: Batches of at most this many blocks are copied out block by block, larger ones by one gather.
@@ -67,6 +77,9 @@ USE_MMAP = os.environ.get("WKW_VIEWER_NO_MMAP", "") == ""
 MAX_BLOCK_BYTES = 0x7E000000
 
 Vec3 = tuple[int, int, int]
+
+_LZ4_WHOLE = lz4block.whole_decoder()
+_LZ4_PARTIAL = lz4block.partial_decoder()
 
 _helper: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
@@ -532,8 +545,16 @@ class File:
             for bl, bh in batches:
                 self._read_batch(out_t, lo, hi, shift, bl, bh)
             return
-        if len(batches) < SHARED_CHUNKS:
-            per = -(-SHARED_CHUNKS // len(batches))
+        if len(batches) == 1 and h.is_compressed:
+            # A plane or a medium box: the checks, the addresses and the copy out are done
+            # once, by this thread; only the decoding is shared with the helper, a few blocks
+            # at a time (Python work per batch would serialise on the GIL).
+            self._read_batch(out_t, lo, hi, shift, batches[0][0], batches[0][1],
+                             _decode_shared)
+            return
+        target = min(max(SHARED_CHUNKS, blocks // max(SHARED_BLOCKS, 1)), MAX_SHARED_CHUNKS)
+        if len(batches) < target:
+            per = -(-target // len(batches))
             batches = [piece for bl, bh in batches for piece in _split(bl, bh, per)]
         self._read_shared(out_t, lo, hi, shift, batches)
 
@@ -568,12 +589,17 @@ class File:
                 raise exc
 
     def _read_batch(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
-                    shift: list[int], blo: Vec3, bhi: Vec3) -> None:
+                    shift: list[int], blo: Vec3, bhi: Vec3,
+                    decode: Any = lz4block.decode_many) -> None:
         """Read the blocks ``blo <= b < bhi`` (a box of the block grid) and copy their part of
-        the box ``[lo, hi)`` into ``out_t`` (``(Z, Y, X, C)``)."""
+        the box ``[lo, hi)`` into ``out_t`` (``(Z, Y, X, C)``).  ``decode`` has the signature
+        of ``lz4block.decode_many`` (``_decode_shared`` splits it over two threads)."""
         h = self.header
         b = h.block_len
         nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
+        if nbx * nby * nbz <= PER_BLOCK_COPY and decode is lz4block.decode_many:
+            self._read_few(out_t, lo, hi, shift, blo, bhi)
+            return
         # Per axis, the block-local voxel range read from every block of the batch: the box's
         # own range when the batch is one block thick along that axis, else whole blocks.
         rng = []
@@ -613,7 +639,7 @@ class File:
             layer = nbx * nby
             prefixes = [min(hi[2] - (blo[2] + j) * b, z1) * plane
                         for j in range(nbz) for _ in range(layer)]
-            got = lz4block.decode_many(src, sizes, dst, prefixes, block_bytes)
+            got = decode(src, sizes, dst, prefixes, block_bytes)
             del keep
             failed = [k for k in range(count)
                       if (got[k] < prefixes[k] if prefixes[k] < block_bytes
@@ -652,6 +678,106 @@ class File:
             self._copy_blocks(out_t, lo, hi, shift, blo, bhi, flat, range(len(indices)))
             return
         self._place(out_t, lo, hi, shift, blo, rng, blocks[:, :, :, z0:z1, y0:y1, x0:x1, :])
+
+    def _read_few(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
+                  shift: list[int], blo: Vec3, bhi: Vec3) -> None:
+        """Read a few blocks (``blo <= b < bhi``) one at a time, each decoded into a small
+        per-thread buffer that stays in cache and its part of the box copied out at once.
+
+        Plain Python ints for the index arithmetic: for a handful of blocks (a 64^3 box
+        touches 8 to 27) numpy's per-call overhead costs more than the arithmetic.  Raw
+        blocks are copied straight from the mapping (no scratch)."""
+        h = self.header
+        b = h.block_len
+        # Per axis: (Morton bits of the block coordinate, block-local lo and hi, where the
+        # block's voxel 0 lands in out).
+        axes: list[list[tuple[int, int, int, int]]] = []
+        for a in range(3):
+            segs = []
+            for bc in range(blo[a], bhi[a]):
+                g = bc * b
+                segs.append((morton.spread_int(bc) << a, lo[a] - g if lo[a] > g else 0,
+                             hi[a] - g if hi[a] < g + b else b, g + shift[a]))
+            axes.append(segs)
+        # Blocks in Morton order: file order, and the first damaged one found is the lowest.
+        blocks = sorted((mz | my | mx, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz))
+                        for mz, z0, z1, oz in axes[2] for my, y0, y1, oy in axes[1]
+                        for mx, x0, x1, ox in axes[0])
+        bb = h.block_bytes
+        if not h.is_compressed:
+            self._copy_raw_few(out_t, blocks)
+            return
+        idx = np.array([blk[0] for blk in blocks], dtype=np.int64)
+        starts, ends = self._ranges_of(idx)
+        problem = self._first_problem(idx, starts, ends)
+        if problem is not None:
+            raise problem
+        src, keep = self._sources(starts, ends, idx)
+        sizes = (ends - starts).tolist()
+        scratch = _staging(bb)
+        dst = scratch.ctypes.data
+        view = scratch[:bb].view(h.dtype).reshape(b, b, b, h.num_channels)
+        plane = b * b * h.voxel_size
+        whole = _LZ4_WHOLE
+        partial = _LZ4_PARTIAL
+        for k, (index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz)) in enumerate(blocks):
+            prefix = z1 * plane
+            if whole is None or partial is None:  # no liblz4: the lz4 package, whole blocks
+                got = lz4block.decode_many([src[k]], [sizes[k]], [dst], [bb], bb)[0]
+                if got != bb:
+                    raise self._decode_error(index, int(starts[k]), got, bb, False)
+            elif prefix >= bb:
+                got = whole(src[k], dst, sizes[k], bb)
+                if got != bb:
+                    raise self._decode_error(index, int(starts[k]), got, bb, False)
+            else:
+                got = partial(src[k], dst, sizes[k], prefix, bb)
+                if got < prefix:
+                    raise self._decode_error(index, int(starts[k]), got, prefix, True)
+            out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
+                view[z0:z1, y0:y1, x0:x1, :]
+        del keep
+
+    def _copy_raw_few(self, out_t: npt.NDArray[Any],
+                      blocks: list[tuple[int, tuple[int, int, int], tuple[int, int, int],
+                                         tuple[int, int, int]]]) -> None:
+        """Copy the parts of a few raw blocks (``_read_few``'s list, Morton order) into
+        ``out_t``: straight from the mapping, or (without one) one ``pread`` of the z planes
+        each block needs into a small buffer."""
+        h = self.header
+        b = h.block_len
+        c = h.num_channels
+        bb = h.block_bytes
+        plane = b * b * h.voxel_size
+        last = blocks[-1][0]
+        if h.data_offset + (last + 1) * bb > self.file_size:
+            for index, *_ in blocks:
+                start = h.data_offset + index * bb
+                if start + bb > self.file_size:
+                    raise self._short(index, start, start + bb)
+        data = self._mapping()
+        if data is not None:
+            end = h.data_offset + (last + 1) * bb
+            grid = data[h.data_offset:end].view(h.dtype).reshape(last + 1, b, b, b, c)
+            for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
+                out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
+                    grid[index, z0:z1, y0:y1, x0:x1, :]
+            return
+        scratch = _staging(bb)
+        for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
+            start = h.data_offset + index * bb + z0 * plane
+            n = (z1 - z0) * plane
+            if hasattr(os, "preadv"):
+                got = os.preadv(self._fd, [cast(Any, scratch[:n])], start)
+            else:  # pragma: no cover - platforms without preadv
+                raw = os.pread(self._fd, n, start)
+                got = len(raw)
+                scratch[:got] = np.frombuffer(raw, dtype=np.uint8)
+            if got < n:  # the file shrank since it was opened
+                raise self._short(index, start - z0 * plane, start - z0 * plane + bb)
+            part = scratch[:n].view(h.dtype).reshape(z1 - z0, b, b, c)
+            out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
+                part[:, y0:y1, x0:x1, :]
 
     def _place(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int], shift: list[int],
                blo: Vec3, rng: list[tuple[int, int]], part: npt.NDArray[Any]) -> None:
@@ -696,6 +822,42 @@ class File:
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
                 blocks[j, z0:z1, y0:y1, x0:x1, :]
 
+
+
+def _decode_shared(src: list[int], sizes: list[int], dst: list[int], prefixes: list[int],
+                   capacity: int) -> list[int]:
+    """``lz4block.decode_many`` with the calling thread and the helper taking the next
+    ``SHARED_DECODE_BLOCKS`` blocks in turn.  The caller never waits for the helper to start
+    (a helper that has not started by the time the caller has done everything is cancelled),
+    only for the few blocks the helper is in the middle of."""
+    n = len(src)
+    step = SHARED_DECODE_BLOCKS
+    chunks = -(-n // step)
+    if chunks < 2:
+        return lz4block.decode_many(src, sizes, dst, prefixes, capacity)
+    got = [0] * n
+    counter = itertools.count()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            k = next(counter)
+            if k >= chunks:
+                return
+            a, e = k * step, min(k * step + step, n)
+            got[a:e] = lz4block.decode_many(src[a:e], sizes[a:e], dst[a:e], prefixes[a:e],
+                                            capacity)
+
+    future = _decode_helper().submit(work)
+    try:
+        work()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        if not future.cancel():
+            future.result()  # never return while the helper still writes into dst
+    return got
 
 
 def _split(blo: Vec3, bhi: Vec3, parts: int) -> list[tuple[Vec3, Vec3]]:

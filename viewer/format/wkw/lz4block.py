@@ -90,6 +90,17 @@ def decode_into(
         raise LZ4Error(f"decoded to {got} bytes, expected {capacity}")
 
 
+def whole_decoder() -> Any:
+    """liblz4's ``LZ4_decompress_safe(src, dst, size, capacity)`` by address, or None."""
+    return None if _LIB is None else _LIB.LZ4_decompress_safe
+
+
+def partial_decoder() -> Any:
+    """liblz4's ``LZ4_decompress_safe_partial(src, dst, size, prefix, capacity)`` by address
+    (returns the bytes decoded, at least ``prefix`` on success), or None."""
+    return None if _LIB is None else _LIB.LZ4_decompress_safe_partial
+
+
 def decode_many(src: list[int], sizes: list[int], dst: list[int], prefixes: list[int],
                 capacity: int) -> list[int]:
     """Decode blocks given by address: block ``k`` has ``sizes[k]`` compressed bytes at

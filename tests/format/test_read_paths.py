@@ -1,0 +1,161 @@
+"""The read paths of ``wkw.File`` that only some reads take, each checked voxel for voxel
+against the reference (PyPI ``wkw``) on files the reference wrote:
+
+- a read of a few blocks (``_read_few``: one block at a time through a small buffer, raw
+  blocks straight from the mapping or, without one, one ``pread`` per block);
+- a read whose decoding the calling thread shares with the helper (``_decode_shared``);
+- damaged blocks met by a small read: the error names the lowest damaged block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+wkw_ref = pytest.importorskip("wkw")
+
+from viewer.format import BlockDecodeError, wkw  # noqa: E402
+from viewer.format.wkw import file as file_module  # noqa: E402
+
+BLOCK_LEN, FILE_LEN = 8, 4  # 32 voxels per file side; a 2 x 2 x 2 file grid
+SIDE = BLOCK_LEN * FILE_LEN
+
+
+def _data(dtype: Any, channels: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    arr = rng.integers(0, 7, size=(channels, 2 * SIDE, 2 * SIDE, 2 * SIDE)).astype(dtype)
+    arr.reshape(-1)[::997] = np.iinfo(dtype).max  # extremes: a byte-order slip cannot hide
+    return np.asfortranarray(arr)
+
+
+def _boxes() -> Iterator[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """Boxes of 1 to 48 blocks per file (the few-block path), aligned and not, ending inside
+    a block along z (partial decoding), crossing files, and a single voxel."""
+    yield (0, 0, 0), (8, 8, 8)  # one whole block
+    yield (3, 5, 2), (1, 1, 1)  # one voxel
+    yield (11, 23, 5), (16, 16, 16)  # 27 blocks, unaligned on every axis
+    yield (9, 1, 17), (14, 7, 3)  # ends inside its blocks along z
+    yield (28, 29, 30), (9, 6, 5)  # across the corner of eight files
+    yield (0, 3, 7), (SIDE, 1, 1)  # a row: four blocks
+    yield (5, 0, 0), (1, 2 * SIDE, 9)  # a narrow YZ strip across two files
+    yield (0, 0, 13), (2 * SIDE, 2 * SIDE, 1)  # an XY plane: 16 blocks per file
+    yield (8, 8, 8), (24, 16, 16)  # aligned, 3 x 2 x 2 blocks
+
+
+@pytest.fixture(scope="module", params=[(1, np.uint8, 1), (2, np.uint16, 3),
+                                        (3, np.int32, 1), (1, np.float32, 2)],
+                ids=["raw-u8", "lz4-u16-c3", "lz4hc-i32", "raw-f32-c2"])
+def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> tuple[Path, np.ndarray]:
+    """A 2 x 2 x 2-file dataset written by the reference, and the data written."""
+    block_type, dtype, channels = request.param
+    root = tmp_path_factory.mktemp("paths")
+    data = (_data(np.int32, channels, 3).astype(dtype) if np.dtype(dtype).kind == "f"
+            else _data(dtype, channels, 3))
+    header = wkw_ref.Header(dtype, num_channels=channels, block_len=BLOCK_LEN,
+                            file_len=FILE_LEN, block_type=block_type)
+    with wkw_ref.Dataset.create(str(root), header) as ref:
+        ref.write((0, 0, 0), data)
+    return root, data
+
+
+def _check_all_boxes(root: Path, data: np.ndarray) -> None:
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        for offset, shape in _boxes():
+            got = ours.read(offset, shape)
+            want = ref.read(offset, shape)
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want), f"box {offset} {shape} differs from reference"
+            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+
+
+def test_few_block_reads_match_the_reference(written: tuple[Path, np.ndarray]) -> None:
+    _check_all_boxes(*written)
+
+
+def test_few_block_reads_without_mmap_match_the_reference(
+        written: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_module, "USE_MMAP", False)
+    root, data = written
+    with wkw.Dataset.open(root) as ours:
+        f = ours.get_file(0, 0, 0)
+        assert f is not None and f._data is None  # really the pread path
+    _check_all_boxes(root, data)
+
+
+def test_gathered_reads_match_the_few_block_path(written: tuple[Path, np.ndarray],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same boxes through the batch path (staging grid, one gather) agree as well."""
+    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    _check_all_boxes(*written)
+
+
+def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoding split over the two threads a block at a time (forced with tiny limits)."""
+    monkeypatch.setattr(file_module, "DECODE_THREADS", 2)
+    monkeypatch.setattr(file_module, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(file_module, "SHARED_DECODE_BLOCKS", 1)
+    root, data = written
+    for _ in range(3):
+        _check_all_boxes(root, data)
+    with wkw.File.open(root / "z1" / "y0" / "x1.wkw") as f:
+        whole = f.read((0, 0, 0), (SIDE, SIDE, SIDE))
+    assert np.array_equal(whole, data[:, SIDE:, :SIDE, SIDE:])
+
+
+def _lz4_file(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    data = _data(np.uint8, 1, 5)[:, :SIDE, :SIDE, :SIDE]
+    header = wkw_ref.Header(np.uint8, block_len=BLOCK_LEN, file_len=FILE_LEN,
+                            block_type=wkw_ref.Header.BLOCK_TYPE_LZ4)
+    with wkw_ref.Dataset.create(str(tmp_path), header) as ref:
+        ref.write((0, 0, 0), np.ascontiguousarray(data))
+    return tmp_path / "z0" / "y0" / "x0.wkw", data
+
+
+@pytest.mark.parametrize("shape", [(16, 16, 16), (16, 16, 11)], ids=["whole", "partial"])
+def test_small_read_names_the_lowest_damaged_block(tmp_path: Path, shape: tuple[int, ...]
+                                                   ) -> None:
+    """Blocks 1 and 6 (both in the 2 x 2 x 2 box at the origin) are garbage: the read names
+    block 1 and its offset, whether the blocks are decoded whole or up to a z plane."""
+    path, _ = _lz4_file(tmp_path)
+    with wkw.File.open(path) as f:
+        starts, ends = f.block_ranges()
+    with open(path, "r+b") as fh:
+        for block in (6, 1):
+            fh.seek(int(starts[block]))
+            fh.write(b"\xff" * int(ends[block] - starts[block]))
+    with wkw.File.open(path) as f:
+        with pytest.raises(BlockDecodeError) as info:
+            f.read((0, 0, 0), shape)
+        assert info.value.block == 1
+        assert info.value.offset == int(starts[1])
+        assert str(path) in str(info.value)
+        # A box that avoids the damaged blocks still reads.
+        assert f.read((0, 0, 0), (8, 8, 8)).shape == (1, 8, 8, 8)
+
+
+@pytest.mark.parametrize("mapped", [True, False], ids=["mmap", "pread"])
+def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path, mapped: bool,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_module, "USE_MMAP", mapped)
+    header = wkw_ref.Header(np.uint8, block_len=BLOCK_LEN, file_len=FILE_LEN)
+    with wkw_ref.Dataset.create(str(tmp_path), header) as ref:
+        ref.write((0, 0, 0), np.ones((SIDE, SIDE, SIDE), dtype=np.uint8))
+    path = tmp_path / "z0" / "y0" / "x0.wkw"
+    with wkw.File.open(path) as f:
+        data_offset = f.header.data_offset
+    block_bytes = BLOCK_LEN ** 3
+    with open(path, "r+b") as fh:
+        fh.truncate(data_offset + 5 * block_bytes + 100)  # block 5 cut short, 6 and 7 gone
+    with wkw.File.open(path) as f:
+        with pytest.raises(BlockDecodeError) as info:
+            f.read((0, 0, 0), (16, 16, 16))  # blocks 0..7
+        assert info.value.block == 5
+        assert info.value.offset == data_offset + 5 * block_bytes
+        assert np.array_equal(f.read((0, 0, 0), (16, 16, 8)), np.ones((1, 16, 16, 8)))
