@@ -55,10 +55,12 @@ Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
 FileState = wkw.File | FormatError | None  # open file | it failed to open | absent
 
-#: Blocks per task for blocks on screen (a few ms of decoding: both workers share a plane).
-VISIBLE_BATCH = 64
-#: Blocks per prefetch task (a few ms of decoding: short enough not to hold up a jump).
-PREFETCH_BATCH = 64
+#: Blocks per task for blocks on screen (2-3 ms of decoding: both workers share a plane, and
+#: the last task of a jump, which the screen waits for, is short).
+VISIBLE_BATCH = 32
+#: Blocks per prefetch task (~2 ms of decoding: a jump waits at most that long for a worker
+#: busy with prefetch; 64 measured a few ms slower per jump).
+PREFETCH_BATCH = 24
 #: Open data files the loader keeps (their jump tables are charged to the budget).
 OPEN_FILES = 128
 #: Assembled planes kept beyond the ones on screen.
