@@ -194,24 +194,33 @@ class Dataset:
         if min(offset) < 0 or min(shape) < 0:
             raise ValueError(f"offset and shape must be non-negative, not {offset}, {shape}")
         h = self.header
-        out = np.zeros((h.num_channels, *shape), dtype=h.dtype, order="F")
         if min(shape) == 0:
-            return out
-        self.read_into(out, offset)
+            return np.zeros((h.num_channels, *shape), dtype=h.dtype, order="F")
+        # Not zeroed: the files' cubes tile the box, a present file writes every voxel of its
+        # part and the parts of absent files are zeroed below (saves clearing memory twice).
+        out = np.empty((h.num_channels, *shape), dtype=h.dtype, order="F")
+        self._read_into(out, offset, zero_absent=True)
         return out
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``, F order) into it.
         Absent files leave their part of ``out`` untouched."""
+        self._read_into(out, offset, zero_absent=False)
+
+    def _read_into(self, out: npt.NDArray[Any], offset: Sequence[int], zero_absent: bool
+                   ) -> None:
         shape = out.shape[1:]
         side = self.file_len_vx
         for fx, fy, fz in self.files_in_box(offset, shape):
             f = self.get_file(fx, fy, fz)
-            if f is None:
-                continue
             origin = (fx * side, fy * side, fz * side)
             local = [int(o) - g for o, g in zip(offset, origin)]
             out_off = [max(-lv, 0) for lv in local]
+            if f is None:
+                if zero_absent:
+                    end = [min(side - lv, int(s)) for lv, s in zip(local, shape)]
+                    out[:, out_off[0]:end[0], out_off[1]:end[1], out_off[2]:end[2]] = 0
+                continue
             f.read_into(out, [max(lv, 0) for lv in local], out_off,
                         [int(s) - oo for s, oo in zip(shape, out_off)])
 

@@ -707,13 +707,27 @@ class File:
         if not h.is_compressed:
             self._copy_raw_few(out_t, blocks)
             return
+        assert self._ranges_i64 is not None  # compressed files have a jump table
         idx = np.array([blk[0] for blk in blocks], dtype=np.int64)
-        starts, ends = self._ranges_of(idx)
-        problem = self._first_problem(idx, starts, ends)
-        if problem is not None:
-            raise problem
-        src, keep = self._sources(starts, ends, idx)
-        sizes = (ends - starts).tolist()
+        starts: list[int] = self._ranges_i64[idx].tolist()
+        ends: list[int] = self._ranges_i64[idx + 1].tolist()
+        # The checks of ``bad_ranges``, with ints; in Morton order, so the first is the lowest.
+        first, size_limit = h.data_offset, lz4block.compress_bound(bb)
+        for k, (start, end) in enumerate(zip(starts, ends)):
+            if start < first or end <= start or end > self.file_size or end - start > size_limit:
+                problem = self._range_problem(blocks[k][0], start, end)
+                if problem is not None:
+                    raise problem
+        data = self._mapping()
+        keep: Any
+        if data is not None:
+            base = data.ctypes.data
+            src = [base + start for start in starts]
+            keep = data
+        else:
+            src, keep = self._sources(np.array(starts, dtype=np.int64),
+                                      np.array(ends, dtype=np.int64), idx)
+        sizes = [end - start for start, end in zip(starts, ends)]
         scratch = _staging(bb)
         dst = scratch.ctypes.data
         view = scratch[:bb].view(h.dtype).reshape(b, b, b, h.num_channels)
@@ -725,15 +739,15 @@ class File:
             if whole is None or partial is None:  # no liblz4: the lz4 package, whole blocks
                 got = lz4block.decode_many([src[k]], [sizes[k]], [dst], [bb], bb)[0]
                 if got != bb:
-                    raise self._decode_error(index, int(starts[k]), got, bb, False)
+                    raise self._decode_error(index, starts[k], got, bb, False)
             elif prefix >= bb:
                 got = whole(src[k], dst, sizes[k], bb)
                 if got != bb:
-                    raise self._decode_error(index, int(starts[k]), got, bb, False)
+                    raise self._decode_error(index, starts[k], got, bb, False)
             else:
                 got = partial(src[k], dst, sizes[k], prefix, bb)
                 if got < prefix:
-                    raise self._decode_error(index, int(starts[k]), got, prefix, True)
+                    raise self._decode_error(index, starts[k], got, prefix, True)
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
                 view[z0:z1, y0:y1, x0:x1, :]
         del keep
