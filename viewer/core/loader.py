@@ -771,29 +771,23 @@ def _scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
                     lay: prefetch.PlaneLayout, rows: list[int],
                     parts: list[npt.NDArray[Any]]) -> None:
     """Copy whole-block slices ``parts`` (each ``(C, b, b)``) of layout rows ``rows`` into the
-    plane: one numpy scatter through a block-grid view of the plane when the blocks sit on a
-    grid starting at the plane's corner (always, for requests snapped to the block size), else
-    one slice assignment per block.  A Python slice assignment per block cost more than the
-    copying itself."""
+    plane: one slice assignment per block for the values, and the status of all of them in one
+    scatter through a block-grid view when the blocks sit on a grid starting at the plane's
+    corner (always, for requests snapped to the block size).  Measured for 224 blocks: ~0.3-0.6
+    ms, about half of two slice assignments per block."""
     b = lay.block_len
     u0 = lay.u0[rows]
     v0 = lay.v0[rows]
-    nu, nv = data.shape[1] // b, data.shape[2] // b
-    if (u0 % b == 0).all() and (v0 % b == 0).all():
-        c, su, sv = data.strides
-        grid = np.lib.stride_tricks.as_strided(
-            data, (data.shape[0], b, nu, b, nv), (c, su, su * b, sv, sv * b), writeable=True)
-        tu, tv = status.strides
-        sgrid = np.lib.stride_tricks.as_strided(status, (b, nu, b, nv),
-                                                (tu, tu * b, tv, tv * b), writeable=True)
-        iu, iv = u0 // b, v0 // b
-        for part, i, j in zip(parts, iu.tolist(), iv.tolist()):
-            grid[:, :, i, :, j] = part
-        sgrid[:, iu, :, iv] = Status.DATA
-        return
-    for k, part in zip(rows, parts):
-        a, e = int(lay.u0[k]), int(lay.v0[k])
+    for part, a, e in zip(parts, u0.tolist(), v0.tolist()):
         data[:, a:a + b, e:e + b] = part
+    if (u0 % b == 0).all() and (v0 % b == 0).all():
+        nu, nv = status.shape[0] // b, status.shape[1] // b
+        tu, tv = status.strides
+        grid = np.lib.stride_tricks.as_strided(status, (b, nu, b, nv),
+                                               (tu, tu * b, tv, tv * b), writeable=True)
+        grid[:, u0 // b, :, v0 // b] = Status.DATA
+        return
+    for a, e in zip(u0.tolist(), v0.tolist()):
         status[a:a + b, e:e + b] = Status.DATA
 
 
