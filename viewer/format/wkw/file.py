@@ -58,14 +58,11 @@ STAGING_BYTES = 16 << 20
 PARALLEL_BYTES = 2 << 20
 #: The same for raw blocks (only copied, no decoding: a thread pays off much later).
 PARALLEL_RAW_BYTES = 16 << 20
-#: A large read is cut into at least this many batches, shared by the two threads ...
+#: A large read is cut into at least this many batches, shared by the two threads.
 SHARED_CHUNKS = 4
-#: ... and into batches of about this many blocks, so that when the helper is descheduled
-#: in the middle of a batch the caller waits for little ...
-SHARED_BLOCKS = 16
-#: ... but never more batches than this (each costs some Python: a full read has 32).
-MAX_SHARED_CHUNKS = 32
-#: Blocks the two threads take at a time when they share the decoding of one batch.
+#: Blocks the two threads take at a time when they share the decoding of one batch (small,
+#: so that when the helper is descheduled in the middle of its blocks the caller waits for
+#: little).
 SHARED_DECODE_BLOCKS = 8
 #: Threads that decode one large read (1 turns the helper off).
 DECODE_THREADS = 2
@@ -552,9 +549,8 @@ class File:
             self._read_batch(out_t, lo, hi, shift, batches[0][0], batches[0][1],
                              _decode_shared)
             return
-        target = min(max(SHARED_CHUNKS, blocks // max(SHARED_BLOCKS, 1)), MAX_SHARED_CHUNKS)
-        if len(batches) < target:
-            per = -(-target // len(batches))
+        if len(batches) < SHARED_CHUNKS:
+            per = -(-SHARED_CHUNKS // len(batches))
             batches = [piece for bl, bh in batches for piece in _split(bl, bh, per)]
         self._read_shared(out_t, lo, hi, shift, batches)
 
