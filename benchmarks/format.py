@@ -97,6 +97,7 @@ def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
         print(f"warning: the LZ4HC file compresses {ratio:.2f}:1, not about 1.3 as the issue's "
               f"EM-like data does; the figures are not comparable", file=sys.stderr)
     result: dict[str, Any] = {
+        "load_average_start": round(os.getloadavg()[0], 2),
         "rounds": rounds,
         "full_rounds": full_rounds,
         "lz4hc_compression_ratio": round(ratio, 3),
@@ -129,6 +130,7 @@ def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
             result[f"{kind}_{op}_ours_min_ms"] = round(min(ours_t) * 1e3, 3)
             result[f"{kind}_{op}_reference_min_ms"] = round(min(ref_t) * 1e3, 3)
             result[f"{kind}_{op}_min_ratio"] = round(min(ours_t) / min(ref_t), 3)
+    result["load_average_end"] = round(os.getloadavg()[0], 2)
     return result
 
 
@@ -154,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"512^3 uint8 EM-like, block_len 32, file_len 16; LZ4HC ratio "
           f"{result['lz4hc_compression_ratio']:.2f}; medians of {args.rounds} interleaved rounds "
-          f"({args.full_rounds} for full), open + read + close")
+          f"({args.full_rounds} for full), open + read + close; load average "
+          f"{result['load_average_start']:.2f} at the start, {result['load_average_end']:.2f} "
+          f"at the end")
     print(f"{'file':6} {'read':6} {'ours ms':>9} {'ref ms':>9} {'ours/ref':>9} {'target':>7}"
           f"      {'min ours/ref':>12}")
     for kind in ("lz4hc", "raw"):
