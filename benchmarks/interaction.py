@@ -36,7 +36,7 @@ os.environ.setdefault("WKW_VIEWER_NO_SETTINGS", "1")
 from benchmarks.datasets import CACHE, em_dataset  # noqa: E402
 
 SIDE = 512
-WINDOW = (1890, 1720)
+WINDOW = (1836, 1720)  # views ~805 x 820 beside the 220-pixel contrast dock
 
 
 def cursor_to_repaint(moves: int) -> dict[str, float]:
