@@ -186,3 +186,20 @@ def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path, mapped: 
         assert info.value.block == 5
         assert info.value.offset == data_offset + 5 * block_bytes
         assert np.array_equal(f.read((0, 0, 0), (16, 16, 8)), np.ones((1, 16, 16, 8)))
+
+
+def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.ndarray]) -> None:
+    """``read_blocks`` decodes every block into a buffer of its own (a cache keeping one block
+    must not keep the others alive, nor copy it out); the blocks equal the reference's."""
+    root, data = written
+    with wkw.File.open(root / "z0" / "y1" / "x0.wkw") as f:
+        blocks = f.read_blocks([0, 5, 63])
+    for got, (bx, by, bz) in zip(blocks, [(0, 0, 0), (1, 0, 1), (3, 3, 3)]):
+        assert isinstance(got, np.ndarray)
+        root_buf = got
+        while isinstance(root_buf.base, np.ndarray):
+            root_buf = root_buf.base
+        assert root_buf.nbytes == got.nbytes
+        x, y, z = bx * BLOCK_LEN, SIDE + by * BLOCK_LEN, bz * BLOCK_LEN
+        assert np.array_equal(got, data[:, x:x + BLOCK_LEN, y:y + BLOCK_LEN, z:z + BLOCK_LEN])
+    assert not np.shares_memory(blocks[0], blocks[1])

@@ -472,10 +472,13 @@ class File:
             out[k] = self._range_problem(int(idx[k]), int(starts[k]), int(ends[k]))
         good = np.flatnonzero(~bad)
         bb = h.block_bytes
-        buf = np.empty(len(good) * bb, dtype=np.uint8)
+        # A buffer of its own per block: a caller that keeps some blocks (a cache) need not
+        # copy them out of a shared buffer, and blocks this size come from the heap, reused,
+        # where one large buffer would be fresh pages (faulted in, unmapped) on every call.
+        bufs = [np.empty(bb, dtype=np.uint8) for _ in range(len(good))]
         if len(good):
             src, keep = self._sources(starts[good], ends[good], idx[good])
-            dst = (buf.ctypes.data + bb * np.arange(len(good), dtype=np.int64)).tolist()
+            dst = [buf.__array_interface__["data"][0] for buf in bufs]
             if h.is_compressed:
                 sizes = (ends[good] - starts[good]).tolist()
                 got = lz4block.decode_many(src, sizes, dst, [bb] * len(good), bb)
@@ -483,13 +486,12 @@ class File:
                 lz4block.copy_many(src, dst, bb)
                 got = [bb] * len(good)
             del keep
-            blocks = buf.view(h.dtype).reshape(len(good), bb // h.dtype.itemsize)
+            shape = (h.block_len, h.block_len, h.block_len, h.num_channels)
             for j, k in enumerate(good.tolist()):
                 if got[j] != bb:
                     out[k] = self._decode_error(int(idx[k]), int(starts[k]), got[j], bb, False)
                     continue
-                arr = blocks[j].reshape(h.block_len, h.block_len, h.block_len,
-                                        h.num_channels).transpose(3, 2, 1, 0)
+                arr = bufs[j].view(h.dtype).reshape(shape).transpose(3, 2, 1, 0)
                 arr.flags.writeable = False
                 out[k] = arr
         return out  # type: ignore[return-value]
