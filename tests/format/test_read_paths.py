@@ -122,6 +122,34 @@ def test_aligned_raw_batches_match_the_reference(written: tuple[Path, np.ndarray
             assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
 
 
+def test_raw_thin_slabs_read_by_pread_match_the_reference(
+        written: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of raw blocks needing only a few z planes each (XY planes, thin slabs) are
+    read plane by plane with pread instead of through the mapping: same voxels."""
+    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    root, data = written
+    boxes = [((0, 0, 0), (2 * SIDE, 2 * SIDE, 1)),
+             ((3, 5, 39), (2 * SIDE - 4, 2 * SIDE - 9, 1)),  # unaligned in x and y
+             ((0, 0, 14), (2 * SIDE, 2 * SIDE, 2)),  # two planes of each block
+             ((7, 30, 63), (40, 20, 1))]  # the last plane, across files
+    calls = []
+    original = file_module.File._read_raw_planes
+
+    def spy(self: Any, *args: Any) -> None:
+        calls.append(1)
+        original(self, *args)
+
+    monkeypatch.setattr(file_module.File, "_read_raw_planes", spy)
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        raw = not ours.header.is_compressed
+        for offset, shape in boxes:
+            got = ours.read(offset, shape)
+            assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+    assert bool(calls) == raw  # raw files really took this path, compressed ones never
+
+
 def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoding split over the two threads a block at a time (forced with tiny limits)."""
@@ -186,6 +214,14 @@ def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path, mapped: 
         assert info.value.block == 5
         assert info.value.offset == data_offset + 5 * block_bytes
         assert np.array_equal(f.read((0, 0, 0), (16, 16, 8)), np.ones((1, 16, 16, 8)))
+    with monkeypatch.context() as patched, wkw.File.open(path) as f:
+        patched.setattr(file_module, "PER_BLOCK_COPY", 0)  # the batch paths
+        with pytest.raises(BlockDecodeError) as info:
+            f.read((0, 0, 9), (32, 32, 1))  # an XY plane through blocks 4..7 (pread path)
+        assert info.value.block == 5
+        with pytest.raises(BlockDecodeError) as info:
+            f.read((0, 0, 0), (16, 16, 16))
+        assert info.value.block == 5
 
 
 def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.ndarray]) -> None:

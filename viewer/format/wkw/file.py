@@ -5,22 +5,37 @@ and sizes of blocks are computed from it vectorised, and the range checks of a r
 vectorised pass over the wanted blocks (only a damaged block costs Python work, to word its
 error).
 
-The file is memory-mapped read-only (falling back to ``os.pread`` of merged ranges where mmap
-is unavailable): a compressed block is decoded straight from the mapping by the system liblz4
-(``lz4block``, via ctypes, the GIL released), and a raw box is gathered from the mapping by one
-numpy indexing.  A box read works in batches of block layers: every block of a batch is decoded
-into one staging buffer laid out as the block grid, as far as the box needs (an XY plane needs
-only a prefix of each block: x fastest, then y, then z), then one numpy copy moves the box out
-of the staging buffer (a batch of few blocks is copied block by block instead).  A large read
-is cut into batches that the calling thread and one helper thread take in turn (work sharing:
-when the helper gets no core, the caller does them all and never waits for it to start).
+The file is memory-mapped read-only (falling back to ``os.pread`` where mmap is unavailable):
+a compressed block is decoded straight from the mapping by the system liblz4 (``lz4block``,
+via ctypes, the GIL released), and raw blocks are copied straight from the mapping.  Three
+ways through a box read, by size:
 
-Measured on the benchmark (``python -m benchmarks.format``, CPU time, one thread): mmap against
-pread 0.55x on an LZ4HC XY plane, 0.75x XZ, 0.79x on a 64^3 box, 0.86x on a full read, and
-0.13-0.42x on raw planes and boxes (no copy of the bytes, no syscall per block; page faults
-on a fresh mapping cost less than pread's copy).  Reading an XY plane of raw blocks with one
-pread per block instead cost the same as the mapping.  Decoding into a small reused buffer
-instead of the staging grid, or in smaller batches, gained nothing: the work is the decoding.
+- A few blocks (at most ``PER_BLOCK_COPY``; a 64^3 box touches 8 to 27, a viewer's batch 32):
+  plain-int index arithmetic and range checks, each block decoded into one small per-thread
+  buffer that stays in cache (only up to the last z plane the box needs) and its part copied
+  out at once; raw parts are copied from the mapping with no scratch.
+- One batch (a plane, a medium box): every block is decoded into a staging buffer laid out as
+  the block grid, as far as the box needs (an XY plane needs only a prefix of each block: x
+  fastest, then y, then z), then one numpy copy moves the box out.  From ``PARALLEL_BYTES``
+  of blocks (about 2 ms of decoding) the decoding alone is shared with one helper thread,
+  ``SHARED_DECODE_BLOCKS`` blocks at a time; the checks, addresses and copy are done once by
+  the caller.  The caller never waits for the helper to start, only for the few blocks it is
+  in the middle of.  A raw batch that is an aligned power-of-two cube of the block grid (a
+  plane of a whole file) is one strided copy from the mapping: in Morton order such blocks
+  form a regular array, one axis of two per bit of a block coordinate.
+- Several batches (a full read): batches of block layers that the caller and the helper take
+  in turn.
+
+Measured (``python -m benchmarks.format`` and CPU time per call, 2 shared cores): mmap against
+pread 0.55x on an LZ4HC XY plane, 0.75x XZ, 0.86x on a full read, 0.13-0.42x on raw planes;
+on a 64^3 box pread of merged ranges and a fresh mapping cost the same.  Decoding into a small
+buffer or in smaller batches gained nothing on planes: the work is the decoding.  Planes where
+every block is decoded whole (XZ, YZ) cost about 1.2x the reference on one thread (its
+overhead per read is smaller: no page faults or unmapping, copies in compiled code); they
+beat it only with the helper on the second core.  The few-block path took the 64^3 box from
+1.4-1.9x to 1.2-1.3x (LZ4HC) and 1.9-2.4x to 1.4-1.8x (raw), where numpy's per-row copy cost
+(rows of at most a block's width) and the fixed cost of opening (~0.08 ms against 0.02)
+remain.
 
 A damaged block raises ``BlockDecodeError`` or ``JumpTableError`` naming the file, the block and
 the byte offset.  A foreign process that truncates a file while it is mapped can still make the
@@ -64,6 +79,9 @@ SHARED_CHUNKS = 4
 #: so that when the helper is descheduled in the middle of its blocks the caller waits for
 #: little).
 SHARED_DECODE_BLOCKS = 8
+#: A batch of raw blocks of which the box needs at most 1/RAW_PREAD_PLANES of each block's z
+#: planes (an XY plane) is read with one pread per block instead of through the mapping.
+RAW_PREAD_PLANES = 4
 #: Threads that decode one large read (1 turns the helper off).
 DECODE_THREADS = 2
 #: Batches of at most this many blocks are copied out block by block, larger ones by one gather.
@@ -622,6 +640,9 @@ class File:
             problem = self._first_problem(indices, starts, ends)
             if problem is not None:
                 raise problem
+        if not h.is_compressed and (z1 - z0) * RAW_PREAD_PLANES <= b:
+            self._read_raw_planes(out_t, lo, hi, shift, blo, bhi, rng, indices)
+            return
         if h.is_compressed:
             plane = b * b * h.voxel_size
             slot = z1 * plane  # room for each block up to the last z plane any block needs
@@ -792,6 +813,39 @@ class File:
             part = scratch[:n].view(h.dtype).reshape(z1 - z0, b, b, c)
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
                 part[:, y0:y1, x0:x1, :]
+
+    def _read_raw_planes(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
+                         shift: list[int], blo: Vec3, bhi: Vec3, rng: list[tuple[int, int]],
+                         indices: npt.NDArray[np.int64]) -> None:
+        """A batch of raw blocks (already checked to be in the file) of which the box needs
+        only a few z planes each (an XY plane: one): read exactly those planes of each block
+        with one ``pread`` into a staging buffer, then one copy into ``out_t``.  Measured on
+        a 512^2 XY plane: 0.4 ms against 0.85 ms through a fresh mapping, whose page faults
+        map (and unmapping tears down) 16 pages around each plane of 1 KB."""
+        h = self.header
+        b = h.block_len
+        bb = h.block_bytes
+        (x0, x1), (y0, y1), (z0, z1) = rng
+        nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
+        n = (z1 - z0) * b * b * h.voxel_size
+        count = len(indices)
+        staging = _staging(count * n)
+        view = memoryview(staging)  # type: ignore[arg-type]
+        first = h.data_offset + z0 * b * b * h.voxel_size
+        preadv = getattr(os, "preadv", None)
+        for k, index in enumerate(indices.tolist()):
+            if preadv is not None:
+                got = preadv(self._fd, [view[k * n:k * n + n]], first + index * bb)
+            else:  # pragma: no cover - platforms without preadv
+                raw = os.pread(self._fd, n, first + index * bb)
+                got = len(raw)
+                view[k * n:k * n + got] = raw
+            if got < n:  # the file shrank since it was opened
+                start = h.data_offset + index * bb
+                raise self._short(index, start, start + bb)
+        blocks = staging[:count * n].view(h.dtype).reshape(nbz, nby, nbx, z1 - z0, b, b,
+                                                           h.num_channels)
+        self._place(out_t, lo, hi, shift, blo, rng, blocks[:, :, :, :, y0:y1, x0:x1, :])
 
     def _copy_morton_aligned(self, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
                              shift: list[int], blo: Vec3, bhi: Vec3,
