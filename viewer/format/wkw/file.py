@@ -20,22 +20,25 @@ ways through a box read, by size:
   of blocks (about 2 ms of decoding) the decoding alone is shared with one helper thread,
   ``SHARED_DECODE_BLOCKS`` blocks at a time; the checks, addresses and copy are done once by
   the caller.  The caller never waits for the helper to start, only for the few blocks it is
-  in the middle of.  A raw batch that is an aligned power-of-two cube of the block grid (a
-  plane of a whole file) is one strided copy from the mapping: in Morton order such blocks
-  form a regular array, one axis of two per bit of a block coordinate.
+  in the middle of.  A raw batch needing only a few z planes of each block (an XY plane)
+  reads exactly those with one pread per block (the mapping's page faults would map, and
+  unmapping tear down, 16 pages around each 1 KB plane); any other raw batch that is an
+  aligned power-of-two cube of the block grid (a plane of a whole file) is one strided copy
+  from the mapping: in Morton order such blocks form a regular array, one axis of two per
+  bit of a block coordinate.
 - Several batches (a full read): batches of block layers that the caller and the helper take
   in turn.
 
 Measured (``python -m benchmarks.format`` and CPU time per call, 2 shared cores): mmap against
-pread 0.55x on an LZ4HC XY plane, 0.75x XZ, 0.86x on a full read, 0.13-0.42x on raw planes;
-on a 64^3 box pread of merged ranges and a fresh mapping cost the same.  Decoding into a small
-buffer or in smaller batches gained nothing on planes: the work is the decoding.  Planes where
-every block is decoded whole (XZ, YZ) cost about 1.2x the reference on one thread (its
-overhead per read is smaller: no page faults or unmapping, copies in compiled code); they
-beat it only with the helper on the second core.  The few-block path took the 64^3 box from
-1.4-1.9x to 1.2-1.3x (LZ4HC) and 1.9-2.4x to 1.4-1.8x (raw), where numpy's per-row copy cost
-(rows of at most a block's width) and the fixed cost of opening (~0.08 ms against 0.02)
-remain.
+pread 0.55x on an LZ4HC XY plane, 0.75x XZ, 0.86x on a full read; on a 64^3 box pread of
+merged ranges and a fresh mapping cost the same; on raw planes pread of whole blocks costs
+1.5-2x the mapping, pread of just the needed planes 0.5x (XY).  Decoding into a small
+buffer or in smaller batches gained nothing on planes: the work is the decoding.  Planes
+where every block is decoded whole (XZ, YZ) cost about 1.25x the reference on one thread
+(its overhead per read is smaller: no page faults or unmapping, copies in compiled code) and
+beat it only with the helper on the second core.  The 64^3 box stays at about 1.3x (LZ4HC)
+and 1.6x (raw): numpy's copy costs about 10 ns per row of at most a block's width, and
+opening a file costs about 0.08 ms against the reference's 0.02.
 
 A damaged block raises ``BlockDecodeError`` or ``JumpTableError`` naming the file, the block and
 the byte offset.  A foreign process that truncates a file while it is mapped can still make the
