@@ -375,3 +375,31 @@ def test_a_plane_asked_again_with_nothing_new_is_the_same_object(project_path: P
     finally:
         ds.log.gate.set()
         loader.close()
+
+
+def test_prefetch_waits_until_the_views_have_the_screen(project_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks on screen first, and prefetch only once the views took every plane complete
+    (prefetch running while the GUI thread draws the last blocks slows a jump down)."""
+    import time
+
+    from viewer.core import loader as loader_module
+    monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)  # only plane() releases it
+    loader = Loader(wkw.Dataset.open(str(project_path)))
+    try:
+        req = PlaneRequest(XY, 17, (0, 0), (96, 64))
+        loader.set_wanted([req], 0, (0, 0, 17))
+        deadline = time.monotonic() + WAIT
+        while True:  # the plane's 12 x 8 blocks are read...
+            stats = loader.stats()
+            if stats.blocks_read >= 12 * 8 and not stats.in_flight_blocks:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert stats.blocks_read == 12 * 8
+        assert stats.prefetched_blocks == 0 and stats.queued_tasks > 0  # ...prefetch waits
+        assert loader.plane(req).complete  # the view has the whole screen: prefetch may start
+        assert loader.wait_idle(WAIT)
+        assert loader.stats().prefetched_blocks > 0
+    finally:
+        loader.close()
