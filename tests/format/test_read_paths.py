@@ -239,3 +239,16 @@ def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.nda
         x, y, z = bx * BLOCK_LEN, SIDE + by * BLOCK_LEN, bz * BLOCK_LEN
         assert np.array_equal(got, data[:, x:x + BLOCK_LEN, y:y + BLOCK_LEN, z:z + BLOCK_LEN])
     assert not np.shares_memory(blocks[0], blocks[1])
+
+
+def test_reading_a_closed_file_raises_on_every_path(written: tuple[Path, np.ndarray],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A closed file refuses reads (never reads from a descriptor number reused since)."""
+    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    root, _ = written
+    f = wkw.File.open(root / "z0" / "y0" / "x0.wkw")
+    f.close()
+    for offset, shape in [((0, 0, 3), (SIDE, SIDE, 1)), ((0, 0, 0), (SIDE, SIDE, SIDE)),
+                          ((0, 5, 0), (SIDE, 1, SIDE))]:
+        with pytest.raises(ValueError, match="closed"):
+            f.read(offset, shape)

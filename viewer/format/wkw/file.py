@@ -836,16 +836,25 @@ class File:
         view = memoryview(staging)  # type: ignore[arg-type]
         first = h.data_offset + z0 * b * b * h.voxel_size
         preadv = getattr(os, "preadv", None)
-        for k, index in enumerate(indices.tolist()):
-            if preadv is not None:
-                got = preadv(self._fd, [view[k * n:k * n + n]], first + index * bb)
-            else:  # pragma: no cover - platforms without preadv
-                raw = os.pread(self._fd, n, first + index * bb)
-                got = len(raw)
-                view[k * n:k * n + got] = raw
-            if got < n:  # the file shrank since it was opened
-                start = h.data_offset + index * bb
-                raise self._short(index, start, start + bb)
+        # A descriptor of our own: a close() in another thread during the read must not let
+        # us read from a reused descriptor number (the mapping has no such risk).
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"{self.path} is closed")
+            fd = os.dup(self._fd)
+        try:
+            for k, index in enumerate(indices.tolist()):
+                if preadv is not None:
+                    got = preadv(fd, [view[k * n:k * n + n]], first + index * bb)
+                else:  # pragma: no cover - platforms without preadv
+                    raw = os.pread(fd, n, first + index * bb)
+                    got = len(raw)
+                    view[k * n:k * n + got] = raw
+                if got < n:  # the file shrank since it was opened
+                    start = h.data_offset + index * bb
+                    raise self._short(index, start, start + bb)
+        finally:
+            os.close(fd)
         blocks = staging[:count * n].view(h.dtype).reshape(nbz, nby, nbx, z1 - z0, b, b,
                                                            h.num_channels)
         self._place(out_t, lo, hi, shift, blo, rng, blocks[:, :, :, :, y0:y1, x0:x1, :])
