@@ -64,7 +64,8 @@ def em_dataset(name: str, shape: tuple[int, int, int], block_type: int = wkw.BLO
         for fy in range(grid[1]):
             for fx in range(grid[0]):
                 origin = (fx * side, fy * side, fz * side)
-                size = tuple(min(side, s - o) for s, o in zip(shape, origin))
+                size = (min(side, shape[0] - origin[0]), min(side, shape[1] - origin[1]),
+                        min(side, shape[2] - origin[2]))
                 data = em_file_data(volume, origin, side, size)
                 writer.write_file(ds.file_path(fx, fy, fz), header, data)
                 done += 1

@@ -85,7 +85,8 @@ class EMVolume:
             grey += self.noise * rng.standard_normal(grey.shape, dtype=np.float32)
         if self.step > 1:
             grey = np.round(grey / self.step) * self.step
-        return np.clip(grey, 0, 255).astype(np.uint8)
+        out: npt.NDArray[np.uint8] = np.clip(grey, 0, 255).astype(np.uint8)
+        return out
 
     def segmentation(self, offset: Vec3, shape: Vec3) -> npt.NDArray[np.uint32]:
         """uint32 cell ids of the box, ``(X, Y, Z)``; 0 on membranes."""
