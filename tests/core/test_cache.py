@@ -141,3 +141,37 @@ def test_clear_one_layer() -> None:
     cache.clear("a")
     assert cache.keys() == [key(1, "b")]
     assert cache.used_bytes == BLOCK
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3)), max_size=12),
+                max_size=30),
+       st.integers(0, 12))
+def test_put_many_keeps_the_budget_and_evicts_like_put(batches: list[list[tuple[int, int]]],
+                                                       budget_blocks: int) -> None:
+    """A worker's batch goes in under one lock; the cache ends as after putting one by one
+    whenever the batch fits, and never holds more than the budget."""
+    many = BlockCache(budget_blocks * BLOCK)
+    one = BlockCache(budget_blocks * BLOCK)
+    same = True  # a key twice in one batch: put_many skips its first value (no eviction for it)
+    for batch in batches:
+        items = [(key(n), block(n, size * BLOCK // 2)) for n, size in batch]
+        fits = sum(v.nbytes for _, v in dict(items).items()) <= many.budget_bytes
+        same = same and len(dict(items)) == len(items)
+        many.put_many(items)
+        for k, v in items:
+            one.put(k, v.copy())
+        assert many.used_bytes <= many.budget_bytes
+        assert many.stats().peak_used_bytes <= many.budget_bytes
+        if fits and same:
+            assert many.keys() == one.keys()
+        for k, _ in items[-1:]:
+            value = many.peek(k)
+            assert value is None or not value.flags.writeable
+
+
+def test_put_many_of_more_than_the_budget_keeps_the_newest() -> None:
+    cache = BlockCache(3 * BLOCK)
+    cache.put_many([(key(n), block(n)) for n in range(5)])
+    assert cache.keys() == [key(2), key(3), key(4)]
+    np.testing.assert_array_equal(cache.get(key(4)), block(4))

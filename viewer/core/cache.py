@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,6 +169,39 @@ class BlockCache:
             self._block_bytes += size
             self._peak = max(self._peak, self._block_bytes + self._table_bytes)
             return True
+
+    def put_many(self, items: Sequence[tuple[BlockKey, BlockValue]]) -> None:
+        """``put`` for several blocks under one lock and, when they fit, one eviction pass (a
+        worker's batch): the budget holds as with ``put``, least recently used blocks go
+        first."""
+        sized: list[tuple[BlockKey, BlockValue, int]] = []
+        last: dict[BlockKey, BlockValue] = {}
+        for key, value in items:  # a key given twice: its last value, at its last place
+            last.pop(key, None)
+            last[key] = value
+        for key, value in last.items():
+            if isinstance(value, np.ndarray) and value.flags.writeable:
+                value.flags.writeable = False
+            sized.append((key, value, value_bytes(value)))
+        with self._lock:
+            blocks = self._blocks
+            for key, _, _ in sized:
+                old = blocks.pop(key, None)
+                if old is not None:
+                    self._block_bytes -= value_bytes(old)
+            total = sum(size for _, _, size in sized)
+            if self._evict_locked(total):  # room for all at once: one eviction pass
+                for key, value, size in sized:
+                    blocks[key] = value
+                self._block_bytes += total
+                self._peak = max(self._peak, self._block_bytes + self._table_bytes)
+                return
+            for key, value, size in sized:  # more than the budget: as far as it goes
+                if not self._evict_locked(size):
+                    continue
+                blocks[key] = value
+                self._block_bytes += size
+                self._peak = max(self._peak, self._block_bytes + self._table_bytes)
 
     def discard(self, key: BlockKey) -> None:
         with self._lock:
