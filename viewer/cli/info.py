@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from viewer.format import FormatError, wkw
+from viewer.format import FormatError, webknossos, wkw
 from viewer.format.wkw.header import Header
 from viewer.format.wkw.validation import FileReport
 
@@ -149,6 +149,15 @@ def _text_file(fields: dict[str, Any], root: str, out: TextIO) -> None:
                   f"all)\n")
 
 
+def _webknossos(path: str) -> tuple[str, webknossos.WkDataset | None]:
+    """For a webKnossos dataset or layer folder: the WKW dataset to check (its first color
+    layer's finest mag) and the opened webKnossos dataset; other paths come back unchanged."""
+    if not os.path.isdir(path) or not webknossos.is_webknossos_dataset(path):
+        return path, None
+    dataset = webknossos.WkDataset(path)
+    return webknossos.select_mag(dataset).path, dataset
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="wkw-viewer info",
@@ -166,6 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.path.exists(path):
         err.write(f"wkw-viewer info: {args.path}: no such file or directory\n")
         return 2
+    given_path = path
+    try:  # a webKnossos dataset: list its layers, check its first color layer's finest mag
+        path, wk_dataset = _webknossos(path)
+    except (FormatError, KeyError) as exc:
+        err.write(f"wkw-viewer info: {args.path}: {exc}\n")
+        return 2
     is_dataset = os.path.isdir(path)
     if is_dataset and not os.path.exists(os.path.join(path, "header.wkw")):
         err.write(f"wkw-viewer info: {args.path}: not a WKW dataset (no header.wkw)\n")
@@ -178,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     files: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     header: Header | None = None
+    if wk_dataset is not None:
+        problems.extend(problem_fields(p) for p in wk_dataset.problems)
+        if not args.json:
+            out.write("\n".join(webknossos.summary_lines(wk_dataset)) + "\n")
     reports = wkw.iter_reports(path, decode=not args.quick)
     if is_dataset:
         head = next(reports)
@@ -219,6 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "problems": problems,
             "valid": not problems,
         }
+        if wk_dataset is not None:
+            doc["path"] = given_path
+            doc["layers"] = webknossos.layers_json(wk_dataset)
         out.write(json.dumps(doc) + "\n")
     else:
         total = sum(f["file_size"] or 0 for f in files)
