@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ops = [op for op in args.ops.split(",") if op]
     if args.threads is not None:
-        from viewer.format.wkw import file as wkw_file
+        from viewer.format.wkw import boxread
 
-        wkw_file.DECODE_THREADS = args.threads
+        boxread.DECODE_THREADS = args.threads
     result = run(args.rounds, args.full_rounds, ops)
     if args.json:
         print(json.dumps(result))

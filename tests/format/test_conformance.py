@@ -274,11 +274,11 @@ def test_split_reads_match_the_reference(tmp_path: Path, monkeypatch: pytest.Mon
                                          bt: int) -> None:
     """Reads split into many batches over two threads (forced here with tiny limits) equal
     the reference's; regression: a helper batch that had not started yet was dropped."""
-    from viewer.format.wkw import file as file_module
+    from viewer.format.wkw import boxread
 
-    monkeypatch.setattr(file_module, "STAGING_BYTES", 1)  # one block layer per batch
-    monkeypatch.setattr(file_module, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    monkeypatch.setattr(boxread, "STAGING_BYTES", 1)  # one block layer per batch
+    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
     header = wkw_ref.Header(np.uint16, num_channels=3, block_len=4, file_len=8, block_type=bt)
     data = _data(np.dtype("<u2"), (3, 64, 32, 32), seed=9)
     with wkw_ref.Dataset.create(str(tmp_path), header) as ref:

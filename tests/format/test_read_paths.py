@@ -21,6 +21,7 @@ import pytest
 wkw_ref = pytest.importorskip("wkw")
 
 from viewer.format import BlockDecodeError, wkw  # noqa: E402
+from viewer.format.wkw import boxread  # noqa: E402
 from viewer.format.wkw import file as file_module  # noqa: E402
 
 BLOCK_LEN, FILE_LEN = 8, 4  # 32 voxels per file side; a 2 x 2 x 2 file grid
@@ -93,7 +94,7 @@ def test_few_block_reads_without_mmap_match_the_reference(
 def test_gathered_reads_match_the_few_block_path(written: tuple[Path, np.ndarray],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The same boxes through the batch path (staging grid, one gather) agree as well."""
-    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
     _check_all_boxes(*written)
 
 
@@ -104,8 +105,8 @@ def test_aligned_raw_batches_match_the_reference(written: tuple[Path, np.ndarray
     """Batches that are aligned power-of-two cubes of the block grid (whole files, their
     planes, halves) are copied from a mapped raw file through one strided view in Morton
     order; the rest falls back to the gather.  Both agree with the reference."""
-    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
-    monkeypatch.setattr(file_module, "STAGING_BYTES", staging)
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
+    monkeypatch.setattr(boxread, "STAGING_BYTES", staging)
     root, data = written
     boxes = [((0, 0, 0), (2 * SIDE, 2 * SIDE, 2 * SIDE)),  # every file whole
              ((0, 0, 19), (2 * SIDE, 2 * SIDE, 1)),  # XY planes
@@ -126,20 +127,20 @@ def test_raw_thin_slabs_read_by_pread_match_the_reference(
         written: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of raw blocks needing only a few z planes each (XY planes, thin slabs) are
     read plane by plane with pread instead of through the mapping: same voxels."""
-    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
     root, data = written
     boxes = [((0, 0, 0), (2 * SIDE, 2 * SIDE, 1)),
              ((3, 5, 39), (2 * SIDE - 4, 2 * SIDE - 9, 1)),  # unaligned in x and y
              ((0, 0, 14), (2 * SIDE, 2 * SIDE, 2)),  # two planes of each block
              ((7, 30, 63), (40, 20, 1))]  # the last plane, across files
     calls = []
-    original = file_module.File._read_raw_planes
+    original = boxread._read_raw_planes
 
-    def spy(self: Any, *args: Any) -> None:
+    def spy(f: Any, *args: Any) -> None:
         calls.append(1)
-        original(self, *args)
+        original(f, *args)
 
-    monkeypatch.setattr(file_module.File, "_read_raw_planes", spy)
+    monkeypatch.setattr(boxread, "_read_raw_planes", spy)
     with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
         raw = not ours.header.is_compressed
         for offset, shape in boxes:
@@ -153,9 +154,9 @@ def test_raw_thin_slabs_read_by_pread_match_the_reference(
 def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoding split over the two threads a block at a time (forced with tiny limits)."""
-    monkeypatch.setattr(file_module, "DECODE_THREADS", 2)
-    monkeypatch.setattr(file_module, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(file_module, "SHARED_DECODE_BLOCKS", 1)
+    monkeypatch.setattr(boxread, "DECODE_THREADS", 2)
+    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(boxread, "SHARED_DECODE_BLOCKS", 1)
     root, data = written
     for _ in range(3):
         _check_all_boxes(root, data)
@@ -215,7 +216,7 @@ def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path, mapped: 
         assert info.value.offset == data_offset + 5 * block_bytes
         assert np.array_equal(f.read((0, 0, 0), (16, 16, 8)), np.ones((1, 16, 16, 8)))
     with monkeypatch.context() as patched, wkw.File.open(path) as f:
-        patched.setattr(file_module, "PER_BLOCK_COPY", 0)  # the batch paths
+        patched.setattr(boxread, "PER_BLOCK_COPY", 0)  # the batch paths
         with pytest.raises(BlockDecodeError) as info:
             f.read((0, 0, 9), (32, 32, 1))  # an XY plane through blocks 4..7 (pread path)
         assert info.value.block == 5
@@ -244,7 +245,7 @@ def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.nda
 def test_reading_a_closed_file_raises_on_every_path(written: tuple[Path, np.ndarray],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A closed file refuses reads (never reads from a descriptor number reused since)."""
-    monkeypatch.setattr(file_module, "PER_BLOCK_COPY", 0)
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
     root, _ = written
     f = wkw.File.open(root / "z0" / "y0" / "x0.wkw")
     f.close()
