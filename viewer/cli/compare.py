@@ -1,6 +1,10 @@
-"""``wkw-viewer compare A B [--box X,Y,Z,W,H,D] [--tolerance T] [--json]``.
+"""``wkw-viewer compare A B [--box X,Y,Z,W,H,D] [--tolerance T] [--layer NAME] [--mag M] [--json]``.
 
 Compares two WKW datasets (directories, or single .wkw files) voxel for voxel, on both cores.
+When A or B is a webKnossos dataset (or layer) folder, every (layer, mag) pair the two share is
+compared (``--layer``/``--mag`` restrict it), layers and mags present on one side only and
+disagreeing properties are reported, and ``--json`` adds ``pairs``; positions are then in each
+pair's mag voxels and ``--box`` is in mag-1 voxels.
 Exit codes: 0 equal, 1 they differ (voxels, unreadable blocks or files, or a structural
 difference that makes the voxels incomparable), 2 either cannot be read at all (no such path,
 no or a damaged header.wkw) or the arguments are wrong.  Progress goes to stderr, and only
@@ -18,7 +22,9 @@ from typing import TextIO
 
 from viewer.core.compare import CompareJob, Summary
 from viewer.core.compare.model import Box
+from viewer.core.compare.webknossos import WkCompareJob, WkSummary, is_webknossos_input
 from viewer.format import FormatError
+from viewer.format.webknossos import mag_name, parse_mag
 
 #: Mismatching blocks listed in the human-readable report (all of them go to --json).
 LIST_LIMIT = 20
@@ -46,6 +52,13 @@ def _parse_tolerance(text: str) -> float:
     return value
 
 
+def _parse_mag(text: str) -> tuple[int, int, int]:
+    try:
+        return parse_mag(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--mag wants X-Y-Z or one factor (2), not {text!r}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="wkw-viewer compare",
@@ -57,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare only this voxel box (offset and size)")
     p.add_argument("--tolerance", type=_parse_tolerance, default=0.0, metavar="T",
                    help="count a voxel as different only when |A-B| > T (default 0)")
+    p.add_argument("--layer", default=None, metavar="NAME",
+                   help="webKnossos datasets: compare only this layer")
+    p.add_argument("--mag", type=_parse_mag, default=None, metavar="X-Y-Z",
+                   help="webKnossos datasets: compare only this mag (2-2-1, or 2 for 2-2-2)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--workers", type=int, default=2, help=argparse.SUPPRESS)
     return p
@@ -88,6 +105,9 @@ class _Progress:
 
 def report(summary: Summary, out: TextIO) -> None:
     """The human-readable report."""
+    if isinstance(summary, WkSummary):
+        report_webknossos(summary, out)
+        return
     verdict = "EQUAL" if summary.equal else "DIFFERENT"
     if summary.cancelled:
         verdict = "CANCELLED"
@@ -112,16 +132,55 @@ def report(summary: Summary, out: TextIO) -> None:
     out.write(f"  time: {summary.elapsed:.2f} s\n")
 
 
+def report_webknossos(summary: WkSummary, out: TextIO) -> None:
+    """The human-readable report of a webKnossos comparison: a line per (layer, mag) pair."""
+    verdict = "CANCELLED" if summary.cancelled else "EQUAL" if summary.equal else "DIFFERENT"
+    out.write(f"{verdict}: {summary.a} vs {summary.b} ({len(summary.pairs)} layer/mag pairs; "
+              "positions in each mag's voxels)\n")
+    out.writelines(f"  [{f.severity}] {f.message}\n" for f in summary.structure)
+    for pair in summary.pairs:
+        s = pair.summary
+        state = "equal" if s.equal else "DIFFERENT"
+        out.write(f"  {pair.layer}/{mag_name(pair.mag, False)}: {state}, "
+                  f"{s.blocks_compared} of {s.blocks_total} blocks compared, "
+                  f"{len(s.mismatching_blocks)} mismatching, {s.voxels_different} voxels differ"
+                  f", max |A-B| {s.max_abs_diff}\n")
+    for r in summary.mismatching_blocks[:LIST_LIMIT]:
+        x, y, z = r.position
+        what = r.error if r.error is not None else \
+            f"{r.voxels_different} voxels differ, max |A-B| {r.max_abs_diff}"
+        out.write(f"  {r.file} block {r.morton_index} at ({x}, {y}, {z}): {what}\n")
+    more = len(summary.mismatching_blocks) - LIST_LIMIT
+    if more > 0:
+        out.write(f"  ... and {more} more (see --json)\n")
+    out.write(f"  time: {summary.elapsed:.2f} s\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse has printed the usage error
         return 0 if exc.code == 0 else 2
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-    job = CompareJob(args.a, args.b, box=args.box, tolerance=args.tolerance,
-                     workers=args.workers, on_progress=progress)
+    job: CompareJob | WkCompareJob
+    if is_webknossos_input(args.a) or is_webknossos_input(args.b):
+        job = WkCompareJob(args.a, args.b, layer=args.layer, mag=args.mag, box=args.box,
+                           tolerance=args.tolerance, workers=args.workers,
+                           on_progress=progress)
+    elif args.layer is not None or args.mag is not None:
+        sys.stderr.write("wkw-viewer compare: --layer and --mag need a webKnossos dataset "
+                         "(a folder with datasource-properties.json, or a layer folder)\n")
+        return 2
+    else:
+        job = CompareJob(args.a, args.b, box=args.box, tolerance=args.tolerance,
+                         workers=args.workers, on_progress=progress)
     try:
         summary = job.run()
+    except KeyError as exc:
+        if progress is not None:
+            progress.finish()
+        sys.stderr.write(f"wkw-viewer compare: {exc.args[0] if exc.args else exc}\n")
+        return 2
     except (FormatError, OSError) as exc:
         if progress is not None:
             progress.finish()

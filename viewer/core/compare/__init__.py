@@ -3,7 +3,8 @@
 ``CompareJob`` is the engine (structure check, fast comparison of stored bytes, voxel counts,
 diagnoses) and runs on background threads with progress, cancel and streamed results;
 ``compare`` runs one on the calling thread.  ``difference_plane`` and ``mismatch_mask`` serve a
-window's compare modes, ``mismatch_rects`` its mismatch overlay.  Qt-free.
+window's compare modes, ``mismatch_rects`` its mismatch overlay.  ``WkCompareJob`` compares
+webKnossos datasets per (layer, mag) pair.  Qt-free.
 """
 
 from viewer.core.compare.diagnose import diagnose
@@ -24,6 +25,13 @@ from viewer.core.compare.model import (
     Summary,
 )
 from viewer.core.compare.overlay import mismatch_rects
+from viewer.core.compare.webknossos import (
+    PairResult,
+    WkCompareJob,
+    WkSummary,
+    compare_webknossos,
+    is_webknossos_input,
+)
 
 __all__ = [
     "DIAGNOSIS",
@@ -41,4 +49,9 @@ __all__ = [
     "mismatch_mask",
     "mismatch_rects",
     "voxel_stats",
+    "PairResult",
+    "WkCompareJob",
+    "WkSummary",
+    "compare_webknossos",
+    "is_webknossos_input",
 ]

@@ -43,6 +43,10 @@ class BlockResult:
     voxels_different: int | None
     max_abs_diff: int | float | None
     error: str | None = None
+    #: Set when the block belongs to one (layer, mag) pair of a webKnossos comparison: then
+    #: ``file`` is relative to A's dataset folder and ``position`` is in that mag's voxels.
+    layer: str | None = None
+    mag: Vec3 | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -54,6 +58,10 @@ class BlockResult:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.layer is not None:
+            out["layer"] = self.layer
+        if self.mag is not None:
+            out["mag"] = list(self.mag)
         return out
 
 
