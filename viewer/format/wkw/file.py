@@ -226,18 +226,26 @@ class File:
                     f"raw file is {self.file_size} bytes, shorter than its blocks: block needs "
                     f"bytes {start}..{end}", self.path, block=index, offset=start)
             return None
-        if start < h.data_offset or end < 0 or start < 0:
-            where = "before the data at" if start >= 0 else "(negative as int64) before"
-            return JumpTableError(f"block starts at {start}, {where} {h.data_offset}",
-                                  self.path, block=index, offset=table_offset)
+        # Block i ends at the table entry at byte 16 + 8 i and starts at the one before it
+        # (for block 0: dataOffset, at byte 8).  Entries of 2^63 and more read as negative.
+        end_entry = table_offset
+        start_entry = table_offset - 8
+        if start < 0 or start > self.file_size:
+            return JumpTableError(
+                f"block starts at byte {start % 2**64}, past the end of the "
+                f"{self.file_size}-byte file", self.path, block=index, offset=start_entry)
+        if start < h.data_offset:
+            return JumpTableError(
+                f"block starts at byte {start}, inside the header and jump table (the data "
+                f"begin at {h.data_offset})", self.path, block=index, offset=start_entry)
+        if end < 0 or end > self.file_size:
+            return JumpTableError(
+                f"block ends at byte {end % 2**64}, past the end of the {self.file_size}-byte "
+                f"file", self.path, block=index, offset=end_entry)
         if end < start:
             return JumpTableError(
                 f"jump table decreases: block ends at {end} before it starts at {start}",
-                self.path, block=index, offset=table_offset)
-        if end > self.file_size:
-            return JumpTableError(
-                f"block ends at byte {end}, past the end of the {self.file_size}-byte file",
-                self.path, block=index, offset=table_offset)
+                self.path, block=index, offset=end_entry)
         if end == start:
             return BlockDecodeError("block has zero length", self.path, block=index, offset=start)
         if end - start > lz4block.compress_bound(h.block_bytes):

@@ -130,8 +130,12 @@ def check_file(path: str | os.PathLike[str], expected: Header | None = None,
         if expected is not None:
             report.problems.extend(_layout_problems(f, expected))
         if f.header.is_compressed:
-            report.block_sizes, problems = file_problems(f, decode=decode)
-            report.block_stats = summary(report.block_sizes)
+            sizes, problems = file_problems(f, decode=decode)
+            report.block_sizes = sizes
+            # Statistics of the blocks whose byte range is sound: a damaged table entry makes
+            # a "size" (negative, or the rest of the file) that is no block's size.
+            sound = None if sizes is None else sizes[~f.bad_ranges(*f.block_ranges())]
+            report.block_stats = summary(sound)
         else:
             problems = _raw_problems(f)
             held = _raw_blocks_held(f)
