@@ -147,7 +147,9 @@ class QtSliceOverlay(QWidget):
     coordinates with the view's ``to_widget``; the view's repaints repaint it too.
 
     The view must offer ``axis``, ``h_axis``, ``v_axis`` (dataset axes along the screen's
-    horizontal and vertical), ``state.zoom`` and ``to_widget(h, v) -> (x, y)``.
+    horizontal and vertical), ``state.zoom`` and ``to_widget(h, v) -> (x, y)``.  ``scale``
+    (``set_scale``) is the view's voxels per inspected voxel along x, y, z: not 1 when the
+    inspected dataset is another mag of a webKnossos layer than the one the view shows.
     """
 
     MIN_PIXELS = 4.0
@@ -164,6 +166,7 @@ class QtSliceOverlay(QWidget):
         self.file_side = 0
         #: Dataset extent in voxels, (lo, hi) per axis, of the files known so far.
         self.extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
+        self.scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
         self._image: Any = None
         self._pixels: npt.NDArray[np.uint8] | None = None
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
@@ -195,6 +198,11 @@ class QtSliceOverlay(QWidget):
             self._image = QImage(rgba.data, cols, rows, cols * 4, QImage.Format.Format_RGBA8888)
         self.update()
 
+    def set_scale(self, scale: tuple[float, float, float]) -> None:
+        """View voxels per inspected voxel along x, y, z."""
+        self.scale = (float(scale[0]), float(scale[1]), float(scale[2]))
+        self.update()
+
     def set_grid(self, block_len: int, file_side: int,
                  extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None) -> None:
         self.block_len, self.file_side, self.extent = block_len, file_side, extent
@@ -208,28 +216,34 @@ class QtSliceOverlay(QWidget):
             p = self.plane
             u_ax, v_ax = inspect.IN_PLANE[self.axis]
             origin = {u_ax: p.origin[0], v_ax: p.origin[1]}
-            h0, v0 = origin[view.h_axis], origin[view.v_axis]
+            sh, sv = self.scale[view.h_axis], self.scale[view.v_axis]
+            h0, v0 = origin[view.h_axis] * sh, origin[view.v_axis] * sv
             x0, y0 = view.to_widget(h0, v0)
             b = p.block_len
-            target = QRectF(x0, y0, self._image.width() * b * zoom,
-                            self._image.height() * b * zoom)
+            target = QRectF(x0, y0, self._image.width() * b * zoom * sh,
+                            self._image.height() * b * zoom * sv)
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
             painter.drawImage(target, self._image)
         if self.extent is not None:
-            lo, hi = self.extent
+            s = self.scale
+            lo_i, hi_i = self.extent
+            lo = (int(lo_i[0] * s[0]), int(lo_i[1] * s[1]), int(lo_i[2] * s[2]))
+            hi = (int(hi_i[0] * s[0]), int(hi_i[1] * s[1]), int(hi_i[2] * s[2]))
             for show, spacing, colour in (
                     (self.show_block_grid, self.block_len, QColor(255, 255, 255, 70)),
                     (self.show_file_grid, self.file_side, QColor(255, 200, 0, 170))):
-                if not show or spacing <= 0 or spacing * zoom < self.MIN_PIXELS:
+                steps = (spacing * s[view.h_axis], spacing * s[view.v_axis])
+                if not show or spacing <= 0 or min(steps) * zoom < self.MIN_PIXELS:
                     continue
                 pen = QPen(colour)
                 pen.setCosmetic(True)
                 painter.setPen(pen)
-                self._paint_lines(painter, view, lo, hi, spacing)
+                self._paint_lines(painter, view, lo, hi, steps)
         painter.end()
 
     def _paint_lines(self, painter: QPainter, view: Any, lo: tuple[int, int, int],
-                     hi: tuple[int, int, int], spacing: int) -> None:
+                     hi: tuple[int, int, int], steps: tuple[float, float]) -> None:
+        """Grid lines every ``steps`` (horizontal, vertical) view voxels within lo..hi."""
         ha, va = view.h_axis, view.v_axis
         (vh0, vh1), (vv0, vv1) = view.visible_range() if hasattr(view, "visible_range") else (
             (lo[ha], hi[ha]), (lo[va], hi[va]))
@@ -243,13 +257,14 @@ class QtSliceOverlay(QWidget):
         right = view.to_widget(hi[ha], v_lo)[0] if hi[ha] <= vh1 else float(self.width())
         from PySide6.QtCore import QPointF
 
-        h = np.ceil(h_lo / spacing) * spacing
+        step_h, step_v = steps
+        h = np.ceil(h_lo / step_h) * step_h
         while h <= h_hi:
             x = view.to_widget(h, v_lo)[0]
             painter.drawLine(QPointF(x, top), QPointF(x, bottom))
-            h += spacing
-        v = np.ceil(v_lo / spacing) * spacing
+            h += step_h
+        v = np.ceil(v_lo / step_v) * step_v
         while v <= v_hi:
             y = view.to_widget(h_lo, v)[1]
             painter.drawLine(QPointF(left, y), QPointF(right, y))
-            v += spacing
+            v += step_v

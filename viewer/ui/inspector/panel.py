@@ -4,6 +4,10 @@
 interface to the window is narrow:
 
 - ``set_dataset(dataset)``: inspect a ``wkw.Dataset`` (starts the background file scan).
+- ``set_webknossos(wk, window_mag)``: the window shows a webKnossos dataset (whose voxels are
+  those of mag ``window_mag``): a layer and a mag combo box at the top pick the mag whose WKW
+  dataset is inspected; cursor positions and overlays are scaled between the window's voxels
+  and the inspected mag's.
 - ``show_cursor((x, y, z))``: the cursor moved; the panel shows the file under it, selects the
   block under it, and updates the overlays and the byte-layout highlights.
 - signals ``block_selected(path, morton_index)`` and ``position_requested((x, y, z))``: the user
@@ -53,6 +57,7 @@ from PySide6.QtWidgets import (
 
 from viewer.core import inspect
 from viewer.format import FormatError, wkw
+from viewer.format.webknossos import Layer, Mag, WkDataset, mag_name
 from viewer.ui.inspector.bridge import QtResultBridge
 from viewer.ui.inspector.models import QtFilesModel, QtJumpTableModel
 from viewer.ui.inspector.overlay import (
@@ -100,6 +105,8 @@ class QtInspectorPanel(QWidget):
     overlays_updated = Signal()
     #: The file scan ended (number of files).
     scan_finished = Signal(int)
+    #: A webKnossos layer and mag are now inspected: (layer name, (x, y, z) mag).
+    mag_selected = Signal(str, object)
 
     def __init__(self, dataset: wkw.Dataset | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -128,6 +135,13 @@ class QtInspectorPanel(QWidget):
         self._extent: tuple[Vec3, Vec3] | None = None
         self._grids: dict[int, tuple[QtGridOverlay, QtGridOverlay]] = {}
         self._hist_edges: np.ndarray[Any, Any] | None = None
+        #: The webKnossos dataset whose layers and mags the combo boxes offer (None: plain).
+        self.webknossos: WkDataset | None = None
+        #: The mag of the window's voxels, and window voxels per inspected voxel per axis.
+        self._window_mag: Vec3 = (1, 1, 1)
+        self._scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+        #: The window's cursor in its own voxels (re-applied when another mag is picked).
+        self._window_cursor: Vec3 | None = None
         self._build()
         if dataset is not None:
             self.set_dataset(dataset)
@@ -136,6 +150,21 @@ class QtInspectorPanel(QWidget):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
+        self.wk_bar = QWidget()
+        bar = QHBoxLayout(self.wk_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        self.layer_combo = QComboBox()
+        self.layer_combo.setToolTip("webKnossos layer to inspect")
+        self.mag_combo = QComboBox()
+        self.mag_combo.setToolTip("mag of the layer to inspect (its own WKW dataset)")
+        bar.addWidget(QLabel("layer"))
+        bar.addWidget(self.layer_combo, 1)
+        bar.addWidget(QLabel("mag"))
+        bar.addWidget(self.mag_combo)
+        self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
+        self.mag_combo.currentIndexChanged.connect(self._on_mag_changed)
+        self.wk_bar.hide()
+        layout.addWidget(self.wk_bar)
         top = QHBoxLayout()
         self.title = QLabel("no dataset")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -422,14 +451,153 @@ class QtInspectorPanel(QWidget):
             dataset, lambda batch: self._bridge.deliver("scan", token, batch),
             batch_seconds=SCAN_BATCH_SECONDS)
         self._scan.start()
-        self.show_cursor((0, 0, 0))
+        cursor = self._window_cursor if self.webknossos is not None else None
+        self._show_cursor_at(self._to_inspected(cursor) if cursor is not None else (0, 0, 0))
+
+    # -- webKnossos datasets: one layer and mag at a time ----------------------------------------
+    def set_webknossos(self, wk: WkDataset | None, window_mag: Vec3 = (1, 1, 1),
+                       layer: str | None = None, mag: Vec3 | None = None) -> None:
+        """Offer ``wk``'s layers and mags in the combo boxes and inspect ``layer``/``mag``
+        (default: the first color layer, the window's mag if that layer has it, else its
+        finest).  ``window_mag``: the mag whose voxels the window's cursor is in.  None hides
+        the combo boxes and inspects whatever ``set_dataset`` is given next at scale 1."""
+        old = self.webknossos
+        if old is not None and old is not wk:
+            if self.dataset is not None and wk is None:
+                self.set_dataset(None)  # it is one of the old dataset's mags, closed now
+            self._stop_work()
+            old.close()
+        self.webknossos = wk
+        self._window_mag = window_mag
+        self._window_cursor = None
+        self._scale = (1.0, 1.0, 1.0)
+        self._apply_scale()
+        self.layer_combo.blockSignals(True)
+        self.layer_combo.clear()
+        if wk is None or not wk.layers:
+            self.layer_combo.blockSignals(False)
+            self.mag_combo.blockSignals(True)
+            self.mag_combo.clear()
+            self.mag_combo.blockSignals(False)
+            self.wk_bar.hide()
+            return
+        for item in wk.layers:
+            self.layer_combo.addItem(f"{item.name} ({item.category})", item.name)
+        names = [item.name for item in wk.layers]
+        if layer is None or layer not in names:
+            layer = (wk.color_layers or wk.layers)[0].name
+        self.layer_combo.setCurrentIndex(names.index(layer))
+        self.layer_combo.blockSignals(False)
+        self.wk_bar.show()
+        self._fill_mags(wk.layer(layer), mag if mag is not None else window_mag)
+        self._inspect_selected()
+
+    @property
+    def selected_layer(self) -> Layer | None:
+        if self.webknossos is None or self.layer_combo.currentIndex() < 0:
+            return None
+        return self.webknossos.layer(str(self.layer_combo.currentData()))
+
+    @property
+    def selected_mag(self) -> Mag | None:
+        layer = self.selected_layer
+        if layer is None or self.mag_combo.currentIndex() < 0:
+            return None
+        return layer.mag(tuple(self.mag_combo.currentData()))
+
+    def select_mag(self, layer: str | None = None, mag: Any = None) -> None:
+        """Pick ``layer`` (by name) and ``mag`` (any spelling) as the combo boxes would."""
+        wk = self.webknossos
+        if wk is None:
+            return
+        if layer is not None:
+            names = [item.name for item in wk.layers]
+            self.layer_combo.setCurrentIndex(names.index(layer))
+        if mag is not None:
+            current = self.selected_layer
+            assert current is not None
+            target = current.mag(mag).mag
+            for i in range(self.mag_combo.count()):
+                if tuple(self.mag_combo.itemData(i)) == target:
+                    self.mag_combo.setCurrentIndex(i)
+
+    def _fill_mags(self, layer: Layer, prefer: Vec3 | None) -> None:
+        self.mag_combo.blockSignals(True)
+        self.mag_combo.clear()
+        chosen = 0
+        for i, m in enumerate(layer.mags):
+            self.mag_combo.addItem(mag_name(m.mag, False), m.mag)
+            if m.mag == prefer:
+                chosen = i
+        self.mag_combo.setCurrentIndex(chosen)
+        self.mag_combo.blockSignals(False)
+
+    def _on_layer_changed(self, _index: int) -> None:
+        layer = self.selected_layer
+        if layer is None:
+            return
+        current = self.mag_combo.currentData()
+        self._fill_mags(layer, tuple(current) if current is not None else self._window_mag)
+        self._inspect_selected()
+
+    def _on_mag_changed(self, _index: int) -> None:
+        self._inspect_selected()
+
+    def _inspect_selected(self) -> None:
+        """Inspect the WKW dataset of the selected layer and mag (opened now, from its
+        header.wkw: cheap); a mag that cannot be opened is shown as a problem."""
+        layer, mag = self.selected_layer, self.selected_mag
+        if layer is None or mag is None:
+            return
+        cursor = self._window_cursor
+        self._scale = (mag.mag[0] / self._window_mag[0], mag.mag[1] / self._window_mag[1],
+                       mag.mag[2] / self._window_mag[2])
+        self._apply_scale()
+        try:
+            dataset = mag.dataset
+        except FormatError as exc:
+            self.set_dataset(None)
+            self.title.setText(f"{layer.name}/{mag.name}: cannot be opened")
+            self.problems_list.addItem(QListWidgetItem(f"{mag.path}: {exc}"))
+            return
+        self._window_cursor = cursor
+        self.set_dataset(dataset)
+        self.title.setText(f"<b>{layer.name}/{mag_name(mag.mag, False)}</b> · "
+                           + self.title.text().split(" · ", 1)[-1])
+        self.mag_selected.emit(layer.name, mag.mag)
+
+    def _apply_scale(self) -> None:
+        for widgets in self._view_overlays.values():
+            for w in widgets:
+                w.set_scale(self._scale)
+
+    def _to_inspected(self, window_pos: Vec3) -> Vec3:
+        """A window voxel as a voxel of the inspected mag."""
+        s = self._scale
+        return (int(window_pos[0] // s[0]), int(window_pos[1] // s[1]),
+                int(window_pos[2] // s[2]))
+
+    def _to_window(self, pos: Vec3) -> Vec3:
+        """An inspected mag voxel as the window voxel at its start (its centre when it covers
+        several window voxels)."""
+        s = self._scale
+        return (int(pos[0] * s[0] + max(s[0] - 1, 0) // 2),
+                int(pos[1] * s[1] + max(s[1] - 1, 0) // 2),
+                int(pos[2] * s[2] + max(s[2] - 1, 0) // 2))
 
     def show_cursor(self, position: tuple[int, int, int] | list[int]) -> None:
-        """The cursor is at dataset voxel ``position``: show its file, select its block, and
-        update the overlays and byte-layout highlights (work runs in the background)."""
+        """The window's cursor is at its voxel ``position`` (the inspected dataset's voxel
+        unless a webKnossos mag other than the window's is inspected): show its file, select
+        its block, and update the overlays and byte-layout highlights (work runs in the
+        background)."""
+        pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
+        self._window_cursor = pos
+        self._show_cursor_at(self._to_inspected(pos))
+
+    def _show_cursor_at(self, pos: Vec3) -> None:
+        """``show_cursor`` in the inspected dataset's own voxels."""
         if self.dataset is None:
             return
-        pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
         self._cursor = pos
         fpos, index = inspect.block_at(self.dataset.header, pos)
         self._pending_block = index
@@ -473,6 +641,7 @@ class QtInspectorPanel(QWidget):
         ``QtSliceView``: it needs ``axis``, ``h_axis``, ``v_axis``, ``state.zoom`` and
         ``to_widget``), as a transparent child widget; the view's code is not touched."""
         widget = QtSliceOverlay(view)
+        widget.set_scale(self._scale)
         self._view_overlays.setdefault(widget.axis, []).append(widget)
         self._overlay_keys.pop(widget.axis, None)
         self._on_overlay_toggles()
@@ -885,8 +1054,10 @@ class QtInspectorPanel(QWidget):
         else:
             pos = inspect.block_center(h, fpos, block)
             self.block_selected.emit(path, int(block))
-        self.show_cursor(pos)
-        self.position_requested.emit(pos)
+        self._show_cursor_at(pos)
+        window_pos = self._to_window(pos)
+        self._window_cursor = window_pos
+        self.position_requested.emit(window_pos)
 
     def _on_block_row_clicked(self, index: QModelIndex) -> None:
         if (self._syncing or not index.isValid() or self._shown is None
