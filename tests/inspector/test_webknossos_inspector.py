@@ -113,7 +113,7 @@ def test_window_opening_a_webknossos_dataset(qtbot, wk_root: str) -> None:
     panel = install_inspector(window)
     try:
         with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
-            assert window.open_path(wk_root, pos=(1, 1, 1))
+            assert window.open_path(wk_root, pos=(32, 32, 20), zoom=2.0)
         assert panel.wk_bar.isVisibleTo(panel)
         assert panel.layer_combo.currentData() == "color"
         assert tuple(panel.mag_combo.currentData()) == (1, 1, 1)
@@ -126,5 +126,28 @@ def test_window_opening_a_webknossos_dataset(qtbot, wk_root: str) -> None:
             window.state.set_cursor((40, 10, 50))
         assert panel.current_path == os.path.join(wk_root, "color", "2-2-1", "z1", "y0",
                                                   "x0.wkw")
+        # The compression map of mag 4-4-2 (one file of 16 x 16 x 32 mag voxels) covers the
+        # whole 64 x 64 window voxels of the XY view, not just its first 16 x 16.
+        window.show()
+        qtbot.waitExposed(window)
+        with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
+            panel.select_mag(mag="4-4-2")
+        view = window.views[2]
+
+        def colour(h: float, v: float) -> tuple[int, int, int]:
+            image = view.grab().toImage()
+            ratio = image.devicePixelRatio()
+            x, y = view.to_widget(h, v)
+            c = image.pixelColor(int(x * ratio), int(y * ratio))
+            return (c.red(), c.green(), c.blue())
+
+        with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
+            window.state.set_cursor((32, 32, 40))
+        qtbot.wait(200)
+        plain = colour(60, 60), colour(8, 8)
+        panel.map_toggle.setChecked(True)
+        qtbot.wait(200)
+        mapped = colour(60, 60), colour(8, 8)
+        assert mapped[0] != plain[0] and mapped[1] != plain[1], (plain, mapped)
     finally:
         panel.shutdown()
