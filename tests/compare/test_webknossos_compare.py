@@ -192,3 +192,30 @@ def test_unreadable_input_exits_2(copy, tmp_path, capsys):
     (broken / PROPERTIES_FILE).write_text("{not json")
     code, _, err = run_json(capsys, a, broken)
     assert code == 2
+
+
+def test_damaged_mag_header_is_reported_per_pair(copy, capsys):
+    a, b = copy("a"), copy("b")
+    with open(os.path.join(b, "color", "4-4-2", "header.wkw"), "r+b") as f:
+        f.write(b"XXXX")  # not the WKW magic any more
+    code, report, _ = run_json(capsys, a, b)
+    assert code == 1 and report["equal"] is False
+    bad = [p for p in report["pairs"] if not p["equal"]]
+    assert [(p["layer"], p["mag"]) for p in bad] == [("color", [4, 4, 2])]
+    assert bad[0]["comparable"] is False
+    assert [s["kind"] for s in bad[0]["structure"]] == ["mag_unreadable"]
+    assert all(p["equal"] for p in report["pairs"] if p is not bad[0])
+
+
+def test_background_run_and_cancel(copy):
+    from viewer.core.compare.webknossos import WkCompareJob
+
+    a, b = copy("a"), copy("b")
+    job = WkCompareJob(a, b, workers=1)
+    job.start()
+    summary = job.wait(60)
+    assert summary is not None and summary.equal and len(summary.pairs) == 6
+    cancelled = WkCompareJob(a, b, workers=1)
+    cancelled.cancel()
+    result = cancelled.run()
+    assert result.cancelled and not result.equal and result.pairs == []

@@ -12,7 +12,8 @@ is ``position * mag``); files are relative to A's dataset folder.  A ``box`` is 
 voxels and cut per mag to the mag voxels that cover it.
 
 Threads: construct on any thread; ``run()`` works on the calling thread (plus each pair's
-worker pool) and calls the callbacks there; ``cancel()`` may be called from any thread.
+worker pool) and calls the callbacks there, ``start()`` runs it on a background thread and
+``wait()`` collects the summary; ``cancel()`` may be called from any thread.
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ class WkCompareJob:
         self._cancel = threading.Event()
         self._current: CompareJob | None = None
         self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
         self.summary = WkSummary(self.a, self.b, box, self.tolerance)
 
     def cancel(self) -> None:
@@ -133,6 +136,32 @@ class WkCompareJob:
     @property
     def cancelled(self) -> bool:
         return self._cancel.is_set()
+
+    def start(self) -> None:
+        """Run the job on a background thread; ``wait()`` returns its summary."""
+        if self._thread is not None:
+            raise RuntimeError("the job was already started")
+        self._thread = threading.Thread(target=self._run_caught, name="wkw-compare-wk",
+                                        daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> WkSummary | None:
+        """The summary once the background run ended (None on timeout); re-raises the error
+        that stopped it."""
+        if self._thread is None:
+            raise RuntimeError("the job was not started")
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return None
+        if self._error is not None:
+            raise self._error
+        return self.summary
+
+    def _run_caught(self) -> None:
+        try:
+            self.run()
+        except BaseException as exc:  # noqa: BLE001  (handed to wait(): a thread has no caller)
+            self._error = exc
 
     # -- the work -----------------------------------------------------------------------------
     def run(self) -> WkSummary:
