@@ -8,6 +8,7 @@ the built-in demo dataset).  Subcommands, each a module of this package with ``m
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,7 +24,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]])
-        return int(module.main(args[1:]))
+        try:
+            return int(module.main(args[1:]))
+        except BrokenPipeError:
+            # Whoever read our output stopped early (``| head``): not an error of ours.  Point
+            # stdout at /dev/null so that the interpreter's final flush does not raise again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 128 + 13  # as a shell reports a process ended by SIGPIPE
     from viewer import app  # the window: imports Qt, so only when it is wanted
 
     return int(app.main(args))
