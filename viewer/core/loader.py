@@ -20,6 +20,10 @@ How work is organised, and why:
   the wish list as it was (scrolling inside a block layer), the queue is kept as it is.  The
   prefetch is ranked by a worker (a planning task queued behind the screen's blocks), so the
   GUI thread only queues what is on screen.
+* **The screen before prefetch.**  When the screen changes and leaves blocks to read, prefetch
+  (its planning too) waits until the views have taken every plane complete through ``plane``
+  (at most ``PREFETCH_HOLD_S``): on two cores, prefetch running while the GUI thread assembles
+  and draws the last blocks of a jump takes the GIL and a core from it.
 * **Blocks on screen are pinned** in the cache; when the screen alone needs more than the budget,
   ``LoaderStats.over_budget`` says so (the panel shows a warning).
 
