@@ -165,3 +165,30 @@ def test_a_plane_filling_in_renders_the_same_piecewise_as_whole(
             np.testing.assert_array_equal(piecewise.argb(), whole.argb())
             previous = piecewise
         assert (previous.argb() == render_plane(plane, palette).argb()).all()
+
+
+def test_the_window_releases_prefetch_once_its_views_are_complete(
+        qtbot, dataset_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefetch waits for the screen; the window taking its planes complete lets it start (the
+    hold's time limit is set out of reach, so only the window's own fetches can end it)."""
+    main_window = pytest.importorskip("viewer.ui.main_window")
+    from viewer.core import loader as loader_module
+    from viewer.ui.loading import install_background_loading
+
+    monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)
+    window = main_window.QtMainWindow()
+    qtbot.addWidget(window)
+    install_background_loading(window, budget_bytes=32 << 20)
+    window.resize(900, 700)
+    window.show()
+    assert window.open_path(str(dataset_path), pos=(10, 20, 30))
+
+    def all_complete() -> bool:
+        return all(v.plane is not None and v.plane.complete for v in window.views.values())
+
+    loader = window.source
+    assert isinstance(loader, Loader)
+    qtbot.waitUntil(all_complete, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: loader.stats().prefetched_blocks > 0, timeout=WAIT_MS)
+    assert loader.wait_idle(WAIT_MS / 1000)
+    window.close()
