@@ -173,6 +173,11 @@ class QtInspectorPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setFormat("files %v / %m")
+        # Showing or hiding the bar must not re-lay out the panel: that repaints every tab
+        # page (a 32,768-row table included) for a bar that changed.
+        keep = self.progress.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)
+        self.progress.setSizePolicy(keep)
         self.progress.hide()
         top.addWidget(self.title, 1)
         top.addWidget(self.progress)
@@ -181,7 +186,7 @@ class QtInspectorPanel(QWidget):
         self.tabs.setDocumentMode(True)
         self.tabs.tabBar().setExpanding(False)
         self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideNone)
-        self.tabs.setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
+        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
         self.tabs.currentChanged.connect(lambda _i: self._update_visible_tab())
         layout.addWidget(self.tabs, 1)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
@@ -755,8 +760,12 @@ class QtInspectorPanel(QWidget):
     # == the scan =============================================================================
     def _on_scan_batch(self, batch: inspect.ScanBatch) -> None:
         if batch.total is not None:
+            # QProgressBar.setValue repaints at once, flushing every other pending paint of
+            # the window inside this slot; with updates off it only schedules its repaint.
+            self.progress.setUpdatesEnabled(False)
             self.progress.setRange(0, max(batch.total, 1))
             self.progress.setValue(batch.done)
+            self.progress.setUpdatesEnabled(True)
         self.files_model.append(batch.rows)
         new_positions = [r.position for r in batch.rows if r.position is not None]
         self._positions.update(new_positions)  # type: ignore[arg-type]
