@@ -6,7 +6,7 @@ something it shows changed.  That is the linked cursor.
 
 Observers are plain callables ``callback(changes)`` where ``changes`` is a frozenset of the
 names of what changed (``CURSOR``, ``ZOOM``, ``CENTER``, ``CONTRAST``, ``LAYOUT``, ``FOCUS``,
-``DATASET``, ``BOUNDS``).  A setter that changes nothing notifies nobody.
+``DATASET``, ``BOUNDS``, ``VOXEL_SIZE``).  A setter that changes nothing notifies nobody.
 
 Threading: ``ViewerState`` is not thread-safe; it is created, read, changed and observed on the
 GUI thread only.
@@ -29,6 +29,7 @@ LAYOUT = "layout"
 FOCUS = "focus"
 DATASET = "dataset"
 BOUNDS = "bounds"  #: the extent grew (a background scan found more files); nothing else moved
+VOXEL_SIZE = "voxel_size"  #: the physical size of a shown voxel changed (or became known)
 
 #: Normal axis of each view (the same numbers as ``viewer.core.slicing``: x 0, y 1, z 2).
 XY, XZ, YZ = 2, 1, 0
@@ -81,6 +82,13 @@ class ViewerState:
     dataset point (horizontal, vertical) at the middle of the view with that normal.  ``layout``
     is ``None`` for the 2x2 grid or the normal axis of the one maximised view.
 
+    ``voxel_size_nm`` is the physical size (nanometres along x, y, z) of one voxel of the data
+    shown, or ``None`` when the dataset does not say (a plain WKW dataset): then everything is
+    in voxels and voxels are drawn square.  With a voxel size, ``stretch(axis)`` says how much
+    longer than ``zoom`` pixels a voxel is drawn along each screen axis of a view, so that
+    anisotropic voxels keep their physical shape; ``zoom`` then counts pixels per smallest
+    voxel side, and one nanometre has the same length on screen in every view.
+
     GUI thread only.
     """
 
@@ -93,6 +101,7 @@ class ViewerState:
         self.contrast = Contrast()
         self.layout: int | None = None
         self.focused: int = XY
+        self.voxel_size_nm: tuple[float, float, float] | None = None
         self.recenter(notify=False)
 
     # -- observers ---------------------------------------------------------------------------
@@ -127,6 +136,33 @@ class ViewerState:
         if zoom is not None:
             self.zoom = min(max(float(zoom), MIN_ZOOM), MAX_ZOOM)
         self._notify(DATASET, CURSOR, CENTER, ZOOM)
+
+    def set_voxel_size(self, voxel_size_nm: Sequence[float] | None, notify: bool = True) -> None:
+        """The physical voxel size (nm along x, y, z, each positive) of the data shown, or
+        ``None`` for data without one.  ``notify=False`` when a ``set_bounds`` follows (a new
+        dataset: one notification for all of it)."""
+        new: tuple[float, float, float] | None = None
+        if voxel_size_nm is not None:
+            if len(voxel_size_nm) != 3 or not all(float(v) > 0 for v in voxel_size_nm):
+                raise ValueError(f"a voxel size is three positive lengths, not "
+                                 f"{tuple(voxel_size_nm)}")
+            new = (float(voxel_size_nm[0]), float(voxel_size_nm[1]), float(voxel_size_nm[2]))
+        if new != self.voxel_size_nm:
+            self.voxel_size_nm = new
+            if notify:
+                self._notify(VOXEL_SIZE)
+
+    def stretch(self, axis: int) -> tuple[float, float]:
+        """How many times ``zoom`` pixels a voxel spans along the (horizontal, vertical) screen
+        axes of the view with normal ``axis``: (1, 1) without a voxel size; else its sides
+        over the smallest side of the voxel (e.g. 11.24 x 11.24 x 28 nm: the XZ view draws
+        voxels 1 x 2.49 times ``zoom``)."""
+        size = self.voxel_size_nm
+        if size is None:
+            return (1.0, 1.0)
+        base = min(size)
+        ha, va = SCREEN_AXES[axis]
+        return (size[ha] / base, size[va] / base)
 
     def grow_bounds(self, bounds: tuple[Vec3, Vec3]) -> None:
         """Widen the extent to include ``bounds`` (more of the dataset was found); the cursor,

@@ -16,7 +16,7 @@ import os
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core import extent
+from viewer.core.multires import format_physical
 from viewer.core import state as st
 from viewer.core.slicing import IN_PLANE, Plane, PlaneSource, PlaneRequest, Status, SyncPlaneSource
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, ViewerState, format_position, parse_position
@@ -48,6 +49,10 @@ from viewer.format.wkw import morton
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.render import Palette, histogram, render_plane, robust_range
 from viewer.ui.slice_view import AXIS_NAMES, QtSliceView
+
+if TYPE_CHECKING:
+    from viewer.format.webknossos.dataset import WkDataset
+    from viewer.format.webknossos.mag import Mag
 
 SourceFactory = Callable[[wkw.Dataset], PlaneSource]
 RECENT_MAX = 10
@@ -151,6 +156,9 @@ class QtMainWindow(QMainWindow):
         self.source: PlaneSource | None = None
         self.dataset: wkw.Dataset | None = None
         self.dataset_path: str | None = None
+        #: The webKnossos dataset open (None for a plain WKW dataset) and the mag shown.
+        self.webknossos: WkDataset | None = None
+        self.webknossos_mag: Mag | None = None
         self.errors: list[str] = []
         self._failed_blocks: dict[tuple[str, int], FormatError] = {}
         self._wanted: list[PlaneRequest] = []
@@ -345,13 +353,13 @@ class QtMainWindow(QMainWindow):
         path = os.fspath(path)
         notes: list[str] = []
         try:
-            wkw_path = self._resolve_webknossos(path, notes)
+            wkw_path, wk_dataset, wk_mag = self._resolve_webknossos(path, notes)
             dataset = wkw.Dataset.open(wkw_path)
             bounds, scan = self._find_extent(dataset, pos)
         except Exception as exc:  # whatever it is, a message in the window, not a crash
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
-        self.set_dataset(dataset, path, bounds, pos, zoom)
+        self.set_dataset(dataset, path, bounds, pos, zoom, webknossos=wk_dataset, mag=wk_mag)
         self._extent_scan = scan  # its reports are queued: they come after this
         self._show_info()
         if wkw_path != path:
@@ -412,8 +420,13 @@ class QtMainWindow(QMainWindow):
         scanning = self._extent_scan is not None
         more = " (listing files\u2026)" if scanning else ""
         chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
+        physical = ""
+        if self.state.voxel_size_nm is not None and self.webknossos_mag is not None:
+            physical = (" \u00b7 mag " + self.webknossos_mag.name + " \u00b7 voxel "
+                        + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
+                        + " nm")
         self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
-                                f"{size}{more}")
+                                f"{size}{more}{physical}")
         self.info_label.setToolTip(
             f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
             f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
@@ -421,22 +434,37 @@ class QtMainWindow(QMainWindow):
             + ("\n(still listing the data files: the extent may grow)" if scanning else ""))
 
     @staticmethod
-    def _resolve_webknossos(path: str, notes: list[str]) -> str:
+    def _resolve_webknossos(path: str, notes: list[str]
+                            ) -> tuple[str, WkDataset | None, Mag | None]:
         """For a webKnossos dataset (or layer) folder: the WKW dataset of its first color
-        layer's finest mag, what did not open noted.  Other paths come back unchanged."""
+        layer's finest mag, with the webKnossos dataset and that mag, what did not open noted.
+        Other paths come back unchanged (with None, None)."""
         from viewer.format.webknossos import dataset as wk
 
         if not wk.is_webknossos_dataset(path):
-            return path
+            return path, None, None
         opened = wk.open_dataset(path)
         notes.extend(str(p) for p in opened.problems)
-        return wk.select_mag(opened).path
+        mag = wk.select_mag(opened)
+        return mag.path, opened, mag
 
     def set_dataset(self, dataset: wkw.Dataset, path: str, bounds: tuple[st.Vec3, st.Vec3],
-                    pos: Sequence[int] | None = None, zoom: float | None = None) -> None:
+                    pos: Sequence[int] | None = None, zoom: float | None = None,
+                    webknossos: WkDataset | None = None, mag: Mag | None = None) -> None:
+        """Show ``dataset``; ``webknossos`` and ``mag`` when it is one mag of a webKnossos
+        dataset, whose declared voxel size (times the mag's factors) then gives physical
+        positions, scale bars and the aspect of anisotropic voxels."""
         if self.source is not None:
             self.source.close()
         self._stop_extent_scan()
+        if self.webknossos is not None and self.webknossos is not webknossos:
+            self.webknossos.close()
+        self.webknossos, self.webknossos_mag = webknossos, mag
+        size: tuple[float, float, float] | None = None
+        if webknossos is not None and mag is not None and webknossos.voxel_size_declared:
+            vs, m = webknossos.voxel_size, mag.mag
+            size = (vs[0] * m[0], vs[1] * m[1], vs[2] * m[2])
+        self.state.set_voxel_size(size, notify=False)  # set_bounds below notifies
         self.dataset = dataset
         self.dataset_path = path
         self.errors = []
@@ -471,9 +499,10 @@ class QtMainWindow(QMainWindow):
         fits = []
         for axis, view in self.views.items():
             ha, va = SCREEN_AXES[axis]
+            sh, sv = self.state.stretch(axis)
             w = view.width() if view.width() >= 50 else 400
             h = view.height() if view.height() >= 50 else 400
-            fits.append(min(w / (hi[ha] - lo[ha]), h / (hi[va] - lo[va])))
+            fits.append(min(w / ((hi[ha] - lo[ha]) * sh), h / ((hi[va] - lo[va]) * sv)))
         return max(min(min(fits) * 0.92, 8.0), st.MIN_ZOOM)
 
     def choose_folder(self) -> None:
@@ -555,10 +584,11 @@ class QtMainWindow(QMainWindow):
             self.cursor_changed.emit(self.state.cursor)
             if not self.position_field.hasFocus():
                 self.position_field.setText(format_position(self.state.cursor))
-            self.cursor_label.setText(f"cursor  {format_position(self.state.cursor)}")
+            self.cursor_label.setText(f"cursor  {self._position_text(self.state.cursor)}")
         serials = {a: v._image_serial for a, v in self.views.items()}
         centers = dict(self.state.centers)
-        if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT, st.BOUNDS}:
+        if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT, st.BOUNDS,
+                      st.VOXEL_SIZE}:
             self.refresh_planes()
         if st.CONTRAST in changes:
             self._palette = None
@@ -747,6 +777,15 @@ class QtMainWindow(QMainWindow):
             self.state.set_contrast(lo=found[0], hi=found[1])
 
     # -- status bar --------------------------------------------------------------------------
+    def _position_text(self, pos: Sequence[int]) -> str:
+        """``x, y, z`` in voxels, and where the dataset has a voxel size also in physical
+        units (the voxel's corner, as webKnossos counts): ``40, 20, 50 · 0.4, 0.2, 1.25 µm``."""
+        text = format_position(pos)
+        size = self.state.voxel_size_nm
+        if size is not None:
+            text += f"  \u00b7  {format_physical(pos, size)}"
+        return text
+
     def _on_hovered(self, pos: tuple[int, int, int] | None) -> None:
         self._hover = pos
         self._show_hover(pos)
@@ -757,7 +796,7 @@ class QtMainWindow(QMainWindow):
             self.value_label.setText("")
             self.block_label.setText("")
             return
-        self.mouse_label.setText(f"mouse  {format_position(pos)}")
+        self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
         lo, hi = self.state.bounds
         if not all(a <= p < b for p, a, b in zip(pos, lo, hi)):
             self.value_label.setText("outside the data")

@@ -22,6 +22,7 @@ from PySide6.QtGui import (QColor, QFont, QImage, QMouseEvent, QPainter, QPaintE
                            QRegion, QWheelEvent)
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from viewer.core.multires import scale_bar
 from viewer.core.slicing import IN_PLANE, VIEW_NAMES, Plane, PlaneRequest
 from viewer.core.state import SCREEN_AXES, ViewerState
 from viewer.ui.render import Rendered
@@ -48,6 +49,8 @@ SNAP = 64
 #: The largest plane side a view asks for (zoomed far out on a huge dataset).
 MAX_PLANE_SIDE = 4096
 DRAG_THRESHOLD = 4
+#: The longest a scale bar gets, in pixels.
+SCALE_BAR_MAX = 160.0
 BACKGROUND = QColor(24, 25, 28)
 
 
@@ -84,18 +87,27 @@ class QtSliceView(QWidget):
         self._painted_cross: tuple[float, float] | None = None
         self._backdrop_key: tuple[object, ...] | None = None
         self._backdrop_pixmap: QPixmap | None = None
+        #: The scale bar last painted: (length in nm, length in pixels, label), or None.
+        self.scale_bar_shown: tuple[float, float, str] | None = None
 
     # -- geometry ----------------------------------------------------------------------------
+    def scales(self) -> tuple[float, float]:
+        """Screen pixels per voxel along the view's horizontal and vertical axes: the zoom,
+        times the stretch that keeps anisotropic voxels in their physical shape."""
+        sh, sv = self.state.stretch(self.axis)
+        z = self.state.zoom
+        return (z * sh, z * sv)
+
     def to_dataset(self, x: float, y: float) -> tuple[float, float]:
         """Widget pixel (x, y) -> dataset (h, v), continuous."""
         ch, cv = self.state.centers[self.axis]
-        z = self.state.zoom
-        return (ch + (x - self.width() / 2) / z, cv + (y - self.height() / 2) / z)
+        zh, zv = self.scales()
+        return (ch + (x - self.width() / 2) / zh, cv + (y - self.height() / 2) / zv)
 
     def to_widget(self, h: float, v: float) -> tuple[float, float]:
         ch, cv = self.state.centers[self.axis]
-        z = self.state.zoom
-        return ((h - ch) * z + self.width() / 2, (v - cv) * z + self.height() / 2)
+        zh, zv = self.scales()
+        return ((h - ch) * zh + self.width() / 2, (v - cv) * zv + self.height() / 2)
 
     def voxel_at(self, x: float, y: float) -> tuple[int, int, int]:
         """The voxel under widget pixel (x, y) (its third coordinate: the cursor's)."""
@@ -192,6 +204,7 @@ class QtSliceView(QWidget):
         else:
             self._paint_crosshair(painter)
             self._paint_labels(painter)
+            self._paint_scale_bar(painter)
         if self.message:
             painter.setPen(QColor(230, 230, 230))
             painter.drawText(self.rect().adjusted(12, 12, -12, -12),
@@ -205,7 +218,7 @@ class QtSliceView(QWidget):
         """The scaled plane on its background, drawn once per plane, zoom, centre or size
         change; a cursor move that keeps the plane repaints with one unscaled copy of it."""
         key = (self._image_serial, self.message, self.state.zoom, self.state.centers.get(self.axis),
-               self.width(), self.height(), self.state.bounds)
+               self.width(), self.height(), self.state.bounds, self.state.voxel_size_nm)
         if self._backdrop_key == key and self._backdrop_pixmap is not None:
             return self._backdrop_pixmap
         w, h = self.width(), self.height()
@@ -216,10 +229,11 @@ class QtSliceView(QWidget):
             pixmap = QPixmap(w, h)
         painter = QPainter(pixmap)
         z = self.state.zoom
+        zh, zv = self.scales()
         if self._image is not None:
             h0, v0 = self._image_origin
             x0, y0 = self.to_widget(h0, v0)
-            target = QRectF(x0, y0, self._image.width() * z, self._image.height() * z)
+            target = QRectF(x0, y0, self._image.width() * zh, self._image.height() * zv)
             # Only the margins around the image need the background.
             painter.fillRect(QRectF(0, 0, w, max(0.0, target.top()) + 1), BACKGROUND)
             painter.fillRect(QRectF(0, target.bottom() - 1, w, h), BACKGROUND)
@@ -257,7 +271,7 @@ class QtSliceView(QWidget):
         if new == self._painted_cross:
             return
         w, h = self.width(), self.height()
-        box = int(self.state.zoom) + 6
+        box = int(max(self.scales())) + 6
         region = QRegion()
         for cx, cy in (self._painted_cross, new):
             region += QRect(int(cx) - 2, 0, 5, h)
@@ -268,7 +282,8 @@ class QtSliceView(QWidget):
     def _paint_crosshair(self, painter: QPainter) -> None:
         """Two lines through the cursor voxel's centre, with a gap so the voxel stays visible;
         each line wears the colour of the view whose plane it is."""
-        z = self.state.zoom
+        zh, zv = self.scales()
+        z = max(zh, zv)
         cx, cy = self._cross_point()
         self._painted_cross = (cx, cy)
         gap = max(8.0, z * 1.5 + 3)
@@ -282,9 +297,9 @@ class QtSliceView(QWidget):
         painter.setPen(pen)
         painter.drawLine(QPointF(0, cy), QPointF(cx - gap, cy))
         painter.drawLine(QPointF(cx + gap, cy), QPointF(w, cy))
-        if z >= 4:  # outline the cursor voxel itself when voxels are big enough to see
+        if min(zh, zv) >= 4:  # outline the cursor voxel itself when voxels are big enough
             painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
-            painter.drawRect(QRectF(cx - z / 2, cy - z / 2, z, z))
+            painter.drawRect(QRectF(cx - zh / 2, cy - zv / 2, zh, zv))
 
     def _paint_labels(self, painter: QPainter) -> None:
         font = QFont(painter.font())
@@ -307,6 +322,33 @@ class QtSliceView(QWidget):
         painter.fillRect(rect, QColor(0, 0, 0, 150))
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, axes_text)
 
+    def scale_bar_now(self) -> tuple[float, float, str] | None:
+        """The scale bar this view shows: a round length (1, 2 or 5 times a power of ten nm)
+        of at most ~30 % of the view's width, as (nm, pixels, label); None without a voxel
+        size.  Measured along the horizontal axis (the stretch makes both axes agree)."""
+        size = self.state.voxel_size_nm
+        if size is None or self.width() < 60:
+            return None
+        zh, _ = self.scales()
+        return scale_bar(size[self.h_axis] / zh, min(SCALE_BAR_MAX, self.width() * 0.3))
+
+    def _paint_scale_bar(self, painter: QPainter) -> None:
+        bar = self.scale_bar_shown = self.scale_bar_now()
+        if bar is None:
+            return
+        _, pixels, label = bar
+        metrics = painter.fontMetrics()
+        width = max(pixels, metrics.horizontalAdvance(label)) + 14
+        box = QRectF(6, self.height() - 44, width, 38)
+        painter.fillRect(box, QColor(0, 0, 0, 150))
+        painter.setPen(QColor(230, 230, 235))
+        painter.drawText(QRectF(box.left() + 7, box.top() + 2, width, 18),
+                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, label)
+        x0, y = box.left() + 7, box.bottom() - 10
+        painter.fillRect(QRectF(x0, y - 2, pixels, 4), QColor(240, 240, 240))
+        painter.fillRect(QRectF(x0, y - 5, 1.5, 10), QColor(240, 240, 240))
+        painter.fillRect(QRectF(x0 + pixels - 1.5, y - 5, 1.5, 10), QColor(240, 240, 240))
+
     # -- mouse -------------------------------------------------------------------------------
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self.state.set_focused(self.axis)
@@ -325,8 +367,8 @@ class QtSliceView(QWidget):
             if self._dragging:
                 d = pos - self._last_drag
                 self._last_drag = pos
-                z = self.state.zoom
-                self.state.pan(self.axis, -d.x() / z, -d.y() / z)
+                zh, zv = self.scales()
+                self.state.pan(self.axis, -d.x() / zh, -d.y() / zv)
         self.hovered.emit(self.voxel_at(pos.x(), pos.y()))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
