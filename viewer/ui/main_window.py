@@ -420,18 +420,20 @@ class QtMainWindow(QMainWindow):
         scanning = self._extent_scan is not None
         more = " (listing files\u2026)" if scanning else ""
         chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
-        physical = ""
+        physical = note = ""
         if self.state.voxel_size_nm is not None and self.webknossos_mag is not None:
-            physical = (" \u00b7 mag " + self.webknossos_mag.name + " \u00b7 voxel "
-                        + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
+            physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
                         + " nm")
+            note = (f"\nwebKnossos layer {self.webknossos_mag.layer!r}, mag "
+                    f"{self.webknossos_mag.name}: voxels of{physical[2:]} (x \u00d7 y \u00d7 z)")
         self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
                                 f"{size}{more}{physical}")
         self.info_label.setToolTip(
             f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
             f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
             f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels"
-            + ("\n(still listing the data files: the extent may grow)" if scanning else ""))
+            + ("\n(still listing the data files: the extent may grow)" if scanning else "")
+            + note)
 
     @staticmethod
     def _resolve_webknossos(path: str, notes: list[str]
