@@ -132,11 +132,15 @@ class Heartbeat:
 
 
 def wait_for(app: object, flags: dict[str, bool], keys: list[str], timeout: float = 120) -> None:
+    """Run the event loop until every flag in ``keys`` is set.  It sleeps between events like
+    ``exec()`` does (the 5 ms heartbeat wakes it): a busy loop here would hold the GIL and slow
+    the very threads whose results it waits for."""
     from PySide6.QtCore import QEventLoop
 
     deadline = time.perf_counter() + timeout
+    wait = QEventLoop.ProcessEventsFlag.AllEvents | QEventLoop.ProcessEventsFlag.WaitForMoreEvents
     while not all(flags.get(k) for k in keys):
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)  # type: ignore[attr-defined]
+        app.processEvents(wait)  # type: ignore[attr-defined]
         if time.perf_counter() > deadline:
             raise TimeoutError(f"waited {timeout} s for {keys}")
 

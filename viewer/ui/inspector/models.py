@@ -142,7 +142,9 @@ class QtJumpTableModel(QAbstractTableModel):
 
 class QtFilesModel(QAbstractTableModel):
     """One row per data file (``FileStats``), appended in batches as a scan streams them in.
-    Sorting is done in the model (a Python sort of the rows, fine for tens of thousands)."""
+    A row's cells are formatted when a view first asks for them (appending a batch costs one
+    list extend on the GUI thread, whatever its size).  Sorting is done in the model (a Python
+    sort of the rows, fine for tens of thousands)."""
 
     COLUMNS = ("file", "type", "size on disk", "blocks", "min", "median", "max", "ratio",
                "problems")
@@ -151,7 +153,8 @@ class QtFilesModel(QAbstractTableModel):
         super().__init__(parent)
         self.root = root
         self.rows: list[inspect.FileStats] = []
-        self._display: list[tuple[str, ...]] = []
+        #: Formatted cells per row, None until a view asks for the row.
+        self._display: list[tuple[str, ...] | None] = []
         self._sort: tuple[int, Qt.SortOrder] | None = None
 
     def clear(self, root: str = "") -> None:
@@ -185,10 +188,9 @@ class QtFilesModel(QAbstractTableModel):
             self.endResetModel()
             return
         first = len(self.rows)
-        display = [self._format(r) for r in rows]
         self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
         self.rows.extend(rows)
-        self._display.extend(display)
+        self._display.extend([None] * len(rows))
         self.endInsertRows()
 
     def row_of_path(self, path: str) -> int | None:
@@ -222,7 +224,11 @@ class QtFilesModel(QAbstractTableModel):
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
         if role == DISPLAY:
-            return self._display[index.row()][index.column()]
+            row = index.row()
+            cells = self._display[row]
+            if cells is None:
+                cells = self._display[row] = self._format(self.rows[row])
+            return cells[index.column()]
         if role == BACKGROUND:
             return PROBLEM_BRUSH if self.rows[index.row()].problems else None
         if role == ALIGNMENT:
@@ -240,7 +246,7 @@ class QtFilesModel(QAbstractTableModel):
             return (1, 0) if isinstance(v, float) and math.isnan(v) else (0, v)
 
         self.rows.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
-        self._display = [self._format(r) for r in self.rows]
+        self._display = [None] * len(self.rows)
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         if column < 0:
