@@ -70,6 +70,7 @@ KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Drag</b> (any button)</td><td>pan the view</td></tr>
 <tr><td><b>Wheel</b> / <b>Shift+Wheel</b></td><td>next / previous slice (x10 with Shift)</td></tr>
 <tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
+<tr><td><b>1</b></td><td>one screen pixel per voxel (per smallest voxel side)</td></tr>
 <tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
 <tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td><td>move along the focused view's normal</td></tr>
 <tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>

@@ -80,7 +80,7 @@ class QtCompareOverlay(QWidget):
         picture = c.mode_image(self.axis) if self.role == "A" else None
         if picture is not None:
             image, (h0, v0) = picture
-            z = self.view.state.zoom
+            zh, zv = self.view.scales()  # anisotropic voxels keep their physical shape
             clip = QRectF(0, 0, self.width(), self.height())
             if mode == c.SWIPE:
                 x = self.divider_x()
@@ -89,8 +89,8 @@ class QtCompareOverlay(QWidget):
             painter.setClipRect(clip)
             painter.fillRect(clip, BACKGROUND)
             x0, y0 = self.view.to_widget(h0, v0)
-            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, z < 1.0)
-            painter.drawImage(QRectF(x0, y0, image.width() * z, image.height() * z), image)
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, min(zh, zv) < 1.0)
+            painter.drawImage(QRectF(x0, y0, image.width() * zh, image.height() * zv), image)
             self._paint_crosshair(painter)
             self._paint_frame(painter)
             painter.restore()
@@ -160,16 +160,16 @@ class QtCompareOverlay(QWidget):
         if len(rects) == 0:
             return
         view = self.view
-        z = view.state.zoom
+        zh, zv = view.scales()
         fill = QColor(BLOCK_COLOR)
         fill.setAlpha(28 if self.controller.mode in (self.controller.A_ONLY,
                                                       self.controller.SIDE) else 0)
-        thin = z * self.controller.block_len < 6  # blocks too small to outline: fill them
+        thin = min(zh, zv) * self.controller.block_len < 6  # too small to outline: fill them
         if thin:
             fill.setAlpha(150)
         # Widget coordinates of every rectangle at once; only those on screen are drawn.
         ch, cv = view.state.centers[self.axis]
-        xy = (rects.astype(np.float64) - (ch, cv, ch, cv)) * z \
+        xy = (rects.astype(np.float64) - (ch, cv, ch, cv)) * (zh, zv, zh, zv) \
             + (self.width() / 2, self.height() / 2, self.width() / 2, self.height() / 2)
         seen = (xy[:, 2] >= 0) & (xy[:, 0] <= self.width()) & (xy[:, 3] >= 0) \
             & (xy[:, 1] <= self.height())
