@@ -14,6 +14,7 @@ it gets the cores to itself.
     python -m benchmarks.format            # a table
     python -m benchmarks.format --json     # one JSON object
     python -m benchmarks.format --rounds 31
+    python -m benchmarks.format --compare-threads   # + ours on one thread, CPU per read
 """
 
 from __future__ import annotations
@@ -78,6 +79,24 @@ def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, out
 
 
+def _time_cpu(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and process CPU time (all threads) of one call: CPU / wall above 1 means the
+    helper thread really ran beside the caller."""
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _set_threads(n: int | None) -> None:
+    from viewer.format.wkw import boxread
+
+    boxread.DECODE_THREADS = _DEFAULT_THREADS if n is None else n
+
+
+_DEFAULT_THREADS = 0
+
+
 def compression_ratio(root: Path) -> float:
     """Uncompressed bytes / bytes on disk of the data files of a dataset."""
     ds = wkw.Dataset.open(root)
@@ -86,7 +105,8 @@ def compression_ratio(root: Path) -> float:
     return raw / sum(os.path.getsize(p) for p in files)
 
 
-def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
+def run(rounds: int, full_rounds: int, ops: list[str],
+        compare_threads: bool = False) -> dict[str, Any]:
     datasets = {
         "lz4hc": em_dataset("em512_lz4hc_f16", (SIDE, SIDE, SIDE), file_len=16),
         "raw": em_dataset("em512_raw_f16", (SIDE, SIDE, SIDE), block_type=wkw.BLOCK_TYPE_RAW,
@@ -114,13 +134,22 @@ def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
             n = full_rounds if op == "full" else rounds
             ours_t: list[float] = []
             ref_t: list[float] = []
+            one_t: list[float] = []  # ours on one thread (--compare-threads)
+            cpu: dict[str, list[float]] = {"ours": [], "reference": [], "ours_t1": []}
             for k in range(n):
                 offset, shape = _box(op, k)
-                sides = [(ours_t, _ours), (ref_t, _reference)]
+                sides: list[tuple[list[float], Callable[..., Any], str, int | None]] = [
+                    (ours_t, _ours, "ours", None), (ref_t, _reference, "reference", None)]
+                if compare_threads:
+                    sides.append((one_t, _ours, "ours_t1", 1))
                 if k % 2:
                     sides.reverse()
-                for times, fn in sides:
-                    times.append(_time(lambda: fn(path, offset, shape))[0])
+                for times, fn, name, threads in sides:
+                    _set_threads(threads)
+                    wall, used = _time_cpu(lambda: fn(path, offset, shape))
+                    times.append(wall)
+                    cpu[name].append(used)
+                _set_threads(None)
             ours_ms = statistics.median(ours_t) * 1e3
             ref_ms = statistics.median(ref_t) * 1e3
             result[f"{kind}_{op}_ours_ms"] = round(ours_ms, 3)
@@ -130,6 +159,15 @@ def run(rounds: int, full_rounds: int, ops: list[str]) -> dict[str, Any]:
             result[f"{kind}_{op}_ours_min_ms"] = round(min(ours_t) * 1e3, 3)
             result[f"{kind}_{op}_reference_min_ms"] = round(min(ref_t) * 1e3, 3)
             result[f"{kind}_{op}_min_ratio"] = round(min(ours_t) / min(ref_t), 3)
+            if compare_threads:
+                # CPU time is a mean (process_time ticks coarsely on some systems).
+                for name, times in (("ours", ours_t), ("reference", ref_t),
+                                    ("ours_t1", one_t)):
+                    result[f"{kind}_{op}_{name}_cpu_ms"] = round(
+                        statistics.mean(cpu[name]) * 1e3, 3)
+                one_ms = statistics.median(one_t) * 1e3
+                result[f"{kind}_{op}_ours_t1_ms"] = round(one_ms, 3)
+                result[f"{kind}_{op}_ours_t1_ratio"] = round(one_ms / ref_ms, 3)
     result["load_average_end"] = round(os.getloadavg()[0], 2)
     return result
 
@@ -144,13 +182,18 @@ def main(argv: list[str] | None = None) -> int:
                         ",".join(OPS))
     parser.add_argument("--threads", type=int, default=None,
                         help="decode threads of ours (default: the library's own choice)")
+    parser.add_argument("--compare-threads", action="store_true",
+                        help="also run ours on one thread in the same interleaved rounds, and "
+                             "report CPU time per read of every side (is the helper used?)")
     args = parser.parse_args(argv)
     ops = [op for op in args.ops.split(",") if op]
-    if args.threads is not None:
-        from viewer.format.wkw import boxread
+    global _DEFAULT_THREADS
+    from viewer.format.wkw import boxread
 
+    if args.threads is not None:
         boxread.DECODE_THREADS = args.threads
-    result = run(args.rounds, args.full_rounds, ops)
+    _DEFAULT_THREADS = boxread.DECODE_THREADS
+    result = run(args.rounds, args.full_rounds, ops, args.compare_threads)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -168,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{kind:6} {op:6} {result[f'{kind}_{op}_ours_ms']:9.2f} "
                   f"{result[f'{kind}_{op}_reference_ms']:9.2f} {ratio:8.2f}x "
                   f"{TARGETS[op]:6.2f}x {mark:6} {result[f'{kind}_{op}_min_ratio']:11.2f}x")
+            if args.compare_threads:
+                print(f"{'':6} {'':6} {result[f'{kind}_{op}_ours_t1_ms']:9.2f} "
+                      f"{'(ours, 1 thread)':>19} {result[f'{kind}_{op}_ours_t1_ratio']:5.2f}x   "
+                      f"CPU ms ours {result[f'{kind}_{op}_ours_cpu_ms']:.2f}, 1 thread "
+                      f"{result[f'{kind}_{op}_ours_t1_cpu_ms']:.2f}, reference "
+                      f"{result[f'{kind}_{op}_reference_cpu_ms']:.2f}")
     print("(the machine may be shared: absolute times are noisy, the ratios are measured "
           "interleaved in one run)", file=sys.stderr)
     return 0
