@@ -1,0 +1,97 @@
+"""Closing a mapped ``wkw.File`` closes its descriptor at once and leaves the unmapping to
+the helper thread (``file.UNMAP_IN_BACKGROUND``): the mapping really goes away, no
+descriptor outlives ``close``, a file replaced after close reads its new contents, and reads
+between many open/close rounds equal the reference's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+wkw_ref = pytest.importorskip("wkw")
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+
+from viewer.format import wkw  # noqa: E402
+from viewer.format.wkw import boxread  # noqa: E402
+from viewer.format.wkw import file as file_module  # noqa: E402
+
+BLOCK_LEN, FILE_LEN = 8, 4
+SIDE = BLOCK_LEN * FILE_LEN
+
+
+def _write_reference(root: Path, data: np.ndarray, block_type: int) -> None:
+    header = wkw_ref.Header(np.uint8, block_len=BLOCK_LEN, file_len=FILE_LEN,
+                            block_type=block_type)
+    with wkw_ref.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), data)
+
+
+def _mapped_paths() -> str:
+    with open("/proc/self/maps") as fh:
+        return fh.read()
+
+
+def _helper_idle() -> None:
+    """Wait until the helper has run everything queued before now (it has one thread)."""
+    boxread._decode_helper().submit(lambda: None).result(timeout=30)
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["background", "inline"])
+def test_close_unmaps_the_file(tmp_path: Path, background: bool,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_module, "UNMAP_IN_BACKGROUND", background)
+    monkeypatch.setattr(file_module, "USE_MMAP", True)
+    data = np.random.default_rng(1).integers(0, 9, (SIDE, SIDE, SIDE), dtype=np.uint8)
+    _write_reference(tmp_path, data, wkw_ref.Header.BLOCK_TYPE_LZ4HC)
+    path = tmp_path / "z0" / "y0" / "x0.wkw"
+    fds_before = len(os.listdir("/proc/self/fd"))
+    f = wkw.File.open(path)
+    assert f._data is not None
+    assert np.array_equal(f.read((0, 0, 0), (SIDE, SIDE, SIDE))[0], data)
+    assert str(path) in _mapped_paths()
+    f.close()
+    assert len(os.listdir("/proc/self/fd")) == fds_before  # closed at once, not later
+    _helper_idle()
+    assert str(path) not in _mapped_paths()
+    with pytest.raises(ValueError):
+        f.read((0, 0, 0), (1, 1, 1))
+
+
+@pytest.mark.parametrize("block_type", [1, 2], ids=["raw", "lz4hc"])
+def test_reads_across_rounds_of_open_and_close_equal_the_reference(
+        tmp_path: Path, block_type: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round opens, reads a plane or a box, closes (its unmapping queued on the helper,
+    possibly while the next round's read shares its decoding with the helper), and a file
+    rewritten by the reference between rounds reads its new contents."""
+    monkeypatch.setattr(file_module, "UNMAP_IN_BACKGROUND", True)
+    monkeypatch.setattr(file_module, "USE_MMAP", True)
+    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)  # every batch shared with the helper
+    monkeypatch.setattr(boxread, "PARALLEL_RAW_BYTES", 0)
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
+    rng = np.random.default_rng(2)
+    root = tmp_path / "ds"
+    boxes = [((0, 5, 0), (2 * SIDE, 1, 2 * SIDE)), ((7, 0, 0), (1, 2 * SIDE, 2 * SIDE)),
+             ((3, 9, 30), (20, 17, 11)), ((0, 0, 13), (2 * SIDE, 2 * SIDE, 1))]
+    for version in range(3):
+        data = rng.integers(0, 255, (2 * SIDE, 2 * SIDE, 2 * SIDE), dtype=np.uint8)
+        fresh = tmp_path / f"v{version}"
+        _write_reference(fresh, data, block_type)
+        for path in sorted(fresh.rglob("*.wkw")):  # replaced in place, as a writer does
+            target = root / path.relative_to(fresh)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+        for offset, shape in boxes:
+            ds = wkw.Dataset.open(root)
+            try:
+                ours = ds.read(offset, shape)
+            finally:
+                ds.close()
+            with wkw_ref.Dataset.open(str(root)) as ref:
+                expected = ref.read(offset, shape)
+            assert np.array_equal(ours, expected), (version, offset, shape)
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            assert np.array_equal(ours[0], data[sl])
+    _helper_idle()
