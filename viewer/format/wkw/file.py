@@ -17,7 +17,14 @@ merged ranges and a fresh mapping cost the same; on raw planes pread of whole bl
 buffer or in smaller batches gained nothing on planes: the work is the decoding.  Planes
 where every block is decoded whole (XZ, YZ) cost about 1.25x the reference on one thread
 (its overhead per read is smaller: no page faults or unmapping, copies in compiled code) and
-beat it only with the helper on the second core.  The 64^3 box stays at about 1.3x (LZ4HC)
+beat it only with the helper on the second core.  Two threads decoding at once each run about
+20% slower here (measured on pure decoding, no Python between blocks), and with any other
+load the helper often gets no core.  The mapping is made with libc's mmap (no descriptor of
+its own), so ``close`` closes the descriptor at once and leaves the unmapping (about 0.5 ms
+for a plane's pages) to the helper thread.  Measured and not kept: ``pread`` of the blocks
+into a per-thread buffer instead of decoding from the mapping (the copy costs what the page
+faults and unmapping cost), MADV_POPULATE_READ of the needed ranges (no gain), sharing the
+copy out of a plane with the helper (slower), 2-16 blocks per shared chunk (no difference).  The 64^3 box stays at about 1.3x (LZ4HC)
 and 1.6x (raw): numpy's copy costs about 10 ns per row of at most a block's width, and
 opening a file costs about 0.08 ms against the reference's 0.02.
 
@@ -514,7 +521,9 @@ def _map_pages(fd: int, size: int) -> npt.NDArray[np.uint8] | None:
     if address is None or address == _MAP_FAILED:
         return None
     pages = (ctypes.c_ubyte * size).from_address(address)
-    weakref.finalize(pages, _LIBC.munmap, address, size)
+    # Not at exit: an array still alive then (a daemon thread's) must stay readable; the
+    # process's end unmaps everything anyway.
+    weakref.finalize(pages, _LIBC.munmap, address, size).atexit = False
     return np.frombuffer(cast(Any, pages), dtype=np.uint8)
 
 
