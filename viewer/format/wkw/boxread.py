@@ -92,6 +92,13 @@ def release_later(data: npt.NDArray[np.uint8]) -> None:
         pass
 
 
+def wait_for_helper() -> None:
+    """Return when the helper thread has done everything handed to it so far (unmappings
+    included): a benchmark calls it, untimed, so that work left by one round does not slow the
+    next."""
+    _decode_helper().submit(_drop, None).result()
+
+
 def _forget_helper() -> None:
     """In a forked child the helper thread does not exist: start a new one when needed."""
     global _helper
