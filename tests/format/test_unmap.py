@@ -95,3 +95,29 @@ def test_reads_across_rounds_of_open_and_close_equal_the_reference(
             sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
             assert np.array_equal(ours[0], data[sl])
     _helper_idle()
+
+
+def _ctypes_array_types() -> int:
+    import ctypes
+    import gc
+
+    return sum(1 for o in gc.get_objects() if isinstance(o, type) and issubclass(o, ctypes.Array))
+
+
+def test_mapping_files_of_many_sizes_creates_no_types(tmp_path):
+    """Regression: each mapping made a ctypes array type of its size, which ctypes caches for
+    good: one per distinct file size, unbounded on a long session over many files."""
+    header = wkw.Header(np.uint8, block_len=8, file_len=1, block_type=wkw.BLOCK_TYPE_LZ4)
+    ds = wkw.Dataset.create(str(tmp_path / "ds"), header)
+    rng = np.random.default_rng(5)
+    for k in range(40):  # 40 files, each compressing to its own size
+        block = np.zeros((8, 8, 8), dtype=np.uint8)
+        block.flat[: 12 * (k + 1)] = rng.integers(0, 255, 12 * (k + 1), dtype=np.uint8)
+        ds.write((8 * k, 0, 0), block)
+    sizes = {os.path.getsize(ds.file_path(k, 0, 0)) for k in range(40)}
+    assert len(sizes) > 20
+    before = _ctypes_array_types()
+    for k in range(40):
+        with wkw.File.open(ds.file_path(k, 0, 0)) as f:
+            f.read((0, 0, 0), (8, 8, 8))
+    assert _ctypes_array_types() - before < 3

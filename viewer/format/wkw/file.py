@@ -520,11 +520,22 @@ def _map_pages(fd: int, size: int) -> npt.NDArray[np.uint8] | None:
     address = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
     if address is None or address == _MAP_FAILED:
         return None
-    pages = (ctypes.c_ubyte * size).from_address(address)
+    pages = _Pages(address, size)
     # Not at exit: an array still alive then (a daemon thread's) must stay readable; the
     # process's end unmaps everything anyway.
     weakref.finalize(pages, _LIBC.munmap, address, size).atexit = False
-    return np.frombuffer(cast(Any, pages), dtype=np.uint8)
+    return np.asarray(pages)
+
+
+class _Pages:
+    """Owner of one libc mapping, seen by numpy through the array interface: arrays viewing
+    it keep it alive, and it is unmapped when it is collected.  (A ctypes array type per
+    mapping size would do the same, but ctypes caches every such type for good: one per
+    file size, unbounded over a long session on a dataset of many files.)"""
+
+    def __init__(self, address: int, size: int) -> None:
+        self.__array_interface__ = {"data": (address, True), "shape": (size,),
+                                    "typestr": "|u1", "version": 3}
 
 
 def check_limits(header: Header, path: str | os.PathLike[str] | None = None) -> None:
