@@ -19,6 +19,11 @@ interface to the window is narrow:
 
 All file access runs on worker threads of ``viewer.core.inspect`` or a one-thread executor;
 results come back through ``QtResultBridge`` (queued), so the GUI thread only formats.
+
+This module holds the composition (state, signals, public interface, background work); each
+tab or area is a mixin in its own module: ``header_tab``, ``files_tab``, ``jump_table_tab``,
+``sizes_tab``, ``byte_layout_tab``, ``problems_tab``, ``map_tab``, ``mag_selector``, with
+``table_style`` (shared table sizing), ``loaded_file`` and ``tab_index``.
 """
 
 from __future__ import annotations
@@ -29,27 +34,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontDatabase
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
-    QListWidget,
     QListWidgetItem,
     QProgressBar,
-    QPushButton,
-    QScrollArea,
     QSizePolicy,
-    QSplitter,
-    QTableView,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -57,41 +49,32 @@ from PySide6.QtWidgets import (
 
 from viewer.core import inspect
 from viewer.format import FormatError, wkw
-from viewer.format.webknossos import Layer, Mag, WkDataset, mag_name
+from viewer.format.webknossos import WkDataset
 from viewer.ui.inspector.bridge import QtResultBridge
-from viewer.ui.inspector.models import QtFilesModel, QtJumpTableModel
+from viewer.ui.inspector.byte_layout_tab import ByteLayoutTabMixin
+from viewer.ui.inspector.files_tab import FilesTabMixin
+from viewer.ui.inspector.header_tab import HeaderTabMixin
+from viewer.ui.inspector.jump_table_tab import JumpTableTabMixin
+from viewer.ui.inspector.loaded_file import Vec3, _LoadedFile
+from viewer.ui.inspector.mag_selector import MagSelectorMixin
+from viewer.ui.inspector.map_tab import MapTabMixin
 from viewer.ui.inspector.overlay import (
     QtCompressionOverlay,
     QtGridOverlay,
     QtSliceOverlay,
-    colormap,
-    metric_levels,
 )
+from viewer.ui.inspector.problems_tab import ProblemsTabMixin
+from viewer.ui.inspector.sizes_tab import SizesTabMixin
+from viewer.ui.inspector.tab_index import LAYOUT_TAB, MAP_TAB, SIZES_TAB
+from viewer.ui.inspector.table_style import TableStyleMixin
 
-Vec3 = tuple[int, int, int]
-AXIS_NAMES = {2: "XY", 1: "XZ", 0: "YZ"}
-AXIS_COLOURS = {2: (230, 60, 60), 1: (60, 200, 60), 0: (80, 120, 255)}
-DIFF_BRUSH = QBrush(QColor(255, 215, 120))
-SIZES_TAB, LAYOUT_TAB, MAP_TAB = 3, 4, 6
 #: Rows of the file table arrive at most this often (each arrival repaints the table).
 SCAN_BATCH_SECONDS = 0.25
-#: Items listed at most when a histogram bar is clicked.
-MAX_LISTED = 2000
 
 
-class _LoadedFile:
-    """What the worker hands back for the current file."""
-
-    def __init__(self, position: Vec3, path: str, report: inspect.HeaderReport | None,
-                 table: inspect.BlockTable | None, error: FormatError | None) -> None:
-        self.position = position
-        self.path = path
-        self.report = report
-        self.table = table
-        self.error = error
-
-
-class QtInspectorPanel(QWidget):
+class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTabMixin,
+                       ByteLayoutTabMixin, ProblemsTabMixin, MapTabMixin, MagSelectorMixin,
+                       TableStyleMixin, QWidget):
     """Header, files, jump table, block sizes, byte layout, problems and the compression map of
     a WKW dataset.  GUI thread only."""
 
@@ -150,21 +133,7 @@ class QtInspectorPanel(QWidget):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        self.wk_bar = QWidget()
-        bar = QHBoxLayout(self.wk_bar)
-        bar.setContentsMargins(0, 0, 0, 0)
-        self.layer_combo = QComboBox()
-        self.layer_combo.setToolTip("webKnossos layer to inspect")
-        self.mag_combo = QComboBox()
-        self.mag_combo.setToolTip("mag of the layer to inspect (its own WKW dataset)")
-        bar.addWidget(QLabel("layer"))
-        bar.addWidget(self.layer_combo, 1)
-        bar.addWidget(QLabel("mag"))
-        bar.addWidget(self.mag_combo)
-        self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
-        self.mag_combo.currentIndexChanged.connect(self._on_mag_changed)
-        self.wk_bar.hide()
-        layout.addWidget(self.wk_bar)
+        self._build_mag_selector(layout)
         top = QHBoxLayout()
         self.title = QLabel("no dataset")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -198,222 +167,18 @@ class QtInspectorPanel(QWidget):
         self._build_problems_tab()
         self._build_map_tab()
 
-    def _build_header_tab(self, mono: QFont) -> None:
-        w = QWidget()
-        v = QVBoxLayout(w)
-        v.setContentsMargins(6, 4, 6, 4)
-        v.setSpacing(4)
-        self.header_path = QLabel("")
-        self.header_path.setWordWrap(True)
-        self.header_path.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.header_hex = QLabel("")
-        self.header_hex.setFont(mono)
-        self.header_hex.setWordWrap(True)
-        self.header_hex.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.header_hex.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.header_fields = QTableWidget(0, 4)
-        self.header_fields.setHorizontalHeaderLabels(["field", "bytes", "raw", "meaning"])
-        self.geometry_table = QTableWidget(0, 2)
-        self.geometry_table.setHorizontalHeaderLabels(["derived", "value"])
-        for table in (self.header_fields, self.geometry_table):
-            self._compact_table(table)
-        self.header_diffs = QLabel("")
-        self.header_diffs.setWordWrap(True)
-        v.addWidget(self.header_path)
-        v.addWidget(self.header_hex)
-        v.addWidget(self.header_fields)
-        v.addWidget(self.header_diffs)
-        v.addWidget(self.geometry_table)
-        v.addStretch(1)
-        # The tab scrolls as one page (the tables are as tall as their rows): no nested
-        # scroll bars, and never a horizontal one.
-        page = QScrollArea()
-        page.setWidgetResizable(True)
-        page.setFrameShape(QFrame.Shape.NoFrame)
-        page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        page.setWidget(w)
-        self.tabs.addTab(page, "Header")
 
-    @staticmethod
-    def _compact_table(table: QTableWidget) -> None:
-        """A small read-only table shown whole: one text line per row (long cells elided,
-        the whole text in the tooltip), narrow columns sized to their contents, the last one
-        taking the rest of the width, its height that of its rows."""
-        table.verticalHeader().hide()
-        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
-        header = table.horizontalHeader()
-        for c in range(table.columnCount() - 1):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
-        table.setWordWrap(False)
-        table.setTextElideMode(Qt.TextElideMode.ElideRight)
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + 4)
 
-    @staticmethod
-    def _fit_table_height(table: QTableWidget) -> None:
-        rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
-        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + rows
-                             + 2 * table.frameWidth())
 
-    def _build_files_tab(self) -> None:
-        self.files_model = QtFilesModel()
-        self.files_view = QTableView()
-        self.files_view.setModel(self.files_model)
-        self._fast_table(self.files_view)
-        self.files_view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        self.files_view.setSortingEnabled(True)
-        self.files_view.horizontalHeader().resizeSection(0, 120)
-        # Mouse and keyboard alike: the current row moving is the user's choice.
-        self.files_view.selectionModel().currentRowChanged.connect(
-            lambda cur, _prev: self._on_file_row_clicked(cur))
-        self.tabs.addTab(self.files_view, "Files")
 
-    def _build_blocks_tab(self) -> None:
-        w = QWidget()
-        v = QVBoxLayout(w)
-        row = QHBoxLayout()
-        self.blocks_summary = QLabel("")
-        self.blocks_summary.setWordWrap(True)
-        self.blocks_summary.setSizePolicy(QSizePolicy.Policy.Ignored,
-                                          QSizePolicy.Policy.Preferred)
-        self.decode_button = QPushButton("Decode all")
-        self.decode_button.setToolTip("Decodes every block of this file in the background to "
-                                      "flag constant and all-zero blocks")
-        self.decode_button.clicked.connect(self._on_decode_clicked)
-        row.addWidget(self.blocks_summary, 1)
-        row.addWidget(self.decode_button)
-        v.addLayout(row)
-        self.jump_model = QtJumpTableModel()
-        self.jump_view = QTableView()
-        self.jump_view.setModel(self.jump_model)
-        self._fast_table(self.jump_view)
-        # Narrow block coordinates, so that offsets and sizes fit the quadrant.
-        for c, width in enumerate((64, 34, 34, 34, 84, 84, 64, 50)):
-            self.jump_view.horizontalHeader().resizeSection(c, width)
-        self.jump_view.horizontalHeader().setStretchLastSection(True)
-        self.jump_view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        self.jump_view.setSortingEnabled(True)
-        self.jump_view.selectionModel().currentRowChanged.connect(
-            lambda cur, _prev: self._on_block_row_clicked(cur))
-        v.addWidget(self.jump_view, 1)
-        self.tabs.addTab(w, "Jump table")
 
-    def _build_sizes_tab(self) -> None:
-        split = QSplitter(Qt.Orientation.Vertical)
-        top = QWidget()
-        v = QVBoxLayout(top)
-        v.setContentsMargins(0, 0, 0, 0)
-        self.hist_scope = QComboBox()
-        self.hist_scope.addItems(["current file", "whole dataset"])
-        self.hist_scope.currentIndexChanged.connect(lambda _i: self._update_histogram())
-        v.addWidget(self.hist_scope)
-        self._hist_box = v
-        self.hist_plot: pg.PlotWidget | None = None  # built when first shown
-        self.hist_list = QListWidget()
-        self.hist_list.itemClicked.connect(self._on_target_item_clicked)
-        split.addWidget(top)
-        split.addWidget(self.hist_list)
-        split.setStretchFactor(0, 3)  # the histogram gets most of the height
-        split.setStretchFactor(1, 1)
-        self.tabs.addTab(split, "Sizes")
 
-    def _ensure_hist_plot(self) -> pg.PlotWidget:
-        """The histogram plot, built on first use (pyqtgraph plots cost to build)."""
-        if self.hist_plot is None:
-            self.hist_plot = pg.PlotWidget()
-            self.hist_plot.setLabel("bottom", "compressed block size", units="B")
-            self.hist_plot.setLabel("left", "blocks")
-            self.hist_plot.setMouseEnabled(x=False, y=False)
-            self.hist_plot.setMinimumHeight(160)  # the list below takes what is left
-            self.hist_bars = pg.BarGraphItem(x0=[], x1=[], height=[], brush=(90, 140, 220))
-            self.hist_plot.addItem(self.hist_bars)
-            self.hist_plot.scene().sigMouseClicked.connect(self._on_histogram_clicked)
-            self._hist_box.addWidget(self.hist_plot, 1)
-        return self.hist_plot
 
-    def _build_layout_tab(self) -> None:
-        w = QWidget()
-        v = QVBoxLayout(w)
-        self._layout_box = v
-        self.layout_plot: pg.PlotWidget | None = None  # built when first shown
-        self.layout_marks: dict[int, pg.ScatterPlotItem] = {}
-        self.layout_text = QLabel("")
-        # One line per plane, clipped rather than wrapped: a word-wrapped label here made the
-        # page taller than the quadrant (height for width inside the tab stack).
-        self.layout_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        v.addWidget(self.layout_text)
-        self.tabs.addTab(w, "Byte layout")
 
-    def _ensure_layout_plot(self) -> pg.PlotWidget:
-        if self.layout_plot is None:
-            self.layout_plot = pg.PlotWidget()
-            self.layout_plot.setLabel("bottom", "Morton index")
-            self.layout_plot.setLabel("left", "byte offset", units="B")
-            self.layout_curve = self.layout_plot.plot([], [],
-                                                      pen=pg.mkPen((180, 180, 180), width=1))
-            self.layout_curve.setDownsampling(auto=True, method="peak")  # 32,768 points
-            self.layout_curve.setClipToView(True)
-            for axis, colour in AXIS_COLOURS.items():
-                item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(*colour, 200))
-                self.layout_plot.addItem(item)
-                self.layout_marks[axis] = item
-            self._layout_box.insertWidget(0, self.layout_plot, 1)
-        return self.layout_plot
 
-    def _build_problems_tab(self) -> None:
-        self.problems_list = QListWidget()
-        self.problems_list.itemClicked.connect(self._on_target_item_clicked)
-        self.tabs.addTab(self.problems_list, "Problems")
 
-    def _build_map_tab(self) -> None:
-        w = QWidget()
-        v = QVBoxLayout(w)
-        self.map_toggle = QCheckBox("compression map on the slice views")
-        self.map_toggle.setChecked(False)  # a viewer first: the map is asked for
-        self.map_toggle.toggled.connect(self._on_overlay_toggles)
-        self.metric_box = QComboBox()
-        self.metric_box.addItems(["compressed size", "compression ratio"])
-        self.metric_box.currentIndexChanged.connect(self._on_metric_changed)
-        self.block_grid_toggle = QCheckBox("block grid")
-        self.file_grid_toggle = QCheckBox("file grid")
-        for box in (self.block_grid_toggle, self.file_grid_toggle):
-            box.toggled.connect(self._on_overlay_toggles)
-        v.addWidget(self.map_toggle)
-        v.addWidget(self.metric_box)
-        v.addWidget(self.block_grid_toggle)
-        v.addWidget(self.file_grid_toggle)
-        self._map_box = v
-        self.colorbar: pg.ColorBarItem | None = None  # built when first shown
-        v.addStretch(1)
-        self.tabs.addTab(w, "Map")
 
-    def _ensure_colorbar(self) -> pg.ColorBarItem:
-        if self.colorbar is None:
-            self.colorbar_view = pg.GraphicsLayoutWidget()
-            self.colorbar_view.setFixedHeight(80)
-            self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(),
-                                            interactive=False, orientation="horizontal",
-                                            label="bytes")
-            self.colorbar_view.addItem(self.colorbar)
-            self._map_box.insertWidget(4, self.colorbar_view)
-        return self.colorbar
 
-    @staticmethod
-    def _fast_table(view: QTableView) -> None:
-        """Fixed row heights and no content-based sizing: scrolling stays O(visible rows)."""
-        view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        view.verticalHeader().setDefaultSectionSize(20)
-        view.verticalHeader().hide()
-        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        view.horizontalHeader().setDefaultSectionSize(80)
-        view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        view.setWordWrap(False)
 
     # == public interface =====================================================================
     def set_dataset(self, dataset: wkw.Dataset | None) -> None:
@@ -497,18 +262,7 @@ class QtInspectorPanel(QWidget):
         self._fill_mags(wk.layer(layer), mag if mag is not None else window_mag)
         self._inspect_selected()
 
-    @property
-    def selected_layer(self) -> Layer | None:
-        if self.webknossos is None or self.layer_combo.currentIndex() < 0:
-            return None
-        return self.webknossos.layer(str(self.layer_combo.currentData()))
 
-    @property
-    def selected_mag(self) -> Mag | None:
-        layer = self.selected_layer
-        if layer is None or self.mag_combo.currentIndex() < 0:
-            return None
-        return layer.mag(tuple(self.mag_combo.currentData()))
 
     def select_mag(self, layer: str | None = None, mag: Any = None) -> None:
         """Pick ``layer`` (by name) and ``mag`` (any spelling) as the combo boxes would."""
@@ -526,69 +280,12 @@ class QtInspectorPanel(QWidget):
                 if tuple(self.mag_combo.itemData(i)) == target:
                     self.mag_combo.setCurrentIndex(i)
 
-    def _fill_mags(self, layer: Layer, prefer: Vec3 | None) -> None:
-        self.mag_combo.blockSignals(True)
-        self.mag_combo.clear()
-        chosen = 0
-        for i, m in enumerate(layer.mags):
-            self.mag_combo.addItem(mag_name(m.mag, False), m.mag)
-            if m.mag == prefer:
-                chosen = i
-        self.mag_combo.setCurrentIndex(chosen)
-        self.mag_combo.blockSignals(False)
 
-    def _on_layer_changed(self, _index: int) -> None:
-        layer = self.selected_layer
-        if layer is None:
-            return
-        current = self.mag_combo.currentData()
-        self._fill_mags(layer, tuple(current) if current is not None else self._window_mag)
-        self._inspect_selected()
 
-    def _on_mag_changed(self, _index: int) -> None:
-        self._inspect_selected()
 
-    def _inspect_selected(self) -> None:
-        """Inspect the WKW dataset of the selected layer and mag (opened now, from its
-        header.wkw: cheap); a mag that cannot be opened is shown as a problem."""
-        layer, mag = self.selected_layer, self.selected_mag
-        if layer is None or mag is None:
-            return
-        cursor = self._window_cursor
-        self._scale = (mag.mag[0] / self._window_mag[0], mag.mag[1] / self._window_mag[1],
-                       mag.mag[2] / self._window_mag[2])
-        self._apply_scale()
-        try:
-            dataset = mag.dataset
-        except FormatError as exc:
-            self.set_dataset(None)
-            self.title.setText(f"{layer.name}/{mag.name}: cannot be opened")
-            self.problems_list.addItem(QListWidgetItem(f"{mag.path}: {exc}"))
-            return
-        self._window_cursor = cursor
-        self.set_dataset(dataset)
-        self.title.setText(f"<b>{layer.name}/{mag_name(mag.mag, False)}</b> · "
-                           + self.title.text().split(" · ", 1)[-1])
-        self.mag_selected.emit(layer.name, mag.mag)
 
-    def _apply_scale(self) -> None:
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.set_scale(self._scale)
 
-    def _to_inspected(self, window_pos: Vec3) -> Vec3:
-        """A window voxel as a voxel of the inspected mag."""
-        s = self._scale
-        return (int(window_pos[0] // s[0]), int(window_pos[1] // s[1]),
-                int(window_pos[2] // s[2]))
 
-    def _to_window(self, pos: Vec3) -> Vec3:
-        """An inspected mag voxel as the window voxel at its start (its centre when it covers
-        several window voxels)."""
-        s = self._scale
-        return (int(pos[0] * s[0] + max(s[0] - 1, 0) // 2),
-                int(pos[1] * s[1] + max(s[1] - 1, 0) // 2),
-                int(pos[2] * s[2] + max(s[2] - 1, 0) // 2))
 
     def show_cursor(self, position: tuple[int, int, int] | list[int]) -> None:
         """The window's cursor is at its voxel ``position`` (the inspected dataset's voxel
@@ -779,21 +476,7 @@ class QtInspectorPanel(QWidget):
                 self._update_visible_tab()
             self.scan_finished.emit(batch.total or 0)
 
-    def _add_problems(self, rows: tuple[inspect.FileStats, ...]) -> None:
-        if not any(r.problems for r in rows):
-            return
-        for r in rows:
-            if r.problems:
-                self._add_problem_items(r.path, r.problems)
 
-    def _add_problem_items(self, path: str, problems: Any) -> None:
-        self.problems_list.setUpdatesEnabled(False)
-        for p in problems:
-            item = QListWidgetItem(str(p))
-            item.setData(Qt.ItemDataRole.UserRole, (p.path or path, p.block))
-            self.problems_list.addItem(item)
-        self.problems_list.setUpdatesEnabled(True)
-        self.tabs.setTabText(5, f"Problems ({self.problems_list.count()})")
 
     # == the current file =====================================================================
     def _on_file_loaded(self, loaded: _LoadedFile) -> None:
@@ -827,69 +510,7 @@ class QtInspectorPanel(QWidget):
                 self._syncing = False
         self.file_shown.emit(loaded.path if t is not None else "")
 
-    def _show_header(self, loaded: _LoadedFile) -> None:
-        rep = loaded.report
-        self.header_fields.setRowCount(0)
-        self.geometry_table.setRowCount(0)
-        self._fit_table_height(self.header_fields)
-        self._fit_table_height(self.geometry_table)
-        if rep is None:
-            self.header_path.setText(f"{loaded.path}\n" + (
-                "absent (sparse dataset: reads as zeros)" if loaded.error is None
-                else str(loaded.error)))
-            self.header_hex.setText("")
-            self.header_diffs.setText("")
-            return
-        text = rep.path
-        if rep.error is not None:
-            text += f"\nheader error: {rep.error.reason}"
-        elif loaded.error is not None:
-            text += f"\nerror: {loaded.error.reason}"
-        self.header_path.setText(text)
-        self.header_hex.setText("raw: " + rep.hex)
-        marked = {inspect.DIFFERENCE_FIELDS[name] for name in rep.differences}
-        self.header_fields.setRowCount(len(rep.fields))
-        for r, fld in enumerate(rep.fields):
-            raw = fld.raw.decode("latin-1") if isinstance(fld.raw, bytes) else str(fld.raw)
-            cells = [fld.name, f"{fld.first_byte}..{fld.first_byte + fld.length - 1}", raw,
-                     fld.meaning]
-            for c, value in enumerate(cells):
-                item = QTableWidgetItem(value)
-                item.setToolTip(value)
-                if fld.name in marked:
-                    item.setBackground(DIFF_BRUSH)
-                self.header_fields.setItem(r, c, item)
-        if rep.differences:
-            self.header_diffs.setText("differs from header.wkw (header.wkw vs file): " + "; ".join(
-                f"{k} {v}" for k, v in rep.differences.items()))
-            self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
-        else:
-            self.header_diffs.setText("matches header.wkw" if self.dataset is not None
-                                      and not self.dataset.single_file else "")
-            self.header_diffs.setStyleSheet("")
-        self.geometry_table.setRowCount(len(rep.geometry))
-        for r, (name, value) in enumerate(rep.geometry):
-            self.geometry_table.setItem(r, 0, QTableWidgetItem(name))
-            item = QTableWidgetItem(value)
-            item.setToolTip(value)
-            if "MISMATCH" in value:
-                item.setBackground(DIFF_BRUSH)
-            self.geometry_table.setItem(r, 1, item)
-        self._fit_table_height(self.header_fields)
-        self._fit_table_height(self.geometry_table)
 
-    def _select_block(self, index: int) -> None:
-        t = self.jump_model.table
-        if t is None or not 0 <= index < t.num_blocks:
-            return
-        row = self.jump_model.row_of_morton(index)
-        self._syncing = True
-        try:
-            mi = self.jump_model.index(row, 0)
-            self.jump_view.selectRow(row)
-            self.jump_view.scrollTo(mi, QAbstractItemView.ScrollHint.EnsureVisible)
-        finally:
-            self._syncing = False
 
     def _update_visible_tab(self) -> None:
         current = self.tabs.currentIndex()
@@ -902,149 +523,15 @@ class QtInspectorPanel(QWidget):
             elif current == MAP_TAB:
                 self._update_colorbar()
 
-    # == histogram ============================================================================
-    def _update_histogram(self) -> None:
-        edges = self._hist_edges
-        if edges is None:
-            return
-        if self.hist_scope.currentIndex() == 0:
-            t = self.current_table
-            counts = (np.histogram(t.sizes, bins=edges)[0] if t is not None
-                      else np.zeros(len(edges) - 1, dtype=np.int64))
-        else:
-            counts = np.zeros(len(edges) - 1, dtype=np.int64)
-            for r in self.files_model.rows:
-                if r.histogram is not None and len(r.histogram) == len(counts):
-                    counts += r.histogram
-        plot = self._ensure_hist_plot()
-        self.hist_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
-        plot.enableAutoRange()
-        self.hist_list.clear()
 
-    def _on_histogram_clicked(self, event: Any) -> None:
-        edges = self._hist_edges
-        if edges is None or self.dataset is None:
-            return
-        vb = self._ensure_hist_plot().getPlotItem().getViewBox()
-        if not vb.sceneBoundingRect().contains(event.scenePos()):
-            return
-        x = vb.mapSceneToView(event.scenePos()).x()
-        self.list_histogram_bin(int(np.searchsorted(edges, x, side="right")) - 1)
 
-    def list_histogram_bin(self, bin_index: int) -> None:
-        """List the blocks (current file) or files (whole dataset) in histogram bar
-        ``bin_index``; clicking an entry goes there."""
-        edges = self._hist_edges
-        self.hist_list.clear()
-        if edges is None or self.dataset is None or not 0 <= bin_index < len(edges) - 1:
-            return
-        lo, hi = edges[bin_index], edges[bin_index + 1]
-        if self.hist_scope.currentIndex() == 0:
-            t = self.current_table
-            if t is None:
-                return
-            found = np.flatnonzero((t.sizes >= lo) & (t.sizes < hi))
-            for index in found[:MAX_LISTED].tolist():
-                x, y, z = t.coords[index].tolist()
-                item = QListWidgetItem(f"block {index} ({x}, {y}, {z}): {int(t.sizes[index]):,} B")
-                item.setData(Qt.ItemDataRole.UserRole, (t.path, index))
-                self.hist_list.addItem(item)
-            if len(found) > MAX_LISTED:
-                self.hist_list.addItem(f"... {len(found) - MAX_LISTED} more")
-        else:
-            for r in self.files_model.rows:
-                if r.histogram is not None and r.histogram[bin_index] > 0:
-                    item = QListWidgetItem(f"{r.path}: {int(r.histogram[bin_index])} blocks")
-                    item.setData(Qt.ItemDataRole.UserRole, (r.path, None))
-                    self.hist_list.addItem(item)
 
-    # == byte layout ==========================================================================
-    def _update_layout_plot(self) -> None:
-        self._ensure_layout_plot()
-        t = self.current_table
-        if t is None:
-            self.layout_curve.setData([], [])
-            for item in self.layout_marks.values():
-                item.setData([], [])
-            self.layout_text.setText("")
-            return
-        self.layout_curve.setData(np.arange(t.num_blocks), t.starts.astype(np.float64))
-        self._update_layout_marks()
 
-    def _update_layout_marks(self) -> None:
-        t = self.current_table
-        if t is None or self._cursor is None or self.dataset is None:
-            return
-        side = self.dataset.header.file_len_vx
-        lines = []
-        for axis, item in self.layout_marks.items():
-            need = inspect.plane_blocks(t, axis, self._cursor[axis] % side)
-            item.setData(need.astype(np.float64), t.starts[need].astype(np.float64))
-            runs = inspect.read_runs(t, need)
-            span = (int(t.ends[need].max() - t.starts[need].min()) if len(need) else 0)
-            lines.append(f"{AXIS_NAMES[axis]} plane {'xyz'[axis]}={self._cursor[axis]}: "
-                         f"{len(need):,} blocks, {int(t.sizes[need].sum()):,} B in {runs:,} "
-                         f"read(s) over a {span:,} B span")
-        self.layout_text.setText("\n".join(lines))
 
-    # == the compression map ==================================================================
-    def _on_metric_changed(self, index: int) -> None:
-        self._metric = inspect.SIZE if index == 0 else inspect.RATIO
-        self._update_colorbar()
-        self._overlay_keys.clear()
-        self._refresh_overlays()
 
-    def _update_colorbar(self) -> None:
-        if self.dataset is None:
-            return
-        if self.tabs.currentIndex() != MAP_TAB and self.colorbar is None:
-            self._dirty_tabs.add(MAP_TAB)
-            return
-        colorbar = self._ensure_colorbar()
-        lo, hi = metric_levels(self._metric, self.dataset.header.block_bytes)
-        colorbar.setLevels((lo, hi))
-        colorbar.axis.setLabel("bytes per block" if self._metric == inspect.SIZE
-                                    else "log2 compression ratio")
 
-    def _on_overlay_toggles(self, *_args: Any) -> None:
-        for item in self._overlays.values():
-            item.setVisible(self.map_toggle.isChecked())
-        for block, files in self._grids.values():
-            block.setVisible(self.block_grid_toggle.isChecked())
-            files.setVisible(self.file_grid_toggle.isChecked())
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.show_map = self.map_toggle.isChecked()
-                w.show_block_grid = self.block_grid_toggle.isChecked()
-                w.show_file_grid = self.file_grid_toggle.isChecked()
-                w.update()
 
-    def _update_grid_spacing(self) -> None:
-        if self.dataset is None:
-            return
-        h = self.dataset.header
-        for block, files in self._grids.values():
-            block.set_grid(h.block_len, block.extent)
-            files.set_grid(h.file_len_vx, files.extent)
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.set_grid(h.block_len, h.file_len_vx, self._extent)
 
-    def _update_grid_extent(self, positions: set[Vec3]) -> None:
-        if self.dataset is None or not positions:
-            return
-        side = self.dataset.header.file_len_vx
-        lo = [min(p[a] for p in positions) * side for a in range(3)]
-        hi = [(max(p[a] for p in positions) + 1) * side for a in range(3)]
-        extent = ((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
-        if extent != self._extent:
-            self._extent = extent
-            self._update_grid_spacing()
-        for axis, (block, files) in self._grids.items():
-            u, v = inspect.IN_PLANE[axis]
-            rect = QRectF(lo[u], lo[v], hi[u] - lo[u], hi[v] - lo[v])
-            block.set_grid(block.spacing, rect)
-            files.set_grid(files.spacing, rect)
 
     # == user actions =========================================================================
     def _go_to(self, path: str, block: int | None) -> None:
@@ -1068,21 +555,8 @@ class QtInspectorPanel(QWidget):
         self._window_cursor = window_pos
         self.position_requested.emit(window_pos)
 
-    def _on_block_row_clicked(self, index: QModelIndex) -> None:
-        if (self._syncing or not index.isValid() or self._shown is None
-                or self.jump_model.table is None):
-            return
-        self._go_to(self._shown.path, self.jump_model.morton_of_row(index.row()))
 
-    def select_block_row(self, row: int) -> None:
-        """Select jump-table row ``row`` as a click would (moves the cursor to its block)."""
-        self.jump_view.selectRow(row)
 
-    def _on_file_row_clicked(self, index: QModelIndex) -> None:
-        if self._syncing or not index.isValid():
-            return
-        row = self.files_model.rows[index.row()]
-        self._go_to(row.path, None)
 
     def _on_target_item_clicked(self, item: QListWidgetItem) -> None:
         target = item.data(Qt.ItemDataRole.UserRole)
@@ -1090,52 +564,7 @@ class QtInspectorPanel(QWidget):
             path, block = target
             self._go_to(path, block)
 
-    def _on_decode_clicked(self) -> None:
-        t = self.current_table
-        if t is None:
-            return
-        if self._decode_cancel is not None:
-            self._decode_cancel.set()
-        cancel = threading.Event()
-        self._decode_cancel = cancel
-        token = self._next("decode")
-        path = t.path
-        bridge = self._bridge
-        n = t.num_blocks
 
-        def run() -> None:
-            try:
-                with wkw.File.open(path) as f:
-                    for part in inspect.scan_block_contents(f, np.arange(n), cancel):
-                        bridge.deliver("decode", token, part)
-            except (FormatError, OSError) as exc:
-                bridge.deliver("decode", token, exc)
-
-        self.decode_button.setEnabled(False)
-        threading.Thread(target=run, name="inspector-decode", daemon=True).start()
-
-    def _on_decoded(self, payload: Any) -> None:
-        t = self.current_table
-        if isinstance(payload, BaseException):
-            self.blocks_summary.setText(f"decoding stopped: {payload}")
-            self.decode_button.setEnabled(True)
-            return
-        if t is None:
-            return
-        indices, flags, errors = payload
-        t.apply_content_flags(indices, flags)
-        self.jump_model.flags_changed()
-        if errors:
-            self._add_problem_items(t.path, errors)
-        if len(indices) and int(indices[-1]) == t.num_blocks - 1:
-            self.decode_button.setEnabled(True)
-            decoded = t.flags & inspect.DECODED
-            self.blocks_summary.setText(
-                f"{t.num_blocks:,} blocks decoded: "
-                f"{int(np.count_nonzero(t.flags & inspect.ALL_ZERO))} all-zero, "
-                f"{int(np.count_nonzero((t.flags & inspect.CONSTANT) & ~(t.flags & inspect.ALL_ZERO)))}"
-                f" other constant, {int(np.count_nonzero(t.flags & inspect.DECODE_FAILED))} "
-                f"failed of {int(np.count_nonzero(decoded))}")
 
 
 __all__ = ["QtInspectorPanel"]

@@ -1,0 +1,81 @@
+"""The inspector's Byte layout tab: where each block lies in the file, and the blocks
+the cursor's planes need.
+
+Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
+use the panel's state.  GUI thread only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import (
+    QLabel,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from viewer.core import inspect
+
+AXIS_NAMES = {2: "XY", 1: "XZ", 0: "YZ"}
+AXIS_COLOURS = {2: (230, 60, 60), 1: (60, 200, 60), 0: (80, 120, 255)}
+
+class ByteLayoutTabMixin:
+    """The Byte layout tab of ``QtInspectorPanel``."""
+
+    def _build_layout_tab(self) -> None:
+        w = QWidget()
+        v = QVBoxLayout(w)
+        self._layout_box = v
+        self.layout_plot: pg.PlotWidget | None = None  # built when first shown
+        self.layout_marks: dict[int, pg.ScatterPlotItem] = {}
+        self.layout_text = QLabel("")
+        # One line per plane, clipped rather than wrapped: a word-wrapped label here made the
+        # page taller than the quadrant (height for width inside the tab stack).
+        self.layout_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        v.addWidget(self.layout_text)
+        self.tabs.addTab(w, "Byte layout")
+
+    def _ensure_layout_plot(self) -> pg.PlotWidget:
+        if self.layout_plot is None:
+            self.layout_plot = pg.PlotWidget()
+            self.layout_plot.setLabel("bottom", "Morton index")
+            self.layout_plot.setLabel("left", "byte offset", units="B")
+            self.layout_curve = self.layout_plot.plot([], [],
+                                                      pen=pg.mkPen((180, 180, 180), width=1))
+            self.layout_curve.setDownsampling(auto=True, method="peak")  # 32,768 points
+            self.layout_curve.setClipToView(True)
+            for axis, colour in AXIS_COLOURS.items():
+                item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(*colour, 200))
+                self.layout_plot.addItem(item)
+                self.layout_marks[axis] = item
+            self._layout_box.insertWidget(0, self.layout_plot, 1)
+        return self.layout_plot
+
+    def _update_layout_plot(self) -> None:
+        self._ensure_layout_plot()
+        t = self.current_table
+        if t is None:
+            self.layout_curve.setData([], [])
+            for item in self.layout_marks.values():
+                item.setData([], [])
+            self.layout_text.setText("")
+            return
+        self.layout_curve.setData(np.arange(t.num_blocks), t.starts.astype(np.float64))
+        self._update_layout_marks()
+
+    def _update_layout_marks(self) -> None:
+        t = self.current_table
+        if t is None or self._cursor is None or self.dataset is None:
+            return
+        side = self.dataset.header.file_len_vx
+        lines = []
+        for axis, item in self.layout_marks.items():
+            need = inspect.plane_blocks(t, axis, self._cursor[axis] % side)
+            item.setData(need.astype(np.float64), t.starts[need].astype(np.float64))
+            runs = inspect.read_runs(t, need)
+            span = (int(t.ends[need].max() - t.starts[need].min()) if len(need) else 0)
+            lines.append(f"{AXIS_NAMES[axis]} plane {'xyz'[axis]}={self._cursor[axis]}: "
+                         f"{len(need):,} blocks, {int(t.sizes[need].sum()):,} B in {runs:,} "
+                         f"read(s) over a {span:,} B span")
+        self.layout_text.setText("\n".join(lines))

@@ -1,0 +1,115 @@
+"""The inspector's Header tab: the current file's header bytes, fields, differences
+from header.wkw and derived geometry.
+
+Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
+use the panel's state.  GUI thread only."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (
+    QFrame,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from viewer.core import inspect
+from viewer.ui.inspector.loaded_file import _LoadedFile
+
+DIFF_BRUSH = QBrush(QColor(255, 215, 120))
+
+class HeaderTabMixin:
+    """The Header tab of ``QtInspectorPanel``."""
+
+    def _build_header_tab(self, mono: QFont) -> None:
+        w = QWidget()
+        v = QVBoxLayout(w)
+        v.setContentsMargins(6, 4, 6, 4)
+        v.setSpacing(4)
+        self.header_path = QLabel("")
+        self.header_path.setWordWrap(True)
+        self.header_path.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.header_hex = QLabel("")
+        self.header_hex.setFont(mono)
+        self.header_hex.setWordWrap(True)
+        self.header_hex.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.header_hex.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.header_fields = QTableWidget(0, 4)
+        self.header_fields.setHorizontalHeaderLabels(["field", "bytes", "raw", "meaning"])
+        self.geometry_table = QTableWidget(0, 2)
+        self.geometry_table.setHorizontalHeaderLabels(["derived", "value"])
+        for table in (self.header_fields, self.geometry_table):
+            self._compact_table(table)
+        self.header_diffs = QLabel("")
+        self.header_diffs.setWordWrap(True)
+        v.addWidget(self.header_path)
+        v.addWidget(self.header_hex)
+        v.addWidget(self.header_fields)
+        v.addWidget(self.header_diffs)
+        v.addWidget(self.geometry_table)
+        v.addStretch(1)
+        # The tab scrolls as one page (the tables are as tall as their rows): no nested
+        # scroll bars, and never a horizontal one.
+        page = QScrollArea()
+        page.setWidgetResizable(True)
+        page.setFrameShape(QFrame.Shape.NoFrame)
+        page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        page.setWidget(w)
+        self.tabs.addTab(page, "Header")
+
+    def _show_header(self, loaded: _LoadedFile) -> None:
+        rep = loaded.report
+        self.header_fields.setRowCount(0)
+        self.geometry_table.setRowCount(0)
+        self._fit_table_height(self.header_fields)
+        self._fit_table_height(self.geometry_table)
+        if rep is None:
+            self.header_path.setText(f"{loaded.path}\n" + (
+                "absent (sparse dataset: reads as zeros)" if loaded.error is None
+                else str(loaded.error)))
+            self.header_hex.setText("")
+            self.header_diffs.setText("")
+            return
+        text = rep.path
+        if rep.error is not None:
+            text += f"\nheader error: {rep.error.reason}"
+        elif loaded.error is not None:
+            text += f"\nerror: {loaded.error.reason}"
+        self.header_path.setText(text)
+        self.header_hex.setText("raw: " + rep.hex)
+        marked = {inspect.DIFFERENCE_FIELDS[name] for name in rep.differences}
+        self.header_fields.setRowCount(len(rep.fields))
+        for r, fld in enumerate(rep.fields):
+            raw = fld.raw.decode("latin-1") if isinstance(fld.raw, bytes) else str(fld.raw)
+            cells = [fld.name, f"{fld.first_byte}..{fld.first_byte + fld.length - 1}", raw,
+                     fld.meaning]
+            for c, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                item.setToolTip(value)
+                if fld.name in marked:
+                    item.setBackground(DIFF_BRUSH)
+                self.header_fields.setItem(r, c, item)
+        if rep.differences:
+            self.header_diffs.setText("differs from header.wkw (header.wkw vs file): " + "; ".join(
+                f"{k} {v}" for k, v in rep.differences.items()))
+            self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
+        else:
+            self.header_diffs.setText("matches header.wkw" if self.dataset is not None
+                                      and not self.dataset.single_file else "")
+            self.header_diffs.setStyleSheet("")
+        self.geometry_table.setRowCount(len(rep.geometry))
+        for r, (name, value) in enumerate(rep.geometry):
+            self.geometry_table.setItem(r, 0, QTableWidgetItem(name))
+            item = QTableWidgetItem(value)
+            item.setToolTip(value)
+            if "MISMATCH" in value:
+                item.setBackground(DIFF_BRUSH)
+            self.geometry_table.setItem(r, 1, item)
+        self._fit_table_height(self.header_fields)
+        self._fit_table_height(self.geometry_table)
