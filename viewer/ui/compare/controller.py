@@ -12,11 +12,9 @@ cursor, zoom and region: both follow the one ``ViewerState``).  The modes:
 - ``DIFFERENCE``: ``A - B`` through a diverging colormap with symmetric levels;
 - ``MASK``: A dimmed, with ``|A - B| > tolerance`` in yellow.
 
-The whole-dataset comparison is a ``viewer.core.compare.CompareJob`` on a thread of its own
-(plus its two pool threads); its callbacks hop to the GUI thread through ``QtCompareBridge``.
-Mismatching blocks stream into ``results`` and onto the views as outlines; ``go_to_mismatch``
-moves the cursor to the largest difference inside a block (found on a worker thread).  The
-job is cancelled and joined when another dataset is opened and when the window closes.
+The whole-dataset comparison (its job, results, mismatch navigation and the block outlines
+the overlays draw) is ``viewer.ui.compare.run.ComparisonRunMixin``, mixed into the
+controller; its signals are declared here.
 
 GUI thread only (the job's and the worker's callables excepted, which only call the bridge).
 """
@@ -24,9 +22,6 @@ GUI thread only (the job's and the worker's callables excepted, which only call 
 from __future__ import annotations
 
 import os
-import sys
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,76 +32,25 @@ from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication, QLabel, QSizePolicy, QSplitter
 
 from viewer.core import state as st
-from viewer.core.compare import (
-    BlockResult,
-    CompareJob,
-    Finding,
-    Summary,
-    abs_difference,
-)
 from viewer.core.compare.model import Box
 from viewer.core.loader import Loader
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
 from viewer.format import FormatError, wkw
 from viewer.ui.compare import images
-from viewer.ui.compare.bridge import QtCompareBridge, Update
 from viewer.ui.compare.overlay import A_COLOR, B_COLOR, QtCompareOverlay
-from viewer.ui.compare.remote import CompareProcess
+from viewer.ui.compare.run import (
+    PROCESS_THRESHOLD_BYTES,  # noqa: F401  (re-exported: part of this module's API before the split)
+    ComparisonRunMixin,
+    _describe,
+    find_voxel,
+    parse_box,
+)
 from viewer.ui.loading import QtLoadingBridge
 from viewer.ui.render import Palette, render_plane
 from viewer.ui.slice_view import QtSliceView
 
 Vec3 = tuple[int, int, int]
-#: Comparisons of more voxel bytes than this run in a child process.
-PROCESS_THRESHOLD_BYTES = 32 << 20
-
-
-def find_voxel(path_a: str, path_b: str, block: BlockResult, block_len: int,
-               tolerance: float) -> Vec3 | None:
-    """The voxel of ``block`` with the largest ``|A - B|`` above ``tolerance`` (the first
-    such in x, y, z order), or None when the block cannot be read.  Runs on a worker."""
-    try:
-        ds_a = wkw.Dataset.open(path_a)
-        try:
-            ds_b = wkw.Dataset.open(path_b)
-            try:
-                shape = (block_len, block_len, block_len)
-                a = np.moveaxis(ds_a.read(block.position, shape), 0, -1)
-                b = np.moveaxis(ds_b.read(block.position, shape), 0, -1)
-            finally:
-                ds_b.close()
-        finally:
-            ds_a.close()
-    except (FormatError, OSError):
-        return None
-    if a.shape[-1] != b.shape[-1]:
-        a, b = a[..., :1], b[..., :1]
-    if a.dtype != b.dtype:
-        a, b = a.astype(np.float64), b.astype(np.float64)
-    d = abs_difference(a, b).max(axis=-1)
-    d = np.where(d > tolerance, d, 0)
-    if not np.any(d):
-        return None
-    flat = int(np.argmax(np.transpose(d, (2, 1, 0))))  # first in x, then y, then z order
-    z, y, x = np.unravel_index(flat, (d.shape[2], d.shape[1], d.shape[0]))
-    p = block.position
-    return (p[0] + int(x), p[1] + int(y), p[2] + int(z))
-
-
-def parse_box(text: str) -> Box | None:
-    """``"x,y,z,w,h,d"`` (any separators) as a box; empty text: None (everything)."""
-    import re
-
-    numbers = re.findall(r"-?\d+", text)
-    if not numbers:
-        return None
-    if len(numbers) != 6:
-        raise ValueError(f"a box is six numbers x, y, z, w, h, d, not {text.strip()!r}")
-    v = [int(n) for n in numbers]
-    if min(v[:3]) < 0 or min(v[3:]) <= 0:
-        raise ValueError("a box needs a non-negative offset and a positive size")
-    return ((v[0], v[1], v[2]), (v[3], v[4], v[5]))
 
 
 def plane_value(plane: Plane | None, pos: Vec3) -> tuple[Any, int] | None:
@@ -126,7 +70,7 @@ def _fmt(v: Any) -> str:
     return str(int(v))
 
 
-class QtCompareController(QObject):
+class QtCompareController(ComparisonRunMixin, QObject):
     """Dataset B and everything the window does with it.  See the module docstring."""
 
     A_ONLY, SIDE, FLICKER, SWIPE, DIFFERENCE, MASK = (
@@ -167,35 +111,12 @@ class QtCompareController(QObject):
         self.overlays_b: dict[int, QtCompareOverlay] = {}
         self.overlays_a = {axis: QtCompareOverlay(view, self, "A")
                            for axis, view in window.views.items()}
-        self.bridge = QtCompareBridge(self)
-        self.bridge.updated.connect(self._on_job_update)
-        self.bridge.delivered.connect(self._on_delivered)
-        # The background comparison.
-        self.job: CompareJob | CompareProcess | None = None
-        #: Run comparisons in a child process: None decides by size, True / False force it.
-        self.use_process: bool | None = None
-        self.job_id = 0
-        self.running = False
-        self._job_thread: threading.Thread | None = None
-        self._old_threads: list[threading.Thread] = []
-        self.results: list[BlockResult] = []
-        self.findings: list[Finding] = []
-        self.progress: tuple[int, int] = (0, 0)
-        self.summary: Summary | None = None
-        self.error: BaseException | None = None
-        self.box: Box | None = None
-        self.block_len = 0
-        self._positions = np.zeros((0, 3), dtype=np.int64)
-        self._damaged = np.zeros(0, dtype=bool)
-        self.selected: int | None = None
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="wkw-compare-ui")
-        self._token = 0
+        self._init_run()
         self._closed = False
         # Caches of derived pictures.
         self._palettes: dict[str, Palette] = {}
         self._images: dict[int, tuple[tuple[Any, ...], QImage, npt.NDArray[Any], Any]] = {}
         self._diffs: dict[int, tuple[tuple[Any, ...], npt.NDArray[np.float64], float, Any]] = {}
-        self._rects: dict[int, tuple[Any, ...]] = {}
         self.level = 1.0
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
@@ -554,40 +475,6 @@ class QtCompareController(QObject):
         h_axis, v_axis = SCREEN_AXES[axis]
         return cached[1], (origin[h_axis], origin[v_axis])
 
-    def block_rects(self, axis: int, request: PlaneRequest
-                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_],
-                               tuple[int, int, int, int] | None]:
-        """The mismatching blocks the plane of ``request`` cuts, as screen-oriented dataset
-        rectangles ``(h0, v0, h1, v1)``, whether each is damaged, and the selected block's
-        rectangle (None when it is not on this plane).  The same blocks as
-        ``viewer.core.compare.mismatch_rects``, vectorised for tens of thousands of blocks."""
-        key = (request, len(self.results), self.selected, self.block_len)
-        cached = self._rects.get(axis)
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2], cached[3]
-        bl = self.block_len
-        p = self._positions
-        empty = (np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=bool), None)
-        if bl <= 0 or len(p) == 0:
-            self._rects[axis] = (key, *empty)
-            return empty
-        u, v = IN_PLANE[axis]
-        h_axis, v_axis = SCREEN_AXES[axis]
-        index = request.index
-        cut = ((p[:, axis] <= index) & (index < p[:, axis] + bl)
-               & (p[:, u] + bl > request.lo[0]) & (p[:, u] < request.hi[0])
-               & (p[:, v] + bl > request.lo[1]) & (p[:, v] < request.hi[1]))
-        hv = p[cut][:, [h_axis, v_axis]]
-        rects = np.concatenate([hv, hv + bl], axis=1)
-        damaged = self._damaged[cut]
-        selected = None
-        if self.selected is not None and self.selected < len(p) and cut[self.selected]:
-            s = p[self.selected]
-            selected = (int(s[h_axis]), int(s[v_axis]), int(s[h_axis]) + bl,
-                        int(s[v_axis]) + bl)
-        self._rects[axis] = (key, rects, damaged, selected)
-        return rects, damaged, selected
-
     def _update_views(self) -> None:
         for overlay in (*self.overlays_a.values(), *self.overlays_b.values()):
             overlay.update()
@@ -677,182 +564,6 @@ class QtCompareController(QObject):
                 break
         self.hover_label.setText(hover_text(a, b))
 
-    # == the background comparison ==============================================================
-    def start_comparison(self, box: Box | None = None) -> bool:
-        """Compare A and B block by block in the background (over ``box``, or everything),
-        with the current tolerance.  A running comparison is cancelled first."""
-        if not self.active or self.window.dataset_path is None or self.path_b is None:
-            return False
-        self._abandon_comparison()
-        self._clear_results()
-        self.job_id += 1
-        job_id = self.job_id
-        bridge = self.bridge
-        callbacks: dict[str, Any] = {
-            "on_progress": lambda done, total: bridge.job_progress(job_id, done, total),
-            "on_block": lambda r: bridge.job_block(job_id, r),
-            "on_finding": lambda f: bridge.job_finding(job_id, f)}
-        try:
-            if self._in_child_process(box):
-                job: CompareJob | CompareProcess = CompareProcess(
-                    self.window.dataset_path, self.path_b, box, self.tolerance, **callbacks)
-            else:
-                job = CompareJob(self.window.dataset_path, self.path_b, box=box,
-                                 tolerance=self.tolerance, workers=2, **callbacks)
-        except ValueError as exc:
-            self.window.show_error("Cannot start the comparison", str(exc))
-            return False
-        self.box = box
-        dataset = self.window.dataset
-        self.block_len = dataset.header.block_len if dataset is not None else 0
-        self.job = job
-        self.running = True
-        thread = threading.Thread(target=_run_job, args=(job, job_id, bridge),
-                                  name="wkw-compare-ui-job", daemon=True)
-        self._job_thread = thread
-        thread.start()
-        self.job_started.emit()
-        return True
-
-    def _in_child_process(self, box: Box | None) -> bool:
-        """Large comparisons run in a child process (``CompareProcess``: the numpy work
-        would hold this process's GIL and stall the window); small ones on a thread, where
-        they end before a child would have started.  ``use_process`` overrides."""
-        if self.use_process is not None:
-            return self.use_process
-        if getattr(sys, "frozen", False):
-            return False
-        dataset = self.window.dataset
-        if dataset is None:
-            return False
-        lo, hi = self.state.bounds
-        shape = [b - a for a, b in zip(lo, hi)] if box is None else list(box[1])
-        h = dataset.header
-        nbytes = int(shape[0]) * int(shape[1]) * int(shape[2]) * int(h.num_channels) \
-            * int(h.dtype.itemsize)
-        return nbytes > PROCESS_THRESHOLD_BYTES
-
-    def cancel_comparison(self, wait: bool = False) -> None:
-        """Stop the comparison after the chunks already running (it still reports what it
-        compared).  ``wait``: join its thread and those of earlier cancelled comparisons."""
-        if self.job is not None:
-            self.job.cancel()
-        if wait:
-            for thread in (*self._old_threads, self._job_thread):
-                if thread is not None:
-                    thread.join()
-            self._old_threads = []
-            self._job_thread = None
-
-    def _abandon_comparison(self) -> None:
-        """Cancel the comparison without waiting and ignore whatever it still reports (its
-        thread is joined later: at the next ``cancel_comparison(wait=True)`` or on close)."""
-        if self.job is not None:
-            self.job.cancel()
-        if self._job_thread is not None:
-            self._old_threads = [t for t in self._old_threads if t.is_alive()]
-            self._old_threads.append(self._job_thread)
-            self._job_thread = None
-        self.job = None
-        self.job_id += 1
-        self.running = False
-
-    def wait_for_job(self, timeout: float | None = None) -> bool:
-        """Join the comparison's thread; True when it ended."""
-        thread = self._job_thread
-        if thread is None:
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
-
-    def _clear_results(self) -> None:
-        self.results = []
-        self.findings = []
-        self.progress = (0, 0)
-        self.summary = None
-        self.error = None
-        self.selected = None
-        self._positions = np.zeros((0, 3), dtype=np.int64)
-        self._damaged = np.zeros(0, dtype=bool)
-        self._rects.clear()
-        self.results_changed.emit()
-        self._update_views()
-
-    def _on_job_update(self, job_id: int, update: Update) -> None:
-        if job_id != self.job_id or self._closed:
-            return  # a cancelled job's last words
-        if update.blocks:
-            self.results.extend(update.blocks)
-            self._positions = np.concatenate(
-                [self._positions, np.asarray([r.position for r in update.blocks],
-                                             dtype=np.int64).reshape(-1, 3)])
-            self._damaged = np.concatenate(
-                [self._damaged, np.asarray([r.error is not None for r in update.blocks],
-                                           dtype=bool)])
-        self.findings.extend(update.findings)
-        if update.progress is not None:
-            self.progress = update.progress
-        finished = update.finished
-        if finished is not None:
-            self.running = False
-            if isinstance(finished, Summary):
-                self.summary = finished
-                self.block_len = finished.block_len or self.block_len
-                self.progress = (finished.blocks_compared, finished.blocks_total)
-            else:
-                self.error = finished
-                self.window.show_error("The comparison stopped", _describe(finished))
-        self.results_changed.emit()
-        if update.blocks:
-            self._update_views()
-        if finished is not None:
-            self.job_finished.emit(finished)
-
-    # == navigation =============================================================================
-    def go_to_mismatch(self, index: int) -> None:
-        """Select mismatching block ``index`` and move the cursor to its largest difference
-        (its first voxel when it cannot be read)."""
-        if not self.results:
-            return
-        index %= len(self.results)
-        self.selected = index
-        self.selection_changed.emit(index)
-        self._update_views()
-        block = self.results[index]
-        self._token += 1
-        token = self._token
-        if self.window.dataset_path is None or self.path_b is None or self._closed:
-            return
-        future = self._executor.submit(find_voxel, self.window.dataset_path, self.path_b,
-                                       block, self.block_len, self.tolerance)
-
-        def done(f: Future[Vec3 | None]) -> None:
-            try:
-                payload: Any = f.result()
-            except BaseException as exc:  # noqa: BLE001  (handed over: the cursor goes to the block)
-                payload = exc
-            self.bridge.deliver("voxel", token, (block, payload))
-
-        future.add_done_callback(done)
-
-    def next_mismatch(self) -> None:
-        self.go_to_mismatch(0 if self.selected is None else self.selected + 1)
-
-    def previous_mismatch(self) -> None:
-        self.go_to_mismatch(-1 if self.selected is None else self.selected - 1)
-
-    def _on_delivered(self, kind: str, token: int, payload: Any) -> None:
-        if kind != "voxel" or token != self._token or self._closed:
-            return
-        block, found = payload
-        if isinstance(found, tuple):
-            pos = found
-        else:
-            half = max(self.block_len // 2, 0)
-            pos = tuple(p + half for p in block.position)
-        self.state.set_cursor(pos)
-        self.state.recenter()
-
     # == shutting down ==========================================================================
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() == QEvent.Type.Close:
@@ -868,24 +579,6 @@ class QtCompareController(QObject):
         self._closed = True
         self._executor.shutdown(wait=True, cancel_futures=True)
         self.state.unsubscribe(self._on_state_changed)
-
-    def threads(self) -> list[threading.Thread]:
-        """The threads this controller started that are still alive (for tests)."""
-        alive = []
-        for thread in (*self._old_threads, self._job_thread):
-            if thread is not None and thread.is_alive():
-                alive.append(thread)
-        return alive
-
-
-def _run_job(job: CompareJob | CompareProcess, job_id: int, bridge: QtCompareBridge) -> None:
-    """The comparison's thread: run the job, hand its end to the GUI thread."""
-    try:
-        outcome: Summary | BaseException = job.run()
-    except BaseException as exc:  # noqa: BLE001  (handed to the window, which says what happened)
-        outcome = exc
-    bridge.job_finished(job_id, outcome)
-
 
 def hover_text(a: tuple[Any, int] | None, b: tuple[Any, int] | None) -> str:
     """``A 12   B 15   A-B -3`` for the status bar (rich text)."""
@@ -930,12 +623,6 @@ def _short(path: str, limit: int = 28) -> str:
 
 def _fmt_level(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.4g}"
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return f"no such file or folder: {exc.filename or exc}"
-    return str(exc) or type(exc).__name__
 
 
 __all__ = [
