@@ -47,15 +47,25 @@ from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, ViewerState, format_posit
 from viewer.format import FormatError, wkw
 from viewer.format.wkw import morton
 from viewer.ui.contrast import QtContrastPanel
+# The names moved to error_banner, menus, opening and status_bar stay importable from here.
+from viewer.ui.error_banner import QtErrorBanner, _describe, _escape
+from viewer.ui.menus import KEYS_HELP, MenusMixin
+from viewer.ui.opening import (
+    RECENT_MAX,
+    QtExtentBridge,
+    RecentDatasetsMixin,
+    dataset_bounds,
+    settings_enabled,
+)
 from viewer.ui.render import Palette, histogram, render_plane, robust_range
 from viewer.ui.slice_view import AXIS_NAMES, QtSliceView
+from viewer.ui.status_bar import StatusBarMixin, _format_value
 
 if TYPE_CHECKING:
     from viewer.format.webknossos.dataset import WkDataset
     from viewer.format.webknossos.mag import Mag
 
 SourceFactory = Callable[[wkw.Dataset], PlaneSource]
-RECENT_MAX = 10
 HISTOGRAM_DELAY_MS = 150
 #: The contrast dock's width at start: narrow, so that the 2x2 grid gets the room.
 CONTRAST_DOCK_WIDTH = 220
@@ -65,84 +75,14 @@ QUICK_EXTENT_S = 0.15
 #: The cursor is kept this far (fraction of the view) inside a view after a key move.
 EDGE_MARGIN = 0.08
 
-KEYS_HELP = """<table cellspacing=4>
-<tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
-<tr><td><b>Drag</b> (any button)</td><td>pan the view</td></tr>
-<tr><td><b>Wheel</b> / <b>Shift+Wheel</b></td><td>next / previous slice (x10 with Shift)</td></tr>
-<tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
-<tr><td><b>1</b></td><td>one screen pixel per voxel (per smallest voxel side)</td></tr>
-<tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
-<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td><td>move along the focused view's normal</td></tr>
-<tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
-<tr><td><b>M</b>, <b>double-click</b></td><td>maximise the focused view / back to 2x2</td></tr>
-<tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
-<tr><td><b>I</b></td><td>invert</td></tr>
-<tr><td><b>Ctrl+G</b></td><td>go to a position (type or paste x, y, z)</td></tr>
-<tr><td><b>Ctrl+Shift+C</b></td><td>copy the cursor position</td></tr>
-<tr><td><b>Ctrl+O</b> / <b>Ctrl+Shift+O</b></td><td>open a dataset folder / a .wkw file</td></tr>
-</table>"""
 
-
-def settings_enabled() -> bool:
-    return not os.environ.get("WKW_VIEWER_NO_SETTINGS")
-
-
-def dataset_bounds(dataset: wkw.Dataset) -> tuple[st.Vec3, st.Vec3]:
-    """The voxel box covered by the data files present (one file when there is none).  Lists
-    every file: the window itself opens with ``extent.provisional_bounds`` and scans in the
-    background (``QtExtentBridge``)."""
-    side = dataset.file_len_vx
-    found = extent.scan_bounds(dataset)
-    return found if found is not None else ((0, 0, 0), (side, side, side))
-
-
-class QtExtentBridge(QObject):
-    """Carries an ``ExtentScan``'s reports from its thread to the GUI thread (queued)."""
-
-    #: (scan, bounds, done): the files found so far span ``bounds``.
-    extent_found = Signal(object, object, bool)
-
-    def report(self, scan: extent.ExtentScan, bounds: extent.Bounds, done: bool) -> None:
-        """Called on the scan's thread."""
-        self.extent_found.emit(scan, bounds, done)
-
-
-class QtErrorBanner(QFrame):
-    """A red strip above the views that says what went wrong, in words; dismissable."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("errorBanner")
-        self.setStyleSheet("#errorBanner { background: #5c1d22; border-bottom: 1px solid #a33; }"
-                           "QLabel { color: #ffe9e9; }")
-        self.label = QLabel()
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close = QPushButton("Dismiss")
-        close.setFlat(True)
-        close.setStyleSheet("color: #ffe9e9;")
-        close.clicked.connect(self.hide)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(10, 6, 6, 6)
-        row.addWidget(self.label, 1)
-        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
-        self.hide()
-
-    def show_message(self, title: str, detail: str) -> None:
-        self.label.setText(f"<b>{_escape(title)}</b><br>{_escape(detail)}")
-        self.show()
-
-    def text(self) -> str:
-        return self.label.text() if self.isVisible() else ""
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-class QtMainWindow(QMainWindow):
+class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow):
     """The viewer window.  ``open_path`` opens a dataset; ``set_side_panel`` fills the fourth
-    quadrant."""
+    quadrant.
+
+    The menus (``MenusMixin``, viewer.ui.menus), the status bar (``StatusBarMixin``,
+    viewer.ui.status_bar) and the recent datasets (``RecentDatasetsMixin``, viewer.ui.opening)
+    are parts of it kept in their own modules."""
 
     #: The cursor moved: (x, y, z).
     cursor_changed = Signal(object)
@@ -236,96 +176,6 @@ class QtMainWindow(QMainWindow):
                             "border: 1px solid #2c2e34; }")
         return panel
 
-    def _build_status_bar(self) -> None:
-        bar = self.statusBar()
-        self.cursor_label = QLabel()
-        self.mouse_label = QLabel()
-        self.value_label = QLabel()
-        self.block_label = QLabel()
-        self.info_label = QLabel()
-        for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label):
-            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            bar.addWidget(label)
-        bar.addPermanentWidget(self.info_label)
-
-    def _action(self, text: str, slot: Callable[[], Any], shortcut: str | QKeySequence | None = None,
-                menu: Any = None, tip: str = "") -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        if tip:
-            action.setToolTip(tip)
-        action.triggered.connect(lambda *_: slot())
-        if menu is not None:
-            menu.addAction(action)
-        self.addAction(action)
-        return action
-
-    def _build_actions(self) -> None:
-        bar = self.menuBar()
-        file_menu = bar.addMenu("&File")
-        self.open_action = self._action("&Open Dataset Folder\u2026", self.choose_folder,
-                                        QKeySequence.StandardKey.Open, file_menu)
-        self._action("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
-        self.recent_menu = file_menu.addMenu("Open &Recent")
-        self._action("Open &Demo Dataset", self.open_demo, None, file_menu)
-        file_menu.addSeparator()
-        self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, file_menu)
-        edit = bar.addMenu("&Edit")
-        self._action("&Copy Position", self.copy_position, "Ctrl+Shift+C", edit)
-        self._action("&Go to Position\u2026", self._on_go_to, "Ctrl+G", edit)
-        view = bar.addMenu("&View")
-        self._action("&Maximise Focused View / 2x2", self.state.toggle_maximized, "M", view)
-        self._action("&Centre on Cursor", self.state.recenter, "C", view)
-        self._action("Zoom &In", lambda: self._zoom_key(1), QKeySequence.StandardKey.ZoomIn, view)
-        self._action("Zoom In", lambda: self._zoom_key(1), "+")
-        self._action("Zoom In", lambda: self._zoom_key(1), "=")
-        self._action("Zoom &Out", lambda: self._zoom_key(-1), QKeySequence.StandardKey.ZoomOut,
-                     view)
-        self._action("Zoom Out", lambda: self._zoom_key(-1), "-")
-        self._action("&Actual Size (1 voxel = 1 pixel)", lambda: self.state.set_zoom(1.0), "1",
-                     view)
-        view.addSeparator()
-        self._action("A&uto-Contrast", self.auto_contrast, "A", view)
-        self._action("&Invert", lambda: self.state.set_contrast(
-            invert=not self.state.contrast.invert), "I", view)
-        view.addSeparator()
-        view.addAction(self.contrast_dock.toggleViewAction())
-        help_menu = bar.addMenu("&Help")
-        self._action("&Keys and Mouse", self.show_keys, "F1", help_menu)
-
-        tools = QToolBar("Position")
-        tools.setObjectName("positionToolbar")
-        tools.setMovable(False)
-        tools.addAction(self.open_action)
-        tools.addSeparator()
-        tools.addWidget(QLabel(" Position "))
-        self.position_field = QLineEdit()
-        self.position_field.setPlaceholderText("x, y, z")
-        self.position_field.setToolTip("Type or paste x, y, z and press Enter (Ctrl+G)")
-        self.position_field.setFixedWidth(170)
-        self.position_field.returnPressed.connect(self._on_position_entered)
-        tools.addWidget(self.position_field)
-        copy = QAction("Copy", self)
-        copy.setToolTip("Copy the cursor position (Ctrl+Shift+C)")
-        copy.triggered.connect(lambda *_: self.copy_position())
-        tools.addAction(copy)
-        tools.addSeparator()
-        maximise = QAction("Maximise", self)
-        maximise.setToolTip("Maximise the focused view / back to 2x2 (M)")
-        maximise.triggered.connect(lambda *_: self.state.toggle_maximized())
-        tools.addAction(maximise)
-        centre = QAction("Centre", self)
-        centre.setToolTip("Centre every view on the cursor (C)")
-        centre.triggered.connect(lambda *_: self.state.recenter())
-        tools.addAction(centre)
-        auto = QAction("Auto-contrast", self)
-        auto.setToolTip("Levels from the data on screen (A)")
-        auto.triggered.connect(lambda *_: self.auto_contrast())
-        tools.addAction(auto)
-        self.addToolBar(tools)
-        self._update_recent_menu()
-
     # -- the side panel ----------------------------------------------------------------------
     def set_side_panel(self, widget: QWidget) -> None:
         """Put ``widget`` (the inspector) in the fourth quadrant, replacing what was there.
@@ -410,31 +260,6 @@ class QtMainWindow(QMainWindow):
             self._extent_scan = None
         self.state.grow_bounds(bounds)
         self._show_info()
-
-    def _show_info(self) -> None:
-        """The status bar's dataset summary (size: what the files found so far span)."""
-        if self.dataset is None:
-            return
-        h = self.dataset.header
-        lo, hi = self.state.bounds
-        size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi))
-        scanning = self._extent_scan is not None
-        more = " (listing files\u2026)" if scanning else ""
-        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
-        physical = note = ""
-        if self.state.voxel_size_nm is not None and self.webknossos_mag is not None:
-            physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
-                        + " nm")
-            note = (f"\nwebKnossos layer {self.webknossos_mag.layer!r}, mag "
-                    f"{self.webknossos_mag.name}: voxels of{physical[2:]} (x \u00d7 y \u00d7 z)")
-        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
-                                f"{size}{more}{physical}")
-        self.info_label.setToolTip(
-            f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
-            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
-            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels"
-            + ("\n(still listing the data files: the extent may grow)" if scanning else "")
-            + note)
 
     @staticmethod
     def _resolve_webknossos(path: str, notes: list[str]
@@ -536,31 +361,6 @@ class QtMainWindow(QMainWindow):
                 event.acceptProposedAction()
                 self.open_path(url.toLocalFile())
                 return
-
-    # -- recent datasets ---------------------------------------------------------------------
-    def recent(self) -> list[str]:
-        if not settings_enabled():
-            return []
-        value = QSettings("wkw-viewer", "wkw-viewer").value("recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
-
-    def _add_recent(self, path: str) -> None:
-        if not settings_enabled():
-            return
-        path = os.path.abspath(path)
-        items = [path] + [p for p in self.recent() if p != path]
-        QSettings("wkw-viewer", "wkw-viewer").setValue("recent", items[:RECENT_MAX])
-        self._update_recent_menu()
-
-    def _update_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        items = self.recent()
-        for path in items:
-            action = self.recent_menu.addAction(path)
-            action.triggered.connect(lambda *_, p=path: self.open_path(p))
-        self.recent_menu.setEnabled(bool(items))
 
     # -- errors ------------------------------------------------------------------------------
     def show_error(self, title: str, detail: str) -> None:
@@ -779,59 +579,6 @@ class QtMainWindow(QMainWindow):
         if found is not None:
             self.state.set_contrast(lo=found[0], hi=found[1])
 
-    # -- status bar --------------------------------------------------------------------------
-    def _position_text(self, pos: Sequence[int]) -> str:
-        """``x, y, z`` in voxels, and where the dataset has a voxel size also in physical
-        units (the voxel's corner, as webKnossos counts): ``40, 20, 50 · 0.4, 0.2, 1.25 µm``."""
-        text = format_position(pos)
-        size = self.state.voxel_size_nm
-        if size is not None:
-            text += f"  \u00b7  {format_physical(pos, size)}"
-        return text
-
-    def _on_hovered(self, pos: tuple[int, int, int] | None) -> None:
-        self._hover = pos
-        self._show_hover(pos)
-
-    def _show_hover(self, pos: tuple[int, int, int] | None) -> None:
-        if pos is None or self.dataset is None:
-            self.mouse_label.setText("")
-            self.value_label.setText("")
-            self.block_label.setText("")
-            return
-        self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
-        lo, hi = self.state.bounds
-        if not all(a <= p < b for p, a, b in zip(pos, lo, hi)):
-            self.value_label.setText("outside the data")
-            self.block_label.setText("")
-            return
-        values = status = None
-        for view in self.views.values():
-            values = view.value_at(pos)
-            if values is not None:
-                status = view.status_at(pos)
-                break
-        if values is None:
-            self.value_label.setText("")
-        elif status == Status.PENDING:
-            self.value_label.setText("value  (loading)")
-        elif status == Status.FAILED:
-            self.value_label.setText("value  (block failed to read)")
-        else:
-            text = ", ".join(_format_value(v) for v in values)
-            label = "value" if len(values) == 1 else "values"
-            absent = "  (no file: zeros)" if status == Status.ABSENT else ""
-            self.value_label.setText(f"{label}  {text}{absent}")
-        h = self.dataset.header
-        side = h.file_len_vx
-        fpos = [p // side for p in pos]
-        local = [(p % side) // h.block_len for p in pos]
-        index = int(morton.encode(*local))
-        path = self.dataset.file_path(*fpos)
-        rel = os.path.relpath(path, self.dataset.root) if self.dataset.single_file is None \
-            else os.path.basename(path)
-        self.block_label.setText(f"file  {rel}   block  {index}")
-
     # -- keys --------------------------------------------------------------------------------
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
@@ -882,31 +629,12 @@ class QtMainWindow(QMainWindow):
         QGuiApplication.clipboard().setText(text)
         self.statusBar().showMessage(f"copied {text}", 3000)
 
-    def show_keys(self) -> None:
-        QMessageBox.information(self, "Keys and mouse", KEYS_HELP)
-
     def closeEvent(self, event: Any) -> None:
         self._stop_extent_scan()
         if self.source is not None:
             self.source.close()
             self.source = None
         super().closeEvent(event)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    if isinstance(exc, FileNotFoundError):
-        return f"no such file or folder: {exc.filename}"
-    if isinstance(exc, PermissionError):
-        return f"permission denied: {exc.filename}"
-    return str(exc) or type(exc).__name__
-
-
-def _format_value(v: Any) -> str:
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):.6g}"
-    return str(int(v)) if isinstance(v, (int, np.integer)) else str(v)
 
 
 STYLE = """

@@ -1,0 +1,71 @@
+"""Helpers for opening datasets: the extent of the data files, the bridge that brings the
+background extent scan's reports to the GUI thread, and the recent-datasets list.
+
+``RecentDatasetsMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on
+the window and use its ``recent_menu`` and ``open_path``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QObject, QSettings, Signal
+
+from viewer.core import extent
+from viewer.core import state as st
+from viewer.format import wkw
+
+RECENT_MAX = 10
+
+
+def settings_enabled() -> bool:
+    return not os.environ.get("WKW_VIEWER_NO_SETTINGS")
+
+
+def dataset_bounds(dataset: wkw.Dataset) -> tuple[st.Vec3, st.Vec3]:
+    """The voxel box covered by the data files present (one file when there is none).  Lists
+    every file: the window itself opens with ``extent.provisional_bounds`` and scans in the
+    background (``QtExtentBridge``)."""
+    side = dataset.file_len_vx
+    found = extent.scan_bounds(dataset)
+    return found if found is not None else ((0, 0, 0), (side, side, side))
+
+
+class QtExtentBridge(QObject):
+    """Carries an ``ExtentScan``'s reports from its thread to the GUI thread (queued)."""
+
+    #: (scan, bounds, done): the files found so far span ``bounds``.
+    extent_found = Signal(object, object, bool)
+
+    def report(self, scan: extent.ExtentScan, bounds: extent.Bounds, done: bool) -> None:
+        """Called on the scan's thread."""
+        self.extent_found.emit(scan, bounds, done)
+
+
+class RecentDatasetsMixin:
+    """The recent datasets of ``QtMainWindow`` (kept in QSettings, unless settings are off)."""
+
+    # -- recent datasets ---------------------------------------------------------------------
+    def recent(self) -> list[str]:
+        if not settings_enabled():
+            return []
+        value = QSettings("wkw-viewer", "wkw-viewer").value("recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: str) -> None:
+        if not settings_enabled():
+            return
+        path = os.path.abspath(path)
+        items = [path] + [p for p in self.recent() if p != path]
+        QSettings("wkw-viewer", "wkw-viewer").setValue("recent", items[:RECENT_MAX])
+        self._update_recent_menu()
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        items = self.recent()
+        for path in items:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda *_, p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(items))

@@ -1,0 +1,121 @@
+"""The main window's status bar: the cursor, the mouse position, the value and block under the
+mouse, and the dataset summary (with physical units where the dataset has a voxel size).
+
+``StatusBarMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on the
+window and use what the window holds (``state``, ``dataset``, ``views``, ``webknossos_mag``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from viewer.core.multires import format_physical
+from viewer.core.slicing import Status
+from viewer.core.state import format_position
+from viewer.format.wkw import morton
+
+
+class StatusBarMixin:
+    """Fills the status bar of ``QtMainWindow``."""
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.cursor_label = QLabel()
+        self.mouse_label = QLabel()
+        self.value_label = QLabel()
+        self.block_label = QLabel()
+        self.info_label = QLabel()
+        for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label):
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            bar.addWidget(label)
+        bar.addPermanentWidget(self.info_label)
+
+    def _show_info(self) -> None:
+        """The status bar's dataset summary (size: what the files found so far span)."""
+        if self.dataset is None:
+            return
+        h = self.dataset.header
+        lo, hi = self.state.bounds
+        size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi))
+        scanning = self._extent_scan is not None
+        more = " (listing files\u2026)" if scanning else ""
+        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
+        physical = note = ""
+        if self.state.voxel_size_nm is not None and self.webknossos_mag is not None:
+            physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
+                        + " nm")
+            note = (f"\nwebKnossos layer {self.webknossos_mag.layer!r}, mag "
+                    f"{self.webknossos_mag.name}: voxels of{physical[2:]} (x \u00d7 y \u00d7 z)")
+        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
+                                f"{size}{more}{physical}")
+        self.info_label.setToolTip(
+            f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
+            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
+            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels"
+            + ("\n(still listing the data files: the extent may grow)" if scanning else "")
+            + note)
+
+    # -- status bar --------------------------------------------------------------------------
+    def _position_text(self, pos: Sequence[int]) -> str:
+        """``x, y, z`` in voxels, and where the dataset has a voxel size also in physical
+        units (the voxel's corner, as webKnossos counts): ``40, 20, 50 · 0.4, 0.2, 1.25 µm``."""
+        text = format_position(pos)
+        size = self.state.voxel_size_nm
+        if size is not None:
+            text += f"  \u00b7  {format_physical(pos, size)}"
+        return text
+
+    def _on_hovered(self, pos: tuple[int, int, int] | None) -> None:
+        self._hover = pos
+        self._show_hover(pos)
+
+    def _show_hover(self, pos: tuple[int, int, int] | None) -> None:
+        if pos is None or self.dataset is None:
+            self.mouse_label.setText("")
+            self.value_label.setText("")
+            self.block_label.setText("")
+            return
+        self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
+        lo, hi = self.state.bounds
+        if not all(a <= p < b for p, a, b in zip(pos, lo, hi)):
+            self.value_label.setText("outside the data")
+            self.block_label.setText("")
+            return
+        values = status = None
+        for view in self.views.values():
+            values = view.value_at(pos)
+            if values is not None:
+                status = view.status_at(pos)
+                break
+        if values is None:
+            self.value_label.setText("")
+        elif status == Status.PENDING:
+            self.value_label.setText("value  (loading)")
+        elif status == Status.FAILED:
+            self.value_label.setText("value  (block failed to read)")
+        else:
+            text = ", ".join(_format_value(v) for v in values)
+            label = "value" if len(values) == 1 else "values"
+            absent = "  (no file: zeros)" if status == Status.ABSENT else ""
+            self.value_label.setText(f"{label}  {text}{absent}")
+        h = self.dataset.header
+        side = h.file_len_vx
+        fpos = [p // side for p in pos]
+        local = [(p % side) // h.block_len for p in pos]
+        index = int(morton.encode(*local))
+        path = self.dataset.file_path(*fpos)
+        rel = os.path.relpath(path, self.dataset.root) if self.dataset.single_file is None \
+            else os.path.basename(path)
+        self.block_label.setText(f"file  {rel}   block  {index}")
+
+
+def _format_value(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.6g}"
+    return str(int(v)) if isinstance(v, (int, np.integer)) else str(v)
