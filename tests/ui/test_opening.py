@@ -107,7 +107,7 @@ def test_a_webknossos_dataset_opens_its_color_layer_at_mag_1(window, tmp_path):
 
 
 def test_the_extent_is_that_of_the_files_present(window, tmp_path):
-    from viewer.ui.main_window import dataset_bounds
+    from viewer.ui.opening import dataset_bounds
     from viewer.format import wkw
 
     root = write_dataset(tmp_path / "sparse", np.ones((48, 32, 16), np.uint8))  # files 16^3

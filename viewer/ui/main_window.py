@@ -19,47 +19,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCursor, QDragEnterEvent, QDropEvent, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QCursor, QDragEnterEvent, QDropEvent, QGuiApplication, QKeyEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QFrame,
     QGridLayout,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
     QMainWindow,
-    QMessageBox,
-    QPushButton,
     QScrollArea,
     QSizePolicy,
-    QToolBar,
     QVBoxLayout,
     QWidget,
 )
 
 from viewer.core import extent
-from viewer.core.multires import format_physical
 from viewer.core import state as st
-from viewer.core.slicing import IN_PLANE, Plane, PlaneSource, PlaneRequest, Status, SyncPlaneSource
+from viewer.core.slicing import IN_PLANE, PlaneSource, PlaneRequest, Status, SyncPlaneSource
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, ViewerState, format_position, parse_position
 from viewer.format import FormatError, wkw
-from viewer.format.wkw import morton
 from viewer.ui.contrast import QtContrastPanel
-# The names moved to error_banner, menus, opening and status_bar stay importable from here.
-from viewer.ui.error_banner import QtErrorBanner, _describe, _escape
-from viewer.ui.menus import KEYS_HELP, MenusMixin
+from viewer.ui.error_banner import QtErrorBanner, _describe
+from viewer.ui.menus import MenusMixin
 from viewer.ui.opening import (
-    RECENT_MAX,
     QtExtentBridge,
     RecentDatasetsMixin,
-    dataset_bounds,
-    settings_enabled,
 )
 from viewer.ui.render import Palette, histogram, render_plane, robust_range
-from viewer.ui.slice_view import AXIS_NAMES, QtSliceView
-from viewer.ui.status_bar import StatusBarMixin, _format_value
+from viewer.ui.slice_view import QtSliceView
+from viewer.ui.status_bar import StatusBarMixin
 
 if TYPE_CHECKING:
     from viewer.format.webknossos.dataset import WkDataset
@@ -180,7 +169,6 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
     def set_side_panel(self, widget: QWidget) -> None:
         """Put ``widget`` (the inspector) in the fourth quadrant, replacing what was there.
         It sits in a scroll area, so its own minimum size cannot squeeze the slice views."""
-        old = self.side_panel
         holder = QScrollArea()
         holder.setObjectName("sidePanelHolder")
         holder.setWidgetResizable(True)

@@ -535,7 +535,7 @@ class QtCompareController(ComparisonRunMixin, QObject):
 
     def common_box(self) -> Box | None:
         """Where the data files of A and B overlap (None when they do not)."""
-        from viewer.ui.main_window import dataset_bounds
+        from viewer.ui.opening import dataset_bounds
 
         if self.window.dataset is None or self.dataset_b is None:
             return None
