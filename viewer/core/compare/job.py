@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.core.compare.background import BackgroundRun
 from viewer.core.compare.blocks import ChunkOutcome, FilePlan, Side, compare_chunk
 from viewer.core.compare.diagnose import diagnose
 from viewer.core.compare.model import (
@@ -54,9 +55,11 @@ FindingCallback = Callable[[Finding], None]
 FinishedCallback = Callable[[Summary], None]
 
 
-class CompareJob:
+class CompareJob(BackgroundRun[Summary]):
     """Compare two WKW datasets (paths or open ``wkw.Dataset`` objects), optionally within a
     voxel ``box`` ``((x, y, z), (w, h, d))``, counting ``|A - B| > tolerance`` as different."""
+
+    thread_name = "wkw-compare"
 
     def __init__(self, a: str | os.PathLike[str] | wkw.Dataset,
                  b: str | os.PathLike[str] | wkw.Dataset, box: Box | None = None,
@@ -81,8 +84,7 @@ class CompareJob:
         self._lock = threading.Lock()
         self._done = 0
         self._total = 0
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        super().__init__()
         #: Block or file geometry differ: compare through box reads (``voxels``).
         self._by_voxels = False
         self.summary = Summary(_name(a), _name(b), box, self.tolerance)
@@ -101,32 +103,6 @@ class CompareJob:
         """``(blocks done, blocks in all)``."""
         with self._lock:
             return self._done, self._total
-
-    def start(self) -> None:
-        """Run the job on a background thread; ``wait()`` returns its summary."""
-        if self._thread is not None:
-            raise RuntimeError("the job was already started")
-        self._thread = threading.Thread(target=self._run_caught, name="wkw-compare",
-                                        daemon=True)
-        self._thread.start()
-
-    def wait(self, timeout: float | None = None) -> Summary | None:
-        """The summary once the background run ended (None on timeout); re-raises the error
-        that stopped it (e.g. a dataset that cannot be opened)."""
-        if self._thread is None:
-            raise RuntimeError("the job was not started")
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            return None
-        if self._error is not None:
-            raise self._error
-        return self.summary
-
-    def _run_caught(self) -> None:
-        try:
-            self.run()
-        except BaseException as exc:  # noqa: BLE001  (handed to wait(): a thread has no caller)
-            self._error = exc
 
     # -- the work (one thread) ----------------------------------------------------------------
     def run(self) -> Summary:

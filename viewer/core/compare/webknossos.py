@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from viewer.core.compare.background import BackgroundRun
 from viewer.core.compare.job import (
     BlockCallback,
     CompareJob,
@@ -33,7 +34,13 @@ from viewer.core.compare.job import (
 )
 from viewer.core.compare.model import DIFFERENCE, INFO, Box, Finding, Summary, Vec3
 from viewer.format import FormatError
-from viewer.format.webknossos import Layer, Mag, WkDataset, is_webknossos_dataset, mag_name
+from viewer.format.webknossos import (
+    Layer,
+    Mag,
+    WkDataset,
+    is_webknossos_dataset,
+    mag_name,
+)
 from viewer.format.webknossos import select_mag as wk_select_mag
 
 #: What ``coordinates`` says in the JSON of a webKnossos comparison.
@@ -95,9 +102,11 @@ def is_webknossos_input(path: str | os.PathLike[str]) -> bool:
     return os.path.exists(path) and is_webknossos_dataset(path)
 
 
-class WkCompareJob:
+class WkCompareJob(BackgroundRun[WkSummary]):
     """Compare two inputs of which at least one is a webKnossos dataset or layer folder,
     restricted to ``layer`` (a name) and ``mag`` (any ``parse_mag`` spelling) when given."""
+
+    thread_name = "wkw-compare-wk"
 
     def __init__(self, a: str | os.PathLike[str], b: str | os.PathLike[str],
                  layer: str | None = None, mag: Vec3 | None = None, box: Box | None = None,
@@ -121,8 +130,7 @@ class WkCompareJob:
         self._cancel = threading.Event()
         self._current: CompareJob | None = None
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        super().__init__()
         self.summary = WkSummary(self.a, self.b, box, self.tolerance)
 
     def cancel(self) -> None:
@@ -136,32 +144,6 @@ class WkCompareJob:
     @property
     def cancelled(self) -> bool:
         return self._cancel.is_set()
-
-    def start(self) -> None:
-        """Run the job on a background thread; ``wait()`` returns its summary."""
-        if self._thread is not None:
-            raise RuntimeError("the job was already started")
-        self._thread = threading.Thread(target=self._run_caught, name="wkw-compare-wk",
-                                        daemon=True)
-        self._thread.start()
-
-    def wait(self, timeout: float | None = None) -> WkSummary | None:
-        """The summary once the background run ended (None on timeout); re-raises the error
-        that stopped it."""
-        if self._thread is None:
-            raise RuntimeError("the job was not started")
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            return None
-        if self._error is not None:
-            raise self._error
-        return self.summary
-
-    def _run_caught(self) -> None:
-        try:
-            self.run()
-        except BaseException as exc:  # noqa: BLE001  (handed to wait(): a thread has no caller)
-            self._error = exc
 
     # -- the work -----------------------------------------------------------------------------
     def run(self) -> WkSummary:
