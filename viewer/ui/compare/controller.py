@@ -31,6 +31,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication, QLabel, QSizePolicy, QSplitter
 
+from viewer.core import extent
 from viewer.core import state as st
 from viewer.core.compare.model import Box
 from viewer.core.loader import Loader
@@ -70,6 +71,9 @@ def _fmt(v: Any) -> str:
     return str(int(v))
 
 
+#: How long the common-extent box may wait on the GUI thread for B's file listing.
+EXTENT_WAIT_S = 0.15
+
 class QtCompareController(ComparisonRunMixin, QObject):
     """Dataset B and everything the window does with it.  See the module docstring."""
 
@@ -102,6 +106,8 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.show_blocks = True
         self.path_b: str | None = None
         self.dataset_b: wkw.Dataset | None = None
+        #: Lists B's files in the background for its extent (the common-extent box).
+        self._extent_b: extent.ExtentScan | None = None
         self.source_b: Loader | None = None
         self._loading_bridge: QtLoadingBridge | None = None
         self.planes_b: dict[int, Plane] = {}
@@ -165,6 +171,7 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.close_b()
         self.dataset_b = dataset
         self.path_b = path
+        self._extent_b = extent.ExtentScan(dataset, lambda _bounds, _done: None).start()
         # B's cache gets the budget of A's (a Loader) when there is one.
         budget = getattr(getattr(self.window.source, "cache", None), "budget_bytes", None)
         self.source_b = Loader(dataset, workers=2, budget_bytes=budget)
@@ -187,6 +194,10 @@ class QtCompareController(ComparisonRunMixin, QObject):
             self._loading_bridge.detach()
             self._loading_bridge.deleteLater()
             self._loading_bridge = None
+        if self._extent_b is not None:
+            self._extent_b.cancel()
+            self._extent_b.join()
+            self._extent_b = None
         if self.source_b is not None:
             self.source_b.close()
         was = self.source_b is not None
@@ -534,13 +545,17 @@ class QtCompareController(ComparisonRunMixin, QObject):
         return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
     def common_box(self) -> Box | None:
-        """Where the data files of A and B overlap (None when they do not)."""
-        from viewer.ui.opening import dataset_bounds
-
-        if self.window.dataset is None or self.dataset_b is None:
+        """Where the data files of A and B overlap (None when they do not, or while B's files
+        are still being listed: the status bar says so).  A's extent is the window's (grown by
+        its own background listing), B's comes from the listing started when B opened."""
+        if self.window.dataset is None or self.dataset_b is None or self._extent_b is None:
             return None
-        la, ha = dataset_bounds(self.window.dataset)
-        lb, hb = dataset_bounds(self.dataset_b)
+        if not self._extent_b.wait(EXTENT_WAIT_S) or self._extent_b.result is None:
+            self.window.statusBar().showMessage(
+                "B's files are still being listed; try the common extent again shortly", 5000)
+            return None
+        la, ha = self.state.bounds
+        lb, hb = self._extent_b.result
         lo = [max(a, b) for a, b in zip(la, lb)]
         hi = [min(a, b) for a, b in zip(ha, hb)]
         if any(h <= l for l, h in zip(lo, hi)):
