@@ -31,7 +31,22 @@ ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
 RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
-class QtJumpTableModel(QAbstractTableModel):
+class _QtColumnsModel(QAbstractTableModel):
+    """A flat table whose columns are the names in ``COLUMNS`` (also its header)."""
+
+    COLUMNS: tuple[str, ...] = ()
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.COLUMNS[section]
+        return None
+
+
+class QtJumpTableModel(_QtColumnsModel):
     """One row per block of a ``BlockTable``: Morton index, block coordinates, byte range, size,
     ratio, flags.  Sorting permutes a row-order array; the table itself is never copied."""
 
@@ -66,15 +81,6 @@ class QtJumpTableModel(QAbstractTableModel):
     # -- Qt overrides --------------------------------------------------------------------------
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() or self.table is None else self.table.num_blocks
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.COLUMNS[section]
-        return None
 
     def _value(self, block: int, col: int) -> Any:
         t = self.table
@@ -140,7 +146,7 @@ class QtJumpTableModel(QAbstractTableModel):
         self.endResetModel()
 
 
-class QtFilesModel(QAbstractTableModel):
+class QtFilesModel(_QtColumnsModel):
     """One row per data file (``FileStats``), appended in batches as a scan streams them in.
     A row's cells are formatted when a view first asks for them (appending a batch costs one
     list extend on the GUI thread, whatever its size).  Sorting is done in the model (a Python
@@ -212,15 +218,6 @@ class QtFilesModel(QAbstractTableModel):
     # -- Qt overrides --------------------------------------------------------------------------
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.COLUMNS[section]
-        return None
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
         if role == DISPLAY:
