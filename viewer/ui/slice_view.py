@@ -173,26 +173,26 @@ class QtSliceView(QWidget):
         """The shown plane as ARGB (rows = vertical axis), or None."""
         return self.rendered.argb() if self.rendered is not None else None
 
-    def value_at(self, pos: tuple[int, int, int]) -> np.ndarray | None:
-        """All channels' values at ``pos`` if it lies on the shown plane, else None."""
-        p = self.plane
-        if p is None or pos[self.axis] != p.request.index:
-            return None
-        u, v = IN_PLANE[self.axis]
-        iu, iv = pos[u] - p.request.lo[0], pos[v] - p.request.lo[1]
-        if 0 <= iu < p.data.shape[1] and 0 <= iv < p.data.shape[2]:
-            return p.data[:, iu, iv]
-        return None
-
-    def status_at(self, pos: tuple[int, int, int]) -> int | None:
+    def _plane_index(self, pos: tuple[int, int, int]) -> tuple[int, int] | None:
+        """(u, v) index of dataset position ``pos`` in the shown plane, or None off it."""
         p = self.plane
         if p is None or pos[self.axis] != p.request.index:
             return None
         u, v = IN_PLANE[self.axis]
         iu, iv = pos[u] - p.request.lo[0], pos[v] - p.request.lo[1]
         if 0 <= iu < p.status.shape[0] and 0 <= iv < p.status.shape[1]:
-            return int(p.status[iu, iv])
+            return iu, iv
         return None
+
+    def value_at(self, pos: tuple[int, int, int]) -> np.ndarray | None:
+        """All channels' values at ``pos`` if it lies on the shown plane, else None."""
+        at = self._plane_index(pos)
+        return None if at is None or self.plane is None else self.plane.data[:, at[0], at[1]]
+
+    def status_at(self, pos: tuple[int, int, int]) -> int | None:
+        """The ``Status`` at ``pos`` if it lies on the shown plane, else None."""
+        at = self._plane_index(pos)
+        return None if at is None or self.plane is None else int(self.plane.status[at])
 
     # -- painting ----------------------------------------------------------------------------
     def paintEvent(self, event: QPaintEvent) -> None:
