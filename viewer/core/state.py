@@ -6,7 +6,8 @@ something it shows changed.  That is the linked cursor.
 
 Observers are plain callables ``callback(changes)`` where ``changes`` is a frozenset of the
 names of what changed (``CURSOR``, ``ZOOM``, ``CENTER``, ``CONTRAST``, ``LAYOUT``, ``FOCUS``,
-``DATASET``, ``BOUNDS``, ``VOXEL_SIZE``).  A setter that changes nothing notifies nobody.
+``DATASET``, ``BOUNDS``, ``VOXEL_SIZE``, ``LAYERS``).  A setter that changes nothing notifies
+nobody.
 
 Threading: ``ViewerState`` is not thread-safe; it is created, read, changed and observed on the
 GUI thread only.
@@ -30,6 +31,7 @@ FOCUS = "focus"
 DATASET = "dataset"
 BOUNDS = "bounds"  #: the extent grew (a background scan found more files); nothing else moved
 VOXEL_SIZE = "voxel_size"  #: the physical size of a shown voxel changed (or became known)
+LAYERS = "layers"  #: a layer's display (visibility, opacity, contrast, ids, mag lock) or the list
 
 #: Normal axis of each view (the same numbers as ``viewer.core.slicing``: x 0, y 1, z 2).
 XY, XZ, YZ = 2, 1, 0
@@ -61,6 +63,34 @@ class Contrast:
     rgb: bool = False
 
 
+#: Layer categories, as webKnossos names them: images, and segment ids.
+COLOR = "color"
+SEGMENTATION = "segmentation"
+CATEGORIES = (COLOR, SEGMENTATION)
+
+
+@dataclass(frozen=True)
+class LayerDisplay:
+    """How one layer is shown: in the views or not, its ``opacity`` (0..1) when blended over
+    the layers below it, its ``contrast`` (a color layer), and for a segmentation layer the
+    ids drawn highlighted: ``selected_id`` (clicked) and ``hovered_id`` (under the mouse).
+    ``mag_lock`` pins the mag the views read (``None``: chosen from the zoom).  A plain WKW
+    dataset is one layer.  ``category`` is ``COLOR`` or ``SEGMENTATION``."""
+
+    name: str
+    category: str = COLOR
+    visible: bool = True
+    opacity: float = 1.0
+    contrast: Contrast = Contrast()
+    selected_id: int | None = None
+    hovered_id: int | None = None
+    mag_lock: Vec3 | None = None
+
+    @property
+    def is_segmentation(self) -> bool:
+        return self.category == SEGMENTATION
+
+
 def parse_position(text: str) -> Vec3:
     """A position typed or pasted by a person: ``"x,y,z"``, ``"x y z"``, ``"(x, y, z)"``,
     ``"[x; y; z]"``.  Raises ``ValueError`` with a readable message otherwise."""
@@ -82,6 +112,10 @@ class ViewerState:
     dataset point (horizontal, vertical) at the middle of the view with that normal.  ``layout``
     is ``None`` for the 2x2 grid or the normal axis of the one maximised view.
 
+    ``layers`` are the dataset's layers in drawing order (the first at the bottom), each with
+    its ``LayerDisplay``; ``active_layer`` names the one the contrast controls edit, and
+    ``contrast`` is that layer's contrast (a state without layers keeps one of its own).
+
     ``voxel_size_nm`` is the physical size (nanometres along x, y, z) of one voxel of the data
     shown, or ``None`` when the dataset does not say (a plain WKW dataset): then everything is
     in voxels and voxels are drawn square.  With a voxel size, ``stretch(axis)`` says how much
@@ -98,7 +132,9 @@ class ViewerState:
         self.cursor: Vec3 = self._middle()
         self.zoom: float = 1.0
         self.centers: dict[int, tuple[float, float]] = {}
-        self.contrast = Contrast()
+        self._contrast = Contrast()
+        self.layers: tuple[LayerDisplay, ...] = ()
+        self.active_layer: str | None = None
         self.layout: int | None = None
         self.focused: int = XY
         self.voxel_size_nm: tuple[float, float, float] | None = None
@@ -246,16 +282,87 @@ class ViewerState:
         if notify and before != self.centers:
             self._notify(CENTER)
 
+    # -- layers ------------------------------------------------------------------------------
+    def set_layers(self, layers: Sequence[LayerDisplay], active: str | None = None,
+                   notify: bool = True) -> None:
+        """A new list of layers (a new dataset), ``active`` (default: the first color layer,
+        else the first) taking the contrast controls.  ``notify=False`` when a ``set_bounds``
+        follows."""
+        names = [layer.name for layer in layers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"layer names must be unique, not {names}")
+        for layer in layers:
+            _check_layer(layer)
+        self.layers = tuple(layers)
+        if active is None or active not in names:
+            colors = [layer.name for layer in layers if not layer.is_segmentation]
+            active = colors[0] if colors else (names[0] if names else None)
+        self.active_layer = active
+        if notify:
+            self._notify(LAYERS, CONTRAST)
+
+    def layer(self, name: str) -> LayerDisplay:
+        """The display of layer ``name`` (``KeyError`` if there is none)."""
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(f"no layer {name!r} (layers: {[la.name for la in self.layers]})")
+
+    def set_layer(self, name: str, **changes: Any) -> None:
+        """Change fields of layer ``name``'s ``LayerDisplay`` (visible, opacity, contrast,
+        category, selected_id, hovered_id, mag_lock)."""
+        old = self.layer(name)
+        if "mag_lock" in changes and changes["mag_lock"] is not None:
+            changes["mag_lock"] = tuple(int(v) for v in changes["mag_lock"])
+        if "opacity" in changes:
+            changes["opacity"] = min(max(float(changes["opacity"]), 0.0), 1.0)
+        new = replace(old, **changes)
+        _check_layer(new)
+        if new == old:
+            return
+        self.layers = tuple(new if la.name == name else la for la in self.layers)
+        which = [LAYERS]
+        if name == self.active_layer and new.contrast != old.contrast:
+            which.append(CONTRAST)
+        self._notify(*which)
+
+    def set_active_layer(self, name: str) -> None:
+        """The layer the contrast controls edit."""
+        self.layer(name)
+        if name != self.active_layer:
+            self.active_layer = name
+            self._notify(LAYERS, CONTRAST)
+
+    def visible_layers(self) -> list[LayerDisplay]:
+        """The layers drawn, bottom first."""
+        return [layer for layer in self.layers if layer.visible and layer.opacity > 0]
+
     # -- contrast, layout, focus -------------------------------------------------------------
+    @property
+    def contrast(self) -> Contrast:
+        """The active layer's contrast (the state's own when there are no layers)."""
+        if self.active_layer is not None:
+            for layer in self.layers:
+                if layer.name == self.active_layer:
+                    return layer.contrast
+        return self._contrast
+
     def set_contrast(self, **changes: Any) -> None:
-        """Change fields of the ``Contrast`` (lo, hi, gamma, invert, colormap, channel, rgb)."""
+        """Change fields of the active layer's ``Contrast`` (lo, hi, gamma, invert, colormap,
+        channel, rgb)."""
         if "colormap" in changes and changes["colormap"] not in COLORMAPS:
             raise ValueError(f"unknown colormap {changes['colormap']!r} (known: {COLORMAPS})")
-        new = replace(self.contrast, **changes)
+        old = self.contrast
+        new = replace(old, **changes)
         if new.hi <= new.lo:
             new = replace(new, hi=new.lo + (1e-6 if isinstance(new.lo, float) else 1))
-        if new != self.contrast:
-            self.contrast = new
+        if new == old:
+            return
+        if self.active_layer is not None and any(la.name == self.active_layer
+                                                 for la in self.layers):
+            self.set_layer(self.active_layer, contrast=new)
+        else:
+            self._contrast = new
             self._notify(CONTRAST)
 
     def set_layout(self, layout: int | None) -> None:
@@ -271,3 +378,14 @@ class ViewerState:
         if axis != self.focused:
             self.focused = axis
             self._notify(FOCUS)
+
+
+def _check_layer(layer: LayerDisplay) -> None:
+    if layer.category not in CATEGORIES:
+        raise ValueError(f"layer {layer.name!r}: category {layer.category!r} is not one of "
+                         f"{CATEGORIES}")
+    if layer.contrast.colormap not in COLORMAPS:
+        raise ValueError(f"layer {layer.name!r}: unknown colormap {layer.contrast.colormap!r}")
+    if layer.mag_lock is not None and (len(layer.mag_lock) != 3 or min(layer.mag_lock) < 1):
+        raise ValueError(f"layer {layer.name!r}: a mag is three factors >= 1, "
+                         f"not {layer.mag_lock}")
