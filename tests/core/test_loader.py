@@ -56,7 +56,8 @@ def loader_threads() -> list[threading.Thread]:
 def no_threads_left_behind():
     before = set(threading.enumerate())
     yield
-    assert set(threading.enumerate()) <= before
+    # The box-read engine's one helper thread lives for the process (created on first use).
+    assert {t for t in threading.enumerate() if not t.name.startswith("wkw-decode")} <= before
     assert loader_threads() == []
 
 

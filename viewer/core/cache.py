@@ -91,6 +91,7 @@ class BlockCache:
         self._budget = int(budget_bytes) if budget_bytes is not None else default_budget_bytes()
         self._pinned: frozenset[BlockKey] = frozenset()
         self._pinned_wanted_bytes = 0
+        self._pins: dict[Hashable, tuple[frozenset[BlockKey], int]] = {}
         self._evictions = 0
         self._peak = 0
 
@@ -209,8 +210,9 @@ class BlockCache:
             if old is not None:
                 self._block_bytes -= value_bytes(old)
 
-    def clear(self, layer: Hashable | None = None) -> None:
-        """Drop every block (of ``layer`` only, when given) and every file accounting."""
+    def clear(self, layer: Hashable | None = None, mag: Hashable | None = None) -> None:
+        """Drop every block and every file accounting; with ``layer`` only that layer's blocks
+        (of ``mag`` only, when given too)."""
         with self._lock:
             if layer is None:
                 self._blocks.clear()
@@ -218,7 +220,8 @@ class BlockCache:
                 self._tables.clear()
                 self._table_bytes = 0
                 return
-            for key in [k for k in self._blocks if k[0] == layer]:
+            for key in [k for k in self._blocks
+                        if k[0] == layer and (mag is None or k[1] == mag)]:
                 self._block_bytes -= value_bytes(self._blocks.pop(key))
 
     def _evict_locked(self, incoming: int) -> bool:
@@ -249,12 +252,24 @@ class BlockCache:
         return self._block_bytes + self._table_bytes <= limit
 
     # -- pinning ------------------------------------------------------------------------------
-    def set_pinned(self, keys: Iterable[BlockKey], wanted_bytes: int = 0) -> None:
-        """Pin the blocks on screen (replacing the previous set).  ``wanted_bytes`` is what the
-        whole screen needs decoded (cached or not), judged against the budget for the warning."""
+    def set_pinned(self, keys: Iterable[BlockKey], wanted_bytes: int = 0,
+                   owner: Hashable = None) -> None:
+        """Pin the blocks on screen, replacing what ``owner`` pinned before (several loaders
+        sharing the cache, one per layer and mag, each pin their own part of the screen; the
+        pinned set is the union).  ``wanted_bytes`` is what that part of the screen needs
+        decoded (cached or not); the sum over owners is judged against the budget for the
+        warning."""
         with self._lock:
-            self._pinned = frozenset(keys)
-            self._pinned_wanted_bytes = int(wanted_bytes)
+            pins = frozenset(keys)
+            if pins or wanted_bytes:
+                self._pins[owner] = (pins, int(wanted_bytes))
+            else:
+                self._pins.pop(owner, None)
+            if len(self._pins) == 1:
+                self._pinned, self._pinned_wanted_bytes = next(iter(self._pins.values()))
+            else:
+                self._pinned = frozenset().union(*(p for p, _ in self._pins.values()))
+                self._pinned_wanted_bytes = sum(b for _, b in self._pins.values())
 
     # -- jump tables --------------------------------------------------------------------------
     def account_file(self, file_key: Hashable, table_bytes: int) -> None:

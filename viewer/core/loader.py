@@ -300,7 +300,7 @@ class Loader:
         with self._lock:
             self._generation += 1
             if visible_sig != self._visible_sig:
-                self.cache.set_pinned(visible, visible_bytes)
+                self.cache.set_pinned(visible, visible_bytes, owner=(self.layer, self.mag))
                 states = self._file_states
                 newly = [key for key in visible if key not in self._visible and isinstance(
                     states.get(key[2], _UNKNOWN), wkw.File | type(_UNKNOWN))]
@@ -403,7 +403,8 @@ class Loader:
         if self._owns_cache:
             self.cache.clear()
         else:
-            self.cache.clear(self.layer)
+            self.cache.set_pinned((), 0, owner=(self.layer, self.mag))
+            self.cache.clear(self.layer, self.mag)
             for pos in positions:
                 self.cache.release_file((self.layer, self.mag, pos))
         self._planes.clear()
