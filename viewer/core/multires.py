@@ -21,13 +21,14 @@ Pure functions on tuples and numpy arrays: Qt-free, stateless, callable from any
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from viewer.core.slicing import IN_PLANE, PlaneRequest, Status
+from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status
 from viewer.format.webknossos.mag import mag_name
 
 Vec3 = tuple[int, int, int]
@@ -89,12 +90,12 @@ def choose_mag(mags: Sequence[Sequence[int]], axis: int,
 
 
 def placeholder_mags(mags: Sequence[Sequence[int]], chosen: Sequence[int]) -> list[Vec3]:
-    """The mags coarser than ``chosen`` (every factor at least as large, one larger): what may
+    """The mags coarser than ``chosen`` (every factor a multiple of its own, one larger): what may
     be drawn scaled up under a view while ``chosen`` loads.  Finest first (the best-looking
     placeholder first; the loader ranks them in this order, right after visible blocks)."""
     c = _vec(chosen)
     out = [m for m in (_vec(v) for v in mags)
-           if m != c and all(a >= b for a, b in zip(m, c))]
+           if m != c and all(a >= b and a % b == 0 for a, b in zip(m, c))]
     return sorted(set(out), key=lambda m: (m[0] * m[1] * m[2], m))
 
 
@@ -179,29 +180,28 @@ NO_SOURCE = 255
 
 
 @dataclass
-class ComposedPlane:
-    """A view's plane in mag-1 pixels, put together from the chosen mag and, where that is
-    still loading, the finest coarser mag that has the pixel (scaled up underneath).
+class ComposedPlane(Plane):
+    """A view's plane at the chosen mag's resolution, put together from that mag and, where it
+    is still loading, the finest coarser mag that has the pixel (scaled up underneath).
 
-    ``data`` ``(C, U, V)`` and ``status`` ``(U, V)`` as in ``slicing.Plane`` (a placeholder
-    pixel carries the placeholder's status); ``source`` ``(U, V)`` uint8: 0 where the chosen mag
+    ``request`` is the view's mag-1 request; ``data`` ``(C, U', V')`` and ``status`` ``(U', V')``
+    are on the chosen mag's grid (``mag_request.request``), whose first pixel is the mag-1
+    voxel ``origin`` and whose pixels span ``factors`` mag-1 voxels (a placeholder pixel
+    carries the placeholder's status).  ``source`` ``(U', V')`` uint8: 0 where the chosen mag
     is shown, ``k`` where ``mags[k]`` (a placeholder) is, ``NO_SOURCE`` where nothing is there
     yet (status PENDING).  ``mags[0]`` is the chosen mag.  Built by :func:`compose` on any
-    thread (a worker or the GUI thread), then handed over and only read."""
+    thread, then handed over and only read."""
 
-    request: PlaneRequest
-    data: npt.NDArray[Any]
-    status: npt.NDArray[np.uint8]
-    source: npt.NDArray[np.uint8]
-    mags: list[Vec3]
-    errors: dict[tuple[str, int], Any]
+    source: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros((0, 0), np.uint8))
+    mags: list[Vec3] = field(default_factory=list)
+    mag_request: MagPlaneRequest | None = None
 
-    @property
+    @cached_property
     def complete(self) -> bool:
         """Every pixel comes from the chosen mag and none is still loading."""
-        return bool(np.all(self.source == 0))
+        return not bool(np.any(self.source))
 
-    @property
+    @cached_property
     def shown_mags(self) -> list[Vec3]:
         """The mags some pixel of the plane comes from, chosen first."""
         present = set(int(v) for v in np.unique(self.source)) - {NO_SOURCE}
@@ -217,35 +217,54 @@ class ComposedPlane:
         return text
 
 
+def resample(data: npt.NDArray[Any], coarse: MagPlaneRequest,
+             fine: MagPlaneRequest) -> npt.NDArray[Any]:
+    """A plane read at ``coarse`` (last two axes = ``coarse.request.shape``) on the grid of
+    ``fine`` (a finer mag of the same view whose factors divide ``coarse``'s): each ``fine``
+    pixel takes the ``coarse`` voxel that contains it (nearest neighbour), clipped to the
+    edge of ``coarse``'s box.  Works for ``(C, U, V)`` data and ``(U, V)`` status alike."""
+    cu, cv = coarse.factors
+    fu, fv = fine.factors
+    lo, hi = coarse.request.lo, coarse.request.hi
+    iu = np.clip(np.arange(fine.request.lo[0], fine.request.hi[0]) * fu // cu, lo[0], hi[0] - 1)
+    iv = np.clip(np.arange(fine.request.lo[1], fine.request.hi[1]) * fv // cv, lo[1], hi[1] - 1)
+    return data[..., (iu - lo[0])[:, None], (iv - lo[1])[None, :]]
+
+
 def compose(chosen: tuple[MagPlaneRequest, Any],
             placeholders: Sequence[tuple[MagPlaneRequest, Any]] = ()) -> ComposedPlane:
     """Put together a view's plane from the chosen mag's ``(MagPlaneRequest, Plane)`` and
     placeholder ones (finest first, e.g. what the loader's cache holds of
     :func:`placeholder_requests`): each pixel still PENDING at the chosen mag is taken from
-    the first placeholder that has it.  The ``Plane`` objects are ``slicing.Plane`` (anything
-    with ``data``, ``status`` and ``errors``).  Pure; any thread."""
+    the first placeholder that has it, on the chosen mag's grid.  The ``Plane`` objects are
+    ``slicing.Plane`` (anything with ``data``, ``status`` and ``errors``).  Pure; any thread."""
     mreq, plane = chosen
-    data = upscale(plane.data, mreq).copy()
-    status = upscale(plane.status, mreq).astype(np.uint8, copy=True)
+    status = np.asarray(plane.status)
     pending = status == Status.PENDING
+    data = plane.data
     source = np.where(pending, NO_SOURCE, 0).astype(np.uint8)
     errors: dict[tuple[str, int], Any] = dict(plane.errors)
     mags = [mreq.mag]
+    copied = False
     for k, (preq, pplane) in enumerate(placeholders, 1):
         if preq.source != mreq.source:
             raise ValueError(f"placeholder for {preq.source}, the view wants {mreq.source}")
         if not pending.any():
             break
         mags.append(preq.mag)
-        p_status = upscale(pplane.status, preq)
+        p_status = resample(pplane.status, preq, mreq)
         take = pending & (p_status != Status.PENDING)
         if take.any():
-            data[:, take] = upscale(pplane.data, preq)[:, take]
+            if not copied:  # the source's arrays are snapshots: never written into
+                data, status, copied = data.copy(), status.copy(), True
+            data[:, take] = resample(pplane.data, preq, mreq)[:, take]
             status[take] = p_status[take]
             source[take] = k
             pending &= ~take
             errors.update(pplane.errors)
-    return ComposedPlane(mreq.source, data, status, source, mags, errors)
+    fu, fv = mreq.factors
+    return ComposedPlane(mreq.source, data, status, errors, factors=(fu, fv),
+                         origin=mreq.covered_lo, source=source, mags=mags, mag_request=mreq)
 
 
 # -- physical space -----------------------------------------------------------------------------
@@ -316,6 +335,6 @@ def _vec(mag: Sequence[int]) -> Vec3:
 
 
 __all__ = ["physical_position", "format_length", "format_physical", "scale_bar", "pixel_aspect",
-           "choose_mag", "choose_mag_xyz", "compose", "ComposedPlane", "NO_SOURCE",
+           "choose_mag", "choose_mag_xyz", "compose", "resample", "ComposedPlane", "NO_SOURCE",
            "placeholder_mags", "placeholder_requests", "to_mag", "upscale", "MagPlaneRequest",
            "in_plane_factors", "voxels_per_pixel", "EPSILON"]

@@ -68,6 +68,10 @@ class Plane:
     """The answer to a ``PlaneRequest``.  ``data`` is ``(C, U, V)``; ``status`` is ``(U, V)``
     uint8 of ``Status`` values; ``errors`` maps ``(file path, block index)`` to the error.
 
+    A plane read at a coarser mag (``viewer.core.multires``) has fewer pixels than the request:
+    each spans ``factors`` requested voxels along (u, v), and its first pixel starts at voxel
+    ``origin`` (``request.lo`` when None).  ``pixel_index`` maps a requested voxel to a pixel.
+
     A plane is a snapshot: a source never changes its arrays after handing it out (a later
     answer is a new ``Plane``), so what is derived from them is computed once."""
 
@@ -75,6 +79,23 @@ class Plane:
     data: npt.NDArray[Any]
     status: npt.NDArray[np.uint8]
     errors: dict[tuple[str, int], FormatError] = field(default_factory=dict)
+    factors: tuple[int, int] = (1, 1)
+    origin: tuple[int, int] | None = None
+
+    @property
+    def image_origin(self) -> tuple[int, int]:
+        """The (u, v) voxel at which the plane's first pixel starts."""
+        return self.origin if self.origin is not None else self.request.lo
+
+    def pixel_index(self, u: int, v: int) -> tuple[int, int] | None:
+        """The (u, v) index into ``data``/``status`` of in-plane voxel (u, v), or None when
+        the plane does not hold it."""
+        ou, ov = self.image_origin
+        fu, fv = self.factors
+        iu, iv = (u - ou) // fu, (v - ov) // fv
+        if 0 <= iu < self.status.shape[0] and 0 <= iv < self.status.shape[1]:
+            return iu, iv
+        return None
 
     @cached_property
     def complete(self) -> bool:

@@ -1,0 +1,364 @@
+"""The layers and mags of a dataset as one source of planes: what the window reads through.
+
+A webKnossos dataset has layers (color, segmentation), each stored at several mags; a plain WKW
+dataset is one layer with one mag.  ``LayeredSource`` keeps one ``PlaneSource`` per (layer, mag)
+(a background ``Loader`` in the window, all sharing one block cache and its budget; created when
+first needed) and answers a view's mag-1 ``PlaneRequest`` for a layer with a
+``multires.ComposedPlane``:
+
+* **The mag** comes from the zoom: for each view the caller says how many mag-1 voxels one
+  screen pixel spans along x, y and z (``voxels_per_px``), and ``multires.choose_mag_xyz`` picks
+  the coarsest mag that still gives a voxel per pixel, or the layer's locked mag.
+* **Placeholders**: while the chosen mag loads, up to ``PLACEHOLDERS`` coarser mags of the same
+  layer are asked for the same plane, and ``multires.compose`` draws what they have scaled up
+  underneath.  The coarse planes are queued with the screen's blocks (before any prefetch, which
+  runs only in the chosen mags' loaders and waits until their planes are complete), so a zoomed
+  out view shows the coarse picture after a handful of blocks instead of a hatch.
+* **Arrivals**: a part's listener reports boxes in its mag's voxels; they are passed on in mag-1
+  voxels, so the window re-fetches the views they touch as it does for a single dataset.
+
+Threads: like ``PlaneSource``: ``set_wanted``, ``plane``, ``add_listener``, ``set_budget`` and
+``close`` on one thread (the GUI thread); ``stats`` and ``wait_idle`` from any; listeners are
+called on the parts' worker threads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from viewer.core import multires
+from viewer.core.cache import BlockCache
+from viewer.core.loader import LoaderStats
+from viewer.core.multires import ComposedPlane, MagPlaneRequest
+from viewer.core.slicing import Box3, DataArrived, PlaneRequest, PlaneSource, SyncPlaneSource
+from viewer.format import FormatError, wkw
+from viewer.format.webknossos.dataset import WkDataset
+
+Vec3 = tuple[int, int, int]
+#: Makes the source of one (layer, mag): ``make_part(dataset, layer name, mag)``.
+PartFactory = Callable[[wkw.Dataset, str, Vec3], PlaneSource]
+
+#: Coarser mags asked for as placeholders under a view (the nearest ones: the best picture).
+PLACEHOLDERS = 2
+#: Composed planes kept beyond the ones on screen.
+SPARE_PLANES = 16
+#: Voxels per pixel assumed for a plane asked for without ``set_wanted`` having said so.
+ONE_TO_ONE = (1.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class SourceLayer:
+    """One layer as the source reads it: its ``name``, ``category`` (``color`` or
+    ``segmentation``) and the WKW dataset of each of its mags (mag-1 voxel coordinates are
+    ``mag * voxel`` of a mag's; all mags of a layer share voxel type and channels)."""
+
+    name: str
+    mags: Mapping[Vec3, wkw.Dataset]
+    category: str = "color"
+
+    def __post_init__(self) -> None:
+        if not self.mags:
+            raise ValueError(f"layer {self.name!r} has no mag to read")
+
+    @property
+    def mag_list(self) -> list[Vec3]:
+        """The mags, finest first."""
+        return sorted(self.mags, key=lambda m: (m[0] * m[1] * m[2], m))
+
+    @property
+    def finest(self) -> wkw.Dataset:
+        return self.mags[self.mag_list[0]]
+
+    @property
+    def header(self) -> wkw.Header:
+        return self.finest.header
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a view's plane of a layer is read from: the chosen mag and the placeholders."""
+
+    chosen: MagPlaneRequest
+    placeholders: tuple[MagPlaneRequest, ...]
+
+
+def _sync_part(dataset: wkw.Dataset, layer: str, mag: Vec3) -> PlaneSource:
+    return SyncPlaneSource(dataset)
+
+
+class LayeredSource:
+    """Planes of every layer of a dataset, each at the mag its view's zoom calls for.
+
+    ``make_part`` builds the source of one (layer, mag) (default: synchronous reads).
+    ``cache``: the block cache the parts share, if any (for ``stats`` and the budget).
+    ``on_close`` runs after every part closed (e.g. closing the webKnossos dataset).
+    ``prefetch``: let the parts prefetch around what they show (off: they read the screen and
+    its placeholders only)."""
+
+    def __init__(self, layers: Sequence[SourceLayer], make_part: PartFactory | None = None, *,
+                 cache: BlockCache | None = None,
+                 on_close: Callable[[], None] | None = None, prefetch: bool = True) -> None:
+        if not layers:
+            raise ValueError("a source needs at least one layer")
+        names = [layer.name for layer in layers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"layer names must be unique, not {names}")
+        self.layers: dict[str, SourceLayer] = {layer.name: layer for layer in layers}
+        self.primary = names[0]
+        self.cache = cache
+        self._make_part = make_part or _sync_part
+        self._on_close = on_close
+        self.prefetch = prefetch
+        self._parts: dict[tuple[str, Vec3], PlaneSource] = {}
+        self._listeners: list[DataArrived] = []
+        self._plans: dict[tuple[str, PlaneRequest], _Plan] = {}
+        self._vpp: dict[PlaneRequest, tuple[float, float, float]] = {}
+        self._vpp_by_axis: dict[int, tuple[float, float, float]] = {}
+        self._locks: dict[str, Vec3 | None] = {}
+        self._composed: OrderedDict[tuple[str, PlaneRequest], tuple[Any, tuple[Any, ...],
+                                                                     ComposedPlane]] = \
+            OrderedDict()
+        self._wanted: tuple[PlaneRequest, ...] = ()
+        self._visible: tuple[str, ...] = tuple(names)
+        self._closed = False
+
+    # -- layers and mags ----------------------------------------------------------------------
+    def part(self, layer: str, mag: Vec3) -> PlaneSource:
+        """The source of ``layer`` at ``mag`` (made on first use)."""
+        key = (layer, mag)
+        part = self._parts.get(key)
+        if part is None:
+            part = self._make_part(self.layers[layer].mags[mag], layer, mag)
+            fu, fv, fw = mag
+            listeners = self._listeners
+
+            def arrived(box: Box3, f: Vec3 = (fu, fv, fw)) -> None:  # a worker thread
+                (ox, oy, oz), (sx, sy, sz) = box
+                scaled: Box3 = ((ox * f[0], oy * f[1], oz * f[2]),
+                                (sx * f[0], sy * f[1], sz * f[2]))
+                for callback in list(listeners):
+                    callback(scaled)
+
+            part.add_listener(arrived)
+            self._parts[key] = part
+        return part
+
+    @property
+    def parts(self) -> dict[tuple[str, Vec3], PlaneSource]:
+        """The parts made so far, by (layer, mag)."""
+        return dict(self._parts)
+
+    def plan(self, layer: str, request: PlaneRequest) -> _Plan:
+        """The mag ``request`` of ``layer`` is read from now, and its placeholders."""
+        plan = self._plans.get((layer, request))
+        if plan is None:
+            vpp = self._vpp.get(request) or self._vpp_by_axis.get(request.axis, ONE_TO_ONE)
+            plan = self._make_plan(layer, request, vpp)
+        return plan
+
+    def chosen_mag(self, layer: str, request: PlaneRequest) -> Vec3:
+        return self.plan(layer, request).chosen.mag
+
+    def _make_plan(self, layer: str, request: PlaneRequest,
+                   vpp: tuple[float, float, float]) -> _Plan:
+        mags = self.layers[layer].mag_list
+        chosen = multires.choose_mag_xyz(mags, request.axis, vpp, self._locks.get(layer))
+        mreq = multires.to_mag(request, chosen)
+        coarser = multires.placeholder_mags(mags, chosen)[:PLACEHOLDERS]
+        return _Plan(mreq, tuple(multires.to_mag(request, m) for m in coarser))
+
+    # -- the PlaneSource protocol -------------------------------------------------------------
+    def add_listener(self, callback: DataArrived) -> None:
+        """``callback(box)`` with ``box`` in mag-1 voxels, whichever layer or mag it came in."""
+        self._listeners.append(callback)
+
+    def set_wanted(self, wanted: Sequence[PlaneRequest], focused: int | None,
+                   cursor: tuple[int, int, int], *,
+                   voxels_per_px: Sequence[tuple[float, float, float]] | None = None,
+                   layers: Mapping[str, Vec3 | None] | None = None) -> None:
+        """The planes on screen (mag-1 requests), ``voxels_per_px[i]`` the mag-1 voxels one
+        screen pixel of ``wanted[i]``'s view spans along x, y, z, and the layers drawn with
+        their locked mag (``None``: chosen by zoom; default: every layer, none locked)."""
+        if self._closed:
+            return
+        wanted = tuple(wanted)
+        vpps = [tuple(float(v) for v in p) for p in voxels_per_px] if voxels_per_px \
+            else [ONE_TO_ONE] * len(wanted)
+        if len(vpps) != len(wanted):
+            raise ValueError("one voxels_per_px entry per wanted plane")
+        if layers is None:
+            layers = {name: None for name in self.layers}
+        self._visible = tuple(name for name in self.layers if name in layers)
+        self._locks = {name: (tuple(int(v) for v in lock)  # type: ignore[misc]
+                              if lock is not None else None) for name, lock in layers.items()}
+        self._vpp = {}
+        for req, vpp in zip(wanted, vpps):
+            self._vpp[req] = vpp  # type: ignore[assignment]
+            self._vpp_by_axis[req.axis] = vpp  # type: ignore[assignment]
+        self._wanted = wanted
+        self._plans = {}
+        order = list(range(len(wanted)))
+        if focused is not None and 0 <= focused < len(wanted):
+            order.remove(focused)
+            order.insert(0, focused)
+        # Per part: its chosen planes (focused view first), then its placeholder planes.
+        chosen: dict[tuple[str, Vec3], list[PlaneRequest]] = {}
+        under: dict[tuple[str, Vec3], list[PlaneRequest]] = {}
+        focus_of: dict[tuple[str, Vec3], int] = {}
+        for name in self._visible:
+            for i in order:
+                req = wanted[i]
+                plan = self._make_plan(name, req, self._vpp[req])
+                self._plans[(name, req)] = plan
+                key = (name, plan.chosen.mag)
+                if i == focused and key not in focus_of:
+                    focus_of[key] = len(chosen.get(key, []))
+                chosen.setdefault(key, []).append(plan.chosen.request)
+                for p in plan.placeholders:
+                    under.setdefault((name, p.mag), []).append(p.request)
+        for key in set(chosen) | set(under) | set(self._parts):
+            own = chosen.get(key, [])
+            extra = [r for r in under.get(key, []) if r not in own]
+            if not own and not extra and key not in self._parts:
+                continue
+            part = self.part(*key)
+            if hasattr(part, "prefetch_enabled"):
+                # prefetch around what is shown only, not around placeholders
+                part.prefetch_enabled = self.prefetch and bool(own)
+            mag = key[1]
+            mag_cursor = (cursor[0] // mag[0], cursor[1] // mag[1], cursor[2] // mag[2])
+            part.set_wanted(list(dict.fromkeys(own + extra)), focus_of.get(key), mag_cursor)
+        self._trim()
+
+    def plane(self, request: PlaneRequest, layer: str | None = None) -> ComposedPlane:
+        """``layer``'s plane (default: the first layer) at the mag its view reads now, what is
+        still loading drawn from a coarser mag when one has it.  While nothing arrived since
+        the last call, the same object comes back (the caller can skip redrawing)."""
+        name = layer if layer is not None else self.primary
+        plan = self.plan(name, request)
+        chosen = self.part(name, plan.chosen.mag).plane(plan.chosen.request)
+        under: tuple[Any, ...] = ()
+        if not chosen.complete:
+            under = tuple(self.part(name, p.mag).plane(p.request) for p in plan.placeholders)
+        key = (name, request)
+        hit = self._composed.get(key)
+        if hit is not None and hit[0] is chosen and len(hit[1]) == len(under) \
+                and all(a is b for a, b in zip(hit[1], under)) \
+                and hit[2].mag_request == plan.chosen:
+            self._composed.move_to_end(key)
+            return hit[2]
+        composed = multires.compose((plan.chosen, chosen), list(zip(plan.placeholders, under)))
+        self._composed[key] = (chosen, under, composed)
+        self._composed.move_to_end(key)
+        self._trim()
+        return composed
+
+    def close(self) -> None:
+        """Close every part (joining their workers), then run ``on_close``."""
+        if self._closed:
+            return
+        self._closed = True
+        for part in self._parts.values():
+            part.close()
+        self._parts.clear()
+        self._composed.clear()
+        self._listeners.clear()
+        if self._on_close is not None:
+            self._on_close()
+
+    def _trim(self) -> None:
+        keep = len(self._wanted) * len(self._visible) + SPARE_PLANES
+        while len(self._composed) > keep:
+            self._composed.popitem(last=False)
+
+    # -- loaders: budget, statistics, waiting -------------------------------------------------
+    def set_budget(self, budget_bytes: int) -> None:
+        if self.cache is not None:
+            self.cache.set_budget(budget_bytes)
+
+    def stats(self) -> LoaderStats:
+        """The parts' ``LoaderStats`` added up (the cache figures are the shared cache's)."""
+        parts = [p.stats() for p in list(self._parts.values()) if hasattr(p, "stats")]
+        values: dict[str, Any] = {}
+        for f in fields(LoaderStats):
+            if f.name == "over_budget":
+                values[f.name] = any(s.over_budget for s in parts)
+            elif f.name in ("cache_used_bytes", "cache_budget_bytes", "cache_blocks",
+                            "pinned_blocks", "peak_cache_bytes"):
+                values[f.name] = max((getattr(s, f.name) for s in parts), default=0)
+            else:
+                values[f.name] = sum(getattr(s, f.name) for s in parts) if parts else 0
+        if self.cache is not None:
+            c = self.cache.stats()
+            values.update(cache_used_bytes=c.used_bytes, cache_budget_bytes=c.budget_bytes,
+                          cache_blocks=c.blocks, pinned_blocks=c.pinned_blocks,
+                          peak_cache_bytes=c.peak_used_bytes, over_budget=c.pinned_over_budget)
+        return LoaderStats(**values)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until every part is idle (tests, benchmarks)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for part in list(self._parts.values()):
+            wait = getattr(part, "wait_idle", None)
+            if wait is None:
+                continue
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not wait(left):
+                return False
+        return True
+
+    @property
+    def threads(self) -> list[Any]:
+        return [t for p in list(self._parts.values()) for t in getattr(p, "threads", [])]
+
+
+def source_layers(dataset: WkDataset) -> tuple[list[SourceLayer], list[FormatError]]:
+    """The layers of a webKnossos dataset as the source reads them (each mag's header opened
+    now), and the problems of those that cannot be read: a layer without mags, a mag whose
+    folder or header is missing or does not match the layer (that mag is left out, the layer's
+    other mags still open), a layer in a format not supported yet."""
+    out: list[SourceLayer] = []
+    problems: list[FormatError] = []
+    for layer in dataset.layers:
+        mags: dict[Vec3, wkw.Dataset] = {}
+        for mag in layer.mags:
+            try:
+                mags[mag.mag] = mag.dataset
+            except FormatError as exc:
+                problems.append(exc)
+        if mags:
+            out.append(SourceLayer(layer.name, mags, layer.category))
+    return out, problems
+
+
+def decoded_needed_bytes(source: LayeredSource, layer: str,
+                         requests: Sequence[PlaneRequest]) -> int:
+    """The bytes of the distinct blocks of the chosen mags that ``requests`` of ``layer``
+    touch: what showing them needs decoded at the least (whole blocks), for comparing with
+    what the loaders decoded."""
+    seen: set[tuple[Vec3, tuple[int, int, int]]] = set()
+    total = 0
+    for req in requests:
+        mreq = source.plan(layer, req).chosen
+        ds = source.layers[layer].mags[mreq.mag]
+        b = ds.header.block_len
+        (ox, oy, oz), (sx, sy, sz) = mreq.request.box()
+        lo = np.array([ox, oy, oz]) // b
+        hi = -(-(np.array([ox + sx, oy + sy, oz + sz])) // b)
+        for bx in range(max(int(lo[0]), 0), int(hi[0])):
+            for by in range(max(int(lo[1]), 0), int(hi[1])):
+                for bz in range(max(int(lo[2]), 0), int(hi[2])):
+                    if (mreq.mag, (bx, by, bz)) not in seen:
+                        seen.add((mreq.mag, (bx, by, bz)))
+                        total += ds.header.block_bytes
+    return total
+
+
+__all__ = ["LayeredSource", "SourceLayer", "PartFactory", "PLACEHOLDERS", "source_layers",
+           "decoded_needed_bytes"]
