@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from window_fixtures import write_dataset
 
-from viewer.core.slicing import XY, PlaneRequest, read_plane
+from viewer.core.slicing import XY, Plane, PlaneRequest, Status, read_plane
 from viewer.core.state import COLOR, SEGMENTATION, Contrast, LayerDisplay
 from viewer.format import wkw
 from viewer.ui.blend import blend, render_layer
@@ -189,3 +189,22 @@ def test_render_layer_picks_the_look_and_keeps_palettes_until_they_change(two_la
     assert (ids == 7).any() and (ids == 8).any()
     assert (lit.pixels[ids == 7] != out.pixels[ids == 7]).all()
     np.testing.assert_array_equal(lit.pixels[ids == 8], out.pixels[ids == 8])
+
+
+def test_render_layer_does_not_patch_a_color_plane_of_another_mag(two_layers):
+    color_ds, _ = two_layers
+    request = PlaneRequest(XY, 2, (0, 0), (32, 32))
+    full = read_plane(color_ds, request)
+    display = LayerDisplay("color", COLOR, contrast=Contrast(0, 255, colormap="viridis"))
+    cache: dict = {}
+    pending = Plane(request, np.zeros_like(full.data), np.ones_like(full.status))
+    first = render_layer(pending, display, cache)
+    coarse = Plane(request, np.ascontiguousarray(full.data[:, ::2, ::2]),
+                   np.zeros((16, 16), np.uint8), factors=(2, 2))
+    coarse.status[3, 4] = Status.PENDING  # still loading somewhere: the patch path is asked
+    out = render_layer(coarse, display, cache, previous=first)
+    assert out.argb().shape == (16, 16)
+    np.testing.assert_array_equal(out.argb(), render_plane(coarse, cache["color"]).argb())
+    # render_plane itself re-renders whole when the previous plane is of another grid
+    direct = render_plane(coarse, cache["color"], previous=first)
+    np.testing.assert_array_equal(direct.argb(), out.argb())

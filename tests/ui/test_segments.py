@@ -218,3 +218,17 @@ def test_pending_hatch_and_arrivals_render_only_what_changed(seg_dataset):
     np.testing.assert_array_equal(
         other.pixels,
         SegmentPalette(selected_id=int(full.data[0, 1, 1])).colors(full.data[0].T))
+
+
+def test_a_plane_of_another_mag_is_not_patched_onto_the_previous_one(seg_dataset):
+    root, _ = seg_dataset
+    full = read_plane(wkw.Dataset.open(str(root)), PlaneRequest(XY, 3, (0, 0), (32, 32)))
+    pending = Plane(full.request, np.zeros_like(full.data),
+                    np.full_like(full.status, Status.PENDING))
+    first = render_segments(pending, SegmentPalette())
+    # the same request answered at mag 2: half the pixels each way
+    coarse = Plane(full.request, np.ascontiguousarray(full.data[:, ::2, ::2]),
+                   np.zeros((16, 16), np.uint8), factors=(2, 2))
+    out = render_segments(coarse, SegmentPalette(), previous=first)
+    assert out.pixels.shape == (16, 16)
+    np.testing.assert_array_equal(out.pixels, SegmentPalette().colors(coarse.data[0].T))

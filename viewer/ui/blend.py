@@ -29,7 +29,7 @@ import numpy.typing as npt
 from viewer.core.slicing import Plane
 from viewer.core.state import LayerDisplay
 from viewer.ui.render import ARGB, Palette, Rendered, render_plane
-from viewer.ui.segments import SegmentPalette, render_segments
+from viewer.ui.segments import SegmentPalette, render_segments, same_grid
 
 OPAQUE = np.uint32(0xFF000000)
 _RED_BLUE = np.uint32(0x00FF00FF)
@@ -169,6 +169,8 @@ def render_layer(plane: Plane, display: LayerDisplay, palette_cache: PaletteCach
         if not isinstance(cached, SegmentPalette) or cached != wanted:
             palette_cache[display.name] = cached = wanted
         return render_segments(plane, cached, previous)
+    if previous is not None and not same_grid(previous.plane, plane):
+        previous = None  # another mag's answer to the same request: nothing to patch
     dtype: np.dtype[Any] = plane.data.dtype
     if (not isinstance(cached, Palette) or cached.contrast != display.contrast
             or cached.dtype != dtype):

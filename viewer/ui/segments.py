@@ -186,8 +186,8 @@ def render_segments(plane: Plane, palette: SegmentPalette,
     axis = plane.request.axis
     status = to_screen(axis, plane.status)
     missing = bool(plane.status.any())
-    if (previous is not None and previous.table is None and previous.plane is not None
-            and previous.plane.request == plane.request and previous.palette == palette):
+    if (previous is not None and previous.table is None and previous.palette == palette
+            and same_grid(previous.plane, plane)):
         changed = status != to_screen(axis, previous.plane.status)
         rows = np.flatnonzero(changed.any(axis=1))
         if rows.size == 0:
@@ -206,6 +206,14 @@ def render_segments(plane: Plane, palette: SegmentPalette,
     return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
 
 
+def same_grid(before: Plane | None, plane: Plane) -> bool:
+    """``before`` is an earlier version of ``plane``: the same request on the same pixel grid
+    (a plane of another mag answers the same request with other pixels)."""
+    return (before is not None and before.request == plane.request
+            and before.status.shape == plane.status.shape
+            and before.factors == plane.factors and before.image_origin == plane.image_origin)
+
+
 def _paint(out: ARGB, status: npt.NDArray[np.uint8], origin: tuple[int, int]) -> None:
     """``render.paint_status`` plus an alpha for absent pixels (their id 0 is transparent)."""
     if not status.any():
@@ -217,4 +225,4 @@ def _paint(out: ARGB, status: npt.NDArray[np.uint8], origin: tuple[int, int]) ->
         alpha[absent] = np.maximum(alpha[absent], ABSENT_ALPHA)
 
 
-__all__ = ["SegmentPalette", "render_segments", "segment_rgb", "SEGMENT_ALPHA"]
+__all__ = ["SegmentPalette", "render_segments", "same_grid", "segment_rgb", "SEGMENT_ALPHA"]
