@@ -142,7 +142,10 @@ def render_plane(plane: Plane, palette: Palette, previous: Rendered | None = Non
     rgb = c.rgb and plane.data.shape[0] >= 3
     if (missing and not rgb and previous is not None and previous.table is None
             and previous.palette is palette and previous.plane is not None
-            and previous.plane.request == plane.request):
+            and previous.plane.request == plane.request
+            and previous.plane.status.shape == plane.status.shape
+            and previous.plane.factors == plane.factors
+            and previous.plane.image_origin == plane.image_origin):
         return _render_changes(plane, palette, previous)
     if rgb:
         out = palette.rgb_colors(np.stack([to_screen(axis, ch) for ch in plane.data[:3]]))
