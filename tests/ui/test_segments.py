@@ -232,3 +232,21 @@ def test_a_plane_of_another_mag_is_not_patched_onto_the_previous_one(seg_dataset
     out = render_segments(coarse, SegmentPalette(), previous=first)
     assert out.pixels.shape == (16, 16)
     np.testing.assert_array_equal(out.pixels, SegmentPalette().colors(coarse.data[0].T))
+
+
+def test_new_picks_on_the_same_plane_recolour_exactly_like_a_full_render(seg_dataset):
+    root, _ = seg_dataset
+    ds = wkw.Dataset.open(str(root))
+    os.remove(ds.file_path(1, 0, 0))  # an absent quarter: its look must survive the patch
+    ds.close()
+    plane = read_plane(wkw.Dataset.open(str(root)), PlaneRequest(XZ, 6, (0, 0), (32, 32)))
+    assert (plane.status == Status.ABSENT).any()
+    present = np.unique(plane.data[0][(plane.status == Status.DATA) & (plane.data[0] != 0)])
+    a, b, c = (int(v) for v in present[[0, 5, -1]])
+    shown = render_segments(plane, SegmentPalette(selected_id=a))
+    for palette in (SegmentPalette(a, b), SegmentPalette(a, c), SegmentPalette(None, c),
+                    SegmentPalette(), SegmentPalette(b, b)):
+        patched = render_segments(plane, palette, previous=shown)
+        np.testing.assert_array_equal(patched.pixels, render_segments(plane, palette).pixels)
+        assert patched.pixels is not shown.pixels
+        shown = patched

@@ -144,18 +144,25 @@ class SegmentPalette(Hashable):
             self._tables[dtype] = table
         return table
 
-    def _hashed(self, flat: npt.NDArray[Any]) -> ARGB:
-        out = np.empty(flat.size, np.uint32)
-        scratch = np.empty(min(CHUNK, flat.size), np.uint64)
-        for start in range(0, flat.size, CHUNK):
-            part = flat[start:start + CHUNK]
-            index = scratch[:part.size]
+    def _hashed(self, ids: npt.NDArray[Any]) -> ARGB:
+        """Colours of a 1-D or 2-D C-contiguous array of ids, a block of rows at a time (the
+        scratch stays in cache; whole-plane temporaries cost more in page faults than the
+        arithmetic)."""
+        out = np.empty(ids.shape, np.uint32)
+        if ids.ndim == 2:
+            step = max(1, CHUNK // max(ids.shape[1], 1))
+            pieces = [(ids[r:r + step], out[r:r + step]) for r in range(0, ids.shape[0], step)]
+        else:
+            pieces = [(ids[s:s + CHUNK], out[s:s + CHUNK]) for s in range(0, ids.size, CHUNK)]
+        scratch = np.empty(min(CHUNK, ids.size) if pieces else 0, np.uint64)
+        for part, target in pieces:
+            index = scratch[:part.size].reshape(part.shape)
             _hash_index(part, index)
-            np.take(_NORMAL, index.view(np.intp), out=out[start:start + part.size], mode="clip")
-        np.copyto(out, np.uint32(0), where=flat == 0)
+            np.take(_NORMAL, index.view(np.intp), out=target, mode="clip")
+        np.copyto(out, np.uint32(0), where=ids == 0)
         for pick, argb in self._picks:
-            if _representable(pick, flat.dtype):
-                np.copyto(out, np.uint32(argb), where=flat == pick)
+            if _representable(pick, ids.dtype):
+                np.copyto(out, np.uint32(argb), where=ids == pick)
         return out
 
     def colors(self, ids: npt.NDArray[Any]) -> ARGB:
@@ -165,9 +172,10 @@ class SegmentPalette(Hashable):
             raise TypeError(f"segment ids are integers, not {ids.dtype}")
         if ids.dtype.itemsize <= 2:
             unsigned = ids.view(ids.dtype.str.replace("i", "u")) if ids.dtype.kind == "i" else ids
-            return self._table(ids.dtype)[unsigned]
-        flat = np.ascontiguousarray(ids).reshape(-1)
-        return self._hashed(flat).reshape(ids.shape)
+            return np.ascontiguousarray(self._table(ids.dtype)[unsigned])
+        if ids.ndim == 2:  # (a transposed plane: copying it first beat reading it strided)
+            return self._hashed(np.ascontiguousarray(ids))
+        return self._hashed(np.ascontiguousarray(ids).reshape(-1)).reshape(ids.shape)
 
 
 def _representable(value: int, dtype: np.dtype[Any]) -> bool:
@@ -182,10 +190,15 @@ def render_segments(plane: Plane, palette: SegmentPalette,
 
     ``previous``: what was rendered of an earlier version of the same request with an equal
     palette (blocks arrived since): only the rectangle whose status changed is coloured again,
-    into a copy."""
+    into a copy.  Or what was rendered of this very plane with other picked ids (the mouse
+    moved onto another segment): only the pixels of the ids picked before or now are coloured
+    again."""
     axis = plane.request.axis
     status = to_screen(axis, plane.status)
     missing = bool(plane.status.any())
+    if (previous is not None and previous.plane is plane and previous.table is None
+            and isinstance(previous.palette, SegmentPalette) and previous.palette != palette):
+        return _render_picks(plane, palette, previous, status, missing)
     if (previous is not None and previous.table is None and previous.palette == palette
             and same_grid(previous.plane, plane)):
         changed = status != to_screen(axis, previous.plane.status)
@@ -197,12 +210,33 @@ def render_segments(plane: Plane, palette: SegmentPalette,
         out = previous.pixels.copy()
         part = out[r0:r1, c0:c1]
         ids = to_screen(axis, plane.data[0])[r0:r1, c0:c1]
-        part[...] = palette.colors(np.ascontiguousarray(ids))
+        part[...] = palette.colors(ids)
         _paint(part, status[r0:r1, c0:c1], (r0, c0))
         return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
-    out = palette.colors(np.ascontiguousarray(to_screen(axis, plane.data[0])))
+    out = palette.colors(to_screen(axis, plane.data[0]))
     if missing:
         _paint(out, status, (0, 0))
+    return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
+
+
+def _render_picks(plane: Plane, palette: SegmentPalette, previous: Rendered,
+                  status: npt.NDArray[np.uint8], missing: bool) -> Rendered:
+    """``previous`` (this plane, other picked ids) with the pixels of every id picked then or
+    now coloured again, into a copy."""
+    before = previous.palette
+    assert isinstance(before, SegmentPalette)
+    ids = to_screen(plane.request.axis, plane.data[0])
+    touched = {pick for pick in (before.selected_id, before.hovered_id, palette.selected_id,
+                                 palette.hovered_id)
+               if pick is not None and pick != 0 and _representable(pick, ids.dtype)}
+    out = previous.pixels.copy()
+    if touched:
+        mask = np.zeros(ids.shape, dtype=bool)
+        for pick in touched:
+            mask |= ids == pick
+        if missing:
+            mask &= status == Status.DATA
+        out[mask] = palette.colors(ids[mask])
     return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
 
 
