@@ -196,15 +196,16 @@ def render_segments(plane: Plane, palette: SegmentPalette,
     axis = plane.request.axis
     status = to_screen(axis, plane.status)
     missing = bool(plane.status.any())
+    before: object = previous.palette if previous is not None else None
     if (previous is not None and previous.plane is plane and previous.table is None
-            and isinstance(previous.palette, SegmentPalette) and previous.palette != palette):
+            and isinstance(before, SegmentPalette) and before != palette):
         return _render_picks(plane, palette, previous, status, missing)
-    if (previous is not None and previous.table is None and previous.palette == palette
-            and same_grid(previous.plane, plane)):
+    if (previous is not None and previous.table is None and before == palette
+            and previous.plane is not None and same_grid(previous.plane, plane)):
         changed = status != to_screen(axis, previous.plane.status)
         rows = np.flatnonzero(changed.any(axis=1))
         if rows.size == 0:
-            return Rendered(previous.pixels, None, plane, palette)  # type: ignore[arg-type]
+            return _rendered(previous.pixels, plane, palette)
         cols = np.flatnonzero(changed.any(axis=0))
         r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
         out = previous.pixels.copy()
@@ -212,18 +213,18 @@ def render_segments(plane: Plane, palette: SegmentPalette,
         ids = to_screen(axis, plane.data[0])[r0:r1, c0:c1]
         part[...] = palette.colors(ids)
         _paint(part, status[r0:r1, c0:c1], (r0, c0))
-        return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
+        return _rendered(out, plane, palette)
     out = palette.colors(to_screen(axis, plane.data[0]))
     if missing:
         _paint(out, status, (0, 0))
-    return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
+    return _rendered(out, plane, palette)
 
 
 def _render_picks(plane: Plane, palette: SegmentPalette, previous: Rendered,
                   status: npt.NDArray[np.uint8], missing: bool) -> Rendered:
     """``previous`` (this plane, other picked ids) with the pixels of every id picked then or
     now coloured again, into a copy."""
-    before = previous.palette
+    before: object = previous.palette
     assert isinstance(before, SegmentPalette)
     ids = to_screen(plane.request.axis, plane.data[0])
     touched = {pick for pick in (before.selected_id, before.hovered_id, palette.selected_id,
@@ -237,7 +238,14 @@ def _render_picks(plane: Plane, palette: SegmentPalette, previous: Rendered,
         if missing:
             mask &= status == Status.DATA
         out[mask] = palette.colors(ids[mask])
-    return Rendered(out, None, plane, palette)  # type: ignore[arg-type]
+    return _rendered(out, plane, palette)
+
+
+def _rendered(pixels: ARGB, plane: Plane, palette: SegmentPalette) -> Rendered:
+    """A ``Rendered`` that remembers its ``SegmentPalette`` (its field is typed for the color
+    ``Palette``; both only need comparing)."""
+    kept: Any = palette
+    return Rendered(pixels, None, plane, kept)
 
 
 def same_grid(before: Plane | None, plane: Plane) -> bool:
