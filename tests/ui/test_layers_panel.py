@@ -220,3 +220,16 @@ def test_install_docks_the_panel_tabified_with_contrast(qtbot):
     assert window.contrast_dock in window.tabifiedDockWidgets(window.layers_dock)
     window.state.set_layers([LayerDisplay("em", COLOR), LayerDisplay("cells", SEGMENTATION)])
     assert panel.row_order() == ["cells", "em"]
+
+
+def test_a_deleted_panel_stops_following_the_state(qtbot):
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    state = ViewerState()
+    state.set_layers([LayerDisplay("em", COLOR)])
+    panel = QtLayersPanel(state)
+    panel.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    state.set_layer("em", visible=False)  # no RuntimeError from a deleted row
+    state.set_layers([LayerDisplay("em", COLOR), LayerDisplay("cells", SEGMENTATION)])
+    assert state.layer("em").visible is True

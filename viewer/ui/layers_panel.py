@@ -314,7 +314,10 @@ class QtLayersPanel(QWidget):
         layout.addWidget(self.empty)
         layout.addLayout(self._rows_layout)
         layout.addStretch(1)
-        state.subscribe(self._on_state_changed)
+        observer = self._on_state_changed
+        state.subscribe(observer)
+        # The state may outlive the panel (a dock closed for good): stop following it then.
+        self.destroyed.connect(lambda *_: state.unsubscribe(observer))
         self._sync()
 
     # -- the window's calls ------------------------------------------------------------------
