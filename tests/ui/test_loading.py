@@ -12,6 +12,7 @@ import pytest
 from PySide6.QtCore import QThread
 from PySide6.QtWidgets import QApplication
 
+from viewer.core.layered import LayeredSource
 from viewer.core.loader import Loader
 from viewer.core.slicing import XY, XZ, YZ, PlaneRequest, Status
 from viewer.format import wkw
@@ -109,7 +110,10 @@ def test_window_on_the_loader_fills_all_views(qtbot, dataset_path: Path, vol: np
     window.resize(900, 700)
     window.show()
     assert window.open_path(str(dataset_path), pos=(10, 20, 30))
-    assert isinstance(window.source, Loader)
+    # one layer, one mag: a single loader behind the window's layered source
+    assert isinstance(window.source, LayeredSource)
+    qtbot.waitUntil(lambda: bool(window.source.parts), timeout=WAIT_MS)
+    assert [type(p) for p in window.source.parts.values()] == [Loader]
 
     def all_complete() -> bool:
         return all(v.plane is not None and v.plane.complete for v in window.views.values())
@@ -187,7 +191,7 @@ def test_the_window_releases_prefetch_once_its_views_are_complete(
         return all(v.plane is not None and v.plane.complete for v in window.views.values())
 
     loader = window.source
-    assert isinstance(loader, Loader)
+    assert isinstance(loader, LayeredSource)
     qtbot.waitUntil(all_complete, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: loader.stats().prefetched_blocks > 0, timeout=WAIT_MS)
     assert loader.wait_idle(WAIT_MS / 1000)

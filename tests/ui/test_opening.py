@@ -91,7 +91,7 @@ def test_histogram_handle_drag_sets_the_levels(window, ramp_dataset, qtbot):
     assert abs(window.state.contrast.hi - 200) <= 2
 
 
-def test_a_webknossos_dataset_opens_its_color_layer_at_mag_1(window, tmp_path):
+def test_a_webknossos_dataset_opens_with_all_its_layers(window, tmp_path):
     from viewer.core.synthetic import EMVolume
     from viewer.format.webknossos.writer import write_synthetic_dataset
 
@@ -99,11 +99,28 @@ def test_a_webknossos_dataset_opens_its_color_layer_at_mag_1(window, tmp_path):
     write_synthetic_dataset(root, EMVolume(2), shape=(128, 128, 128), mags=[(1, 1, 1)],
                             workers=1)
     assert window.open_path(root, pos=(10, 20, 30), zoom=2)
-    assert "color" in window.windowTitle()
-    plane = window.views[XY].plane
+    assert "wk" in window.windowTitle()
+    assert [(la.name, la.category) for la in window.state.layers] == [
+        ("color", "color"), ("segmentation", "segmentation")]
+    assert window.state.active_layer == "color"
+    view = window.views[XY]
+    assert set(view.layer_planes) == {"color", "segmentation"}
+    plane = view.layer_planes["color"]
     (x0, y0), (x1, y1) = plane.request.lo, plane.request.hi
-    expected = EMVolume(2).em((0, 0, 0), (128, 128, 128))[x0:x1, y0:y1, 30]
-    np.testing.assert_array_equal(plane.data[0], expected)
+    volume = EMVolume(2)
+    em = volume.em((0, 0, 0), (128, 128, 128))  # generated on the writer's grid
+    seg = volume.segmentation((0, 0, 0), (128, 128, 128))
+    np.testing.assert_array_equal(plane.data[0], em[x0:x1, y0:y1, 30])
+    np.testing.assert_array_equal(view.layer_planes["segmentation"].data[0],
+                                  seg[x0:x1, y0:y1, 30])
+    # the status bar gives both layers' values under the mouse
+    window._on_hovered((40, 50, 30))
+    text = window.value_label.text()
+    em, seg = int(em[40, 50, 30]), int(seg[40, 50, 30])
+    assert f"color {em}" in text and f"segmentation {seg}" in text
+    # hiding the segmentation layer: the views show the color layer alone
+    window.state.set_layer("segmentation", visible=False)
+    assert set(view.layer_planes) == {"color"}
 
 
 def test_the_extent_is_that_of_the_files_present(window, tmp_path):

@@ -54,18 +54,23 @@ def is_round(length_nm: float) -> bool:
     return any(math.isclose(length_nm, m * 10.0 ** exponent) for m in (1, 2, 5))
 
 
-def test_the_window_keeps_the_webknossos_dataset_and_the_voxel_size_of_the_mag(window, tmp_path):
-    small = np.zeros((32, 32, 64), np.uint8)
+def test_a_layer_without_mag_1_is_shown_in_mag1_voxels_from_its_finest_mag(window, tmp_path):
+    small = np.arange(32 * 32 * 64, dtype=np.uint32).reshape(32, 32, 64).astype(np.uint8)
     root = write_wk(tmp_path / "wk221", small, mag=(2, 2, 1))
     assert window.open_path(root)
     assert window.webknossos is not None and window.webknossos.voxel_size == VOXEL
-    assert window.webknossos_mag.mag == (2, 2, 1)
-    # a voxel of mag 2-2-1 spans 2 x 2 x 1 voxels of mag 1
-    assert window.state.voxel_size_nm == (20.0, 20.0, 25.0)
-    assert "20 \u00d7 20 \u00d7 25 nm" in window.info_label.text()
+    # positions and sizes are in mag-1 voxels: a voxel of mag 2-2-1 spans 2 x 2 x 1 of them
+    assert window.state.voxel_size_nm == VOXEL
+    assert window.state.bounds == ((0, 0, 0), (64, 64, 64))
+    assert "10 \u00d7 10 \u00d7 25 nm" in window.info_label.text()
+    plane = window.views[XY].plane
+    assert plane.mags[0] == (2, 2, 1) and plane.factors == (2, 2)
+    (x0, y0) = plane.mag_request.request.lo
+    (x1, y1) = plane.mag_request.request.hi
+    np.testing.assert_array_equal(plane.data[0], small[x0:x1, y0:y1, plane.request.index])
     # a plain WKW dataset after it: no webKnossos dataset, no voxel size
     assert window.open_path(write_dataset(tmp_path / "plain", ramp()[:32, :32, :32]))
-    assert window.webknossos is None and window.webknossos_mag is None
+    assert window.webknossos is None
     assert window.state.voxel_size_nm is None
     assert window.state.stretch(XZ) == (1.0, 1.0)
 

@@ -273,7 +273,7 @@ def test_side_panel_can_be_replaced(window, qtbot):
 def test_an_unexpected_error_becomes_a_message(window, ramp_dataset, qtbot, monkeypatch):
     window.open_path(ramp_dataset)
 
-    def broken(request):
+    def broken(request, layer=None):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(window.source, "plane", broken)

@@ -11,7 +11,8 @@ hit rate, decode MB/s, and a warning when the budget cannot hold what is on scre
 box changes the budget at run time.
 
 ``install_background_loading(window, budget_bytes)`` switches a ``QtMainWindow`` to the loader:
-every dataset it opens gets a ``Loader`` whose bridge feeds ``window._on_data_arrived``.
+every dataset it opens gets a ``LayeredSource`` with a ``Loader`` per layer and mag, all on one
+block cache, whose bridge feeds ``window._on_data_arrived``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
 
+from collections.abc import Callable, Sequence
+
+from viewer.core.cache import BlockCache
+from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.slicing import Box3, PlaneSource
 from viewer.format import wkw
@@ -81,11 +86,11 @@ class QtLoadingBridge(QObject):
 
 
 class QtLoaderStatus(QWidget):
-    """Status-bar section for a ``Loader`` (or none).  GUI thread only."""
+    """Status-bar section for a ``LayeredSource`` of loaders (or none).  GUI thread only."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.loader: Loader | None = None
+        self.loader: LayeredSource | None = None
         self.label = QLabel("")
         self.label.setObjectName("loaderStatus")
         self.budget = QSpinBox()
@@ -105,9 +110,9 @@ class QtLoaderStatus(QWidget):
         self.timer.start()
         self.refresh()
 
-    def set_loader(self, loader: Loader | None) -> None:
+    def set_loader(self, loader: LayeredSource | None) -> None:
         self.loader = loader
-        if loader is not None:
+        if loader is not None and loader.cache is not None:
             self.budget.blockSignals(True)
             self.budget.setValue(max(16, loader.cache.budget_bytes // MIB))
             self.budget.blockSignals(False)
@@ -162,7 +167,9 @@ def status_details(stats: LoaderStats) -> str:
 
 
 class QtBackgroundLoading(QObject):
-    """Gives a window a ``Loader`` per dataset, with its bridge and status section."""
+    """Gives a window's datasets background loading: a ``LayeredSource`` of ``Loader`` parts
+    (one per layer and mag, made when first needed, sharing one cache and its budget), with
+    its bridge and status section."""
 
     def __init__(self, window: Any, budget_bytes: int | None = None, workers: int = 2) -> None:
         super().__init__(window)
@@ -170,23 +177,31 @@ class QtBackgroundLoading(QObject):
         self.budget_bytes = budget_bytes
         self.workers = workers
         self.bridge: QtLoadingBridge | None = None
-        self.loader: Loader | None = None
+        self.loader: LayeredSource | None = None
         self.status = QtLoaderStatus()
         window.statusBar().addPermanentWidget(self.status)
 
-    def make_source(self, dataset: wkw.Dataset) -> Loader:
-        """A ``source_factory`` for the window: the previous loader is closed by the window."""
+    def make_source(self, layers: Sequence[SourceLayer],
+                    on_close: Callable[[], None] | None = None) -> LayeredSource:
+        """A ``source_factory`` for the window: the previous source is closed by the window."""
         if self.bridge is not None:
             self.bridge.detach()
             self.bridge.deleteLater()
         # A budget changed at run time carries over to the next dataset.
-        budget = self.loader.cache.budget_bytes if self.loader is not None else self.budget_bytes
-        loader = Loader(dataset, workers=self.workers, budget_bytes=budget)
-        bridge = QtLoadingBridge(loader, self)
+        budget = self.loader.cache.budget_bytes if self.loader is not None \
+            and self.loader.cache is not None else self.budget_bytes
+        cache = BlockCache(budget)
+        workers = self.workers
+
+        def part(dataset: wkw.Dataset, layer: str, mag: tuple[int, int, int]) -> Loader:
+            return Loader(dataset, layer=layer, mag=mag, workers=workers, cache=cache)
+
+        source = LayeredSource(layers, part, cache=cache, on_close=on_close)
+        bridge = QtLoadingBridge(source, self)
         bridge.data_arrived.connect(self.window._on_data_arrived)
-        self.loader, self.bridge = loader, bridge
-        self.status.set_loader(loader)
-        return loader
+        self.loader, self.bridge = source, bridge
+        self.status.set_loader(source)
+        return source
 
 
 def install_background_loading(window: Any, budget_bytes: int | None = None,

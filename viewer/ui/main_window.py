@@ -36,7 +36,8 @@ from PySide6.QtWidgets import (
 
 from viewer.core import extent
 from viewer.core import state as st
-from viewer.core.slicing import IN_PLANE, PlaneSource, PlaneRequest, Status, SyncPlaneSource
+from viewer.core.layered import LayeredSource, SourceLayer, source_layers
+from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, ViewerState, format_position, parse_position
 from viewer.format import FormatError, wkw
 from viewer.ui.contrast import QtContrastPanel
@@ -46,15 +47,31 @@ from viewer.ui.opening import (
     QtExtentBridge,
     RecentDatasetsMixin,
 )
-from viewer.ui.render import Palette, histogram, render_plane, robust_range
-from viewer.ui.slice_view import QtSliceView
+from viewer.ui.blend import blend, render_layer
+from viewer.ui.render import Palette, Rendered, histogram, robust_range
+from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
 
 if TYPE_CHECKING:
     from viewer.format.webknossos.dataset import WkDataset
-    from viewer.format.webknossos.mag import Mag
 
-SourceFactory = Callable[[wkw.Dataset], PlaneSource]
+#: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
+SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
+
+
+def default_contrast(header: wkw.Header) -> st.Contrast:
+    """How a layer starts out: the full range of uint8, 0..1 for other types until the first
+    auto-contrast; three uint8 channels as colour."""
+    rgb = header.num_channels == 3 and header.dtype == np.uint8
+    hi = 255.0 if header.dtype == np.uint8 else 1.0
+    return st.Contrast(lo=0.0, hi=hi, rgb=rgb)
+
+
+def sync_source(layers: Sequence[SourceLayer],
+                on_close: Callable[[], None] | None = None) -> LayeredSource:
+    """The default source: every plane read at once on the GUI thread (no cache)."""
+    return LayeredSource(layers, on_close=on_close)
+
 HISTOGRAM_DELAY_MS = 150
 #: The contrast dock's width at start: narrow, so that the 2x2 grid gets the room.
 CONTRAST_DOCK_WIDTH = 220
@@ -79,16 +96,24 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
     dataset_opened = Signal(str)
 
     def __init__(self, state: ViewerState | None = None,
-                 source_factory: SourceFactory = SyncPlaneSource) -> None:
+                 source_factory: SourceFactory = sync_source) -> None:
         super().__init__()
         self.state = state or ViewerState()
         self.source_factory = source_factory
-        self.source: PlaneSource | None = None
+        self.source: LayeredSource | None = None
+        #: The finest mag of the first layer (a plain WKW dataset: the dataset itself); its
+        #: voxels are the window's coordinates.
         self.dataset: wkw.Dataset | None = None
         self.dataset_path: str | None = None
-        #: The webKnossos dataset open (None for a plain WKW dataset) and the mag shown.
+        #: The webKnossos dataset open (None for a plain WKW dataset).
         self.webknossos: WkDataset | None = None
-        self.webknossos_mag: Mag | None = None
+        #: The mag of ``dataset`` (its voxel ``p`` covers mag-1 voxels ``p * dataset_mag``).
+        self.dataset_mag: tuple[int, int, int] = (1, 1, 1)
+        #: Each layer's voxel type and channel count, by name.
+        self.layer_headers: dict[str, wkw.Header] = {}
+        #: Each layer's palette as last drawn (``blend.render_layer`` keeps it current).
+        self._palettes: dict[str, Any] = {}
+        self._wanted_key: tuple[Any, ...] = ()
         self.errors: list[str] = []
         self._failed_blocks: dict[tuple[str, int], FormatError] = {}
         self._wanted: list[PlaneRequest] = []
@@ -191,19 +216,25 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         keeps what it showed before) and False is returned."""
         path = os.fspath(path)
         notes: list[str] = []
+        scan: extent.ExtentScan | None = None
+        wk: WkDataset | None = None
         try:
-            wkw_path, wk_dataset, wk_mag = self._resolve_webknossos(path, notes)
-            dataset = wkw.Dataset.open(wkw_path)
-            bounds, scan = self._find_extent(dataset, pos)
+            found = self._open_webknossos(path, notes)
+            if found is None:
+                dataset = wkw.Dataset.open(path)
+                layers = [SourceLayer(Path(path).name or "data", {(1, 1, 1): dataset})]
+                bounds, scan = self._find_extent(dataset, pos)
+            else:
+                wk, layers, bounds = found
+                dataset = layers[0].finest
         except Exception as exc:  # whatever it is, a message in the window, not a crash
+            if wk is not None:
+                wk.close()
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
-        self.set_dataset(dataset, path, bounds, pos, zoom, webknossos=wk_dataset, mag=wk_mag)
+        self.set_dataset(dataset, path, bounds, pos, zoom, webknossos=wk, layers=layers)
         self._extent_scan = scan  # its reports are queued: they come after this
         self._show_info()
-        if wkw_path != path:
-            self.setWindowTitle(f"{Path(path).name} \u2014 {os.path.relpath(wkw_path, path)}"
-                                f" \u2014 wkw-viewer")
         if notes:
             self.banner.show_message("Parts of this webKnossos dataset did not open",
                                      "; ".join(notes))
@@ -250,36 +281,48 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         self._show_info()
 
     @staticmethod
-    def _resolve_webknossos(path: str, notes: list[str]
-                            ) -> tuple[str, WkDataset | None, Mag | None]:
-        """For a webKnossos dataset (or layer) folder: the WKW dataset of its first color
-        layer's finest mag, with the webKnossos dataset and that mag, what did not open noted.
-        Other paths come back unchanged (with None, None)."""
+    def _open_webknossos(path: str, notes: list[str]
+                         ) -> tuple[WkDataset, list[SourceLayer], tuple[st.Vec3, st.Vec3]] | None:
+        """For a webKnossos dataset (or layer, or mag) folder: the dataset, its layers that can
+        be read (color layers first), and the box their bounding boxes span in mag-1 voxels;
+        what did not open is noted.  None for other paths (a plain WKW dataset or file)."""
         from viewer.format.webknossos import dataset as wk
 
         if not wk.is_webknossos_dataset(path):
-            return path, None, None
+            return None
         opened = wk.open_dataset(path)
         notes.extend(str(p) for p in opened.problems)
-        mag = wk.select_mag(opened)
-        return mag.path, opened, mag
+        layers, problems = source_layers(opened)
+        notes.extend(str(p) for p in problems)
+        if not layers:
+            opened.close()
+            raise ValueError("no layer of this webKnossos dataset can be read"
+                             + (f": {'; '.join(notes)}" if notes else ""))
+        layers.sort(key=lambda la: la.category == "segmentation")  # stable: colors first
+        boxes = [opened.layer(la.name).bounding_box for la in layers]
+        boxes = [b for b in boxes if not b.is_empty] or boxes
+        lo = tuple(min(b.top_left[a] for b in boxes) for a in range(3))
+        hi = tuple(max(b.top_left[a] + b.size[a] for b in boxes) for a in range(3))
+        return opened, layers, (lo, hi)  # type: ignore[return-value]
 
     def set_dataset(self, dataset: wkw.Dataset, path: str, bounds: tuple[st.Vec3, st.Vec3],
                     pos: Sequence[int] | None = None, zoom: float | None = None,
-                    webknossos: WkDataset | None = None, mag: Mag | None = None) -> None:
-        """Show ``dataset``; ``webknossos`` and ``mag`` when it is one mag of a webKnossos
-        dataset, whose declared voxel size (times the mag's factors) then gives physical
-        positions, scale bars and the aspect of anisotropic voxels."""
+                    webknossos: WkDataset | None = None,
+                    layers: Sequence[SourceLayer] | None = None) -> None:
+        """Show ``dataset`` (a plain WKW dataset), or the ``layers`` of ``webknossos`` (then
+        ``dataset`` is the first layer's finest mag, and the declared voxel size gives
+        physical positions, scale bars and the aspect of anisotropic voxels)."""
         if self.source is not None:
             self.source.close()
         self._stop_extent_scan()
         if self.webknossos is not None and self.webknossos is not webknossos:
             self.webknossos.close()
-        self.webknossos, self.webknossos_mag = webknossos, mag
+        self.webknossos = webknossos
+        if layers is None:
+            layers = [SourceLayer(Path(path).name or "data", {(1, 1, 1): dataset})]
         size: tuple[float, float, float] | None = None
-        if webknossos is not None and mag is not None and webknossos.voxel_size_declared:
-            vs, m = webknossos.voxel_size, mag.mag
-            size = (vs[0] * m[0], vs[1] * m[1], vs[2] * m[2])
+        if webknossos is not None and webknossos.voxel_size_declared:
+            size = tuple(float(v) for v in webknossos.voxel_size)  # type: ignore[assignment]
         self.state.set_voxel_size(size, notify=False)  # set_bounds below notifies
         self.dataset = dataset
         self.dataset_path = path
@@ -287,18 +330,24 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         self._failed_blocks = {}
         self.banner.hide()
         self._wanted = []
+        self._wanted_key = ()
+        self.dataset_mag = layers[0].mag_list[0]
+        self.layer_headers = {layer.name: layer.header for layer in layers}
+        self._palettes = {}
+        coarsest = max(max(m) for layer in layers for m in layer.mags)
         for view in self.views.values():
             view.message = ""
+            view.layer_planes, view.layer_rendered = {}, {}
+            view.max_side = MAX_PLANE_SIDE * coarsest
             view.show_plane(None, None)
-        source = self.source_factory(dataset)
-        self.source = source
+        on_close = None if webknossos is None else webknossos.close
+        self.source = self.source_factory(layers, on_close)
+        self.state.set_layers([st.LayerDisplay(layer.name, layer.category,
+                                               contrast=default_contrast(layer.header))
+                               for layer in layers], notify=False)
+        self._show_active_layer()
         h = dataset.header
-        rgb = h.num_channels == 3 and h.dtype == np.uint8
-        self.contrast_panel.set_channels(h.num_channels, rgb)
-        self.contrast_panel.set_integer_levels(h.dtype.kind in "iu")
-        lo, hi = (0.0, 255.0) if h.dtype == np.uint8 else (0.0, 1.0)
-        self.state.set_contrast(lo=lo, hi=hi, channel=0, rgb=rgb)
-        self._auto_pending = h.dtype != np.uint8
+        self._auto_pending = h.dtype != np.uint8 and layers[0].category != st.SEGMENTATION
         self._palette = None
         self.state.set_bounds(bounds, pos, zoom if zoom is not None else self.fit_zoom(bounds))
         name = Path(path).name or path
@@ -378,12 +427,15 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
             self.cursor_label.setText(f"cursor  {self._position_text(self.state.cursor)}")
         serials = {a: v._image_serial for a, v in self.views.items()}
         centers = dict(self.state.centers)
+        if st.LAYERS in changes:
+            self._show_active_layer()
         if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT, st.BOUNDS,
-                      st.VOXEL_SIZE}:
+                      st.VOXEL_SIZE, st.LAYERS}:
             self.refresh_planes()
-        if st.CONTRAST in changes:
+        if changes & {st.CONTRAST, st.LAYERS}:
             self._palette = None
             self._rerender_all()
+        if st.CONTRAST in changes:
             self._histogram_timer.start()
         if changes == {st.CURSOR}:
             # A view whose plane and centre stayed only needs its crosshair moved.
@@ -400,17 +452,34 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
             self._show_hover(self._hover)
 
     def planes_complete(self) -> bool:
-        """Every visible view shows its whole plane (nothing still loading)."""
-        return all(self.views[a].plane is None or self.views[a].plane.complete
-                   for a in self._visible_axes())
+        """Every visible view shows its whole plane of every visible layer, each at the mag
+        its zoom calls for (nothing still loading, no coarse placeholder left)."""
+        for axis in self._visible_axes():
+            view = self.views[axis]
+            if view.plane is None:
+                continue
+            if not all(p.complete for p in (view.layer_planes or {"": view.plane}).values()):
+                return False
+        return True
 
     def _visible_axes(self) -> list[int]:
         layout = self.state.layout
         return [a for a in (XY, XZ, YZ) if layout is None or layout == a]
 
+    def _shown_layers(self) -> list[st.LayerDisplay]:
+        """The layers drawn, bottom first; when every layer is hidden, the active one (drawn
+        black, so that the cursor still has a plane to show and its values)."""
+        layers = [la for la in self.state.visible_layers()
+                  if self.source is not None and la.name in self.source.layers]
+        if layers:
+            return layers
+        active = self.state.active_layer
+        return [la for la in self.state.layers if la.name == active][:1]
+
     def refresh_planes(self, force: bool = False) -> None:
         """Fetch the planes that changed (all with ``force``) and tell the source what is on
-        screen."""
+        screen: the planes, how many voxels a pixel spans in each view (which mag it reads)
+        and the layers drawn with their locked mags."""
         if self.source is None:
             return
         requests: dict[int, PlaneRequest] = {}
@@ -419,20 +488,27 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
             if req is not None:
                 requests[axis] = req
         wanted = list(requests.values())
-        if wanted != self._wanted:
+        vpp = [self.views[a].voxels_per_pixel() for a in requests]
+        layers = {la.name: la.mag_lock for la in self._shown_layers()}
+        key = (tuple(wanted), tuple(vpp), tuple(layers.items()))
+        mags_changed = key[1:] != self._wanted_key[1:]
+        if key != self._wanted_key or wanted != self._wanted:
+            self._wanted_key = key
             self._wanted = wanted
             focused = list(requests).index(self.state.focused) \
                 if self.state.focused in requests else None
-            self.source.set_wanted(wanted, focused, self.state.cursor)
+            self.source.set_wanted(wanted, focused, self.state.cursor, voxels_per_px=vpp,
+                                   layers=layers)
         changed = False
         for axis, req in requests.items():
             view = self.views[axis]
-            if force or req != view.request:
+            if force or mags_changed or req != view.request:
                 self._fetch(view, req)
                 changed = True
         if changed:
             self._maybe_auto_contrast()
             self._histogram_timer.start()
+            self._show_mag()
 
     def _maybe_auto_contrast(self) -> None:
         """The first auto-contrast of a dataset that is not uint8, once its planes are in."""
@@ -440,34 +516,94 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
             self._auto_pending = False
             self.auto_contrast()
 
-    def _fetch(self, view: QtSliceView, request: PlaneRequest) -> None:
+    def _fetch(self, view: QtSliceView, request: PlaneRequest, rerender: bool = False) -> None:
+        """Get ``view``'s plane of every layer drawn, render and blend them, and show the
+        result.  Nothing is redrawn when no plane changed (the source hands back the same
+        objects) and nor did the way they are drawn, unless ``rerender``."""
         assert self.source is not None
+        shown = self._shown_layers()
         try:
-            plane = self.source.plane(request)
+            planes = {la.name: self.source.plane(request, la.name) for la in shown}
         except Exception as exc:  # an unexpected read error must not take the window down
             self.show_error("Cannot read a plane", _describe(exc))
             view.show_plane(None, None)
+            view.layer_planes, view.layer_rendered = {}, {}
             view.request = request
             return
-        palette = self._get_palette()
-        shown = view.rendered
-        if plane is view.plane and shown is not None and shown.palette is palette:
+        drawn = tuple(shown) if self.state.visible_layers() else ()
+        if (not rerender and view.request == request and view.rendered is not None
+                and getattr(view, "drawn_layers", None) == drawn
+                and len(planes) == len(view.layer_planes)
+                and all(view.layer_planes.get(n) is p for n, p in planes.items())):
             return  # the source says nothing of it arrived since: nothing to redraw
-        view.show_plane(plane, render_plane(plane, palette, shown))
-        if plane.errors:
-            self._note_failures(plane.errors)
+        main = planes.get(self.state.active_layer or "") or next(iter(planes.values()))
+        rendered = self._render(view, shown, planes, drawn)
+        view.layer_planes = planes
+        view.drawn_layers = drawn  # type: ignore[attr-defined]
+        view.show_plane(main, rendered)
+        for plane in planes.values():
+            if plane.errors:
+                self._note_failures(plane.errors)
+        if view.axis == self.state.focused:
+            self._show_mag()
+
+    def _render(self, view: QtSliceView, shown: list[st.LayerDisplay],
+                planes: dict[str, Plane], drawn: tuple[st.LayerDisplay, ...]) -> Rendered:
+        """The layers' planes rendered and blended, bottom first.  One opaque color layer is
+        rendered straight (re-rendering only what arrived since its last version)."""
+        previous = view.layer_rendered
+        out: dict[str, Rendered] = {}
+        if not drawn:  # every layer hidden
+            plane = next(iter(planes.values()))
+            u, v = plane.status.shape
+            shape = (u, v) if SCREEN_AXES[view.axis][0] == IN_PLANE[view.axis][0] else (v, u)
+            view.layer_rendered = {}
+            return Rendered(np.full(shape, 0xFF000000, np.uint32))
+        for la in drawn:
+            plane = planes[la.name]
+            old = previous.get(la.name)
+            if old is not None and (old.plane is None or old.plane.factors != plane.factors):
+                old = None
+            out[la.name] = render_layer(plane, la, self._palettes, old)
+        view.layer_rendered = out
+        if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
+            return out[drawn[0].name]
+        return Rendered(blend([(out[la.name].argb(), la.opacity) for la in drawn]))
 
     def _get_palette(self) -> Palette:
+        """The active layer's palette as its views draw it (the compare overlay uses it)."""
+        palette = self._palettes.get(self.state.active_layer or "")
+        if isinstance(palette, Palette) and palette.contrast == self.state.contrast:
+            return palette
         if self._palette is None or self._palette.contrast != self.state.contrast:
             dtype = self.dataset.header.dtype if self.dataset is not None else np.dtype(np.uint8)
             self._palette = Palette(self.state.contrast, dtype)
         return self._palette
 
     def _rerender_all(self) -> None:
-        palette = self._get_palette()
         for view in self.views.values():
-            if view.plane is not None:
-                view.show_plane(view.plane, render_plane(view.plane, palette))
+            if view.request is not None and self.source is not None:
+                self._fetch(view, view.request, rerender=True)
+
+    def _show_active_layer(self) -> None:
+        """Point the contrast controls at the active layer's voxel type and channels."""
+        header = self.layer_headers.get(self.state.active_layer or "")
+        if header is None or getattr(self, "_contrast_for", None) == self.state.active_layer:
+            return
+        self._contrast_for = self.state.active_layer
+        rgb = header.num_channels == 3 and header.dtype == np.uint8
+        self.contrast_panel.set_channels(header.num_channels, rgb)
+        self.contrast_panel.set_integer_levels(header.dtype.kind in "iu")
+
+    def _show_mag(self) -> None:
+        """Name in the status bar the mag the focused view shows of the active layer."""
+        view = self.views.get(self.state.focused)
+        plane = view.plane if view is not None else None
+        label = getattr(plane, "label", None)
+        if self.webknossos is None or label is None:
+            self.mag_label.setText("")
+            return
+        self.mag_label.setText(f"{self.state.active_layer}: {label}")
 
     def _on_data_arrived(self, box: tuple[tuple[int, int, int], tuple[int, int, int]]) -> None:
         """Data inside ``box`` (offset, shape) became available: re-fetch the planes it
@@ -530,17 +666,19 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         """The values of the shown channel(s) on screen, DATA pixels only, flattened."""
         parts = []
         c = self.state.contrast
+        active = self.state.active_layer or ""
         for axis in self._visible_axes():
             view = self.views[axis]
-            plane = view.plane
+            plane = view.layer_planes.get(active, view.plane)
             if plane is None:
                 continue
             # Only the part of the plane inside the view (the request is snapped outward).
             ranges = dict(zip(SCREEN_AXES[axis], view.visible_range()))
+            origin, factors = plane.image_origin, plane.factors
             cut = []
             for k, a in enumerate(IN_PLANE[axis]):
-                lo = int(np.floor(ranges[a][0])) - plane.request.lo[k]
-                hi = int(np.ceil(ranges[a][1])) - plane.request.lo[k]
+                lo = (int(np.floor(ranges[a][0])) - origin[k]) // factors[k]
+                hi = -(-(int(np.ceil(ranges[a][1])) - origin[k]) // factors[k])
                 cut.append(slice(max(lo, 0), max(hi, 0)))
             channels = plane.data[:3] if c.rgb else \
                 plane.data[min(c.channel, plane.data.shape[0] - 1)][None]

@@ -78,6 +78,14 @@ class QtSliceView(QWidget):
         self.rendered: Rendered | None = None
         self._image: QImage | None = None
         self._image_origin = (0, 0)  # dataset (h, v) of the image's top-left pixel
+        self._image_factors = (1, 1)  # dataset voxels per image pixel along (h, v)
+        #: The largest plane side (dataset voxels) this view asks for; the window raises it
+        #: for a dataset with coarse mags, whose planes stay small however far out one zooms.
+        self.max_side = MAX_PLANE_SIDE
+        #: Every visible layer's plane on screen, by layer name (``plane`` is the active
+        #: layer's, or the first visible one's), and what each was rendered to.
+        self.layer_planes: dict[str, Plane] = {}
+        self.layer_rendered: dict[str, Rendered] = {}
         self._press: QPointF | None = None
         self._dragging = False
         self._last_drag: QPointF | None = None
@@ -97,6 +105,15 @@ class QtSliceView(QWidget):
         sh, sv = self.state.stretch(self.axis)
         z = self.state.zoom
         return (z * sh, z * sv)
+
+    def voxels_per_pixel(self) -> tuple[float, float, float]:
+        """Dataset voxels one screen pixel spans along x, y and z (1 along the normal): what
+        decides the mag the view reads (``viewer.core.multires``)."""
+        zh, zv = self.scales()
+        out = [1.0, 1.0, 1.0]
+        out[self.h_axis] = 1.0 / zh
+        out[self.v_axis] = 1.0 / zv
+        return (out[0], out[1], out[2])
 
     def to_dataset(self, x: float, y: float) -> tuple[float, float]:
         """Widget pixel (x, y) -> dataset (h, v), continuous."""
@@ -134,10 +151,10 @@ class QtSliceView(QWidget):
             r0, r1 = ranges[a]
             a0 = max(lo_b[a], math.floor(r0 / SNAP) * SNAP)
             a1 = min(hi_b[a], math.ceil(r1 / SNAP) * SNAP)
-            if a1 - a0 > MAX_PLANE_SIDE:
+            if a1 - a0 > self.max_side:
                 mid = int(self.state.centers[self.axis][0 if a == self.h_axis else 1])
-                a0 = max(lo_b[a], mid - MAX_PLANE_SIDE // 2)
-                a1 = min(hi_b[a], a0 + MAX_PLANE_SIDE)
+                a0 = max(lo_b[a], mid - self.max_side // 2)
+                a1 = min(hi_b[a], a0 + self.max_side)
             if a1 <= a0:
                 return None
             lo.append(a0)
@@ -165,8 +182,11 @@ class QtSliceView(QWidget):
                 self._image = QImage(pixels.data, cols, rows, cols * 4,
                                      QImage.Format.Format_RGB32)
             u, v = IN_PLANE[self.axis]
-            origin = {u: plane.request.lo[0], v: plane.request.lo[1]}
+            ou, ov = plane.image_origin
+            origin = {u: ou, v: ov}
             self._image_origin = (origin[self.h_axis], origin[self.v_axis])
+            factors = {u: plane.factors[0], v: plane.factors[1]}
+            self._image_factors = (factors[self.h_axis], factors[self.v_axis])
         self.update()
 
     def pixels(self) -> np.ndarray | None:
@@ -179,10 +199,7 @@ class QtSliceView(QWidget):
         if p is None or pos[self.axis] != p.request.index:
             return None
         u, v = IN_PLANE[self.axis]
-        iu, iv = pos[u] - p.request.lo[0], pos[v] - p.request.lo[1]
-        if 0 <= iu < p.status.shape[0] and 0 <= iv < p.status.shape[1]:
-            return iu, iv
-        return None
+        return p.pixel_index(pos[u], pos[v])
 
     def value_at(self, pos: tuple[int, int, int]) -> np.ndarray | None:
         """All channels' values at ``pos`` if it lies on the shown plane, else None."""
@@ -233,7 +250,9 @@ class QtSliceView(QWidget):
         if self._image is not None:
             h0, v0 = self._image_origin
             x0, y0 = self.to_widget(h0, v0)
-            target = QRectF(x0, y0, self._image.width() * zh, self._image.height() * zv)
+            fh, fv = self._image_factors
+            target = QRectF(x0, y0, self._image.width() * zh * fh,
+                            self._image.height() * zv * fv)
             # Only the margins around the image need the background.
             painter.fillRect(QRectF(0, 0, w, max(0.0, target.top()) + 1), BACKGROUND)
             painter.fillRect(QRectF(0, target.bottom() - 1, w, h), BACKGROUND)

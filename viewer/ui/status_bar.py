@@ -2,7 +2,9 @@
 mouse, and the dataset summary (with physical units where the dataset has a voxel size).
 
 ``StatusBarMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on the
-window and use what the window holds (``state``, ``dataset``, ``views``, ``webknossos_mag``).
+window and use what the window holds (``state``, ``dataset``, ``views``, ``webknossos``).
+With several layers the value under the mouse is given for each visible layer, and
+``mag_label`` names the mag the focused view shows (``color: mag 4-4-2``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from viewer.core.multires import format_physical
-from viewer.core.slicing import Status
+from viewer.core.slicing import IN_PLANE, Status
 from viewer.core.state import format_position
 from viewer.format.wkw import morton
 
@@ -30,8 +32,13 @@ class StatusBarMixin:
         self.mouse_label = QLabel()
         self.value_label = QLabel()
         self.block_label = QLabel()
+        self.mag_label = QLabel()
+        self.mag_label.setToolTip("The mag (resolution) the focused view shows of the active "
+                                  "layer: the coarsest that still gives a voxel per screen "
+                                  "pixel, or the one locked in the Layers panel")
         self.info_label = QLabel()
-        for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label):
+        for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label,
+                      self.mag_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             bar.addWidget(label)
         bar.addPermanentWidget(self.info_label)
@@ -47,11 +54,13 @@ class StatusBarMixin:
         more = " (listing files\u2026)" if scanning else ""
         chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
         physical = note = ""
-        if self.state.voxel_size_nm is not None and self.webknossos_mag is not None:
+        if self.state.voxel_size_nm is not None:
             physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
                         + " nm")
-            note = (f"\nwebKnossos layer {self.webknossos_mag.layer!r}, mag "
-                    f"{self.webknossos_mag.name}: voxels of{physical[2:]} (x \u00d7 y \u00d7 z)")
+        if self.webknossos is not None:
+            names = ", ".join(f"{la.name} ({la.category})" for la in self.state.layers)
+            note = (f"\nwebKnossos dataset, layers {names}; positions in mag-1 voxels"
+                    + (f" of{physical[2:]} (x \u00d7 y \u00d7 z)" if physical else ""))
         self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
                                 f"{size}{more}{physical}")
         self.info_label.setToolTip(
@@ -80,6 +89,7 @@ class StatusBarMixin:
             self.mouse_label.setText("")
             self.value_label.setText("")
             self.block_label.setText("")
+            self._hover_segments(None)
             return
         self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
         lo, hi = self.state.bounds
@@ -87,25 +97,11 @@ class StatusBarMixin:
             self.value_label.setText("outside the data")
             self.block_label.setText("")
             return
-        values = status = None
-        for view in self.views.values():
-            values = view.value_at(pos)
-            if values is not None:
-                status = view.status_at(pos)
-                break
-        if values is None:
-            self.value_label.setText("")
-        elif status == Status.PENDING:
-            self.value_label.setText("value  (loading)")
-        elif status == Status.FAILED:
-            self.value_label.setText("value  (block failed to read)")
-        else:
-            text = ", ".join(_format_value(v) for v in values)
-            label = "value" if len(values) == 1 else "values"
-            absent = "  (no file: zeros)" if status == Status.ABSENT else ""
-            self.value_label.setText(f"{label}  {text}{absent}")
+        self.value_label.setText(self._values_text(pos))
+        self._hover_segments(pos)
         h = self.dataset.header
         side = h.file_len_vx
+        pos = tuple(p // m for p, m in zip(pos, self.dataset_mag))  # type: ignore[assignment]
         fpos = [p // side for p in pos]
         local = [(p % side) // h.block_len for p in pos]
         index = int(morton.encode(*local))
@@ -113,6 +109,63 @@ class StatusBarMixin:
         rel = os.path.relpath(path, self.dataset.root) if self.dataset.single_file is None \
             else os.path.basename(path)
         self.block_label.setText(f"file  {rel}   block  {index}")
+
+
+    def _layer_values(self, pos: tuple[int, int, int]
+                      ) -> list[tuple[str, np.ndarray, int, bool]]:
+        """(layer, values, status, coarse) of each visible layer at ``pos``, from the first
+        view whose plane holds it; ``coarse`` when the value comes from a coarser mag than
+        mag 1 (it is the value of the mag voxel containing ``pos``)."""
+        for view in self.views.values():
+            planes = view.layer_planes or ({"": view.plane} if view.plane is not None else {})
+            out = []
+            for name, plane in planes.items():
+                if pos[view.axis] != plane.request.index:
+                    break
+                u, v = IN_PLANE[view.axis]
+                at = plane.pixel_index(pos[u], pos[v])
+                if at is None:
+                    break
+                coarse = plane.factors != (1, 1) or bool(getattr(plane, "source", None) is not
+                                                         None and plane.source[at])
+                out.append((name, plane.data[:, at[0], at[1]], int(plane.status[at]), coarse))
+            else:
+                if out:
+                    return out
+        return []
+
+    def _values_text(self, pos: tuple[int, int, int]) -> str:
+        found = self._layer_values(pos)
+        several = len(found) > 1
+        parts = []
+        for name, values, status, coarse in found:
+            if status == Status.PENDING:
+                text = "(loading)"
+            elif status == Status.FAILED:
+                text = "(block failed to read)"
+            else:
+                text = ", ".join(_format_value(v) for v in values)
+                if coarse:
+                    text += " (coarse mag)"
+                if status == Status.ABSENT:
+                    text += "  (no file: zeros)"
+            if several:
+                parts.append(f"{name} {text}")
+            else:
+                label = "value" if len(values) == 1 else "values"
+                parts.append(f"{label}  {text}")
+        return "   ".join(parts)
+
+    def _hover_segments(self, pos: tuple[int, int, int] | None) -> None:
+        """Highlight the segment under the mouse in each segmentation layer."""
+        ids = {name: int(values[0]) for name, values, status, _ in
+               (self._layer_values(pos) if pos is not None else [])
+               if status == Status.DATA}
+        for layer in self.state.layers:
+            if layer.is_segmentation:
+                hovered = ids.get(layer.name) or None
+                if hovered != layer.hovered_id:
+                    self.state.set_layer(layer.name, hovered_id=hovered)
 
 
 def _format_value(v: Any) -> str:
