@@ -209,17 +209,41 @@ def test_names_and_ids():
             parse_segment_id(bad)
 
 
-def test_install_docks_the_panel_tabified_with_contrast(qtbot):
-    from viewer.ui.main_window import QtMainWindow
-
-    window = QtMainWindow()
-    qtbot.addWidget(window)
+def test_install_docks_the_panel_tabified_with_contrast(qtbot, window):
     panel = install_layers_panel(window)
     assert window.layers_panel is panel and panel.state is window.state
     assert window.layers_dock.windowTitle() == "Layers"
-    assert window.contrast_dock in window.tabifiedDockWidgets(window.layers_dock)
+    qtbot.waitUntil(  # the dock layout settles in the event loop
+        lambda: window.contrast_dock in window.tabifiedDockWidgets(window.layers_dock))
     window.state.set_layers([LayerDisplay("em", COLOR), LayerDisplay("cells", SEGMENTATION)])
     assert panel.row_order() == ["cells", "em"]
+    # the View menu offers the dock and the layer keys
+    view_menu = next(a.menu() for a in window.menuBar().actions()
+                     if a.text().replace("&", "") == "View")
+    texts = [a.text() for a in view_menu.actions()]
+    assert "Layers" in texts and "Show/Hide Active &Layer" in texts
+
+
+def test_layer_keys_toggle_and_cycle_the_active_layer(qtbot, window):
+    from viewer.core.state import XY
+
+    install_layers_panel(window)
+    state = window.state
+    state.set_layers([LayerDisplay("em", COLOR), LayerDisplay("cells", SEGMENTATION)])
+    view = window.views[XY]
+    window.activateWindow()
+    view.setFocus()
+    assert state.active_layer == "em"
+    qtbot.keyClick(view, Qt.Key.Key_V)
+    assert state.layer("em").visible is False
+    qtbot.keyClick(view, Qt.Key.Key_V)
+    assert state.layer("em").visible is True
+    qtbot.keyClick(view, Qt.Key.Key_L)  # from the bottom row "em" on to the top row "cells"
+    assert state.active_layer == "cells"
+    qtbot.keyClick(view, Qt.Key.Key_L)
+    assert state.active_layer == "em"
+    qtbot.keyClick(view, Qt.Key.Key_V)
+    assert state.layer("em").visible is False and state.layer("cells").visible is True
 
 
 def test_a_deleted_panel_stops_following_the_state(qtbot):

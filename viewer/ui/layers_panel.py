@@ -13,7 +13,8 @@ a hovered id changing under the mouse never disturbs an id being typed.
 
 The window calls ``set_mags`` when a dataset opens (the mags each layer has on disk) and
 ``set_shown_mag`` as the views switch mags (shown in the "auto" entry).  ``install_layers_panel``
-docks the panel in a "Layers" dock tabified with the contrast dock.
+docks the panel in a "Layers" dock tabified with the contrast dock, and adds two window keys:
+V shows/hides the active layer, L makes the next layer down active (``KEYS_HELP_ROWS``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import QRegularExpression, QSignalBlocker, Qt, Signal
-from PySide6.QtGui import QMouseEvent, QRegularExpressionValidator
+from PySide6.QtGui import QAction, QKeySequence, QMouseEvent, QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -405,7 +406,51 @@ def install_layers_panel(window: Any) -> QtLayersPanel:
     dock.raise_()
     window.layers_panel = panel
     window.layers_dock = dock
+    window.layer_actions = _layer_actions(window, panel, dock)
     return panel
+
+
+#: The keys of the layers, for the window's key list (F1).
+KEYS_HELP_ROWS = """<tr><td><b>V</b></td><td>show / hide the active layer</td></tr>
+<tr><td><b>L</b></td><td>make the next layer down active (its contrast in the contrast panel)
+</td></tr>"""
+
+
+def _layer_actions(window: Any, panel: QtLayersPanel, dock: QDockWidget) -> list[QAction]:
+    """Window-wide keys: V shows/hides the active layer, L makes the next layer down (from the
+    top row, wrapping) the active one.  Listed in the window's View menu when it has one,
+    beside the dock's own show/hide entry."""
+    state = panel.state
+
+    def toggle_active() -> None:
+        name = state.active_layer
+        if name is not None and any(la.name == name for la in state.layers):
+            state.set_layer(name, visible=not state.layer(name).visible)
+
+    def next_layer() -> None:
+        names = panel.row_order()
+        if names:
+            at = names.index(state.active_layer) if state.active_layer in names else -1
+            state.set_active_layer(names[(at + 1) % len(names)])
+
+    actions = []
+    for text, slot, key in (("Show/Hide Active &Layer", toggle_active, "V"),
+                            ("&Next Layer", next_layer, "L")):
+        action = QAction(text, window)
+        action.setShortcut(QKeySequence(key))
+        action.triggered.connect(lambda *_, slot=slot: slot())
+        window.addAction(action)
+        actions.append(action)
+    bar = window.menuBar() if hasattr(window, "menuBar") else None
+    view_menu = next((a.menu() for a in bar.actions()
+                      if a.text().replace("&", "") == "View" and a.menu() is not None),
+                     None) if bar is not None else None
+    if view_menu is not None:
+        view_menu.addSeparator()
+        view_menu.addAction(dock.toggleViewAction())
+        for action in actions:
+            view_menu.addAction(action)
+    return actions
 
 
 __all__ = ["QtLayersPanel", "QtLayerRow", "install_layers_panel", "mag_text",
