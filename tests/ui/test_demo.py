@@ -1,4 +1,6 @@
-"""The demo dataset: deterministic EM-like data, written atomically; ``wkw-viewer demo``."""
+"""The demo dataset: a webKnossos dataset of deterministic EM-like data (color + segmentation,
+three mags), written atomically; ``wkw-viewer demo``; the window generating and opening it.
+(The dataset's content, mag by mag, is checked in tests/webknossos/test_wk_demo.py.)"""
 
 from __future__ import annotations
 
@@ -19,12 +21,16 @@ def test_build_demo_writes_several_lz4hc_files_of_the_volume(tmp_path):
     root = demo.build_demo(tmp_path / "demo", lambda d, t: seen.append((d, t)),
                            shape=(256, 128, 128))
     assert demo.is_complete(root)
-    assert seen[0] == (0, 2) and seen[-1] == (2, 2)
-    ds = wkw.Dataset.open(root)
+    # per layer: two files at mag 1, one at 2-2-1, one at 4-4-2
+    assert seen[0] == (0, 8) and seen[-1] == (8, 8)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    ds = wkw.Dataset.open(root / "color" / "1")
     assert ds.header.block_type == wkw.BLOCK_TYPE_LZ4HC and ds.header.dtype == np.uint8
     assert len(list(ds.list_files())) == 2
     expected = EMVolume(demo.DEMO_SEED).em((128, 0, 0), (128, 128, 128))
     np.testing.assert_array_equal(ds.read((128, 0, 0), (128, 128, 128))[0], expected)
+    seg = wkw.Dataset.open(root / "segmentation" / "1")
+    assert seg.header.block_type == wkw.BLOCK_TYPE_LZ4HC and seg.header.dtype == np.uint32
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp folder left
 
 
@@ -43,6 +49,22 @@ def test_interrupted_generation_leaves_nothing_and_is_redone(tmp_path, monkeypat
     assert not demo.is_complete(demo.default_demo_path())
     path = demo.ensure_demo()
     assert demo.is_complete(path) and path.parent == tmp_path
+    assert [p.name for p in tmp_path.iterdir()] == [demo.DEMO_NAME]
+
+
+def test_an_old_or_unfinished_demo_is_not_taken_for_the_current_one(tmp_path, monkeypatch):
+    """A folder without the marker (an old build or a copy interrupted half-way) is rebuilt;
+    a finished build is reused as it is."""
+    monkeypatch.setenv("WKW_VIEWER_CACHE", str(tmp_path))
+    monkeypatch.setattr(demo, "DEMO_SHAPE", (128, 128, 64))
+    path = demo.default_demo_path()
+    path.mkdir()
+    (path / "datasource-properties.json").write_text("{}")
+    assert not demo.is_complete(path)
+    assert demo.ensure_demo() == path and demo.is_complete(path)
+    assert (path / "segmentation" / "4-4-2" / "header.wkw").is_file()
+    stamp = (path / ".complete").stat().st_mtime_ns
+    assert demo.ensure_demo() == path and (path / ".complete").stat().st_mtime_ns == stamp
 
 
 def test_demo_cli_refuses_a_folder_that_holds_something(tmp_path):
@@ -72,5 +94,5 @@ def test_the_window_generates_the_demo_with_a_progress_dialog(window, tmp_path, 
     window.open_demo()
     assert demo.is_complete(tmp_path / demo.DEMO_NAME)
     assert window.dataset_path == str(tmp_path / demo.DEMO_NAME)
-    assert seen[-1] == (2, 2)  # progress reached the GUI thread
+    assert seen[-1] == (8, 8)  # progress reached the GUI thread
     assert window.views[2].plane is not None

@@ -1,14 +1,27 @@
-"""The built-in demo dataset: synthetic EM-like data generated on first use.
+"""The built-in demo dataset: a synthetic EM webKnossos dataset generated on first use.
 
-256 x 256 x 256 uint8 voxels of ``EMVolume`` (cells, membranes, vesicles), LZ4HC, 32^3 blocks,
-4^3 blocks per file: eight 128^3 files, so a person browsing it crosses file boundaries.  (A
-512 x 512 x 256 demo took 16 s of CPU to generate, too long for a first start; this one takes
-about a quarter of that, on two threads.)  It is
-generated file by file on the file grid (the volume's noise is seeded by the box offset, so the
-result is the same whoever builds it), into a temporary folder that is renamed into place when
-complete: an interrupted generation leaves no half dataset behind and is redone next time.
+A webKnossos dataset (``datasource-properties.json``, a folder per layer, a WKW dataset per
+mag) of 256 x 256 x 128 mag-1 voxels of ``EMVolume`` at an anisotropic voxel size of
+11.24 x 11.24 x 28 nm (about 2.9 x 2.9 x 3.6 um: a roughly cubic piece of tissue), with
 
-Qt-free; ``build_demo`` may run on any thread (it touches no shared state but its folder).
+- layer ``color``: uint8 EM-like grey values (cells, membranes, vesicles), LZ4HC;
+- layer ``segmentation``: uint32 cell ids of the same cells (0 on membranes), LZ4HC, with
+  ``largestSegmentId`` set;
+- mags 1, 2-2-1 and 4-4-2 in both, the coarser ones downsampled from the finer (the mean for
+  color, the most frequent id for segmentation, exactly as ``downsample.downsample_layer``).
+
+32^3 blocks, 4^3 blocks per file: four 128^3 files per layer at mag 1, so a person browsing it
+crosses file boundaries.  The build (``writer.write_synthetic_dataset``) generates each 128^3
+chunk once for both layers on two threads and derives the coarse mags from the chunks in memory;
+LZ4HC is encoded at level ``DEMO_LZ4HC_LEVEL`` rather than the reference's 9 (level 9 spent
+about 0.5 s of CPU per 128^3 of uint32 ids, half the build; the blocks are the same format and
+the segmentation still compresses about 35x).  It is written into a temporary folder that is
+renamed into place when complete (with a ``.complete`` marker): an interrupted build leaves no
+half dataset behind and is redone next time.  The noise is seeded by the box offset on a fixed
+grid, so the result is the same whoever builds it.
+
+Qt-free; ``build_demo`` may run on any thread (it touches no shared state but its folder) and
+calls ``progress`` on that thread.
 """
 
 from __future__ import annotations
@@ -16,20 +29,28 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from pathlib import Path
 
 from viewer.core.synthetic import EMVolume
-from viewer.format import wkw
-from viewer.format.wkw import writer
+from viewer.format.webknossos.properties import PROPERTIES_FILE
+from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
 
 #: Bumped whenever the demo's content changes, so an old cached copy is not reused.
-DEMO_NAME = "demo-em-v1"
-DEMO_SHAPE = (256, 256, 256)
+DEMO_NAME = "demo-wk-v2"
+#: Mag-1 size in voxels (x, y, z).
+DEMO_SHAPE = (256, 256, 128)
+#: Nanometres per mag-1 voxel: EM style, z about 2.5 times coarser than x and y.
+DEMO_VOXEL_SIZE = (11.24, 11.24, 28.0)
 DEMO_BLOCK_LEN = 32
 DEMO_FILE_LEN = 4
 DEMO_SEED = 3
+DEMO_LZ4HC_LEVEL = 6
+#: Written last into a finished build.
+COMPLETE_MARKER = ".complete"
+
+__all__ = ["DEMO_NAME", "DEMO_SHAPE", "DEMO_VOXEL_SIZE", "DEMO_MAGS", "DEMO_SEED",
+           "build_demo", "ensure_demo", "default_demo_path", "is_complete"]
 
 Progress = Callable[[int, int], None]
 
@@ -44,45 +65,27 @@ def default_demo_path() -> Path:
     return Path(base) / DEMO_NAME
 
 
-def demo_header() -> wkw.Header:
-    return wkw.Header(wkw.VOXEL_TYPES[1], block_len=DEMO_BLOCK_LEN, file_len=DEMO_FILE_LEN,
-                      block_type=wkw.BLOCK_TYPE_LZ4HC)
-
-
 def is_complete(path: Path) -> bool:
-    return (path / wkw.dataset.HEADER_FILE).is_file() and (path / ".complete").is_file()
+    """Whether ``path`` holds a finished demo build."""
+    return (path / PROPERTIES_FILE).is_file() and (path / COMPLETE_MARKER).is_file()
 
 
 def build_demo(path: str | os.PathLike[str], progress: Progress | None = None,
                shape: tuple[int, int, int] | None = None) -> Path:
     """Write the demo dataset to ``path`` (a new or existing folder that must not hold a
-    dataset yet) and return it.  ``progress(done, total)`` is called after each file."""
+    dataset yet) and return it.  ``progress(done, total)`` counts written files (both layers,
+    all mags), first with ``done`` 0; an exception it raises stops the build and leaves
+    nothing behind.  ``shape`` (mag-1 voxels) defaults to ``DEMO_SHAPE``."""
     target = Path(path)
     shape = shape if shape is not None else DEMO_SHAPE
-    header = demo_header()
-    side = header.file_len_vx
-    grid = [max(1, -(-s // side)) for s in shape]
-    positions = [(fx, fy, fz) for fz in range(grid[2]) for fy in range(grid[1])
-                 for fx in range(grid[0])]
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        ds = wkw.Dataset.create(str(tmp), header)
-        volume = EMVolume(DEMO_SEED)
-        if progress is not None:
-            progress(0, len(positions))
-
-        def one_file(pos: tuple[int, int, int]) -> None:
-            fx, fy, fz = pos
-            data = volume.em((fx * side, fy * side, fz * side), (side, side, side))
-            writer.write_file(ds.file_path(fx, fy, fz), header, data[None])
-
-        # numpy and LZ4 release the GIL: two threads generate about 1.6x faster than one.
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            for n, _ in enumerate(pool.map(one_file, positions), 1):
-                if progress is not None:
-                    progress(n, len(positions))
-        (tmp / ".complete").write_text("ok\n")
+        write_synthetic_dataset(
+            tmp, EMVolume(DEMO_SEED), shape=shape, voxel_size=DEMO_VOXEL_SIZE, mags=DEMO_MAGS,
+            block_len=DEMO_BLOCK_LEN, file_len=DEMO_FILE_LEN, progress=progress, workers=2,
+            name=target.name, lz4hc_level=DEMO_LZ4HC_LEVEL).close()
+        (tmp / COMPLETE_MARKER).write_text("ok\n")
         if target.exists():
             if is_complete(target):
                 shutil.rmtree(tmp)  # someone else finished first: keep theirs

@@ -74,7 +74,25 @@ class EMVolume:
     def em(self, offset: Vec3, shape: Vec3) -> npt.NDArray[np.uint8]:
         """uint8 grey values of the box, ``(X, Y, Z)``."""
         _, distance = self._fields(offset, shape)
-        grey = 150.0 + 45.0 * self.brightness.box(offset, shape)
+        return self._grey(offset, shape, distance, self.brightness.box(offset, shape))
+
+    def segmentation(self, offset: Vec3, shape: Vec3) -> npt.NDArray[np.uint32]:
+        """uint32 cell ids of the box, ``(X, Y, Z)``: ids 1..8 change only across membranes,
+        which are 0."""
+        fields, distance = self._fields(offset, shape)
+        return self._ids(fields, distance)
+
+    def em_and_segmentation(self, offset: Vec3, shape: Vec3
+                            ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]:
+        """``(em(box), segmentation(box))``, equal to the two calls but cheaper: the membrane
+        fields they share are computed once."""
+        fields, distance = self._fields(offset, shape)
+        return (self._grey(offset, shape, distance, self.brightness.box(offset, shape)),
+                self._ids(fields, distance))
+
+    def _grey(self, offset: Vec3, shape: Vec3, distance: npt.NDArray[np.float32],
+              brightness: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+        grey = 150.0 + 45.0 * brightness
         grey += 12.0 * self.texture.box(offset, shape)
         grey -= 110.0 * np.exp(-((distance / 0.06) ** 2))  # membranes: dark, a few voxels thick
         ves = self.vesicles.box(offset, shape)
@@ -88,13 +106,15 @@ class EMVolume:
         out: npt.NDArray[np.uint8] = np.clip(grey, 0, 255).astype(np.uint8)
         return out
 
-    def segmentation(self, offset: Vec3, shape: Vec3) -> npt.NDArray[np.uint32]:
-        """uint32 cell ids of the box, ``(X, Y, Z)``; 0 on membranes."""
-        fields, distance = self._fields(offset, shape)
+    @staticmethod
+    def _ids(fields: list[npt.NDArray[np.float32]],
+             distance: npt.NDArray[np.float32]) -> npt.NDArray[np.uint32]:
+        """1 + the sign bits of the three membrane fields, 0 on membranes.  An id changes only
+        where a field changes sign, which is inside a membrane (a field moves less than 0.07
+        per voxel, a membrane is where it is within 0.06 of zero), so two cells that touch
+        across a membrane always differ; ids repeat further away (1..8)."""
         ids = np.ones(fields[0].shape, dtype=np.uint32)
         for k, f in enumerate(fields):
             ids += (f > 0).astype(np.uint32) << k
-        coarse = [self.brightness.box(offset, shape) > 0]
-        ids += coarse[0].astype(np.uint32) << 3
         ids[distance < 0.06] = 0
         return ids

@@ -1,8 +1,8 @@
 """Generating the demo dataset with a progress dialog, the window staying responsive.
 
-The generation runs on a worker thread (``viewer.core.demo.build_demo``: numpy and files only);
-its progress reaches the dialog through a small QObject whose signals are queued to the GUI
-thread.  The worker never touches a widget.
+The generation runs on a worker thread (``viewer.core.demo.build_demo``: numpy and files only,
+itself on two threads); its progress (called on that worker thread) reaches the dialog through a
+small QObject whose signals are queued to the GUI thread.  The worker never touches a widget.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ def ensure_demo_with_progress(parent: QWidget | None = None) -> Path | None:
     path = demo.default_demo_path()
     if demo.is_complete(path):
         return path
-    dialog = QProgressDialog("Generating the demo dataset (synthetic EM, 256\u00b3 voxels)\u2026",
-                             "", 0, 1, parent)
+    x, y, z = demo.DEMO_SHAPE
+    what = (f"synthetic EM, {x} \u00d7 {y} \u00d7 {z} voxels, color and segmentation, "
+            f"{len(demo.DEMO_MAGS)} mags")
+    dialog = QProgressDialog(f"Generating the demo dataset ({what})\u2026", "", 0, 1, parent)
     dialog.setWindowTitle("wkw-viewer")
     dialog.setCancelButton(None)
     dialog.setMinimumDuration(0)
@@ -42,7 +44,7 @@ def ensure_demo_with_progress(parent: QWidget | None = None) -> Path | None:
     def on_progress(done: int, total: int) -> None:
         dialog.setMaximum(total)
         dialog.setValue(done)
-        dialog.setLabelText(f"Generating the demo dataset (synthetic EM): file {done} of {total}")
+        dialog.setLabelText(f"Generating the demo dataset ({what}): file {done} of {total}")
 
     def on_finished(outcome: object) -> None:
         result.append(outcome)

@@ -4,23 +4,34 @@ For tests, benchmarks and the demo.  ``create_dataset`` lays out an empty datase
 file and every mag's ``header.wkw``), in the current style (``mags`` with paths, ``scale``
 object) or the legacy one (``wkwResolutions``, bare ``scale`` list); data goes into mag 1 with
 ``Mag.write`` and the coarser mags are built with ``downsample.downsample_layer``.
-``write_synthetic_dataset`` does all of it from a synthetic volume (color + segmentation).
+``write_synthetic_dataset`` does all of it from a synthetic volume (color + segmentation), in
+one pass: each chunk is generated once, written, and reduced in memory to the coarser mags.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import lz4.block
 import numpy as np
 import numpy.typing as npt
 
 from viewer.format.webknossos.dataset import WkDataset
-from viewer.format.webknossos.downsample import coarse_file_count, downsample_layer, run_parallel
-from viewer.format.webknossos.mag import Mag, mag_name, parse_mag
+from viewer.format.webknossos.downsample import (
+    coarse_file_count,
+    default_mode,
+    downsample,
+    downsample_layer,
+    relative_factor,
+)
+from viewer.format.webknossos.layer import Layer
+from viewer.format.webknossos.mag import mag_name, parse_mag
 from viewer.format.webknossos.properties import (
     ELEMENT_CLASSES,
     BoundingBox,
@@ -30,7 +41,9 @@ from viewer.format.webknossos.properties import (
     VoxelSize,
     write_properties,
 )
-from viewer.format.wkw import BLOCK_TYPE_LZ4HC, Dataset, Header
+from viewer.format.wkw import BLOCK_TYPE_LZ4HC, Dataset, Header, morton
+from viewer.format.wkw import writer as wkw_writer
+from viewer.format.wkw.lz4block import LZ4HC_LEVEL
 
 Vec3 = tuple[int, int, int]
 
@@ -78,17 +91,18 @@ class LayerSpec:
 
 def create_dataset(path: str | os.PathLike[str], layers: Sequence[LayerSpec],
                    voxel_size: Sequence[float] = (1.0, 1.0, 1.0), unit: str = "nanometer",
-                   legacy: bool = False) -> WkDataset:
+                   legacy: bool = False, name: str | None = None) -> WkDataset:
     """Create an empty webKnossos dataset at ``path`` and return it opened.
 
     ``legacy`` writes ``wkwResolutions`` and a bare ``scale`` list (converted to nanometres),
-    as webKnossos datasets from before the ``mags`` key look."""
+    as webKnossos datasets from before the ``mags`` key look.  ``name`` is the dataset's id
+    name (default: the folder's name)."""
     path = os.fspath(path)
     os.makedirs(path, exist_ok=True)
     props = DatasetProperties(
         VoxelSize((float(voxel_size[0]), float(voxel_size[1]), float(voxel_size[2])), unit),
         [spec.layer_properties() for spec in layers],
-        raw={"id": {"name": os.path.basename(os.path.abspath(path)), "team": ""}})
+        raw={"id": {"name": name or os.path.basename(os.path.abspath(path)), "team": ""}})
     for spec, lp in zip(layers, props.layers):
         for mp in lp.mags:
             folder = os.path.join(path, spec.name, mag_name(mp.mag, spec.short_names))
@@ -127,18 +141,30 @@ def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolum
                             block_len: int = 32, file_len: int = 4,
                             block_type: int = BLOCK_TYPE_LZ4HC, legacy: bool = False,
                             progress: Callable[[int, int], None] | None = None,
-                            workers: int = 2) -> WkDataset:
+                            workers: int = 2, name: str | None = None,
+                            lz4hc_level: int = LZ4HC_LEVEL) -> WkDataset:
     """Write a webKnossos dataset with a ``color`` (uint8, ``volume.em``) and a
     ``segmentation`` (uint32, ``volume.segmentation``) layer of ``shape`` mag-1 voxels, the
     given ``mags`` (default 1, 2-2-1, 4-4-2) and an anisotropic ``voxel_size`` in nm; return
     it opened.  ``path`` must not hold a dataset yet (write into a temporary folder and rename
-    it for an all-or-nothing result).
+    it for an all-or-nothing result); ``name`` is the dataset's id name (default: the folder's).
 
     Mag 1 is generated on a fixed grid of ``GENERATION_GRID`` voxels from the origin (the
     volume's noise is seeded by the box), so the data do not depend on ``file_len``; coarser
-    mags are downsampled (mean for color, mode for segmentation).  ``largestSegmentId`` is the
-    maximum id written.  Work runs on ``workers`` threads; ``progress(done, total)`` counts
-    written chunks and files over the whole job (called from worker threads)."""
+    mags are downsampled (mean for color, mode for segmentation) exactly as
+    ``downsample.downsample_layer`` would do it from the files, but from the chunks still in
+    memory: each chunk of mag 1 (both layers from one ``em_and_segmentation`` call when the
+    volume has it) is written and reduced to its part of every coarser mag, and a coarse file
+    is written, once and whole, as soon as all its parts are there.  Memory stays near a few
+    chunks plus the coarse files not complete yet.  (When a mag factor does not divide the
+    chunk, the coarse mags are built afterwards by ``downsample_layer`` from the files.)
+
+    LZ4HC blocks are encoded at ``lz4hc_level`` (default 9, as the reference writes; lower is
+    faster, same format: a reader cannot tell).  ``largestSegmentId`` is the maximum id
+    written.  Work runs on ``workers`` threads;
+    ``progress(done, total)`` counts written files over the whole job and is called on the
+    calling thread.  An exception from ``progress`` (e.g. ``KeyboardInterrupt``) stops the
+    work: queued tasks are dropped, running ones finish, then it propagates."""
     box = BoundingBox((0, 0, 0), (int(shape[0]), int(shape[1]), int(shape[2])))
     common: dict[str, Any] = dict(bounding_box=box, mags=list(mags), block_len=block_len,
                                   file_len=file_len, block_type=block_type)
@@ -146,50 +172,283 @@ def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolum
         LayerSpec("color", category="color", element_class="uint8", **common),
         LayerSpec("segmentation", category="segmentation", element_class="uint32",
                   largest_segment_id=0, **common),
-    ], voxel_size=voxel_size, legacy=legacy)
-    chunk = max(block_len * file_len, GENERATION_GRID)
-    chunks = [(x, y, z) for z in range(0, box.end[2], chunk)
-              for y in range(0, box.end[1], chunk) for x in range(0, box.end[0], chunk)]
-    total = len(ds.layers) * len(chunks) + sum(coarse_file_count(layer) for layer in ds.layers)
-    done = [0]
-    largest = [0]
-    lock = threading.Lock()
-
-    def step(*_: int) -> None:
-        with lock:
-            done[0] += 1
-            now = done[0]
-        if progress is not None:
-            progress(now, total)
-
-    for layer in ds.layers:
-        is_seg = layer.category == "segmentation"
-        mag1 = layer.mag((1, 1, 1))
-
-        def one_chunk(lo: Vec3, is_seg: bool = is_seg, mag1: Mag = mag1) -> None:
-            hi = [min(a + chunk, e) for a, e in zip(lo, box.end)]
-            out = np.zeros([b - a for a, b in zip(lo, hi)],
-                           dtype=np.uint32 if is_seg else np.uint8, order="F")
-            for gz in range(lo[2], hi[2], GENERATION_GRID):
-                for gy in range(lo[1], hi[1], GENERATION_GRID):
-                    for gx in range(lo[0], hi[0], GENERATION_GRID):
-                        g = (gx, gy, gz)
-                        size = (GENERATION_GRID,) * 3
-                        data = volume.segmentation(g, size) if is_seg else volume.em(g, size)
-                        b = [min(gv + GENERATION_GRID, hv) for gv, hv in zip(g, hi)]
-                        out[gx - lo[0]:b[0] - lo[0], gy - lo[1]:b[1] - lo[1],
-                            gz - lo[2]:b[2] - lo[2]] = data[:b[0] - gx, :b[1] - gy, :b[2] - gz]
-            if is_seg and out.size:
-                with lock:
-                    largest[0] = max(largest[0], int(out.max()))
-            mag1.write(lo, out)
-            step()
-
-        run_parallel(one_chunk, chunks, workers)
-        downsample_layer(layer, progress=step, workers=workers)
-    ds.close()
-    set_largest_segment_id(path, "segmentation", largest[0], legacy=legacy)
+    ], voxel_size=voxel_size, legacy=legacy, name=name)
+    try:
+        largest = _SyntheticJob(ds, volume, box, workers, progress, lz4hc_level).run()
+    finally:
+        ds.close()
+    set_largest_segment_id(path, "segmentation", largest, legacy=legacy)
     return WkDataset(path)
+
+
+class _SyntheticJob:
+    """The work of ``write_synthetic_dataset`` once the empty dataset exists.
+
+    Tasks run on a thread pool: one generates a mag-1 chunk and submits its writing, one per
+    layer, which reduces it to its parts of the coarser mags and submits the writing of every
+    coarse file it completes.  The calling thread only waits, counts files
+    and reports progress."""
+
+    def __init__(self, ds: WkDataset, volume: SyntheticVolume, box: BoundingBox, workers: int,
+                 progress: Callable[[int, int], None] | None, lz4hc_level: int) -> None:
+        self.ds = ds
+        self.lz4hc_level = lz4hc_level
+        self.volume = volume
+        self.box = box
+        self.workers = max(1, workers)
+        self.progress = progress
+        self.layers = [ds.layer("color"), ds.layer("segmentation")]
+        mag1 = self.layers[0].mags[0]
+        side = mag1.dataset.file_len_vx
+        self.chunk = max(side, GENERATION_GRID)
+        self.chunks = [(x, y, z) for z in range(0, box.end[2], self.chunk)
+                       for y in range(0, box.end[1], self.chunk)
+                       for x in range(0, box.end[0], self.chunk)]
+        mags = [m.mag for m in self.layers[0].mags]
+        # sources[j]: the mag coarse mag j is built from (as downsample_layer chooses it)
+        self.sources: list[int] = [0]
+        for j in range(1, len(mags)):
+            found = [i for i in range(j) if _whole_multiple(mags[i], mags[j])]
+            if not found:
+                raise ValueError(f"mag {mags[j]} is no whole multiple of a finer mag")
+            self.sources.append(found[-1])
+        self.in_memory = all(self.chunk % m[a] == 0 for m in mags for a in range(3))
+        self.mags = mags
+        # expected[j][file]: how many chunks contribute to coarse file ``file`` of mag j
+        self.expected: list[dict[Vec3, int]] = [{} for _ in mags]
+        if self.in_memory:
+            for lo in self.chunks:
+                for j in range(1, len(mags)):
+                    c_lo, c_hi = self._piece_box(lo, j)
+                    for f in self._coarse_files(j, c_lo, c_hi):
+                        self.expected[j][f] = self.expected[j].get(f, 0) + 1
+        self.pending: dict[tuple[int, int, Vec3], tuple[npt.NDArray[Any], int]] = {}
+        self.lock = threading.Lock()
+        self.largest = 0
+        self.stopped = False
+        self.outstanding = 0
+        self.finished: queue.SimpleQueue[Future[int]] = queue.SimpleQueue()
+        self.pool: ThreadPoolExecutor | None = None
+
+    # -- geometry ------------------------------------------------------------------------------
+    def _piece_box(self, lo: Vec3, j: int) -> tuple[Vec3, Vec3]:
+        """The part of mag j that the mag-1 chunk at ``lo`` covers, clipped to the box."""
+        m = self.mags[j]
+        hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end)]
+        return ((lo[0] // m[0], lo[1] // m[1], lo[2] // m[2]),
+                (-(-hi[0] // m[0]), -(-hi[1] // m[1]), -(-hi[2] // m[2])))
+
+    def _coarse_files(self, j: int, lo: Sequence[int], hi: Sequence[int]) -> list[Vec3]:
+        dataset = self.layers[0].mags[j].dataset
+        return list(dataset.files_in_box(lo, [b - a for a, b in zip(lo, hi)]))
+
+    def _file_box(self, layer: Layer, j: int, f: Vec3) -> tuple[Vec3, Vec3]:
+        """Coarse file ``f`` of mag j clipped to the layer's box at that mag."""
+        side = layer.mags[j].dataset.file_len_vx
+        end = self.box.at_mag(self.mags[j]).end
+        lo = (f[0] * side, f[1] * side, f[2] * side)
+        return lo, (min(lo[0] + side, end[0]), min(lo[1] + side, end[1]),
+                    min(lo[2] + side, end[2]))
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Do all of it; the largest segment id written."""
+        files = sum(len(self._coarse_files(0, lo, self._piece_box(lo, 0)[1]))
+                    for lo in self.chunks) * len(self.layers)
+        if self.in_memory:
+            files += sum(len(e) for e in self.expected[1:]) * len(self.layers)
+        else:
+            files += sum(coarse_file_count(layer) for layer in self.layers)
+        done = 0
+        if self.progress is not None:
+            self.progress(0, files)
+        with ThreadPoolExecutor(max_workers=self.workers,
+                                thread_name_prefix="synthetic") as pool:
+            self.pool = pool
+            try:
+                for lo in self.chunks:
+                    self._submit(self._one_chunk, lo)
+                while True:
+                    with self.lock:
+                        if self.outstanding == 0:
+                            break
+                    future = self.finished.get()
+                    with self.lock:
+                        self.outstanding -= 1
+                    written = future.result()
+                    done += written
+                    if written and self.progress is not None:
+                        self.progress(done, files)
+            except BaseException:
+                with self.lock:
+                    self.stopped = True
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+        if not self.in_memory:
+            def step(*_: int) -> None:
+                nonlocal done
+                done += 1
+                if self.progress is not None:
+                    self.progress(done, files)
+
+            for layer in self.layers:
+                downsample_layer(layer, workers=self.workers, progress=step)
+        return self.largest
+
+    def _submit(self, task: Callable[..., int], *args: Any) -> None:
+        assert self.pool is not None
+        with self.lock:
+            if self.stopped:
+                return
+            self.outstanding += 1
+        try:
+            future = self.pool.submit(task, *args)
+        except RuntimeError:  # the pool shut down after an error: the task is not wanted
+            with self.lock:
+                self.outstanding -= 1
+            return
+        future.add_done_callback(self.finished.put)
+
+    def _one_chunk(self, lo: Vec3) -> int:
+        """Generate the mag-1 chunk at ``lo`` (both layers) and submit their writing."""
+        hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end)]
+        size = [b - a for a, b in zip(lo, hi)]
+        color = np.zeros(size, dtype=np.uint8, order="F")
+        seg = np.zeros(size, dtype=np.uint32, order="F")
+        g = GENERATION_GRID
+        both = getattr(self.volume, "em_and_segmentation", None)
+        for gz in range(lo[2], hi[2], g):
+            for gy in range(lo[1], hi[1], g):
+                for gx in range(lo[0], hi[0], g):
+                    if self.stopped:
+                        return 0
+                    at = (gx, gy, gz)
+                    if both is not None:
+                        em, ids = both(at, (g, g, g))
+                    else:
+                        em, ids = self.volume.em(at, (g, g, g)), self.volume.segmentation(
+                            at, (g, g, g))
+                    e = [min(a + g, b) for a, b in zip(at, hi)]
+                    dst = (slice(gx - lo[0], e[0] - lo[0]), slice(gy - lo[1], e[1] - lo[1]),
+                           slice(gz - lo[2], e[2] - lo[2]))
+                    src = (slice(0, e[0] - gx), slice(0, e[1] - gy), slice(0, e[2] - gz))
+                    color[dst] = em[src]
+                    seg[dst] = ids[src]
+        if seg.size:
+            top = int(seg.max())
+            with self.lock:
+                self.largest = max(self.largest, top)
+        for layer, data in zip(self.layers, (color, seg)):
+            self._submit(self._write_chunk, layer, lo, data)
+        return 0
+
+    def _write_chunk(self, layer: Layer, lo: Vec3, data: npt.NDArray[Any]) -> int:
+        """Write one layer's mag-1 chunk and reduce it; the number of files written."""
+        if self.stopped:
+            return 0
+        written = _write_files(layer.mags[0].dataset, lo, data, self.lz4hc_level)
+        if self.in_memory:
+            self._reduce(layer, lo, data)
+        return written
+
+    def _reduce(self, layer: Layer, lo: Vec3, data: npt.NDArray[Any]) -> None:
+        """The chunk's part of every coarser mag, put into the coarse files it belongs to."""
+        mode = default_mode(layer.category)
+        pieces = [data]
+        li = self.layers.index(layer)
+        for j in range(1, len(self.mags)):
+            i = self.sources[j]
+            factor = relative_factor(self.mags[i], self.mags[j])
+            piece = downsample(pieces[i], factor, mode)
+            pieces.append(piece)
+            p_lo, p_hi = self._piece_box(lo, j)
+            for f in self._coarse_files(j, p_lo, p_hi):
+                f_lo, f_hi = self._file_box(layer, j, f)
+                key = (li, j, f)
+                a = [max(x, y) for x, y in zip(p_lo, f_lo)]
+                b = [min(x, y) for x, y in zip(p_hi, f_hi)]
+                part = piece[a[0] - p_lo[0]:b[0] - p_lo[0], a[1] - p_lo[1]:b[1] - p_lo[1],
+                             a[2] - p_lo[2]:b[2] - p_lo[2]]
+                with self.lock:
+                    if key not in self.pending:
+                        shape = [y - x for x, y in zip(f_lo, f_hi)]
+                        self.pending[key] = (np.zeros(shape, dtype=data.dtype, order="F"),
+                                             self.expected[j][f])
+                    target, left = self.pending[key]
+                    target[a[0] - f_lo[0]:b[0] - f_lo[0], a[1] - f_lo[1]:b[1] - f_lo[1],
+                           a[2] - f_lo[2]:b[2] - f_lo[2]] = part
+                    left -= 1
+                    if left:
+                        self.pending[key] = (target, left)
+                    else:
+                        del self.pending[key]
+                if not left:
+                    self._submit(self._write_coarse, layer, j, f_lo, target)
+
+    def _write_coarse(self, layer: Layer, j: int, lo: Vec3, data: npt.NDArray[Any]) -> int:
+        if self.stopped:
+            return 0
+        return _write_files(layer.mags[j].dataset, lo, data, self.lz4hc_level)
+
+
+def _write_files(dataset: Dataset, lo: Sequence[int], data: npt.NDArray[Any],
+                 lz4hc_level: int) -> int:
+    """Write ``data`` (``(X, Y, Z)``) at ``lo`` as whole new files; the number of files.
+
+    Every file the box touches is replaced: the caller guarantees the box holds all that file's
+    data (the rest of the file lies outside the layer's box, so it is zeros).  Unlike
+    ``Dataset.write`` this neither reads the old file nor patches blocks, encodes LZ4HC blocks at
+    ``lz4hc_level`` and encodes a block of zeros once per file.  Raw datasets go through
+    ``Dataset.write``."""
+    h = dataset.header
+    shape = data.shape
+    files = list(dataset.files_in_box(lo, shape))
+    if not h.is_compressed:
+        dataset.write(lo, data)
+        return len(files)
+    side = dataset.file_len_vx
+    b = h.block_len
+    hc = h.block_type == BLOCK_TYPE_LZ4HC
+    coords = np.stack(morton.decode(np.arange(h.num_blocks)), axis=1) * b
+
+    def encode(raw: bytes) -> bytes:
+        out: bytes
+        if hc:
+            out = lz4.block.compress(raw, mode="high_compression", compression=lz4hc_level,
+                                     store_size=False)
+        else:
+            out = lz4.block.compress(raw, mode="default", store_size=False)
+        return out
+
+    for f in files:
+        origin = [g * side for g in f]
+        a = [max(int(x), o) - o for x, o in zip(lo, origin)]  # the data's part, file-local
+        e = [min(int(x) + n, o + side) - o for x, n, o in zip(lo, shape, origin)]
+        full = np.zeros((1, side, side, side), dtype=h.dtype, order="F")
+        full[0, a[0]:e[0], a[1]:e[1], a[2]:e[2]] = data[
+            a[0] + origin[0] - lo[0]:e[0] + origin[0] - lo[0],
+            a[1] + origin[1] - lo[1]:e[1] + origin[1] - lo[1],
+            a[2] + origin[2] - lo[2]:e[2] + origin[2] - lo[2]]
+        zero: bytes | None = None
+        blocks: list[bytes | memoryview] = []
+        for x, y, z in coords.tolist():
+            if all(c < hi and c + b > l0 for c, l0, hi in zip((x, y, z), a, e)):
+                blocks.append(encode(wkw_writer.block_bytes_of(full[:, x:x + b, y:y + b,
+                                                                    z:z + b])))
+            else:
+                if zero is None:
+                    zero = encode(bytes(h.block_bytes))
+                blocks.append(zero)
+        dataset.forget_file(*f)
+        wkw_writer.write_atomically(dataset.file_path(*f),
+                                    wkw_writer.assemble_compressed(h, blocks))
+        dataset.forget_file(*f)
+    return len(files)
+
+
+def _whole_multiple(finer: Sequence[int], coarser: Sequence[int]) -> bool:
+    return tuple(finer) != tuple(coarser) and all(
+        int(c) % int(f) == 0 and int(c) >= int(f) for f, c in zip(finer, coarser))
 
 
 __all__ = ["LayerSpec", "create_dataset", "set_largest_segment_id", "write_synthetic_dataset",
