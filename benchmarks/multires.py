@@ -179,7 +179,29 @@ class Session:
             raise SystemExit("the loaders did not go idle")
         self.app.processEvents()
 
-    def round(self, lock_mag1: bool) -> dict[str, Any]:
+    def check_planes(self) -> None:
+        """The views show the chosen mag's voxels as the reference ``wkw`` reads them (a
+        benchmark of a wrong picture would be worthless); untimed."""
+        import numpy as np
+        import wkw as reference
+
+        from viewer.format.webknossos.dataset import open_dataset
+
+        with open_dataset(self.root) as wk:
+            paths = {m.mag: m.path for m in wk.layer(LAYER).mags}
+        for view in self.views():
+            plane = view.plane
+            ref = reference.Dataset.open(paths[tuple(plane.mags[0])])
+            try:
+                offset, shape = plane.mag_request.request.box()
+                got = np.moveaxis(ref.read(offset, shape)[0], view.axis, -1)[..., 0]
+            finally:
+                ref.close()
+            if not np.array_equal(plane.data[0], got):
+                raise SystemExit(f"the {view.name} view does not show mag "
+                                 f"{mag_text(plane.mags[0])}'s voxels")
+
+    def round(self, lock_mag1: bool, check: bool = False) -> dict[str, Any]:
         """Open, settle at the largest zoom, drop every cache, zoom out; the figures."""
         from viewer.core.layered import decoded_needed_bytes
 
@@ -204,6 +226,8 @@ class Session:
         decoded = after.bytes_decoded - before.bytes_decoded
         chosen = {v.name: mag_text(v.plane.mags[0]) for v in self.views()}
         label = self.window.mag_label.text() if hasattr(self.window, "mag_label") else ""
+        if check:
+            self.check_planes()
         source.wait_idle(TIMEOUT_S)
         idle = source.stats()
         return {
@@ -233,8 +257,8 @@ def run(rounds: int) -> dict[str, Any]:
     root = dataset()
     session = Session(root)
     try:
-        multi = [session.round(lock_mag1=False) for _ in range(rounds)]
-        mag1 = [session.round(lock_mag1=True) for _ in range(rounds)]
+        multi = [session.round(lock_mag1=False, check=k == 0) for k in range(rounds)]
+        mag1 = [session.round(lock_mag1=True, check=k == 0) for k in range(rounds)]
     finally:
         session.close()
     first = multi[0]
