@@ -305,3 +305,33 @@ def test_child_process_reports_what_stopped_it(pair, tmp_path):
     summary = CompareProcess(str(a_path), str(b_path), on_block=blocks.append).run()
     assert [b.position for b in blocks] == [r.position for r in summary.mismatching_blocks]
     assert summary.voxels_different == 1 and summary.max_abs_diff == DELTA
+
+
+def test_two_webknossos_datasets_compare_their_first_layer_voxel_for_voxel(
+        qtbot, window, tmp_path):
+    """A and B webKnossos datasets (two mags each): B is A's first layer with one voxel
+    changed; A's views read mag 1 while B is open, even zoomed out, and go back after."""
+    from viewer.format.webknossos import BoundingBox
+    from viewer.format.webknossos.writer import LayerSpec, create_dataset
+
+    data = _ramp()
+    roots = {}
+    for name, values in (("A", data), ("B", data.copy())):
+        if name == "B":
+            values[CHANGED] += DELTA
+        ds = create_dataset(tmp_path / name, [LayerSpec("em", BoundingBox((0, 0, 0), (64,) * 3),
+                                                        mags=[(1, 1, 1), (2, 2, 2)],
+                                                        block_len=8, file_len=4)])
+        ds.layer("em").mag((1, 1, 1)).write((0, 0, 0), values)
+        ds.layer("em").mag((2, 2, 2)).write((0, 0, 0), values[::2, ::2, ::2])
+        ds.close()
+        roots[name] = tmp_path / name
+    c = _compare(window, roots["A"], roots["B"], pos=(1, 1, 1), zoom=0.25)
+    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    assert not c.summary.equal and len(c.results) == 1
+    assert c.results[0].position == tuple(v // 8 * 8 for v in CHANGED)
+    _settled(qtbot, window, c)
+    assert window.views[XY].plane.factors == (1, 1)  # zoomed out, but mag 1 while comparing
+    c.close_b()
+    qtbot.waitUntil(window.planes_complete, timeout=30000)
+    assert window.views[XY].plane.mags[0] == (2, 2, 2)

@@ -78,6 +78,8 @@ CONTRAST_DOCK_WIDTH = 220
 #: How long opening waits for the file scan before it shows a provisional extent (a dataset of
 #: a few hundred files is listed in far less: it opens with its whole extent at once).
 QUICK_EXTENT_S = 0.15
+#: A segmentation layer's opacity when a dataset opens: the image beneath stays readable.
+SEGMENTATION_OPACITY = 0.5
 #: The cursor is kept this far (fraction of the view) inside a view after a key move.
 EDGE_MARGIN = 0.08
 
@@ -114,6 +116,9 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         #: Each layer's palette as last drawn (``blend.render_layer`` keeps it current).
         self._palettes: dict[str, Any] = {}
         self._wanted_key: tuple[Any, ...] = ()
+        #: Read every layer at its finest mag whatever the zoom (a comparison is open: its
+        #: differences are voxel for voxel).
+        self.force_finest = False
         self.errors: list[str] = []
         self._failed_blocks: dict[tuple[str, int], FormatError] = {}
         self._wanted: list[PlaneRequest] = []
@@ -343,7 +348,9 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         on_close = None if webknossos is None else webknossos.close
         self.source = self.source_factory(layers, on_close)
         self.state.set_layers([st.LayerDisplay(layer.name, layer.category,
-                                               contrast=default_contrast(layer.header))
+                                               contrast=default_contrast(layer.header),
+                                               opacity=SEGMENTATION_OPACITY
+                                               if layer.category == st.SEGMENTATION else 1.0)
                                for layer in layers], notify=False)
         self._show_active_layer()
         h = dataset.header
@@ -489,7 +496,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
                 requests[axis] = req
         wanted = list(requests.values())
         vpp = [self.views[a].voxels_per_pixel() for a in requests]
-        layers = {la.name: la.mag_lock for la in self._shown_layers()}
+        layers = {la.name: (self.source.layers[la.name].mag_list[0] if self.force_finest
+                            else la.mag_lock) for la in self._shown_layers()}
         key = (tuple(wanted), tuple(vpp), tuple(layers.items()))
         mags_changed = key[1:] != self._wanted_key[1:]
         if key != self._wanted_key or wanted != self._wanted:

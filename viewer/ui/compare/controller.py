@@ -105,6 +105,8 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.tolerance = 0.0
         self.show_blocks = True
         self.path_b: str | None = None
+        #: The WKW dataset of B the comparison reads (a webKnossos B: one layer's mag folder).
+        self.data_path_b: str | None = None
         self.dataset_b: wkw.Dataset | None = None
         #: Lists B's files in the background for its extent (the common-extent box).
         self._extent_b: extent.ExtentScan | None = None
@@ -164,11 +166,14 @@ class QtCompareController(ComparisonRunMixin, QObject):
             self.window.show_error("Nothing to compare with", "open dataset A first")
             return False
         try:
-            dataset = wkw.Dataset.open(path)
-        except (FormatError, OSError) as exc:
+            dataset = self._open_b_dataset(path)
+        except (FormatError, OSError, KeyError) as exc:
             self.window.show_error(f"Cannot open {path} for comparison", _describe(exc))
             return False
         self.close_b()
+        # Differences are shown voxel for voxel: A's views read its finest mag meanwhile.
+        self.window.force_finest = True
+        self.window.refresh_planes(force=True)
         self.dataset_b = dataset
         self.path_b = path
         self._extent_b = extent.ExtentScan(dataset, lambda _bounds, _done: None).start()
@@ -186,6 +191,35 @@ class QtCompareController(ComparisonRunMixin, QObject):
             self.start_comparison()
         return True
 
+    def _open_b_dataset(self, path: str) -> wkw.Dataset:
+        """B as one WKW dataset: a plain one as it is; of a webKnossos dataset the layer named
+        as A's first layer (else its first color layer) at the mag of A's dataset."""
+        from viewer.format.webknossos import dataset as wk
+
+        self.data_path_b = path
+        if not wk.is_webknossos_dataset(path):
+            return wkw.Dataset.open(path)
+        opened = wk.open_dataset(path)
+        names = [la.name for la in opened.layers]
+        first = self.state.layers[0].name if self.state.layers else None
+        try:
+            mag = wk.select_mag(opened, first if first in names else None,
+                                getattr(self.window, "dataset_mag", None))
+            dataset = mag.dataset  # B's loader closes it; the other mags were never opened
+            self.data_path_b = mag.path
+            return dataset
+        except BaseException:
+            opened.close()
+            raise
+
+    @property
+    def data_path_a(self) -> str | None:
+        """The WKW dataset of A the comparison reads (of a webKnossos dataset: the folder of
+        the window's dataset, its first layer's finest mag)."""
+        if getattr(self.window, "webknossos", None) is not None and self.window.dataset:
+            return str(self.window.dataset.root)
+        return self.window.dataset_path
+
     def close_b(self) -> None:
         """Close B: cancel the comparison, stop B's loader, back to A only."""
         self._abandon_comparison()
@@ -202,6 +236,9 @@ class QtCompareController(ComparisonRunMixin, QObject):
             self.source_b.close()
         was = self.source_b is not None
         self.source_b = None
+        if was and getattr(self.window, "force_finest", False):
+            self.window.force_finest = False
+            self.window.refresh_planes(force=True)
         self.dataset_b = None
         self.path_b = None
         self.planes_b = {}

@@ -159,7 +159,8 @@ class ComparisonRunMixin:
     def start_comparison(self, box: Box | None = None) -> bool:
         """Compare A and B block by block in the background (over ``box``, or everything),
         with the current tolerance.  A running comparison is cancelled first."""
-        if not self.active or self.window.dataset_path is None or self.path_b is None:
+        path_a, path_b = self.data_path_a, self.data_path_b
+        if not self.active or path_a is None or path_b is None:
             return False
         self._abandon_comparison()
         self._clear_results()
@@ -173,9 +174,9 @@ class ComparisonRunMixin:
         try:
             if self._in_child_process(box):
                 job: CompareJob | CompareProcess = CompareProcess(
-                    self.window.dataset_path, self.path_b, box, self.tolerance, **callbacks)
+                    path_a, path_b, box, self.tolerance, **callbacks)
             else:
-                job = CompareJob(self.window.dataset_path, self.path_b, box=box,
+                job = CompareJob(path_a, path_b, box=box,
                                  tolerance=self.tolerance, workers=2, **callbacks)
         except ValueError as exc:
             self.window.show_error("Cannot start the comparison", str(exc))
