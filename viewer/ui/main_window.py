@@ -353,6 +353,9 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
                                                if layer.category == st.SEGMENTATION else 1.0)
                                for layer in layers], notify=False)
         self._show_active_layer()
+        panel = getattr(self, "layers_panel", None)
+        if panel is not None:
+            panel.set_mags({layer.name: layer.mag_list for layer in layers})
         h = dataset.header
         self._auto_pending = h.dtype != np.uint8 and layers[0].category != st.SEGMENTATION
         self._palette = None
@@ -608,6 +611,11 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         view = self.views.get(self.state.focused)
         plane = view.plane if view is not None else None
         label = getattr(plane, "label", None)
+        panel = getattr(self, "layers_panel", None)
+        if panel is not None and view is not None:
+            for name, layer_plane in view.layer_planes.items():
+                mags = getattr(layer_plane, "mags", None)
+                panel.set_shown_mag(name, mags[0] if mags else None)
         if self.webknossos is None or label is None:
             self.mag_label.setText("")
             return

@@ -112,4 +112,8 @@ class MenusMixin:
         self._update_recent_menu()
 
     def show_keys(self) -> None:
-        QMessageBox.information(self, "Keys and mouse", KEYS_HELP)
+        from viewer.ui.layers_panel import KEYS_HELP_ROWS
+
+        rows = KEYS_HELP_ROWS if getattr(self, "layers_panel", None) is not None else ""
+        QMessageBox.information(self, "Keys and mouse",
+                                KEYS_HELP.replace("</table>", rows + "</table>"))
