@@ -157,3 +157,41 @@ def test_synthetic_dataset_is_the_demo_layout(tmp_path: Path) -> None:
     np.testing.assert_array_equal(
         color.read((4, 4, 2), (0, 0, 0), (24, 20, 12))[0],
         downsample(color.read((2, 2, 1), (0, 0, 0), (48, 40, 24))[0], (2, 2, 2), "mean"))
+
+
+@pytest.mark.parametrize("block_len, file_len, mags", [
+    (8, 4, [(1, 1, 1), (2, 2, 1), (4, 4, 2)]),  # files smaller than a generation chunk
+    (16, 8, [(1, 1, 1), (2, 2, 1), (4, 4, 2)]),  # a coarse file gathers parts of two chunks
+    (8, 4, [(1, 1, 1), (2, 2, 2), (3, 3, 1)]),  # 3 divides no chunk: built from the files
+])
+def test_synthetic_coarse_mags_equal_downsample_layer(tmp_path: Path, block_len: int,
+                                                      file_len: int, mags: list) -> None:
+    """write_synthetic_dataset derives the coarse mags from the chunks in memory; building
+    them again from the files with downsample_layer changes no voxel."""
+    shape = (200, 70, 20)
+    ds = write_synthetic_dataset(tmp_path, EMVolume(4), shape=shape, mags=mags,
+                                 block_len=block_len, file_len=file_len)
+    assert ds.problems == [] and ds.check() == []
+    for layer in ds.layers:
+        boxes = [layer.bounding_box_at(m) for m in mags]
+        before = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes)]
+        downsample_layer(layer, workers=1)
+        after = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes)]
+        for m, x, y in zip(mags, before, after):
+            np.testing.assert_array_equal(x, y, err_msg=f"{layer.name} {m}")
+        assert after[1].any()
+
+
+@pytest.mark.parametrize("f", [(2, 2, 1), (2, 2, 2), (4, 2, 2), (4, 4, 2)])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_whole_window_shortcut_matches_the_loop(f: tuple[int, int, int], order: str) -> None:
+    """Whole windows and no mask take the shortcut (integer mean, sorted-run mode; k = 32
+    sorts with numpy): same values as the loop, ties in the mode included."""
+    rng = np.random.default_rng(sum(f))
+    shape = (3, *(k * n for k, n in zip(f, (3, 2, 2))))
+    for dtype, hi, mode in ((np.uint8, 256, "mean"), (np.int16, 5, "mean"),
+                            (np.uint32, 3, "mode"), (np.uint64, 4, "mode")):
+        data = np.asarray(rng.integers(0, hi, size=shape).astype(dtype), order=order)
+        got = downsample(data, f, mode)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, _loop_reference(data, f, mode), err_msg=f"{dtype}")
