@@ -69,14 +69,11 @@ _NORMAL.flags.writeable = False
 
 
 def _hash_index(ids: npt.NDArray[Any], out: npt.NDArray[np.uint64]) -> None:
-    """Table indices of ``ids`` (1-D, any integer type) into ``out`` (same length).  Other
-    types are first cast to uint64 (modulo 2**64: a negative id as its two's complement);
-    numpy would otherwise multiply signed ids by the uint64 constant in float64."""
-    if ids.dtype == np.uint64:
-        np.multiply(ids, GOLDEN, out=out)
-    else:
-        np.copyto(out, ids, casting="unsafe")
-        np.multiply(out, GOLDEN, out=out)
+    """Table indices of ``ids`` (any integer type) into ``out`` (same shape).  The product is
+    taken in uint64, other types cast to it on the way (modulo 2**64: a negative id as its
+    two's complement); numpy would otherwise multiply signed ids by the uint64 constant in
+    float64."""
+    np.multiply(ids, GOLDEN, out=out, dtype=np.uint64, casting="unsafe")
     np.right_shift(out, _SHIFT, out=out)
 
 
@@ -145,24 +142,26 @@ class SegmentPalette(Hashable):
         return table
 
     def _hashed(self, ids: npt.NDArray[Any]) -> ARGB:
-        """Colours of a 1-D or 2-D C-contiguous array of ids, a block of rows at a time (the
-        scratch stays in cache; whole-plane temporaries cost more in page faults than the
-        arithmetic)."""
+        """Colours of a 1-D or 2-D C-contiguous array of ids, a block at a time (rows of a
+        2-D one): the scratch and each block stay in cache while they are hashed, looked up,
+        cleared where 0 and lit where picked (whole-plane temporaries cost more in page
+        faults than the arithmetic)."""
         out = np.empty(ids.shape, np.uint32)
         if ids.ndim == 2:
             step = max(1, CHUNK // max(ids.shape[1], 1))
             pieces = [(ids[r:r + step], out[r:r + step]) for r in range(0, ids.shape[0], step)]
         else:
             pieces = [(ids[s:s + CHUNK], out[s:s + CHUNK]) for s in range(0, ids.size, CHUNK)]
-        scratch = np.empty(min(CHUNK, ids.size) if pieces else 0, np.uint64)
+        scratch = np.empty(max(part.size for part, _ in pieces) if pieces else 0, np.uint64)
+        picks = [(pick, np.uint32(argb)) for pick, argb in self._picks
+                 if _representable(pick, ids.dtype)]
         for part, target in pieces:
             index = scratch[:part.size].reshape(part.shape)
             _hash_index(part, index)
             np.take(_NORMAL, index.view(np.intp), out=target, mode="clip")
-        np.copyto(out, np.uint32(0), where=ids == 0)
-        for pick, argb in self._picks:
-            if _representable(pick, ids.dtype):
-                np.copyto(out, np.uint32(argb), where=ids == pick)
+            np.copyto(target, np.uint32(0), where=part == 0)
+            for pick, argb in picks:
+                np.copyto(target, argb, where=part == pick)
         return out
 
     def colors(self, ids: npt.NDArray[Any]) -> ARGB:
