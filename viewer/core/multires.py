@@ -204,7 +204,8 @@ class ComposedPlane(Plane):
     @cached_property
     def shown_mags(self) -> list[Vec3]:
         """The mags some pixel of the plane comes from, chosen first."""
-        present = set(int(v) for v in np.unique(self.source)) - {NO_SOURCE}
+        counts = np.bincount(self.source.ravel(), minlength=NO_SOURCE + 1)
+        present = set(np.flatnonzero(counts).tolist()) - {NO_SOURCE}
         return [m for k, m in enumerate(self.mags) if k in present]
 
     @property
@@ -228,7 +229,8 @@ def resample(data: npt.NDArray[Any], coarse: MagPlaneRequest,
     lo, hi = coarse.request.lo, coarse.request.hi
     iu = np.clip(np.arange(fine.request.lo[0], fine.request.hi[0]) * fu // cu, lo[0], hi[0] - 1)
     iv = np.clip(np.arange(fine.request.lo[1], fine.request.hi[1]) * fv // cv, lo[1], hi[1] - 1)
-    return data[..., (iu - lo[0])[:, None], (iv - lo[1])[None, :]]
+    # two 1-D takes: several times faster than one 2-D fancy-index gather
+    return np.take(np.take(data, iu - lo[0], axis=-2), iv - lo[1], axis=-1)
 
 
 def compose(chosen: tuple[MagPlaneRequest, Any],
@@ -242,7 +244,7 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
     status = np.asarray(plane.status)
     pending = status == Status.PENDING
     data = plane.data
-    source = np.where(pending, NO_SOURCE, 0).astype(np.uint8)
+    source = pending.astype(np.uint8) * np.uint8(NO_SOURCE)
     errors: dict[tuple[str, int], Any] = dict(plane.errors)
     mags = [mreq.mag]
     copied = False
@@ -257,9 +259,10 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
         if take.any():
             if not copied:  # the source's arrays are snapshots: never written into
                 data, status, copied = data.copy(), status.copy(), True
-            data[:, take] = resample(pplane.data, preq, mreq)[:, take]
-            status[take] = p_status[take]
-            source[take] = k
+            # copyto(where=) rather than boolean-mask assignment (Fortran-order planes)
+            np.copyto(data, resample(pplane.data, preq, mreq), where=take)
+            np.copyto(status, p_status, where=take)
+            np.copyto(source, np.uint8(k), where=take)
             pending &= ~take
             errors.update(pplane.errors)
     fu, fv = mreq.factors
