@@ -134,3 +134,33 @@ def test_the_extent_is_that_of_the_files_present(window, tmp_path):
     window.open_path(root)
     assert window.state.bounds == ((16, 0, 0), (48, 32, 16))
     assert window.state.cursor == (31, 15, 7)
+
+
+def test_layers_read_at_different_mags_are_blended_on_the_finest_grid(window, tmp_path):
+    """The color layer has a coarse mag, the segmentation layer only mag 1: zoomed out they
+    are read at different mags and drawn on one grid (the finer one)."""
+    from viewer.format.webknossos import BoundingBox
+    from viewer.format.webknossos.writer import LayerSpec, create_dataset
+
+    box = BoundingBox((0, 0, 0), (64, 64, 64))
+    ds = create_dataset(tmp_path / "wk", [
+        LayerSpec("em", box, mags=[(1, 1, 1), (2, 2, 2)], block_len=8, file_len=4),
+        LayerSpec("seg", box, "segmentation", "uint32", mags=[(1, 1, 1)], block_len=8,
+                  file_len=4)])
+    em = (np.indices((64, 64, 64)).sum(axis=0) % 250).astype(np.uint8)
+    ds.layer("em").mag((1, 1, 1)).write((0, 0, 0), em)
+    ds.layer("em").mag((2, 2, 2)).write((0, 0, 0), em[::2, ::2, ::2])
+    seg = (np.indices((64, 64, 64))[0] // 16 + 1).astype(np.uint32)
+    ds.layer("seg").mag((1, 1, 1)).write((0, 0, 0), seg)
+    ds.close()
+    assert window.open_path(tmp_path / "wk", pos=(32, 32, 32), zoom=0.4)
+    view = window.views[XY]
+    assert view.layer_planes["em"].factors == (2, 2)
+    assert view.layer_planes["seg"].factors == (1, 1)
+    assert view.plane is view.layer_planes["seg"]  # the finer grid
+    u, v = view.plane.status.shape
+    assert view.pixels().shape == (v, u)
+    # the color layer alone again: its own (coarse) grid
+    window.state.set_layer("seg", visible=False)
+    assert view.plane is view.layer_planes["em"] and view.pixels().shape == (v // 2, u // 2)
+    assert not window.errors

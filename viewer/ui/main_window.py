@@ -547,8 +547,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
                 and len(planes) == len(view.layer_planes)
                 and all(view.layer_planes.get(n) is p for n, p in planes.items())):
             return  # the source says nothing of it arrived since: nothing to redraw
-        main = planes.get(self.state.active_layer or "") or next(iter(planes.values()))
-        rendered = self._render(view, shown, planes, drawn)
+        main = _on_finest_grid(planes, self.state.active_layer)
+        rendered = self._render(view, shown, planes, drawn, main)
         view.layer_planes = planes
         view.drawn_layers = drawn  # type: ignore[attr-defined]
         view.show_plane(main, rendered)
@@ -559,9 +559,11 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
             self._show_mag()
 
     def _render(self, view: QtSliceView, shown: list[st.LayerDisplay],
-                planes: dict[str, Plane], drawn: tuple[st.LayerDisplay, ...]) -> Rendered:
-        """The layers' planes rendered and blended, bottom first.  One opaque color layer is
-        rendered straight (re-rendering only what arrived since its last version)."""
+                planes: dict[str, Plane], drawn: tuple[st.LayerDisplay, ...],
+                main: Plane) -> Rendered:
+        """The layers' planes rendered and blended, bottom first, on ``main``'s pixel grid
+        (layers read at coarser mags are scaled onto it).  One opaque color layer is rendered
+        straight (re-rendering only what arrived since its last version)."""
         previous = view.layer_rendered
         out: dict[str, Rendered] = {}
         if not drawn:  # every layer hidden
@@ -579,7 +581,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
         view.layer_rendered = out
         if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
             return out[drawn[0].name]
-        return Rendered(blend([(out[la.name].argb(), la.opacity) for la in drawn]))
+        return Rendered(blend([(_regrid(out[la.name].argb(), planes[la.name], main, view.axis),
+                                la.opacity) for la in drawn]))
 
     def _get_palette(self) -> Palette:
         """The active layer's palette as its views draw it (the compare overlay uses it)."""
@@ -609,7 +612,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
     def _show_mag(self) -> None:
         """Name in the status bar the mag the focused view shows of the active layer."""
         view = self.views.get(self.state.focused)
-        plane = view.plane if view is not None else None
+        plane = view.layer_planes.get(self.state.active_layer or "", view.plane) \
+            if view is not None else None
         label = getattr(plane, "label", None)
         panel = getattr(self, "layers_panel", None)
         if panel is not None and view is not None:
@@ -777,6 +781,32 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, QMainWindow)
             self.source.close()
             self.source = None
         super().closeEvent(event)
+
+
+def _on_finest_grid(planes: dict[str, Plane], active: str | None) -> Plane:
+    """The plane whose pixel grid the layers are blended on: the active layer's when no other
+    layer was read at a finer mag, else the finest one (layers of one dataset may have
+    different mags, or be read at different ones)."""
+    first = planes.get(active or "") or next(iter(planes.values()))
+    finest = min(planes.values(), key=lambda p: p.factors[0] * p.factors[1])
+    return first if first.factors == finest.factors else finest
+
+
+def _regrid(argb: np.ndarray, plane: Plane, target: Plane, axis: int) -> np.ndarray:
+    """A layer's rendered pixels (screen orientation) of ``plane`` on ``target``'s pixel grid
+    (nearest neighbour; the same array when the grids agree)."""
+    if (plane.factors == target.factors and plane.image_origin == target.image_origin
+            and plane.status.shape == target.status.shape):
+        return argb
+    index = []
+    for k in (0, 1):
+        mag1 = target.image_origin[k] + np.arange(target.status.shape[k]) * target.factors[k]
+        i = (mag1 - plane.image_origin[k]) // plane.factors[k]
+        index.append(np.clip(i, 0, plane.status.shape[k] - 1))
+    iu, iv = index
+    if SCREEN_AXES[axis][0] == IN_PLANE[axis][0]:  # rows along v
+        return np.ascontiguousarray(argb[iv[:, None], iu[None, :]])
+    return np.ascontiguousarray(argb[iu[:, None], iv[None, :]])
 
 
 STYLE = """
