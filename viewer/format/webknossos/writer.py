@@ -157,16 +157,17 @@ def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolum
     ``downsample.downsample_layer`` would do it from the files, but from the chunks still in
     memory: each chunk of mag 1 (both layers from one ``em_and_segmentation`` call when the
     volume has it) is written and reduced to its part of every coarser mag, and a coarse file
-    is written, once and whole, as soon as all its parts are there.  Memory stays near a few
-    chunks plus the coarse files not complete yet.  (When a mag factor does not divide the
-    chunk, the coarse mags are built afterwards by ``downsample_layer`` from the files.)
+    is written, once and whole, as soon as all its parts are there.  Memory stays near one
+    chunk per worker plus the coarse files not complete yet.  (When a mag factor does not
+    divide the chunk, the coarse mags are built afterwards by ``downsample_layer`` from the
+    files.)
 
     LZ4HC blocks are encoded at ``lz4hc_level`` (default 9, as the reference writes; lower is
     faster, same format: a reader cannot tell).  ``largestSegmentId`` is the maximum id
-    written.  Work runs on ``workers`` threads;
-    ``progress(done, total)`` counts written files over the whole job and is called on the
-    calling thread.  An exception from ``progress`` (e.g. ``KeyboardInterrupt``) stops the
-    work: queued tasks are dropped, running ones finish, then it propagates."""
+    written.  Work runs on ``workers`` threads; ``progress(done, total)`` counts written files
+    over the whole job and is called on the calling thread.  An exception from ``progress``
+    (e.g. ``KeyboardInterrupt``) or from a task stops the work: queued tasks are dropped,
+    running ones finish, then it propagates."""
     box = BoundingBox((0, 0, 0), (int(shape[0]), int(shape[1]), int(shape[2])))
     common: dict[str, Any] = dict(bounding_box=box, mags=list(mags), block_len=block_len,
                                   file_len=file_len, block_type=block_type)
@@ -188,8 +189,8 @@ class _SyntheticJob:
 
     Tasks run on a thread pool: one generates a mag-1 chunk and submits its writing, one per
     layer, which reduces it to its parts of the coarser mags and submits the writing of every
-    coarse file it completes.  The calling thread only waits, counts files
-    and reports progress."""
+    coarse file it completes.  The calling thread only waits, counts files and reports
+    progress."""
 
     def __init__(self, ds: WkDataset, volume: SyntheticVolume, box: BoundingBox, workers: int,
                  progress: Callable[[int, int], None] | None, lz4hc_level: int) -> None:
@@ -231,6 +232,8 @@ class _SyntheticJob:
         self.outstanding = 0
         self.finished: queue.SimpleQueue[Future[int]] = queue.SimpleQueue()
         self.pool: ThreadPoolExecutor | None = None
+        self.chunks_left = iter(self.chunks)
+        self.writes_left: dict[Vec3, int] = {}
 
     # -- geometry ------------------------------------------------------------------------------
     def _piece_box(self, lo: Vec3, j: int) -> tuple[Vec3, Vec3]:
@@ -271,8 +274,8 @@ class _SyntheticJob:
                                 initializer=init) as pool:
             self.pool = pool
             try:
-                for lo in self.chunks:
-                    self._submit(self._one_chunk, lo)
+                for _ in range(self.workers):
+                    self._next_chunk()
                 while True:
                     with self.lock:
                         if self.outstanding == 0:
@@ -314,6 +317,17 @@ class _SyntheticJob:
             return
         future.add_done_callback(self.finished.put)
 
+    def _next_chunk(self) -> None:
+        """Start generating the next chunk, if any.  A chunk is generated when an earlier one
+        is written (or at the start, one per worker), so generation cannot run ahead of the
+        writing and memory holds about one chunk per worker."""
+        with self.lock:
+            lo = next(self.chunks_left, None)
+            if lo is not None:
+                self.writes_left[lo] = len(self.layers)
+        if lo is not None:
+            self._submit(self._one_chunk, lo)
+
     def _one_chunk(self, lo: Vec3) -> int:
         """Generate the mag-1 chunk at ``lo`` (both layers) and submit their writing."""
         hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end)]
@@ -354,6 +368,11 @@ class _SyntheticJob:
         written = _write_files(layer.mags[0].dataset, lo, data, self.lz4hc_level)
         if self.in_memory:
             self._reduce(layer, lo, data)
+        with self.lock:
+            self.writes_left[lo] -= 1
+            last = self.writes_left[lo] == 0
+        if last:
+            self._next_chunk()
         return written
 
     def _reduce(self, layer: Layer, lo: Vec3, data: npt.NDArray[Any]) -> None:
