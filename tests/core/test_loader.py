@@ -404,3 +404,29 @@ def test_prefetch_waits_until_the_views_have_the_screen(project_path: Path,
         assert loader.stats().prefetched_blocks > 0
     finally:
         loader.close()
+
+
+def test_deferred_planes_wait_for_release_hold(project_path: Path, vol: np.ndarray,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planes wanted ``deferred`` (coarse placeholders behind another loader's screen) are not
+    read until ``release_hold`` (the hold's time limit set out of reach), then in full."""
+    from viewer.core import loader as loader_module
+
+    monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)
+    ds = CountingDataset.open_counting(project_path)
+    loader = Loader(ds, workers=2, prefetch_enabled=False)
+    try:
+        reqs = planes_at((37, 15, 50))
+        loader.set_wanted(reqs, None, (37, 15, 50), deferred=True)
+        assert not loader.wait_idle(0.3)  # held: queued, nothing read
+        assert ds.log.counts == {} and loader.stats().blocks_read == 0
+        assert not loader.plane(reqs[0]).complete
+        loader.release_hold()
+        assert loader.wait_idle(WAIT)
+        for req in reqs:
+            plane = loader.plane(req)
+            assert plane.complete
+            np.testing.assert_array_equal(plane.data[0], expected(vol, req))
+        assert max(ds.log.counts.values()) == 1
+    finally:
+        loader.close()

@@ -121,3 +121,29 @@ def test_mapping_files_of_many_sizes_creates_no_types(tmp_path):
         with wkw.File.open(ds.file_path(k, 0, 0)) as f:
             f.read((0, 0, 0), (8, 8, 8))
     assert _ctypes_array_types() - before < 3
+
+
+@pytest.mark.parametrize("block_type", [wkw_ref.Header.BLOCK_TYPE_RAW,
+                                        wkw_ref.Header.BLOCK_TYPE_LZ4HC])
+def test_will_need_is_only_a_hint(tmp_path: Path, block_type: int) -> None:
+    """Asking for blocks' pages ahead (any indices, in any order, out of range too, on a
+    closed file) never fails and never changes what is read."""
+    data = np.random.default_rng(3).integers(0, 255, (SIDE, SIDE, SIDE), dtype=np.uint8)
+    _write_reference(tmp_path, data, block_type)
+    path = str(tmp_path / "z0" / "y0" / "x0.wkw")
+    f = wkw.File.open(path)
+    n = f.header.num_blocks
+    f.will_need([n - 1, 0, 5, 4, 6, -3, n + 10])
+    f.will_need(np.arange(n))
+    f.will_need([])
+    blocks = f.read_blocks(list(range(n)))
+    ref = wkw_ref.Dataset.open(str(tmp_path))
+    whole = ref.read((0, 0, 0), (SIDE, SIDE, SIDE))[0]
+    ref.close()
+    for index, block in enumerate(blocks):
+        x, y, z = wkw.morton.decode(index)
+        np.testing.assert_array_equal(
+            block[0], whole[x * BLOCK_LEN:(x + 1) * BLOCK_LEN, y * BLOCK_LEN:(y + 1) * BLOCK_LEN,
+                            z * BLOCK_LEN:(z + 1) * BLOCK_LEN])
+    f.close()
+    f.will_need([0, 1])  # closed: nothing happens

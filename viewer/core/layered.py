@@ -10,10 +10,11 @@ first needed) and answers a view's mag-1 ``PlaneRequest`` for a layer with a
   screen pixel spans along x, y and z (``voxels_per_px``), and ``multires.choose_mag_xyz`` picks
   the coarsest mag that still gives a voxel per pixel, or the layer's locked mag.
 * **Placeholders**: while the chosen mag loads, up to ``PLACEHOLDERS`` coarser mags of the same
-  layer are asked for the same plane, and ``multires.compose`` draws what they have scaled up
-  underneath.  The coarse planes are queued with the screen's blocks (before any prefetch, which
-  runs only in the chosen mags' loaders and waits until their planes are complete), so a zoomed
-  out view shows the coarse picture after a handful of blocks instead of a hatch.
+  layer are asked for the same plane, and ``multires.compose`` draws what they have in the cache
+  scaled up underneath.  A coarse plane's blocks are read right after the screen's: its loader
+  holds them (``Loader.set_wanted(deferred=True)``) until every chosen plane is complete, then
+  reads them before any prefetch; so the next move (zooming in, the next slices, which a coarse
+  voxel spans too) finds them cached, while the screen's own blocks never wait behind them.
 * **Arrivals**: a part's listener reports boxes in its mag's voxels; they are passed on in mag-1
   voxels, so the window re-fetches the views they touch as it does for a single dataset.
 
@@ -34,7 +35,7 @@ import numpy as np
 
 from viewer.core import multires
 from viewer.core.cache import BlockCache
-from viewer.core.loader import LoaderStats
+from viewer.core.loader import Loader, LoaderStats
 from viewer.core.multires import ComposedPlane, MagPlaneRequest
 from viewer.core.slicing import Box3, DataArrived, PlaneRequest, PlaneSource, SyncPlaneSource
 from viewer.format import FormatError, wkw
@@ -126,6 +127,10 @@ class LayeredSource:
             OrderedDict()
         self._wanted: tuple[PlaneRequest, ...] = ()
         self._visible: tuple[str, ...] = tuple(names)
+        #: Parts that only hold placeholders now (their reads wait for the screen's).
+        self._deferred: set[tuple[str, Vec3]] = set()
+        #: Whether each wanted (layer, request) has its chosen mag's plane complete.
+        self._chosen_complete: dict[tuple[str, PlaneRequest], bool] = {}
         self._closed = False
 
     # -- layers and mags ----------------------------------------------------------------------
@@ -233,7 +238,15 @@ class LayeredSource:
                 part.prefetch_enabled = self.prefetch and bool(own)
             mag = key[1]
             mag_cursor = (cursor[0] // mag[0], cursor[1] // mag[1], cursor[2] // mag[2])
-            part.set_wanted(list(dict.fromkeys(own + extra)), focus_of.get(key), mag_cursor)
+            planes = list(dict.fromkeys(own + extra))
+            if not own and planes and isinstance(part, Loader):
+                # Only placeholders here: read right after the screen's blocks, not with them.
+                part.set_wanted(planes, None, mag_cursor, deferred=True)
+                self._deferred.add(key)
+            else:
+                part.set_wanted(planes, focus_of.get(key), mag_cursor)
+                self._deferred.discard(key)
+        self._chosen_complete = {key: False for key in self._plans}
         self._trim()
 
     def plane(self, request: PlaneRequest, layer: str | None = None) -> ComposedPlane:
@@ -246,6 +259,10 @@ class LayeredSource:
         under: tuple[Any, ...] = ()
         if not chosen.complete:
             under = tuple(self.part(name, p.mag).plane(p.request) for p in plan.placeholders)
+        elif self._chosen_complete.get((name, request)) is False:
+            self._chosen_complete[(name, request)] = True
+            if all(self._chosen_complete.values()):
+                self._release_deferred()
         key = (name, request)
         hit = self._composed.get(key)
         if hit is not None and hit[0] is chosen and len(hit[1]) == len(under) \
@@ -258,6 +275,13 @@ class LayeredSource:
         self._composed.move_to_end(key)
         self._trim()
         return composed
+
+    def _release_deferred(self) -> None:
+        """The screen is complete: the placeholder reads held behind it may start."""
+        for key in self._deferred:
+            part = self._parts.get(key)
+            if isinstance(part, Loader):
+                part.release_hold()
 
     def close(self) -> None:
         """Close every part (joining their workers), then run ``on_close``."""

@@ -241,12 +241,23 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
     the first placeholder that has it, on the chosen mag's grid.  The ``Plane`` objects are
     ``slicing.Plane`` (anything with ``data``, ``status`` and ``errors``).  Pure; any thread."""
     mreq, plane = chosen
+    fu, fv = mreq.factors
+    if getattr(plane, "complete", False) is True:
+        # Nothing loading (the common case): no mask to build, nothing to put underneath.
+        done = ComposedPlane(mreq.source, plane.data, plane.status, dict(plane.errors),
+                             factors=(fu, fv), origin=mreq.covered_lo,
+                             source=np.zeros(plane.status.shape, np.uint8), mags=[mreq.mag],
+                             mag_request=mreq)
+        done.__dict__["complete"] = True  # what the cached properties would compute
+        done.__dict__["shown_mags"] = [mreq.mag]
+        return done
     status = np.asarray(plane.status)
     pending = status == Status.PENDING
     data = plane.data
     source = pending.astype(np.uint8) * np.uint8(NO_SOURCE)
     errors: dict[tuple[str, int], Any] = dict(plane.errors)
     mags = [mreq.mag]
+    shown = [k for k in (0,) if not bool(pending.all())]
     copied = False
     for k, (preq, pplane) in enumerate(placeholders, 1):
         if preq.source != mreq.source:
@@ -254,6 +265,8 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
         if not pending.any():
             break
         mags.append(preq.mag)
+        if not np.any(np.asarray(pplane.status) != Status.PENDING):
+            continue  # nothing of it loaded yet (checked on its own, coarser grid)
         p_status = resample(pplane.status, preq, mreq)
         take = pending & (p_status != Status.PENDING)
         if take.any():
@@ -265,9 +278,11 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
             np.copyto(source, np.uint8(k), where=take)
             pending &= ~take
             errors.update(pplane.errors)
-    fu, fv = mreq.factors
-    return ComposedPlane(mreq.source, data, status, errors, factors=(fu, fv),
-                         origin=mreq.covered_lo, source=source, mags=mags, mag_request=mreq)
+            shown.append(k)
+    out = ComposedPlane(mreq.source, data, status, errors, factors=(fu, fv),
+                        origin=mreq.covered_lo, source=source, mags=mags, mag_request=mreq)
+    out.__dict__["shown_mags"] = [mags[k] for k in shown]  # known here without a scan
+    return out
 
 
 # -- physical space -----------------------------------------------------------------------------

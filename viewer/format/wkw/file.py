@@ -156,6 +156,38 @@ class File:
             except OSError:
                 pass
 
+    def will_need(self, indices: Sequence[int] | npt.NDArray[np.integer[Any]]) -> None:
+        """Hint that blocks ``indices`` are about to be read: their pages are asked for all
+        at once (``MADV_WILLNEED``, contiguous ranges merged), so that a cold read's disk
+        requests run in parallel instead of one page fault after another.  Only a hint: it
+        never fails, and does nothing without a libc mapping.  Any thread."""
+        data = self._data
+        if self._closed or data is None or _LIBC is None or self._mmap is not None \
+                or not hasattr(mmap, "MADV_WILLNEED"):
+            return
+        idx = np.asarray(indices, dtype=np.int64)
+        idx = idx[(idx >= 0) & (idx < self.header.num_blocks)]
+        if not idx.size:
+            return
+        starts, ends = self._ranges_of(np.sort(idx))
+        ok = (ends > starts) & (starts >= 0) & (ends <= self.file_size)
+        starts, ends = starts[ok], ends[ok]
+        if not starts.size:
+            return
+        page = mmap.PAGESIZE
+        starts = starts - starts % page
+        # merge ranges closer than a page apart (sorted by block index = by offset)
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], np.maximum.accumulate(ends[order])
+        cut = np.flatnonzero(starts[1:] > ends[:-1] + page) + 1
+        base = data.ctypes.data
+        with self._lock:
+            if self._closed:
+                return
+            for a, b in zip(np.split(starts, cut), np.split(ends, cut)):
+                lo, hi = int(a[0]), int(b[-1])
+                _LIBC.madvise(base + lo, hi - lo, mmap.MADV_WILLNEED)
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
