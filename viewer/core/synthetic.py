@@ -52,7 +52,9 @@ class SmoothField:
 
 
 class EMVolume:
-    """An unbounded EM-like volume, generated on demand for any box."""
+    """An unbounded EM-like volume, generated on demand for any box.
+
+    Immutable after construction: every method may be called from any thread, concurrently."""
 
     def __init__(self, seed: int = 0, cell_size: float = 48.0, noise: float = 1.0,
                  step: int = 2) -> None:
