@@ -123,7 +123,6 @@ class QtLayerRow(QFrame):
         self.mag = QComboBox()
         self.mag.setToolTip("The mag the views read this layer at: auto (from the zoom) or "
                             "one mag locked")
-        self.mag.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.mag.addItem("auto", None)
         self.opacity = QSlider(Qt.Orientation.Horizontal)
         self.opacity.setRange(0, 100)
@@ -140,7 +139,14 @@ class QtLayerRow(QFrame):
         top.addWidget(self.visible)
         top.addWidget(self.name_label, 1)
         top.addWidget(self.badge)
-        top.addWidget(self.mag)
+        mag_row = QHBoxLayout()
+        mag_row.setSpacing(6)
+        mag_label = QLabel("Mag")
+        mag_label.setObjectName("fieldLabel")
+        mag_row.addWidget(mag_label)
+        mag_row.addWidget(self.mag, 1)
+        self.mag.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mag.setMinimumContentsLength(6)
         middle = QHBoxLayout()
         middle.setSpacing(6)
         label = QLabel("Opacity")
@@ -153,6 +159,7 @@ class QtLayerRow(QFrame):
         column.setSpacing(3)
         column.addLayout(top)
         column.addLayout(middle)
+        column.addLayout(mag_row)
 
         self.selected: QLineEdit | None = None
         self.clear: QPushButton | None = None
