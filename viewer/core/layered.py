@@ -49,6 +49,8 @@ PartFactory = Callable[[wkw.Dataset, str, Vec3], PlaneSource]
 PLACEHOLDERS = 2
 #: Composed planes kept beyond the ones on screen.
 SPARE_PLANES = 16
+#: Plans remembered (a plane's request, zoom and lock seen again: no mag choice to redo).
+PLAN_MEMO = 256
 #: Voxels per pixel assumed for a plane asked for without ``set_wanted`` having said so.
 ONE_TO_ONE = (1.0, 1.0, 1.0)
 
@@ -122,6 +124,7 @@ class LayeredSource:
         self._vpp: dict[PlaneRequest, tuple[float, float, float]] = {}
         self._vpp_by_axis: dict[int, tuple[float, float, float]] = {}
         self._locks: dict[str, Vec3 | None] = {}
+        self._plan_memo: OrderedDict[tuple[Any, ...], _Plan] = OrderedDict()
         self._composed: OrderedDict[tuple[str, PlaneRequest], tuple[Any, tuple[Any, ...],
                                                                      ComposedPlane]] = \
             OrderedDict()
@@ -172,11 +175,23 @@ class LayeredSource:
 
     def _make_plan(self, layer: str, request: PlaneRequest,
                    vpp: tuple[float, float, float]) -> _Plan:
+        lock = self._locks.get(layer)
+        key = (layer, request, vpp, lock)
+        plan = self._plan_memo.get(key)
+        if plan is not None:
+            return plan
         mags = self.layers[layer].mag_list
-        chosen = multires.choose_mag_xyz(mags, request.axis, vpp, self._locks.get(layer))
-        mreq = multires.to_mag(request, chosen)
-        coarser = multires.placeholder_mags(mags, chosen)[:PLACEHOLDERS]
-        return _Plan(mreq, tuple(multires.to_mag(request, m) for m in coarser))
+        if len(mags) == 1:  # a plain WKW dataset: nothing to choose
+            plan = _Plan(multires.to_mag(request, mags[0]), ())
+        else:
+            chosen = multires.choose_mag_xyz(mags, request.axis, vpp, lock)
+            coarser = multires.placeholder_mags(mags, chosen)[:PLACEHOLDERS]
+            plan = _Plan(multires.to_mag(request, chosen),
+                         tuple(multires.to_mag(request, m) for m in coarser))
+        self._plan_memo[key] = plan
+        while len(self._plan_memo) > PLAN_MEMO:
+            self._plan_memo.popitem(last=False)
+        return plan
 
     # -- the PlaneSource protocol -------------------------------------------------------------
     def add_listener(self, callback: DataArrived) -> None:
