@@ -81,7 +81,7 @@ PREFETCH_HOLD_S = 0.15
 #: tasks (``File.will_need``): cold reads then overlap instead of faulting page by page.
 #: Measured on the multires benchmark's cold zoom-out: the workers' wall time was ~4x their
 #: CPU time (waiting for pages) before.
-LOOKAHEAD_TASKS = 6
+LOOKAHEAD_TASKS = 16
 #: The loader drops the mapped pages of the files it read from once every this many blocks
 #: (at most ~16 MB of mapped file pages in the RSS).
 RELEASE_EVERY = 256
@@ -745,8 +745,7 @@ class Loader:
                             self._enqueue_locked(ranked)
                         self._changed.notify_all()
                 continue
-            for file, morton in ahead:
-                file.will_need(morton)
+            self._hint(ahead)
             try:
                 self._run(task, keys, task.blocks[rows], state)
             except Exception:  # a worker must survive anything; the blocks stay missing
@@ -756,18 +755,31 @@ class Loader:
                     self._in_flight.difference_update(keys)
                     self._changed.notify_all()
 
-    def _upcoming_locked(self) -> list[tuple[wkw.File, list[int]]]:
-        """The blocks of the next queued tasks whose files are open and that were not hinted
-        yet (each task is hinted once), to ask the disk for ahead."""
+    def _upcoming_locked(self) -> list[tuple[Vec3, list[int]]]:
+        """The files and blocks of the next queued tasks not hinted yet (each task is hinted
+        once, files not known yet included), to ask the disk for ahead."""
         out = []
         for _, _, task in heapq.nsmallest(LOOKAHEAD_TASKS, self._queue):
             if task.hinted or task.plan is not None:
                 continue
-            state = self._file_states.get(task.file)
-            if isinstance(state, wkw.File):
+            state = self._file_states.get(task.file, _UNKNOWN)
+            if state is _UNKNOWN or isinstance(state, wkw.File):
                 task.hinted = True
-                out.append((state, [key[3] for key in task.keys]))
+                out.append((task.file, [key[3] for key in task.keys]))
         return out
+
+    def _hint(self, ahead: list[tuple[Vec3, list[int]]]) -> None:
+        """Ask the disk for the pages of blocks about to be read (opening their files first
+        when needed: a file's header and jump table are one small read).  Worker thread."""
+        for pos, morton in ahead:
+            if self._stopping:
+                return
+            with self._lock:
+                state = self._file_states.get(pos, _UNKNOWN)
+            if state is _UNKNOWN:
+                state = self._resolve(pos)
+            if isinstance(state, wkw.File):
+                state.will_need(morton)
 
     def _resolve(self, pos: Vec3) -> FileState:
         state: FileState
