@@ -47,8 +47,8 @@ PartFactory = Callable[[wkw.Dataset, str, Vec3], PlaneSource]
 
 #: Coarser mags asked for as placeholders under a view (the nearest ones: the best picture).
 PLACEHOLDERS = 2
-#: Composed planes kept beyond the ones on screen.
-SPARE_PLANES = 16
+#: Composed planes kept beyond the ones on screen (each holds a snapshot of a loading plane).
+SPARE_PLANES = 3
 #: Plans remembered (a plane's request, zoom and lock seen again: no mag choice to redo).
 PLAN_MEMO = 256
 #: Voxels per pixel assumed for a plane asked for without ``set_wanted`` having said so.

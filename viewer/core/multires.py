@@ -187,19 +187,32 @@ class ComposedPlane(Plane):
     ``request`` is the view's mag-1 request; ``data`` ``(C, U', V')`` and ``status`` ``(U', V')``
     are on the chosen mag's grid (``mag_request.request``), whose first pixel is the mag-1
     voxel ``origin`` and whose pixels span ``factors`` mag-1 voxels (a placeholder pixel
-    carries the placeholder's status).  ``source`` ``(U', V')`` uint8: 0 where the chosen mag
-    is shown, ``k`` where ``mags[k]`` (a placeholder) is, ``NO_SOURCE`` where nothing is there
-    yet (status PENDING).  ``mags[0]`` is the chosen mag.  Built by :func:`compose` on any
+    carries the placeholder's status).  ``source`` says which mag each pixel comes from.
+    ``mags[0]`` is the chosen mag.  Built by :func:`compose` on any
     thread, then handed over and only read."""
 
-    source: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros((0, 0), np.uint8))
+    #: ``source`` as built, or None: every pixel that is not PENDING from the chosen mag
+    #: (no placeholder was drawn), made on demand.
+    sources: npt.NDArray[np.uint8] | None = None
     mags: list[Vec3] = field(default_factory=list)
     mag_request: MagPlaneRequest | None = None
 
     @cached_property
+    def source(self) -> npt.NDArray[np.uint8]:
+        """``(U', V')``: 0 where the chosen mag is shown, ``k`` where ``mags[k]`` is,
+        ``NO_SOURCE`` where nothing is there yet."""
+        if self.sources is not None:
+            return self.sources
+        pending = np.asarray(self.status) == Status.PENDING
+        out: npt.NDArray[np.uint8] = pending.astype(np.uint8) * np.uint8(NO_SOURCE)
+        return out
+
+    @cached_property
     def complete(self) -> bool:
         """Every pixel comes from the chosen mag and none is still loading."""
-        return not bool(np.any(self.source))
+        if self.sources is None:
+            return not bool(np.any(np.asarray(self.status) == Status.PENDING))
+        return not bool(np.any(self.sources))
 
     @cached_property
     def shown_mags(self) -> list[Vec3]:
@@ -245,12 +258,20 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
     if getattr(plane, "complete", False) is True:
         # Nothing loading (the common case): no mask to build, nothing to put underneath.
         done = ComposedPlane(mreq.source, plane.data, plane.status, dict(plane.errors),
-                             factors=(fu, fv), origin=mreq.covered_lo,
-                             source=np.zeros(plane.status.shape, np.uint8), mags=[mreq.mag],
+                             factors=(fu, fv), origin=mreq.covered_lo, mags=[mreq.mag],
                              mag_request=mreq)
         done.__dict__["complete"] = True  # what the cached properties would compute
         done.__dict__["shown_mags"] = [mreq.mag]
         return done
+    if not any(np.any(np.asarray(p.status) != Status.PENDING) for _, p in placeholders):
+        # Nothing underneath to draw (a one-mag layer, or no coarse mag cached yet): the
+        # chosen mag's plane as it is; which pixels are loading is worked out on demand.
+        out = ComposedPlane(mreq.source, plane.data, plane.status, dict(plane.errors),
+                            factors=(fu, fv), origin=mreq.covered_lo,
+                            mags=[mreq.mag] + [p.mag for p, _ in placeholders],
+                            mag_request=mreq)
+        out.__dict__["complete"] = False
+        return out
     status = np.asarray(plane.status)
     pending = status == Status.PENDING
     data = plane.data
@@ -280,7 +301,7 @@ def compose(chosen: tuple[MagPlaneRequest, Any],
             errors.update(pplane.errors)
             shown.append(k)
     out = ComposedPlane(mreq.source, data, status, errors, factors=(fu, fv),
-                        origin=mreq.covered_lo, source=source, mags=mags, mag_request=mreq)
+                        origin=mreq.covered_lo, sources=source, mags=mags, mag_request=mreq)
     out.__dict__["shown_mags"] = [mags[k] for k in shown]  # known here without a scan
     return out
 
