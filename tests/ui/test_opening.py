@@ -164,3 +164,40 @@ def test_layers_read_at_different_mags_are_blended_on_the_finest_grid(window, tm
     window.state.set_layer("seg", visible=False)
     assert view.plane is view.layer_planes["em"] and view.pixels().shape == (v // 2, u // 2)
     assert not window.errors
+
+
+def test_a_half_written_webknossos_dataset_opens_what_it_can_and_says_what_not(window, tmp_path):
+    """As webKnossos 4.x lays it out (legacy ``wkwResolutions`` for one layer, ``mags`` for
+    another, a uint24 RGB layer, a segmentation layer with no mags yet, a zarr layer): the
+    readable layers open, the banner names the others."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "webknossos"))
+    import wk4_layout as wk4
+
+    box = wk4.bbox((8, 0, 0), (24, 16, 16))
+    em = wk4.model(np.uint8, (24, 16, 16), 1)
+    rgb = wk4.model(np.uint8, (3, 24, 16, 16), 2)
+    wk4.write_mag(tmp_path / "ds" / "color" / "1", em, offset=(8, 0, 0))
+    wk4.write_mag(tmp_path / "ds" / "rgb" / "1", rgb, offset=(8, 0, 0))
+    wk4.write_properties(tmp_path / "ds", [
+        wk4.layer("color", "color", "uint8", box, wk4.resolutions_entry([(1, 1, 1)]),
+                  key="wkwResolutions"),
+        wk4.layer("rgb", "color", "uint24", box, wk4.mags_entry("rgb", [(1, 1, 1)])),
+        wk4.layer("segmentation", "segmentation", "uint32", box, [], largestSegmentId=0),
+        wk4.layer("zarrish", "color", "uint8", box, wk4.mags_entry("zarrish", [(1, 1, 1)]),
+                  data_format="zarr3"),
+    ], scale=[11.24, 11.24, 28.0])
+    assert window.open_path(tmp_path / "ds", pos=(20, 8, 8), zoom=4)
+    assert [la.name for la in window.state.layers] == ["color", "rgb"]
+    text = window.banner.text()
+    assert "segmentation" in text and "zarrish" in text
+    assert window.state.bounds == ((8, 0, 0), (32, 16, 16))
+    assert window.state.voxel_size_nm == (11.24, 11.24, 28.0)
+    view = window.views[XY]
+    rgb_plane = view.layer_planes["rgb"]
+    (x0, y0), (x1, y1) = rgb_plane.request.lo, rgb_plane.request.hi
+    np.testing.assert_array_equal(rgb_plane.data, rgb[:, x0 - 8:x1 - 8, y0:y1, 8])
+    np.testing.assert_array_equal(view.layer_planes["color"].data[0], em[x0 - 8:x1 - 8, y0:y1, 8])
+    assert window.state.layer("rgb").contrast.rgb  # three uint8 channels shown as colour
