@@ -114,10 +114,18 @@ def test_a_webknossos_dataset_opens_with_all_its_layers(window, tmp_path):
     np.testing.assert_array_equal(view.layer_planes["segmentation"].data[0],
                                   seg[x0:x1, y0:y1, 30])
     # the status bar gives both layers' values under the mouse
-    window._on_hovered((40, 50, 30))
+    hx, hy = (int(v) + 32 for v in np.argwhere(seg[32:96, 32:96, 30] > 0)[0])
+    window._on_hovered((hx, hy, 30))
     text = window.value_label.text()
-    em, seg = int(em[40, 50, 30]), int(seg[40, 50, 30])
+    em, seg = int(em[hx, hy, 30]), int(seg[hx, hy, 30])
+    assert seg > 0
     assert f"color {em}" in text and f"segmentation {seg}" in text
+    # the segment under the mouse is highlighted; S selects it, S again selects none
+    assert window.state.layer("segmentation").hovered_id == seg
+    window.select_hovered_segment()
+    assert window.state.layer("segmentation").selected_id == seg
+    window.select_hovered_segment()
+    assert window.state.layer("segmentation").selected_id is None
     # hiding the segmentation layer: the views show the color layer alone
     window.state.set_layer("segmentation", visible=False)
     assert set(view.layer_planes) == {"color"}

@@ -23,6 +23,7 @@ KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
 <tr><td><b>M</b>, <b>double-click</b></td><td>maximise the focused view / back to 2x2</td></tr>
 <tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
+<tr><td><b>S</b></td><td>select the segment under the mouse (again: none)</td></tr>
 <tr><td><b>I</b></td><td>invert</td></tr>
 <tr><td><b>Ctrl+G</b></td><td>go to a position (type or paste x, y, z)</td></tr>
 <tr><td><b>Ctrl+Shift+C</b></td><td>copy the cursor position</td></tr>
@@ -74,6 +75,7 @@ class MenusMixin:
         self._action("A&uto-Contrast", self.auto_contrast, "A", view)
         self._action("&Invert", lambda: self.state.set_contrast(
             invert=not self.state.contrast.invert), "I", view)
+        self._action("&Select Segment Under Mouse", self.select_hovered_segment, "S", view)
         view.addSeparator()
         view.addAction(self.contrast_dock.toggleViewAction())
         help_menu = bar.addMenu("&Help")

@@ -156,6 +156,15 @@ class StatusBarMixin:
                 parts.append(f"{label}  {text}")
         return "   ".join(parts)
 
+    def select_hovered_segment(self) -> None:
+        """Select (highlight) the segment under the mouse in each segmentation layer; the
+        same segment again, or background, selects none."""
+        for layer in self.state.layers:
+            if layer.is_segmentation and layer.visible:
+                hovered = layer.hovered_id
+                self.state.set_layer(layer.name, selected_id=None
+                                     if hovered == layer.selected_id else hovered)
+
     def _hover_segments(self, pos: tuple[int, int, int] | None) -> None:
         """Highlight the segment under the mouse in each segmentation layer."""
         ids = {name: int(values[0]) for name, values, status, _ in
