@@ -288,21 +288,25 @@ class BlockCache:
     # -- stats --------------------------------------------------------------------------------
     def stats(self) -> CacheStats:
         with self._lock:
-            pinned = self._pinned
-            pinned_present = [self._blocks[k] for k in pinned if k in self._blocks]
-            pinned_bytes = sum(value_bytes(v) for v in pinned_present)
-            return CacheStats(
-                used_bytes=self._block_bytes + self._table_bytes,
-                block_bytes=self._block_bytes,
-                table_bytes=self._table_bytes,
-                budget_bytes=self._budget,
-                blocks=len(self._blocks),
-                pinned_blocks=len(pinned_present),
-                pinned_bytes=pinned_bytes,
-                evictions=self._evictions,
-                pinned_over_budget=self._pinned_wanted_bytes + self._table_bytes > self._budget,
-                peak_used_bytes=self._peak,
-            )
+            blocks = self._blocks
+            pinned_present = [blocks[k] for k in self._pinned if k in blocks]
+            used, block_bytes, table_bytes = (self._block_bytes + self._table_bytes,
+                                              self._block_bytes, self._table_bytes)
+            count, evictions, peak = len(blocks), self._evictions, self._peak
+            over = self._pinned_wanted_bytes + self._table_bytes > self._budget
+        # The pinned bytes are summed outside the lock: workers putting blocks need not wait.
+        return CacheStats(
+            used_bytes=used,
+            block_bytes=block_bytes,
+            table_bytes=table_bytes,
+            budget_bytes=self._budget,
+            blocks=count,
+            pinned_blocks=len(pinned_present),
+            pinned_bytes=sum(value_bytes(v) for v in pinned_present),
+            evictions=evictions,
+            pinned_over_budget=over,
+            peak_used_bytes=peak,
+        )
 
     def keys(self) -> list[BlockKey]:
         """Cached keys, least recently used first."""

@@ -323,7 +323,9 @@ class LayeredSource:
 
     def stats(self) -> LoaderStats:
         """The parts' ``LoaderStats`` added up (the cache figures are the shared cache's)."""
-        parts = [p.stats() for p in list(self._parts.values()) if hasattr(p, "stats")]
+        shared = self.cache.stats() if self.cache is not None else None
+        parts = [p.stats(shared) if isinstance(p, Loader) else p.stats()
+                 for p in list(self._parts.values()) if hasattr(p, "stats")]
         values: dict[str, Any] = {}
         for f in fields(LoaderStats):
             if f.name == "over_budget":
@@ -333,8 +335,8 @@ class LayeredSource:
                 values[f.name] = max((getattr(s, f.name) for s in parts), default=0)
             else:
                 values[f.name] = sum(getattr(s, f.name) for s in parts) if parts else 0
-        if self.cache is not None:
-            c = self.cache.stats()
+        if shared is not None:
+            c = shared
             values.update(cache_used_bytes=c.used_bytes, cache_budget_bytes=c.budget_bytes,
                           cache_blocks=c.blocks, pinned_blocks=c.pinned_blocks,
                           peak_cache_bytes=c.peak_used_bytes, over_budget=c.pinned_over_budget)

@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core import prefetch
-from viewer.core.cache import BlockCache, BlockKey, BlockValue
+from viewer.core.cache import BlockCache, BlockKey, BlockValue, CacheStats
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
 from viewer.format import FormatError, wkw
 from viewer.format.errors import BlockDecodeError, DatasetLayoutError
@@ -439,8 +439,10 @@ class Loader:
         """Change the cache budget at run time (evicts at once)."""
         self.cache.set_budget(budget_bytes)
 
-    def stats(self) -> LoaderStats:
-        c = self.cache.stats()
+    def stats(self, cache_stats: CacheStats | None = None) -> LoaderStats:
+        """A snapshot; ``cache_stats``: the shared cache's, when the caller has them already
+        (one cache behind several loaders: its figures are gathered once)."""
+        c = cache_stats if cache_stats is not None else self.cache.stats()
         with self._lock:
             return LoaderStats(
                 queued_blocks=sum(len(t.keys) for _, _, t in self._queue),
