@@ -86,6 +86,8 @@ class QtSliceView(QWidget):
         #: layer's, or the first visible one's), and what each was rendered to.
         self.layer_planes: dict[str, Plane] = {}
         self.layer_rendered: dict[str, Rendered] = {}
+        #: The layers' displays (``state.LayerDisplay``) the picture was drawn with.
+        self.drawn_layers: tuple[object, ...] = ()
         self._press: QPointF | None = None
         self._dragging = False
         self._last_drag: QPointF | None = None
