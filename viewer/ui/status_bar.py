@@ -89,7 +89,7 @@ class StatusBarMixin:
             self.mouse_label.setText("")
             self.value_label.setText("")
             self.block_label.setText("")
-            self._hover_segments(None)
+            self._hover_segments([])
             return
         self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
         lo, hi = self.state.bounds
@@ -97,8 +97,9 @@ class StatusBarMixin:
             self.value_label.setText("outside the data")
             self.block_label.setText("")
             return
-        self.value_label.setText(self._values_text(pos))
-        self._hover_segments(pos)
+        found = self._layer_values(pos)
+        self.value_label.setText(_values_text(found))
+        self._hover_segments(found)
         h = self.dataset.header
         side = h.file_len_vx
         pos = tuple(p // m for p, m in zip(pos, self.dataset_mag))  # type: ignore[assignment]
@@ -134,28 +135,6 @@ class StatusBarMixin:
                     return out
         return []
 
-    def _values_text(self, pos: tuple[int, int, int]) -> str:
-        found = self._layer_values(pos)
-        several = len(found) > 1
-        parts = []
-        for name, values, status, coarse in found:
-            if status == Status.PENDING:
-                text = "(loading)"
-            elif status == Status.FAILED:
-                text = "(block failed to read)"
-            else:
-                text = ", ".join(_format_value(v) for v in values)
-                if coarse:
-                    text += " (coarse mag)"
-                if status == Status.ABSENT:
-                    text += "  (no file: zeros)"
-            if several:
-                parts.append(f"{name} {text}")
-            else:
-                label = "value" if len(values) == 1 else "values"
-                parts.append(f"{label}  {text}")
-        return "   ".join(parts)
-
     def select_hovered_segment(self) -> None:
         """Select (highlight) the segment under the mouse in each segmentation layer; the
         same segment again, or background, selects none."""
@@ -165,16 +144,40 @@ class StatusBarMixin:
                 self.state.set_layer(layer.name, selected_id=None
                                      if hovered == layer.selected_id else hovered)
 
-    def _hover_segments(self, pos: tuple[int, int, int] | None) -> None:
-        """Highlight the segment under the mouse in each segmentation layer."""
-        ids = {name: int(values[0]) for name, values, status, _ in
-               (self._layer_values(pos) if pos is not None else [])
+    def _hover_segments(self, found: list[tuple[str, np.ndarray, int, bool]]) -> None:
+        """Highlight the segment under the mouse (``found``: ``_layer_values``) in each
+        segmentation layer."""
+        ids = {name: int(values[0]) for name, values, status, _ in found
                if status == Status.DATA}
         for layer in self.state.layers:
             if layer.is_segmentation:
                 hovered = ids.get(layer.name) or None
                 if hovered != layer.hovered_id:
                     self.state.set_layer(layer.name, hovered_id=hovered)
+
+
+def _values_text(found: list[tuple[str, np.ndarray, int, bool]]) -> str:
+    """The status bar's values: ``value  12`` for one layer, ``color 12   segmentation 7``
+    for several."""
+    several = len(found) > 1
+    parts = []
+    for name, values, status, coarse in found:
+        if status == Status.PENDING:
+            text = "(loading)"
+        elif status == Status.FAILED:
+            text = "(block failed to read)"
+        else:
+            text = ", ".join(_format_value(v) for v in values)
+            if coarse:
+                text += " (coarse mag)"
+            if status == Status.ABSENT:
+                text += "  (no file: zeros)"
+        if several:
+            parts.append(f"{name} {text}")
+        else:
+            label = "value" if len(values) == 1 else "values"
+            parts.append(f"{label}  {text}")
+    return "   ".join(parts)
 
 
 def _format_value(v: Any) -> str:
