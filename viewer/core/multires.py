@@ -217,6 +217,9 @@ class ComposedPlane(Plane):
     @cached_property
     def shown_mags(self) -> list[Vec3]:
         """The mags some pixel of the plane comes from, chosen first."""
+        if self.sources is None:  # nothing underneath: the chosen mag, if anything arrived
+            arrived = bool(np.any(np.asarray(self.status) != Status.PENDING))
+            return self.mags[:1] if arrived else []
         counts = np.bincount(self.source.ravel(), minlength=NO_SOURCE + 1)
         present = set(np.flatnonzero(counts).tolist()) - {NO_SOURCE}
         return [m for k, m in enumerate(self.mags) if k in present]
