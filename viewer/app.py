@@ -83,9 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # this line the window reads synchronously through viewer.core.slicing.SyncPlaneSource.
     install_background_loading(window, args.cache_mb << 20 if args.cache_mb else None)
     from viewer.ui.compare.install import install_compare, settle
-    from viewer.ui.layers_panel import install_layers_panel
-
-    install_layers_panel(window)  # the Layers dock, beside Contrast; keys V and L
 
     compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
     window.resize(*WINDOW_SIZE)
@@ -121,7 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _install_inspector(window: object) -> None:
-    """Mount the inspector in the fourth quadrant; if it cannot load, say so and go on."""
+    """Mount the Layers dock (beside Contrast; keys V and L) and the inspector in the fourth
+    quadrant, once the views show their data; if one cannot load, say so and go on."""
+    from viewer.ui.layers_panel import install_layers_panel
+
+    install_layers_panel(window)
     try:
         from viewer.ui.inspector.install import install_inspector
 

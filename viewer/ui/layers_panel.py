@@ -413,6 +413,11 @@ def install_layers_panel(window: Any) -> QtLayersPanel:
     dock.raise_()
     window.layers_panel = panel
     window.layers_dock = dock
+    source = getattr(window, "source", None)
+    if source is not None and hasattr(source, "layers"):  # a dataset is open already
+        panel.set_mags({name: layer.mag_list for name, layer in source.layers.items()})
+        if hasattr(window, "_show_mag"):
+            window._show_mag()
     window.layer_actions = _layer_actions(window, panel, dock)
     return panel
 
