@@ -209,3 +209,19 @@ def test_a_half_written_webknossos_dataset_opens_what_it_can_and_says_what_not(w
     np.testing.assert_array_equal(rgb_plane.data, rgb[:, x0 - 8:x1 - 8, y0:y1, 8])
     np.testing.assert_array_equal(view.layer_planes["color"].data[0], em[x0 - 8:x1 - 8, y0:y1, 8])
     assert window.state.layer("rgb").contrast.rgb  # three uint8 channels shown as colour
+
+
+def test_the_contrast_controls_follow_the_active_layer(window, tmp_path):
+    from viewer.core.synthetic import EMVolume
+    from viewer.format.webknossos.writer import write_synthetic_dataset
+
+    write_synthetic_dataset(tmp_path / "wk", EMVolume(2), shape=(64, 64, 64), mags=[(1, 1, 1)],
+                            workers=1)
+    assert window.open_path(tmp_path / "wk")
+    assert window.contrast_panel.isEnabled()
+    window.state.set_contrast(lo=20, hi=90)
+    assert window.state.layer("color").contrast.lo == 20
+    window.state.set_active_layer("segmentation")
+    assert not window.contrast_panel.isEnabled()  # ids have colours of their own
+    window.state.set_active_layer("color")
+    assert window.contrast_panel.isEnabled() and window.state.contrast.lo == 20

@@ -114,9 +114,16 @@ class LayerDrawingMixin:
                 self._fetch(view, view.request, rerender=True)
 
     def _show_active_layer(self) -> None:
-        """Point the contrast controls at the active layer's voxel type and channels."""
-        header = self.layer_headers.get(self.state.active_layer or "")
-        if header is None or self._contrast_for == self.state.active_layer:
+        """Point the contrast controls at the active layer's voxel type and channels (greyed
+        out for a segmentation layer: its ids have colours of their own)."""
+        active = self.state.active_layer
+        segmentation = any(la.name == active and la.is_segmentation for la in self.state.layers)
+        self.contrast_panel.setEnabled(not segmentation)
+        self.contrast_panel.setToolTip("A segmentation layer is drawn with a colour per id: "
+                                       "make a color layer active (Layers panel) to change "
+                                       "its contrast" if segmentation else "")
+        header = self.layer_headers.get(active or "")
+        if header is None or self._contrast_for == active:
             return
         self._contrast_for = self.state.active_layer
         rgb = header.num_channels == 3 and header.dtype == np.uint8
