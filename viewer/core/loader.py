@@ -24,6 +24,12 @@ How work is organised, and why:
   (its planning too) waits until the views have taken every plane complete through ``plane``
   (at most ``PREFETCH_HOLD_S``): on two cores, prefetch running while the GUI thread assembles
   and draws the last blocks of a jump takes the GIL and a core from it.
+* **Cold reads overlap.**  A worker taking a batch asks the kernel for the pages of the next
+  ``LOOKAHEAD_TASKS`` batches' blocks (``File.will_need``) before decoding its own, so a cold
+  screen's disk reads run together rather than one page fault after another.
+* **Deferred planes** (``set_wanted(deferred=True)``: the coarse placeholders of
+  ``viewer.core.layered``) are read like prefetch, held until another loader's screen is
+  complete (``release_hold``).
 * **Blocks on screen are pinned** in the cache; when the screen alone needs more than the budget,
   ``LoaderStats.over_budget`` says so (the panel shows a warning).
 
@@ -747,8 +753,8 @@ class Loader:
                             self._enqueue_locked(ranked)
                         self._changed.notify_all()
                 continue
-            self._hint(ahead)
             try:
+                self._hint(ahead)
                 self._run(task, keys, task.blocks[rows], state)
             except Exception:  # a worker must survive anything; the blocks stay missing
                 log.exception("loader task for file %s failed", task.file)
