@@ -18,12 +18,11 @@ block cache, whose bridge feeds ``window._on_data_arrived``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
-
-from collections.abc import Callable, Sequence
 
 from viewer.core.cache import BlockCache
 from viewer.core.layered import LayeredSource, SourceLayer
@@ -48,8 +47,13 @@ class QtLoadingBridge(QObject):
     Create it on the GUI thread.  ``data_arrived`` is emitted on the GUI thread only.
     """
 
-    #: Data inside this box ``((x, y, z), (w, h, d))`` became available.
+    #: Data inside this box ``((x, y, z), (w, h, d))`` became available (the bounding box of
+    #: everything that arrived since the last hop).
     data_arrived = Signal(object)
+    #: The same hop as a list of the boxes that arrived (one per decoded batch): a view can
+    #: tell whether it is touched at all, which the bounding box of batches of different
+    #: planes cannot say.
+    boxes_arrived = Signal(object)
     _arrived_elsewhere = Signal()
 
     def __init__(self, source: PlaneSource, parent: QObject | None = None) -> None:
@@ -83,6 +87,7 @@ class QtLoadingBridge(QObject):
             boxes, self._pending = self._pending, []
         if boxes:
             self.data_arrived.emit(merge_boxes(boxes))
+            self.boxes_arrived.emit(boxes)
 
 
 class QtLoaderStatus(QWidget):
@@ -198,7 +203,7 @@ class QtBackgroundLoading(QObject):
 
         source = LayeredSource(layers, part, cache=cache, on_close=on_close)
         bridge = QtLoadingBridge(source, self)
-        bridge.data_arrived.connect(self.window._on_data_arrived)
+        bridge.boxes_arrived.connect(self.window._on_data_arrived)
         self.loader, self.bridge = source, bridge
         self.status.set_loader(source)
         return source

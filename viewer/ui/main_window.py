@@ -6,7 +6,7 @@ columns line up with XY's), and the side panel (the inspector; a placeholder unt
 
 The window owns the ``PlaneSource``: whenever the planes on screen change it tells the source
 (``set_wanted``), asks it for each changed plane (``plane``) and hands the rendered pixels to the
-view.  ``_on_data_arrived(box)`` re-fetches the planes a box touches (the background loader's
+view.  ``_on_data_arrived(boxes)`` re-fetches the planes the boxes touch (the background loader's
 Qt bridge calls it on the GUI thread).  Everything the views show follows the ``ViewerState``.
 """
 
@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 from viewer.core import extent
 from viewer.core import state as st
 from viewer.core.layered import LayeredSource, SourceLayer, source_layers
-from viewer.core.slicing import PlaneRequest
+from viewer.core.slicing import Box3, PlaneRequest
 from viewer.core.state import (
     SCREEN_AXES,
     XY,
@@ -521,19 +521,22 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
             self._histogram_timer.start()
             self._show_mag()
 
-    def _on_data_arrived(self, box: tuple[tuple[int, int, int], tuple[int, int, int]]) -> None:
-        """Data inside ``box`` (offset, shape) became available: re-fetch the planes it
-        touches.  Called on the GUI thread (the loader's Qt bridge hops there)."""
+    def _on_data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
+        """Data inside ``boxes`` (one ``(offset, shape)`` or a list of them) became
+        available: re-fetch the planes they touch.  Called on the GUI thread (the loader's Qt
+        bridge hops there)."""
         if self.source is None:
             return
-        offset, shape = box
+        if boxes and isinstance(boxes[0][0], int):
+            boxes = [boxes]  # type: ignore[list-item]
         for view in self.views.values():
             req = view.request
             if req is None:
                 continue
             r_off, r_shape = req.box()
-            if all(o < ro + rs and ro < o + s
-                   for o, s, ro, rs in zip(offset, shape, r_off, r_shape)):
+            if any(all(o < ro + rs and ro < o + s
+                       for o, s, ro, rs in zip(offset, shape, r_off, r_shape))
+                   for offset, shape in boxes):  # type: ignore[misc]
                 self._fetch(view, req)
         self._maybe_auto_contrast()
         self._histogram_timer.start()
