@@ -37,7 +37,13 @@ from viewer.core import multires
 from viewer.core.cache import BlockCache
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.multires import ComposedPlane, MagPlaneRequest
-from viewer.core.slicing import Box3, DataArrived, PlaneRequest, PlaneSource, SyncPlaneSource
+from viewer.core.slicing import (
+    Box3,
+    DataArrived,
+    PlaneRequest,
+    PlaneSource,
+    SyncPlaneSource,
+)
 from viewer.format import FormatError, wkw
 from viewer.format.webknossos.dataset import WkDataset
 
