@@ -23,7 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import QRegularExpression, QSignalBlocker, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence, QMouseEvent, QRegularExpressionValidator
+from PySide6.QtGui import (
+    QAction,
+    QKeySequence,
+    QMouseEvent,
+    QRegularExpressionValidator,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -33,7 +38,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QScrollArea,
     QSizePolicy,
     QSlider,
     QVBoxLayout,
@@ -41,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core.state import DATASET, LAYERS, LayerDisplay, ViewerState
+from viewer.ui.docks import dock_beside_contrast
 
 Vec3 = tuple[int, int, int]
 
@@ -396,20 +401,7 @@ def install_layers_panel(window: Any) -> QtLayersPanel:
     ``window.contrast_dock`` and raised; kept as ``window.layers_panel`` and
     ``window.layers_dock``."""
     panel = QtLayersPanel(window.state)
-    holder = QScrollArea()
-    holder.setObjectName("layersHolder")
-    holder.setWidgetResizable(True)
-    holder.setFrameShape(QFrame.Shape.NoFrame)
-    holder.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    holder.setWidget(panel)
-    dock = QDockWidget("Layers", window)
-    dock.setObjectName("layersDock")
-    dock.setWidget(holder)
-    dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                     | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-    window.tabifyDockWidget(window.contrast_dock, dock)
+    dock = dock_beside_contrast(window, "Layers", "layersDock", panel)
     dock.raise_()
     window.layers_panel = panel
     window.layers_dock = dock

@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu, QScrollArea
+from PySide6.QtWidgets import QApplication, QFileDialog, QMenu
 
 from viewer.ui.compare.controller import QtCompareController
 from viewer.ui.compare.panel import MODE_KEYS, QtComparePanel
+from viewer.ui.docks import dock_beside_contrast
 
 KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Ctrl+B</b></td><td>compare with a dataset B (File &gt; Compare with&hellip;)</td></tr>
@@ -33,20 +33,7 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
     """Create the compare controller and its dock, add the menus; open ``path_b`` as B."""
     controller = QtCompareController(window)
     panel = QtComparePanel(controller)
-    holder = QScrollArea()
-    holder.setWidgetResizable(True)
-    holder.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    holder.setWidget(panel)
-    dock = QDockWidget("Compare", window)
-    dock.setObjectName("compareDock")
-    dock.setWidget(holder)
-    dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                     | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-    contrast_dock = getattr(window, "contrast_dock", None)
-    if contrast_dock is not None:
-        window.tabifyDockWidget(contrast_dock, dock)
+    dock = dock_beside_contrast(window, "Compare", "compareDock", panel)
     dock.hide()
     controller.dock = dock  # type: ignore[attr-defined]
     controller.panel = panel  # type: ignore[attr-defined]
