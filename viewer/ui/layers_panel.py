@@ -90,6 +90,20 @@ def parse_segment_id(text: str) -> int | None:
     return value or None
 
 
+def _field_row(text: str, field: QWidget, *after: QWidget) -> QHBoxLayout:
+    """A row of a layer's controls: a grey label, the field (taking the room), then
+    ``after``."""
+    row = QHBoxLayout()
+    row.setSpacing(6)
+    label = QLabel(text)
+    label.setObjectName("fieldLabel")
+    row.addWidget(label)
+    row.addWidget(field, 1)
+    for widget in after:
+        row.addWidget(widget)
+    return row
+
+
 def _repolish(widget: QWidget) -> None:
     """Re-apply the style sheet after a dynamic property changed."""
     style = widget.style()
@@ -144,27 +158,15 @@ class QtLayerRow(QFrame):
         top.addWidget(self.visible)
         top.addWidget(self.name_label, 1)
         top.addWidget(self.badge)
-        mag_row = QHBoxLayout()
-        mag_row.setSpacing(6)
-        mag_label = QLabel("Mag")
-        mag_label.setObjectName("fieldLabel")
-        mag_row.addWidget(mag_label)
-        mag_row.addWidget(self.mag, 1)
-        self.mag.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mag.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.mag.setMinimumContentsLength(6)
-        middle = QHBoxLayout()
-        middle.setSpacing(6)
-        label = QLabel("Opacity")
-        label.setObjectName("fieldLabel")
-        middle.addWidget(label)
-        middle.addWidget(self.opacity, 1)
-        middle.addWidget(self.opacity_value)
         column = QVBoxLayout(self)
         column.setContentsMargins(6, 4, 6, 4)
         column.setSpacing(3)
         column.addLayout(top)
-        column.addLayout(middle)
-        column.addLayout(mag_row)
+        column.addLayout(_field_row("Opacity", self.opacity, self.opacity_value))
+        column.addLayout(_field_row("Mag", self.mag))
 
         self.selected: QLineEdit | None = None
         self.clear: QPushButton | None = None
@@ -179,14 +181,7 @@ class QtLayerRow(QFrame):
             self.clear = QPushButton("clear")
             self.clear.setObjectName("clearId")
             self.clear.setToolTip("Select no segment")
-            bottom = QHBoxLayout()
-            bottom.setSpacing(6)
-            label = QLabel("Selected id")
-            label.setObjectName("fieldLabel")
-            bottom.addWidget(label)
-            bottom.addWidget(self.selected, 1)
-            bottom.addWidget(self.clear)
-            column.addLayout(bottom)
+            column.addLayout(_field_row("Selected id", self.selected, self.clear))
             self.selected.editingFinished.connect(self._on_selected_edited)
             self.selected.textEdited.connect(self._on_selected_typed)
             self.clear.clicked.connect(self._on_clear_clicked)
