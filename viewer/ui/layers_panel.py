@@ -25,7 +25,6 @@ from typing import Any
 from PySide6.QtCore import QRegularExpression, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import (
     QAction,
-    QKeySequence,
     QMouseEvent,
     QRegularExpressionValidator,
 )
@@ -46,6 +45,7 @@ from PySide6.QtWidgets import (
 
 from viewer.core.state import DATASET, LAYERS, LayerDisplay, ViewerState
 from viewer.ui.docks import dock_beside_contrast
+from viewer.ui.menus import add_action, find_menu
 
 Vec3 = tuple[int, int, int]
 
@@ -432,24 +432,12 @@ def _layer_actions(window: Any, panel: QtLayersPanel, dock: QDockWidget) -> list
             at = names.index(state.active_layer) if state.active_layer in names else -1
             state.set_active_layer(names[(at + 1) % len(names)])
 
-    actions = []
-    for text, slot, key in (("Show/Hide Active &Layer", toggle_active, "V"),
-                            ("&Next Layer", next_layer, "L")):
-        action = QAction(text, window)
-        action.setShortcut(QKeySequence(key))
-        action.triggered.connect(lambda *_, slot=slot: slot())
-        window.addAction(action)
-        actions.append(action)
-    bar = window.menuBar() if hasattr(window, "menuBar") else None
-    view_menu = next((a.menu() for a in bar.actions()
-                      if a.text().replace("&", "") == "View" and a.menu() is not None),
-                     None) if bar is not None else None
+    view_menu = find_menu(window, "View")
     if view_menu is not None:
         view_menu.addSeparator()
         view_menu.addAction(dock.toggleViewAction())
-        for action in actions:
-            view_menu.addAction(action)
-    return actions
+    return [add_action(window, "Show/Hide Active &Layer", toggle_active, "V", view_menu),
+            add_action(window, "&Next Layer", next_layer, "L", view_menu)]
 
 
 __all__ = ["QtLayersPanel", "QtLayerRow", "install_layers_panel", "mag_text",

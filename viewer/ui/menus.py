@@ -31,21 +31,42 @@ KEYS_HELP = """<table cellspacing=4>
 </table>"""
 
 
+def add_action(window: Any, text: str, slot: Callable[[], Any],
+               shortcut: str | QKeySequence | None = None, menu: Any = None, tip: str = "",
+               checkable: bool = False) -> QAction:
+    """An action of ``window`` (its shortcut works wherever the focus is), listed in ``menu``
+    when given; ``slot`` is called without arguments."""
+    action = QAction(text, window)
+    if shortcut is not None:
+        action.setShortcut(QKeySequence(shortcut))
+    if tip:
+        action.setToolTip(tip)
+    action.setCheckable(checkable)
+    action.triggered.connect(lambda *_: slot())
+    if menu is not None:
+        menu.addAction(action)
+    window.addAction(action)
+    return action
+
+
+def find_menu(window: Any, title: str) -> Any:
+    """The menu of ``window``'s menu bar titled ``title`` (ignoring the ``&``), or None."""
+    bar = window.menuBar() if hasattr(window, "menuBar") else None
+    if bar is None:
+        return None
+    for act in bar.actions():
+        menu = act.menu()
+        if menu is not None and act.text().replace("&", "") == title:
+            return menu
+    return None
+
+
 class MenusMixin:
     """Builds the menus and the position tool bar of ``QtMainWindow``; shows the keys help."""
 
     def _action(self, text: str, slot: Callable[[], Any], shortcut: str | QKeySequence | None = None,
                 menu: Any = None, tip: str = "") -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        if tip:
-            action.setToolTip(tip)
-        action.triggered.connect(lambda *_: slot())
-        if menu is not None:
-            menu.addAction(action)
-        self.addAction(action)
-        return action
+        return add_action(self, text, slot, shortcut, menu, tip)
 
     def _build_actions(self) -> None:
         bar = self.menuBar()

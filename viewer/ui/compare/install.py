@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu
 
 from viewer.ui.compare.controller import QtCompareController
 from viewer.ui.compare.panel import MODE_KEYS, QtComparePanel
 from viewer.ui.docks import dock_beside_contrast
+from viewer.ui.menus import add_action, find_menu
 
 KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Ctrl+B</b></td><td>compare with a dataset B (File &gt; Compare with&hellip;)</td></tr>
@@ -53,18 +54,10 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
 
     def action(text: str, slot: Any, shortcut: str | None = None, menu: QMenu | None = None,
                checkable: bool = False) -> QAction:
-        act = QAction(text, window)
-        if shortcut:
-            act.setShortcut(QKeySequence(shortcut))
-        act.setCheckable(checkable)
-        act.triggered.connect(lambda *_: slot())
-        if menu is not None:
-            menu.addAction(act)
-        window.addAction(act)
-        return act
+        return add_action(window, text, slot, shortcut, menu, checkable=checkable)
 
     compare_with = action("Compare &with\u2026", choose_b, "Ctrl+B")
-    file_menu = _menu(window, "File")
+    file_menu = find_menu(window, "File")
     if file_menu is not None:
         separators = [a for a in file_menu.actions() if a.isSeparator()]
         if separators:
@@ -91,7 +84,7 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
     menu.addSeparator()
     menu.addAction(dock.toggleViewAction())
     action("Compare &Keys", lambda: _show_keys(window), None, menu)
-    help_menu = _menu(window, "Help")
+    help_menu = find_menu(window, "Help")
     bar = window.menuBar()
     if help_menu is not None:
         bar.insertMenu(help_menu.menuAction(), menu)
@@ -122,14 +115,6 @@ def settle(controller: QtCompareController, timeout_s: float = 60.0) -> None:
         time.sleep(0.005)
     if app is not None:
         app.processEvents()
-
-
-def _menu(window: Any, title: str) -> QMenu | None:
-    for act in window.menuBar().actions():
-        menu = act.menu()
-        if menu is not None and act.text().replace("&", "") == title:
-            return menu  # type: ignore[no-any-return]
-    return None
 
 
 def _show_keys(window: Any) -> None:
