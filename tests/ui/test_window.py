@@ -315,7 +315,8 @@ def test_a_position_jump_fetches_each_plane_once(window, ramp_dataset, qtbot):
     window.state.subscribe(seen.append)
     fetched: list[int] = []
     fetch = window._fetch
-    window._fetch = lambda view, req: (fetched.append(view.axis), fetch(view, req))  # type: ignore
+    window._fetch = lambda view, req, **kw: (fetched.append(view.axis),  # type: ignore
+                                             fetch(view, req, **kw))
     field = window.position_field
     field.setFocus()
     field.setText("2, 29, 30")

@@ -10,6 +10,8 @@ the window (GUI thread) and use what the window holds (``state``, ``source``, ``
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 
 from viewer.core import state as st
@@ -108,9 +110,11 @@ class LayerDrawingMixin:
             self._palette = Palette(self.state.contrast, dtype)
         return self._palette
 
-    def _rerender_all(self) -> None:
-        for view in self.views.values():
-            if view.request is not None and self.source is not None:
+    def _rerender_all(self, skip: Collection[int] = ()) -> None:
+        """Draw every view's planes anew (the look changed), but those in ``skip`` (views
+        just fetched and drawn already)."""
+        for axis, view in self.views.items():
+            if axis not in skip and view.request is not None and self.source is not None:
                 self._fetch(view, view.request, rerender=True)
 
     def _show_active_layer(self) -> None:

@@ -449,12 +449,14 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         centers = dict(self.state.centers)
         if st.LAYERS in changes:
             self._show_active_layer()
+        restyled = bool(changes & {st.CONTRAST, st.LAYERS})  # the same planes, drawn anew
+        fetched: set[int] = set()
         if changes & {st.CURSOR, st.CENTER, st.ZOOM, st.DATASET, st.LAYOUT, st.BOUNDS,
                       st.VOXEL_SIZE, st.LAYERS}:
-            self.refresh_planes()
-        if changes & {st.CONTRAST, st.LAYERS}:
+            fetched = self.refresh_planes(rerender=restyled)
+        if restyled:
             self._palette = None
-            self._rerender_all()
+            self._rerender_all(skip=fetched)
         if st.CONTRAST in changes:
             self._histogram_timer.start()
         if changes == {st.CURSOR}:
@@ -486,12 +488,13 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         layout = self.state.layout
         return [a for a in (XY, XZ, YZ) if layout is None or layout == a]
 
-    def refresh_planes(self, force: bool = False) -> None:
+    def refresh_planes(self, force: bool = False, rerender: bool = False) -> set[int]:
         """Fetch the planes that changed (all with ``force``) and tell the source what is on
         screen: the planes, how many voxels a pixel spans in each view (which mag it reads)
-        and the layers drawn with their locked mags."""
+        and the layers drawn with their locked mags.  ``rerender``: what is fetched is drawn
+        anew even if no plane changed (the look did).  Returns the views fetched."""
         if self.source is None:
-            return
+            return set()
         requests: dict[int, PlaneRequest] = {}
         for axis in self._visible_axes():
             req = self.views[axis].wanted_request()
@@ -510,16 +513,17 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
                 if self.state.focused in requests else None
             self.source.set_wanted(wanted, focused, self.state.cursor, voxels_per_px=vpp,
                                    layers=layers)
-        changed = False
+        fetched = set()
         for axis, req in requests.items():
             view = self.views[axis]
             if force or mags_changed or req != view.request:
-                self._fetch(view, req)
-                changed = True
-        if changed:
+                self._fetch(view, req, rerender=rerender)
+                fetched.add(axis)
+        if fetched:
             self._maybe_auto_contrast()
             self._histogram_timer.start()
             self._show_mag()
+        return fetched
 
     def _on_data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
         """Data inside ``boxes`` (one ``(offset, shape)`` or a list of them) became
