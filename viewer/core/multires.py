@@ -151,11 +151,7 @@ def upscale(data: npt.NDArray[Any], mag_request: MagPlaneRequest) -> npt.NDArray
     want = mag_request.request.shape
     if tuple(data.shape[-2:]) != tuple(want):
         raise ValueError(f"data is {data.shape[-2:]}, the mag request {want}")
-    fu, fv = mag_request.factors
-    src = mag_request.source
-    iu = np.arange(src.lo[0], src.hi[0]) // fu - mag_request.request.lo[0]
-    iv = np.arange(src.lo[1], src.hi[1]) // fv - mag_request.request.lo[1]
-    return data[..., iu[:, None], iv[None, :]]
+    return resample(data, mag_request, to_mag(mag_request.source, (1, 1, 1)))
 
 
 def placeholder_requests(request: PlaneRequest, mags: Sequence[Sequence[int]],
