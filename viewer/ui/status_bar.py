@@ -115,24 +115,12 @@ class StatusBarMixin:
     def _layer_values(self, pos: tuple[int, int, int]
                       ) -> list[tuple[str, np.ndarray, int, bool]]:
         """(layer, values, status, coarse) of each visible layer at ``pos``, from the first
-        view whose plane holds it; ``coarse`` when the value comes from a coarser mag than
+        view whose planes hold it; ``coarse`` when the value comes from a coarser mag than
         mag 1 (it is the value of the mag voxel containing ``pos``)."""
         for view in self.views.values():
-            planes = view.layer_planes or ({"": view.plane} if view.plane is not None else {})
-            out = []
-            for name, plane in planes.items():
-                if pos[view.axis] != plane.request.index:
-                    break
-                u, v = IN_PLANE[view.axis]
-                at = plane.pixel_index(pos[u], pos[v])
-                if at is None:
-                    break
-                coarse = plane.factors != (1, 1) or bool(getattr(plane, "source", None) is not
-                                                         None and plane.source[at])
-                out.append((name, plane.data[:, at[0], at[1]], int(plane.status[at]), coarse))
-            else:
-                if out:
-                    return out
+            found = _values_on(view, pos)
+            if found:
+                return found
         return []
 
     def select_hovered_segment(self) -> None:
@@ -154,6 +142,25 @@ class StatusBarMixin:
                 hovered = ids.get(layer.name) or None
                 if hovered != layer.hovered_id:
                     self.state.set_layer(layer.name, hovered_id=hovered)
+
+
+def _values_on(view: Any, pos: tuple[int, int, int]
+               ) -> list[tuple[str, np.ndarray, int, bool]]:
+    """``_layer_values`` on one view: every layer's plane there must hold ``pos``."""
+    planes = view.layer_planes or ({"": view.plane} if view.plane is not None else {})
+    u, v = IN_PLANE[view.axis]
+    out = []
+    for name, plane in planes.items():
+        at = plane.pixel_index(pos[u], pos[v]) if pos[view.axis] == plane.request.index \
+            else None
+        if at is None:
+            return []
+        # ``sources`` (not ``source``, which would be worked out for the whole plane): None
+        # when every pixel that is not loading comes from the chosen mag.
+        sources = getattr(plane, "sources", None)
+        coarse = plane.factors != (1, 1) or (sources is not None and bool(sources[at]))
+        out.append((name, plane.data[:, at[0], at[1]], int(plane.status[at]), coarse))
+    return out
 
 
 def _values_text(found: list[tuple[str, np.ndarray, int, bool]]) -> str:
