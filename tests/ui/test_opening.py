@@ -132,13 +132,13 @@ def test_a_webknossos_dataset_opens_with_all_its_layers(window, tmp_path):
 
 
 def test_the_extent_is_that_of_the_files_present(window, tmp_path):
-    from viewer.ui.opening import dataset_bounds
+    from viewer.core.extent import scan_bounds
     from viewer.format import wkw
 
     root = write_dataset(tmp_path / "sparse", np.ones((48, 32, 16), np.uint8))  # files 16^3
     for name in ("z0/y0/x0.wkw", "z0/y1/x0.wkw", "z0/y1/x2.wkw"):
         (root / name).unlink()
-    assert dataset_bounds(wkw.Dataset.open(root)) == ((16, 0, 0), (48, 32, 16))
+    assert scan_bounds(wkw.Dataset.open(root)) == ((16, 0, 0), (48, 32, 16))
     window.open_path(root)
     assert window.state.bounds == ((16, 0, 0), (48, 32, 16))
     assert window.state.cursor == (31, 15, 7)

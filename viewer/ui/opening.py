@@ -1,5 +1,5 @@
-"""Helpers for opening datasets: the extent of the data files, the bridge that brings the
-background extent scan's reports to the GUI thread, and the recent-datasets list.
+"""Helpers for opening datasets: the bridge that brings the background extent scan's reports
+to the GUI thread, and the recent-datasets list.
 
 ``RecentDatasetsMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on
 the window and use its ``recent_menu`` and ``open_path``.
@@ -12,23 +12,12 @@ import os
 from PySide6.QtCore import QObject, QSettings, Signal
 
 from viewer.core import extent
-from viewer.core import state as st
-from viewer.format import wkw
 
 RECENT_MAX = 10
 
 
 def settings_enabled() -> bool:
     return not os.environ.get("WKW_VIEWER_NO_SETTINGS")
-
-
-def dataset_bounds(dataset: wkw.Dataset) -> tuple[st.Vec3, st.Vec3]:
-    """The voxel box covered by the data files present (one file when there is none).  Lists
-    every file: the window itself opens with ``extent.provisional_bounds`` and scans in the
-    background (``QtExtentBridge``)."""
-    side = dataset.file_len_vx
-    found = extent.scan_bounds(dataset)
-    return found if found is not None else ((0, 0, 0), (side, side, side))
 
 
 class QtExtentBridge(QObject):
