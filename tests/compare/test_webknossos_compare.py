@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from viewer.cli.compare import main
-from viewer.core.compare.webknossos import compare_webknossos
+from viewer.core.compare.datasets import compare_webknossos
 from viewer.core.synthetic import EMVolume
 from viewer.format.webknossos import WkDataset
 from viewer.format.webknossos.properties import PROPERTIES_FILE
@@ -208,7 +208,7 @@ def test_damaged_mag_header_is_reported_per_pair(copy, capsys):
 
 
 def test_background_run_and_cancel(copy):
-    from viewer.core.compare.webknossos import WkCompareJob
+    from viewer.core.compare.datasets import WkCompareJob
 
     a, b = copy("a"), copy("b")
     job = WkCompareJob(a, b, workers=1)

@@ -1,14 +1,17 @@
 """``wkw-viewer compare A B [--box X,Y,Z,W,H,D] [--tolerance T] [--layer NAME] [--mag M] [--json]``.
 
-Compares two WKW datasets (directories, or single .wkw files) voxel for voxel, on both cores.
-When A or B is a webKnossos dataset (or layer) folder, every (layer, mag) pair the two share is
+Compares two volumes voxel for voxel, on both cores: any two inputs the format registry opens
+(a plain WKW dataset or file, a webKnossos dataset, and every other format that joins it; a
+WKW mag against its zarr3 or N5 conversion).  When A or B holds several arrays (a webKnossos
+dataset or layer folder, a multiscale group), every (layer, mag) pair the two share is
 compared (``--layer``/``--mag`` restrict it), layers and mags present on one side only and
-disagreeing properties are reported, and ``--json`` adds ``pairs``; positions are then in each
+disagreeing metadata are reported, and ``--json`` adds ``pairs``; positions are then in each
 pair's mag voxels and ``--box`` is in mag-1 voxels.
 Exit codes: 0 equal, 1 they differ (voxels, unreadable blocks or files, or a structural
-difference that makes the voxels incomparable), 2 either cannot be read at all (no such path,
-no or a damaged header.wkw) or the arguments are wrong.  Progress goes to stderr, and only
-when stderr is a terminal; ``--json`` prints one JSON object on stdout.
+difference that makes the voxels incomparable), 2 either cannot be opened at all (no such
+path, an empty folder, something no format reads, a damaged header) or the arguments are
+wrong.  Progress goes to stderr, and only when stderr is a terminal; ``--json`` prints one
+JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from viewer.core.compare import CompareJob, Summary
+from viewer.core.compare.datasets import (
+    DatasetCompareJob,
+    DatasetSummary,
+    is_collection,
+    open_input,
+)
 from viewer.core.compare.model import Box
-from viewer.core.compare.webknossos import WkCompareJob, WkSummary, is_webknossos_input
-from viewer.format import FormatError
-from viewer.format.webknossos import mag_name, parse_mag
+from viewer.format import Dataset, FormatError, mag_name, parse_mag
 
 #: Mismatching blocks listed in the human-readable report (all of them go to --json).
 LIST_LIMIT = 20
@@ -62,18 +69,18 @@ def _parse_mag(text: str) -> tuple[int, int, int]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="wkw-viewer compare",
-        description="Compare two WKW datasets voxel for voxel and say where they differ. "
-                    "Exit 0 equal, 1 different, 2 unreadable input.")
-    p.add_argument("a", help="dataset A (directory with header.wkw, or one .wkw file)")
+        description="Compare two datasets voxel for voxel (any formats this program reads) "
+                    "and say where they differ. Exit 0 equal, 1 different, 2 unreadable input.")
+    p.add_argument("a", help="dataset A (a WKW folder or .wkw file, a webKnossos dataset, ...)")
     p.add_argument("b", help="dataset B")
     p.add_argument("--box", type=_parse_box, default=None, metavar="X,Y,Z,W,H,D",
                    help="compare only this voxel box (offset and size)")
     p.add_argument("--tolerance", type=_parse_tolerance, default=0.0, metavar="T",
                    help="count a voxel as different only when |A-B| > T (default 0)")
     p.add_argument("--layer", default=None, metavar="NAME",
-                   help="webKnossos datasets: compare only this layer")
+                   help="datasets of layers (webKnossos, ...): compare only this layer")
     p.add_argument("--mag", type=_parse_mag, default=None, metavar="X-Y-Z",
-                   help="webKnossos datasets: compare only this mag (2-2-1, or 2 for 2-2-2)")
+                   help="datasets of mags: compare only this mag (2-2-1, or 2 for 2-2-2)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--workers", type=int, default=2, help=argparse.SUPPRESS)
     return p
@@ -105,8 +112,8 @@ class _Progress:
 
 def report(summary: Summary, out: TextIO) -> None:
     """The human-readable report."""
-    if isinstance(summary, WkSummary):
-        report_webknossos(summary, out)
+    if isinstance(summary, DatasetSummary):
+        report_datasets(summary, out)
         return
     verdict = "EQUAL" if summary.equal else "DIFFERENT"
     if summary.cancelled:
@@ -132,8 +139,8 @@ def report(summary: Summary, out: TextIO) -> None:
     out.write(f"  time: {summary.elapsed:.2f} s\n")
 
 
-def report_webknossos(summary: WkSummary, out: TextIO) -> None:
-    """The human-readable report of a webKnossos comparison: a line per (layer, mag) pair."""
+def report_datasets(summary: DatasetSummary, out: TextIO) -> None:
+    """The human-readable report of a per-(layer, mag) comparison: a line per pair."""
     verdict = "CANCELLED" if summary.cancelled else "EQUAL" if summary.equal else "DIFFERENT"
     out.write(f"{verdict}: {summary.a} vs {summary.b} ({len(summary.pairs)} layer/mag pairs; "
               "positions in each mag's voxels)\n")
@@ -162,34 +169,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse has printed the usage error
         return 0 if exc.code == 0 else 2
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-    job: CompareJob | WkCompareJob
-    if is_webknossos_input(args.a) or is_webknossos_input(args.b):
-        job = WkCompareJob(args.a, args.b, layer=args.layer, mag=args.mag, box=args.box,
-                           tolerance=args.tolerance, workers=args.workers,
-                           on_progress=progress)
-    elif args.layer is not None or args.mag is not None:
-        sys.stderr.write("wkw-viewer compare: --layer and --mag need a webKnossos dataset "
-                         "(a folder with datasource-properties.json, or a layer folder)\n")
-        return 2
-    else:
-        job = CompareJob(args.a, args.b, box=args.box, tolerance=args.tolerance,
-                         workers=args.workers, on_progress=progress)
+    opened: list[Dataset] = []
     try:
-        summary = job.run()
-    except KeyError as exc:
-        if progress is not None:
-            progress.finish()
-        sys.stderr.write(f"wkw-viewer compare: {exc.args[0] if exc.args else exc}\n")
-        return 2
-    except (FormatError, OSError) as exc:
-        if progress is not None:
-            progress.finish()
-        sys.stderr.write(f"wkw-viewer compare: cannot read: {exc}\n")
-        return 2
-    except KeyboardInterrupt:
-        job.cancel()
-        sys.stderr.write("\nwkw-viewer compare: interrupted\n")
-        return 2
+        try:
+            for path, label in ((args.a, "A"), (args.b, "B")):
+                opened.append(open_input(path, label))
+        except (FormatError, OSError) as exc:
+            return _fail(f"cannot read: {exc}")
+        ds_a, ds_b = opened
+        job: CompareJob | DatasetCompareJob
+        if is_collection(ds_a) or is_collection(ds_b):
+            job = DatasetCompareJob(ds_a, ds_b, layer=args.layer, mag=args.mag, box=args.box,
+                                    tolerance=args.tolerance, workers=args.workers,
+                                    on_progress=progress)
+            job.summary.a, job.summary.b = args.a, args.b
+        elif args.layer is not None or args.mag is not None:
+            return _fail("--layer and --mag need a dataset of several layers or mags "
+                         "(a webKnossos dataset or layer folder, a multiscale group)")
+        else:
+            try:
+                vol_a, vol_b = (ds.layers[0].mags[0].volume for ds in opened)
+            except (FormatError, OSError) as exc:
+                return _fail(f"cannot read: {exc}")
+            job = CompareJob(vol_a, vol_b, box=args.box, tolerance=args.tolerance,
+                             workers=args.workers, on_progress=progress)
+            job.summary.a, job.summary.b = args.a, args.b
+        try:
+            summary = job.run()
+        except KeyError as exc:
+            if progress is not None:
+                progress.finish()
+            return _fail(str(exc.args[0] if exc.args else exc))
+        except (FormatError, OSError) as exc:
+            if progress is not None:
+                progress.finish()
+            return _fail(f"cannot read: {exc}")
+        except KeyboardInterrupt:
+            job.cancel()
+            sys.stderr.write("\nwkw-viewer compare: interrupted\n")
+            return 2
+    finally:
+        for ds in opened:
+            ds.close()
     if progress is not None:
         progress.finish()
     if args.json:
@@ -198,3 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         report(summary, sys.stdout)
     return 0 if summary.equal else 1
+
+
+def _fail(message: str) -> int:
+    """Say why the comparison cannot run (exit code 2)."""
+    sys.stderr.write(f"wkw-viewer compare: {message}\n")
+    return 2

@@ -97,6 +97,14 @@ class StorageUnit(ABC):
     def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
         """The stored (encoded) bytes of each chunk asked for, in the order asked."""
 
+    def read_range(self, offset: int, nbytes: int) -> bytes | memoryview | None:
+        """The unit's bytes ``[offset, offset + nbytes)`` as stored: the stored bytes of a run
+        of chunks that the chunk table places one after another, in one read (compare checks
+        such runs of two units for equality at once).  ``None`` when the unit does not give
+        raw ranges, or the range runs past its end: the caller then asks ``read_stored``
+        chunk by chunk.  Default: None."""
+        return None
+
     @abstractmethod
     def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
         """Chunk ``index`` decoded from its stored bytes: a ``(C, cx, cy, cz)`` Fortran-order

@@ -1,12 +1,25 @@
-"""Conversion QA: compare two WKW datasets block by block, say where and why they differ.
+"""Conversion QA: compare two volumes chunk by chunk, say where and why they differ.
 
-``CompareJob`` is the engine (structure check, fast comparison of stored bytes, voxel counts,
-diagnoses) and runs on background threads with progress, cancel and streamed results;
-``compare`` runs one on the calling thread.  ``difference_plane`` and ``mismatch_mask`` serve a
-window's compare modes, ``mismatch_rects`` its mismatch overlay.  ``WkCompareJob`` compares
-webKnossos datasets per (layer, mag) pair.  Qt-free.
+Any two volumes the format registry opens compare (a WKW mag against its zarr3 or N5
+conversion): nothing here knows a format.  ``CompareJob`` is the engine (structure check,
+fast comparison of stored bytes, voxel counts, diagnoses) and runs on background threads with
+progress, cancel and streamed results; ``compare`` runs one on the calling thread.
+``DatasetCompareJob`` compares datasets of layers and mags per (layer, mag) pair.
+``difference_plane`` and ``mismatch_mask`` serve a window's compare modes, ``mismatch_rects``
+its mismatch overlay.  Qt-free.
 """
 
+from viewer.core.compare.datasets import (
+    DatasetCompareJob,
+    DatasetSummary,
+    PairResult,
+    WkCompareJob,
+    WkSummary,
+    compare_datasets,
+    compare_webknossos,
+    is_collection,
+    open_input,
+)
 from viewer.core.compare.diagnose import diagnose
 from viewer.core.compare.diff import (
     abs_difference,
@@ -25,13 +38,7 @@ from viewer.core.compare.model import (
     Summary,
 )
 from viewer.core.compare.overlay import mismatch_rects
-from viewer.core.compare.webknossos import (
-    PairResult,
-    WkCompareJob,
-    WkSummary,
-    compare_webknossos,
-    is_webknossos_input,
-)
+from viewer.core.compare.sides import VolumeSpec
 
 __all__ = [
     "DIAGNOSIS",
@@ -49,9 +56,14 @@ __all__ = [
     "mismatch_mask",
     "mismatch_rects",
     "voxel_stats",
+    "DatasetCompareJob",
+    "DatasetSummary",
     "PairResult",
+    "VolumeSpec",
     "WkCompareJob",
     "WkSummary",
+    "compare_datasets",
     "compare_webknossos",
-    "is_webknossos_input",
+    "is_collection",
+    "open_input",
 ]

@@ -1,24 +1,28 @@
-"""Block-by-block comparison of one pair of data files (or one file against an absent one).
+"""Chunk-by-chunk comparison of two volumes whose chunks line up (the same chunk shape).
 
-The unit of work is a *chunk*: a run of blocks of one file position, sized so that a task is
-worth a thread hop (megabytes, not one block).  Files are memory-mapped read-only and their
-bytes compared and decoded in place.  When both files are LZ4-compressed, blocks whose stored
-bytes are identical are equal without decoding (a whole chunk is one ``memcmp`` when its jump
-table entries agree); every other block is decoded (raw blocks are used in place) and compared
-with ``memcmp``, and only blocks that differ get their voxels counted.  Block ranges are
-checked against the file size before any byte is touched (a file truncated *while* it is
-being compared is the one case the mapping cannot survive).  A block whose bytes cannot be read or decoded
-is reported as that block's problem, never taken for zeros.  Worker threads run these functions;
-they touch nothing shared but the read-only plan.
+The unit of work is one storage unit of A (a WKW file, a zarr shard, an N5 chunk file): a
+``UnitPlan`` holds A's unit, the chunks of it to compare, and where each of those chunks lives
+in B (B's unit and index: ``Volume.locate``, so B may group its chunks in other units, of
+another size or order).  A run of a plan's chunks is compared by ``compare_chunk``, on any
+thread, through the storage-unit interface alone:
+
+* when both volumes encode chunks the same way (``codec_signature``: format, compression,
+  voxel type, channels, chunk shape), chunks whose stored bytes are equal are equal without
+  being decoded: the chunk tables rule out those of different sizes, the rest are compared
+  with one ``memcmp`` each (``StorageUnit.read_stored``);
+* every other chunk is decoded on both sides (``StorageUnit.read_chunks``) and compared with
+  ``memcmp``; only chunks that differ get their voxels counted.
+
+An absent chunk (or unit) reads as its volume's fill value; a chunk whose bytes cannot be read
+or decoded is reported as that chunk's problem, never taken for the fill value.  Worker
+threads run ``compare_chunk``; they touch nothing shared but the read-only plan and the
+(thread-safe) storage units.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import mmap
-import os
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +31,9 @@ import numpy.typing as npt
 
 from viewer.core.compare.diff import abs_difference
 from viewer.core.compare.model import BlockResult, Vec3
-from viewer.format import FormatError
-from viewer.format.errors import BlockDecodeError
-from viewer.format.wkw import File, lz4block, morton
+from viewer.format import FormatError, StorageUnit
+
+IntArray = npt.NDArray[np.int64]
 
 
 def _load_memcmp() -> Any:
@@ -51,82 +55,103 @@ def _load_memcmp() -> Any:
 _MEMCMP = _load_memcmp()
 
 
-def same_bytes(a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8]) -> bool:
-    """Whether two contiguous uint8 buffers hold the same bytes (memcmp when libc has it)."""
-    if a.nbytes != b.nbytes:
+def _address(buf: Any) -> tuple[npt.NDArray[np.uint8], int]:
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    return arr, int(arr.ctypes.data) if arr.size else 0
+
+
+def same_bytes(a: Any, b: Any) -> bool:
+    """Whether two byte buffers (bytes, memoryview, contiguous arrays) hold the same bytes:
+    one ``memcmp`` where libc has it (the GIL is released meanwhile)."""
+    if isinstance(a, bytes) and isinstance(b, bytes):
+        return a == b
+    x, ax = _address(a)
+    y, ay = _address(b)
+    if x.nbytes != y.nbytes:
+        return False
+    if x.nbytes == 0 or ax == ay:
+        return True
+    if _MEMCMP is not None:
+        return bool(_MEMCMP(ax, ay, x.nbytes) == 0)
+    return bool(np.array_equal(x, y))  # pragma: no cover
+
+
+def same_chunk(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    """Whether two decoded chunks hold the same voxels bit for bit: a ``memcmp`` when both
+    lie the same way in memory (as every format's decoded chunks do: Fortran order)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.nbytes == 0:
         return True
-    return _same((a, 0, int(a.ctypes.data)), (b, 0, int(b.ctypes.data)), a.nbytes)
+    if _MEMCMP is not None and ((a.flags.f_contiguous and b.flags.f_contiguous)
+                                or (a.flags.c_contiguous and b.flags.c_contiguous)):
+        return bool(_MEMCMP(int(a.ctypes.data), int(b.ctypes.data), a.nbytes) == 0)
+    return _bitwise_equal(a, b)
+
+
+def _bitwise_equal(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    unsigned = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
+    if unsigned is None:  # pragma: no cover - complex types are not voxel types
+        return bool(np.array_equal(a, b))
+    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
 
 
 @dataclass
-class Side:
-    """One dataset's data file at a file position: the parsed ``File`` (header, jump table)
-    and the file's bytes, memory-mapped read-only, so that stored bytes are compared and
-    decoded in place instead of being copied through a read buffer (twice as fast on a warm
-    page cache).  Read-only once built; shared by workers."""
+class UnitPlan:
+    """What to compare in one storage unit of A.
 
-    file: File
-    data: npt.NDArray[np.uint8]
-    address: int
-    size: int
-    starts: npt.NDArray[np.int64]
-    ends: npt.NDArray[np.int64]
-    mapping: mmap.mmap | None
-
-    @classmethod
-    def open(cls, file: File) -> Side:
-        starts, ends = file.block_ranges()
-        with open(file.path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-        data = (np.frombuffer(mapping, dtype=np.uint8) if mapping is not None
-                else np.zeros(0, dtype=np.uint8))
-        return cls(file, data, int(data.ctypes.data) if data.size else 0,
-                   min(size, file.file_size), starts, ends, mapping)
-
-    def close(self) -> None:
-        self.data = np.zeros(0, dtype=np.uint8)
-        self.address = 0
-        if self.mapping is not None:
-            try:
-                self.mapping.close()
-            except BufferError:  # a view still lives somewhere: unmapped when it goes
-                pass
-            self.mapping = None
-
-
-@dataclass
-class FilePlan:
-    """What to compare at one file position.  ``a`` or ``b`` is None where that dataset has no
-    file (it reads as zeros).  ``clips`` maps a Morton index to the block-local voxel box
-    ``(lo, hi)`` (x, y, z) when only part of that block lies inside the comparison box."""
+    ``indices`` are A's chunk indices inside the unit (sorted) and ``local`` their unit-local
+    chunk coordinates; row ``k`` of them lives in B's unit ``b_units[b_group[k]]`` at index
+    ``b_indices[k]``.  ``a`` or a B unit is None where that volume has no unit (absent: the
+    fill value).  ``clips`` maps an A index to the chunk-local voxel box ``(lo, hi)`` when
+    only part of the chunk lies inside the comparison box.  ``same_codec``: stored bytes
+    may be compared instead of voxels."""
 
     name: str
+    unit: Vec3
     origin: Vec3
-    a: Side | None
-    b: Side | None
-    indices: npt.NDArray[np.int64]
-    block_len: int
+    indices: IntArray
+    local: IntArray
+    a: StorageUnit | None
+    b_units: list[StorageUnit | None]
+    b_group: IntArray
+    b_indices: IntArray
+    chunk_shape: Vec3
     dtype: np.dtype[Any]
     channels: int
     tolerance: float
+    same_codec: bool
+    fill_a: int | float = 0
+    fill_b: int | float = 0
     clips: dict[int, tuple[Vec3, Vec3]] = field(default_factory=dict)
+    #: Whether B's chunks of this plan all live in one unit of the same layout as A's (then a
+    #: missing unit on one side is a "file missing" finding).
+    one_to_one: bool = False
+    _fills: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
 
     @property
-    def block_bytes(self) -> int:
-        return int(self.block_len**3 * self.channels * self.dtype.itemsize)
+    def chunk_nbytes(self) -> int:
+        c = self.chunk_shape
+        return int(c[0] * c[1] * c[2] * self.channels * self.dtype.itemsize)
 
-    def close(self) -> None:
-        for side in (self.a, self.b):
-            if side is not None:
-                side.close()
+    @property
+    def b_absent(self) -> bool:
+        return all(u is None for u in self.b_units)
+
+    def fill(self, side: str) -> npt.NDArray[Any]:
+        """A chunk of the side's fill value (read-only, shared)."""
+        arr = self._fills.get(side)
+        if arr is None:
+            value = self.fill_a if side == "A" else self.fill_b
+            arr = np.full((self.channels, *self.chunk_shape), value, dtype=self.dtype, order="F")
+            arr.flags.writeable = False
+            self._fills[side] = arr
+        return arr
 
 
 @dataclass
 class ChunkOutcome:
-    """What one chunk found: the blocks that differ (or failed), how many blocks it covered,
+    """What one run of chunks found: the chunks that differ (or failed), how many it covered,
     whether any voxel differed from the other side at all (tolerance aside), and the largest
     difference met."""
 
@@ -136,149 +161,145 @@ class ChunkOutcome:
     max_abs_diff: int | float
 
 
-_local = threading.local()
+#: A chunk as read: decoded voxels, None (absent), or what stopped it being read.
+Read = npt.NDArray[Any] | FormatError | None
 
 
-def scratch(slot: str, nbytes: int) -> npt.NDArray[np.uint8]:
-    """A uint8 buffer of ``nbytes`` private to the calling thread and ``slot``, reused from
-    call to call: fresh multi-megabyte buffers are new mappings whose page faults cost as much
-    as the decoding.  Valid until the same thread asks for the same slot again."""
-    buffers: dict[str, npt.NDArray[np.uint8]] | None = getattr(_local, "buffers", None)
-    if buffers is None:
-        buffers = _local.buffers = {}
-    buf = buffers.get(slot)
-    if buf is None or buf.nbytes < nbytes:
-        buf = np.empty(max(nbytes, 1), dtype=np.uint8)
-        buffers[slot] = buf
-    return buf[:nbytes]
+def _stored_equal(plan: UnitPlan, rows: IntArray) -> npt.NDArray[np.bool_]:
+    """Per row: known equal from the stored bytes alone (same encoding, same bytes).
+
+    The chunk tables rule out chunks of different stored sizes; runs of chunks stored one
+    after another on both sides are read as one range each (``StorageUnit.read_range``) and
+    compared with one ``memcmp``; only a run that differs is compared chunk by chunk (within
+    the ranges already read)."""
+    done = np.zeros(len(rows), dtype=bool)
+    a = plan.a
+    if a is None or not len(rows):
+        return done
+    ta = a.chunk_table()
+    idx_a = plan.indices[rows]
+    groups = plan.b_group[rows]
+    for g in np.unique(groups).tolist():
+        unit_b = plan.b_units[g]
+        if unit_b is None:
+            continue
+        sel = np.flatnonzero(groups == g)
+        ia = idx_a[sel]
+        ib = plan.b_indices[rows[sel]]
+        tb = unit_b.chunk_table()
+        if len(ta) <= int(ia.max()) or len(tb) <= int(ib.max()):
+            continue  # a table shorter than the unit: left to the decoding path to report
+        na, nb = ta.nbytes[ia], tb.nbytes[ib]
+        cand = ta.present[ia] & tb.present[ib] & (na == nb) & (na > 0)
+        if ta.constant is not None:
+            cand &= ~ta.constant[ia]
+        if tb.constant is not None:
+            cand &= ~tb.constant[ib]
+        if not cand.any():
+            continue
+        oa, ob = ta.offsets[ia], tb.offsets[ib]
+        joined = (cand[:-1] & cand[1:] & (oa[:-1] + na[:-1] == oa[1:])
+                  & (ob[:-1] + nb[:-1] == ob[1:]))
+        starts = np.concatenate([[0], np.flatnonzero(~joined) + 1])
+        stops = np.concatenate([starts[1:], [len(sel)]])
+        for lo, hi in zip(starts.tolist(), stops.tolist()):
+            if not cand[lo]:
+                continue
+            total = int(oa[hi - 1] + na[hi - 1] - oa[lo])
+            ra = a.read_range(int(oa[lo]), total)
+            rb = unit_b.read_range(int(ob[lo]), total) if ra is not None else None
+            if ra is None or rb is None or len(ra) != total or len(rb) != total:
+                _chunk_by_chunk(a, unit_b, ia[lo:hi], ib[lo:hi], sel[lo:hi], done)
+                continue
+            if same_bytes(ra, rb):
+                done[sel[lo:hi]] = True
+                continue
+            if hi - lo == 1:
+                continue
+            xa, pa = _address(ra)
+            xb, pb = _address(rb)
+            base_a, base_b = int(oa[lo]), int(ob[lo])
+            for k in range(lo, hi):
+                n = int(na[k])
+                if _same_at(xa, pa + int(oa[k]) - base_a, xb, pb + int(ob[k]) - base_b, n):
+                    done[sel[k]] = True
+    return done
 
 
-#: Bytes of one block somewhere: (buffer, offset in it, address of that byte).
-Located = tuple[npt.NDArray[np.uint8], int, int]
-#: A decoded block, or what stopped it being decoded.
-Decoded = Located | FormatError
-
-
-def _same(x: Located, y: Located, n: int) -> bool:
-    """Whether ``n`` bytes at two places are equal: one ``memcmp`` (GIL released)."""
-    if n == 0 or x[2] == y[2]:
-        return True
+def _same_at(xa: npt.NDArray[np.uint8], pa: int, xb: npt.NDArray[np.uint8], pb: int,
+             n: int) -> bool:
+    """Whether ``n`` bytes at two addresses inside the buffers ``xa``, ``xb`` are equal."""
     if _MEMCMP is not None:
-        return bool(_MEMCMP(x[2], y[2], n) == 0)
-    return bool(np.array_equal(x[0][x[1]:x[1] + n], y[0][y[1]:y[1] + n]))  # pragma: no cover
+        return bool(_MEMCMP(pa, pb, n) == 0)
+    oa = pa - int(xa.ctypes.data)  # pragma: no cover - no libc
+    ob = pb - int(xb.ctypes.data)  # pragma: no cover
+    return bool(np.array_equal(xa[oa:oa + n], xb[ob:ob + n]))  # pragma: no cover
 
 
-def _check(side: Side, idx: npt.NDArray[np.int64]
-           ) -> tuple[list[int], list[int], dict[int, FormatError]]:
-    """Start offsets and stored sizes of blocks ``idx``, and the error of each block whose
-    range the jump table or the file size rules out (by position in ``idx``)."""
-    f = side.file
-    h = f.header
-    starts = side.starts[idx]
-    ends = side.ends[idx]
-    size = ends - starts
-    if h.is_compressed:
-        ok = ((starts >= h.data_offset) & (size > 0) & (ends <= side.size)
-              & (size <= lz4block.compress_bound(h.block_bytes)))
+def _chunk_by_chunk(a: StorageUnit, b: StorageUnit, ia: IntArray, ib: IntArray,
+                    where: IntArray, done: npt.NDArray[np.bool_]) -> None:
+    """Compare the stored bytes of chunks one by one (``read_stored``)."""
+    stored_a = a.read_stored(ia.tolist())
+    stored_b = b.read_stored(ib.tolist())
+    for p, x, y in zip(where.tolist(), stored_a, stored_b):
+        if x is None or y is None or isinstance(x, FormatError) or isinstance(y, FormatError):
+            continue
+        if same_bytes(x, y):
+            done[p] = True
+
+
+def _read(plan: UnitPlan, rows: IntArray) -> tuple[list[Read], list[Read]]:
+    """Both sides' chunks of ``rows``, decoded (in the order of ``rows``)."""
+    n = len(rows)
+    if plan.a is None:
+        va: list[Read] = [None] * n
     else:
-        ok = ends <= side.size
-    errors: dict[int, FormatError] = {}
-    if not ok.all():
-        for k in np.flatnonzero(~ok).tolist():
-            problem = f.block_problem(int(idx[k]))
-            errors[k] = problem if problem is not None else BlockDecodeError(
-                f"the {side.size}-byte file ends before the block does (bytes "
-                f"{int(starts[k])}..{int(ends[k])})", f.path, block=int(idx[k]),
-                offset=int(starts[k]))
-    return starts.tolist(), size.tolist(), errors
-
-
-def _decoded(side: Side, starts: list[int], sizes: list[int], errors: dict[int, FormatError],
-             idx: npt.NDArray[np.int64], ks: list[int], block_bytes: int, slot: str
-             ) -> list[Decoded]:
-    """The decoded bytes of blocks ``ks`` (positions in ``idx``): raw blocks in place in the
-    mapping, compressed blocks decoded into the thread's scratch buffer ``slot``."""
-    f = side.file
-    out: list[Decoded] = []
-    if not f.header.is_compressed:
-        for k in ks:
-            out.append(errors[k] if k in errors
-                       else (side.data, starts[k], side.address + starts[k]))
-        return out
-    dst = scratch(slot, len(ks) * block_bytes)
-    dst_address = int(dst.ctypes.data) if dst.size else 0
-    data = side.data
-    for j, k in enumerate(ks):
-        if k in errors:
-            out.append(errors[k])
+        va = list(plan.a.read_chunks(plan.indices[rows].tolist()))
+    vb: list[Read] = [None] * n
+    groups = plan.b_group[rows]
+    for g in np.unique(groups).tolist():
+        unit_b = plan.b_units[g]
+        if unit_b is None:
             continue
-        o, n = starts[k], sizes[k]
-        at = j * block_bytes
-        src: Any = data[o:o + n]  # a numpy slice serves as the buffer (only its length is read)
-        try:
-            lz4block.decode_into(src, dst[at:at + block_bytes], src_address=side.address + o)
-        except lz4block.LZ4Error as exc:
-            out.append(BlockDecodeError(f"LZ4 block {exc}", f.path, block=int(idx[k]),
-                                        offset=o))
-            continue
-        out.append((dst, at, dst_address + at))
-    return out
+        sel = np.flatnonzero(groups == g)
+        got = unit_b.read_chunks(plan.b_indices[rows[sel]].tolist())
+        for p, r in zip(sel.tolist(), got):
+            vb[p] = r
+    return va, vb
 
 
-def _voxels(plan: FilePlan, buf: npt.NDArray[np.uint8], index: int) -> npt.NDArray[Any]:
-    """A decoded block as ``[z, y, x, c]``, cut to its clip box when it has one."""
-    b = plan.block_len
-    arr = buf.view(plan.dtype).reshape(b, b, b, plan.channels)
-    clip = plan.clips.get(index)
-    if clip is None:
-        return arr
-    (x0, y0, z0), (x1, y1, z1) = clip
-    return arr[z0:z1, y0:y1, x0:x1, :]
-
-
-def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
-    """Compare blocks ``idx`` (sorted Morton indices) of one file position.  Any thread."""
-    bb = plan.block_bytes
-    n = len(idx)
-    ks = list(range(n))
-    a, b = plan.a, plan.b
-    ca = _check(a, idx) if a is not None else None
-    cb = _check(b, idx) if b is not None else None
-    if (a is not None and b is not None and ca is not None and cb is not None
-            and a.file.header.is_compressed and b.file.header.is_compressed):
-        # Identical stored bytes decode to identical voxels: only the rest is decoded.
-        (sa, za, ea), (sb, zb, eb) = ca, cb
-        if (not ea and not eb and za == zb and _contiguous(sa, za) and _contiguous(sb, zb)
-                and _same((a.data, sa[0], a.address + sa[0]),
-                          (b.data, sb[0], b.address + sb[0]), sum(za))):
-            ks = []
-        else:
-            ks = [k for k in ks if k in ea or k in eb or za[k] != zb[k]
-                  or not _same((a.data, sa[k], a.address + sa[k]),
-                               (b.data, sb[k], b.address + sb[k]), za[k])]
-    zeros = np.zeros(bb, dtype=np.uint8)
-    zero: Decoded = (zeros, 0, int(zeros.ctypes.data))
-    va = (_decoded(a, *ca, idx, ks, bb, "decoded a") if a is not None and ca is not None
-          else [zero] * len(ks))
-    vb = (_decoded(b, *cb, idx, ks, bb, "decoded b") if b is not None and cb is not None
-          else [zero] * len(ks))
+def compare_chunk(plan: UnitPlan, start: int, stop: int) -> ChunkOutcome:
+    """Compare the plan's chunks ``start:stop`` (rows, in A's index order).  Any thread."""
+    rows = np.arange(start, stop, dtype=np.int64)
+    n = len(rows)
+    if plan.same_codec:
+        rows = rows[~_stored_equal(plan, rows)]
+    va, vb = _read(plan, rows)
     results: list[BlockResult] = []
     any_difference = False
     top: int | float = 0
-    for j, k in enumerate(ks):
+    for j, row in enumerate(rows.tolist()):
         x, y = va[j], vb[j]
-        index = int(idx[k])
+        index = int(plan.indices[row])
         if isinstance(x, FormatError) or isinstance(y, FormatError):
             problems = [f"{name}: {e}" for name, e in (("A", x), ("B", y))
                         if isinstance(e, FormatError)]
-            results.append(BlockResult(plan.name, index, _position(plan, index), None, None,
+            results.append(BlockResult(plan.name, index, _position(plan, row), None, None,
                                        "; ".join(problems)))
             any_difference = True
             continue
-        if _same(x, y, bb):
+        if x is None and y is None and plan.fill_a == plan.fill_b:
             continue
-        d = abs_difference(_voxels(plan, x[0][x[1]:x[1] + bb], index),
-                           _voxels(plan, y[0][y[1]:y[1] + bb], index))
+        xa = plan.fill("A") if x is None else x
+        ya = plan.fill("B") if y is None else y
+        clip = plan.clips.get(index)
+        if clip is None and same_chunk(xa, ya):
+            continue
+        if clip is not None:
+            (x0, y0, z0), (x1, y1, z1) = clip
+            xa = xa[:, x0:x1, y0:y1, z0:z1]
+            ya = ya[:, x0:x1, y0:y1, z0:z1]
+        d = abs_difference(np.moveaxis(xa, 0, -1), np.moveaxis(ya, 0, -1))
         if d.size == 0:
             continue
         peak = d.max()
@@ -291,18 +312,16 @@ def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
                             and float(plan.tolerance).is_integer() else plan.tolerance)
         count = int(np.count_nonzero((d > tol).any(axis=-1)))
         if count:
-            results.append(BlockResult(plan.name, index, _position(plan, index), count,
+            results.append(BlockResult(plan.name, index, _position(plan, row), count,
                                        peak_value))
     return ChunkOutcome(results, n, any_difference, top)
 
 
-def _contiguous(starts: list[int], sizes: list[int]) -> bool:
-    """Whether the blocks follow one another without a gap (one memcmp covers them all)."""
-    return bool(starts) and all(s + z == t for s, z, t in zip(starts, sizes, starts[1:]))
+def _position(plan: UnitPlan, row: int) -> Vec3:
+    loc = plan.local[row]
+    c = plan.chunk_shape
+    o = plan.origin
+    return (o[0] + int(loc[0]) * c[0], o[1] + int(loc[1]) * c[1], o[2] + int(loc[2]) * c[2])
 
 
-def _position(plan: FilePlan, index: int) -> Vec3:
-    x, y, z = (int(v[()]) for v in morton.decode(index))
-    b = plan.block_len
-    ox, oy, oz = plan.origin
-    return (ox + x * b, oy + y * b, oz + z * b)
+__all__ = ["UnitPlan", "ChunkOutcome", "compare_chunk", "same_bytes", "same_chunk"]

@@ -6,7 +6,8 @@ axes of the whole dataset permuted (x and z swapped, ...), axes permuted inside 
 volume moved by one voxel or one block along an axis.  A hypothesis is claimed only when the
 prediction matches B (within the tolerance) on at least 99.9% of the voxels of the sampled
 blocks, over at least half of the samples, and the samples carry information (a constant
-block matches any permutation, so those are left out).  Runs on the job's thread.
+block matches any permutation, so those are left out).  A "block" is one of A's chunks; both
+volumes are read through ``Volume.read``, whatever their format.  Runs on the job's thread.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from viewer.core.compare.diff import abs_difference
 from viewer.core.compare.model import DIAGNOSIS, BlockResult, Finding, Vec3
-from viewer.format import FormatError, wkw
+from viewer.format import FormatError, Volume
 
 #: Mismatching blocks read to test the hypotheses.
 MAX_SAMPLES = 12
@@ -41,18 +42,21 @@ def _perm_words(perm: tuple[int, int, int]) -> str:
     return f"B's x, y, z axes are A's {', '.join(AXES[p] for p in perm)} axes"
 
 
-def _hypotheses(a: wkw.Dataset, block_len: int) -> list[tuple[str, str, dict[str, Any], Predict]]:
+def _hypotheses(a: Volume, chunk_shape: Vec3
+                ) -> list[tuple[str, str, dict[str, Any], Predict]]:
     """(kind, message, details, predict) per hypothesis, most specific first."""
     out: list[tuple[str, str, dict[str, Any], Predict]] = []
-    shape = (block_len, block_len, block_len)
+    shape = chunk_shape
 
     for perm in PERMUTATIONS:
         def whole(p: Vec3, va: npt.NDArray[Any], perm: tuple[int, int, int] = perm
                   ) -> npt.NDArray[Any]:
             q = [0, 0, 0]
+            s = [0, 0, 0]
             for j in range(3):
                 q[perm[j]] = p[j]
-            box = a.read(q, shape)
+                s[perm[j]] = shape[j]
+            box = a.read(q, s)
             return np.transpose(box, (0, 1 + perm[0], 1 + perm[1], 1 + perm[2]))
         words = _perm_words(perm)
         out.append(("transposed", f"B looks like A transposed: dataset axes {words}",
@@ -68,8 +72,9 @@ def _hypotheses(a: wkw.Dataset, block_len: int) -> list[tuple[str, str, dict[str
         else:
             message = f"B looks like A with axes permuted inside every block ({words})"
         out.append(("block_order", message, {"axes": "".join(AXES[p] for p in perm)}, inner))
-    for step, unit in ((1, "voxel"), (block_len, "block")):
+    for unit in ("voxel", "block"):
         for axis in range(3):
+            step = 1 if unit == "voxel" else chunk_shape[axis]
             for sign in (1, -1):
                 d = [0, 0, 0]
                 d[axis] = sign * step
@@ -88,8 +93,8 @@ def _hypotheses(a: wkw.Dataset, block_len: int) -> list[tuple[str, str, dict[str
     return out
 
 
-def _samples(a: wkw.Dataset, b: wkw.Dataset, mismatches: Sequence[BlockResult]) -> list[Sample]:
-    bl = a.header.block_len
+def _samples(a: Volume, b: Volume, mismatches: Sequence[BlockResult]) -> list[Sample]:
+    shape = a.chunk_shape
     if len(mismatches) > MAX_SAMPLES:
         picks = [mismatches[int(i)] for i in
                  np.linspace(0, len(mismatches) - 1, MAX_SAMPLES).round().astype(int)]
@@ -98,8 +103,8 @@ def _samples(a: wkw.Dataset, b: wkw.Dataset, mismatches: Sequence[BlockResult]) 
     out: list[Sample] = []
     for r in picks:
         try:
-            va = a.read(r.position, (bl, bl, bl))
-            vb = b.read(r.position, (bl, bl, bl))
+            va = a.read(r.position, shape)
+            vb = b.read(r.position, shape)
         except (FormatError, OSError):
             continue
         if vb.size == 0 or bool(np.all(vb == vb.flat[0])):
@@ -108,13 +113,13 @@ def _samples(a: wkw.Dataset, b: wkw.Dataset, mismatches: Sequence[BlockResult]) 
     return out
 
 
-def diagnose(a: wkw.Dataset, b: wkw.Dataset, mismatches: Sequence[BlockResult],
+def diagnose(a: Volume, b: Volume, mismatches: Sequence[BlockResult],
              tolerance: float = 0.0) -> list[Finding]:
     """The first hypothesis the sampled mismatching blocks fit, as a finding (or none)."""
     samples = _samples(a, b, mismatches)
     if not samples:
         return []
-    for kind, message, details, predict in _hypotheses(a, a.header.block_len):
+    for kind, message, details, predict in _hypotheses(a, a.chunk_shape):
         used = wrong = voxels = 0
         for position, va, vb in samples:
             try:

@@ -1,11 +1,20 @@
-"""The comparison job: structure first, then every block, on a small thread pool.
+"""The comparison job: structure first, then every chunk, on a small thread pool.
 
-``CompareJob(a, b)`` opens both datasets, checks their structure (voxel type, channels, block
-and file geometry, encodings, extents, which files exist), then compares every file position
-present in either dataset, block by block, in chunks of megabytes handed to ``workers``
-threads (lz4, file reads and memcmp release the GIL).  Results stream out through callbacks as
-the chunks finish, in a fixed order (files by z, y, x; blocks by Morton index).  When blocks
-differ, a few are sampled to name the usual conversion bugs (``diagnose``).
+``CompareJob(a, b)`` opens both volumes through the format registry (any two formats: a WKW
+mag against its zarr3 or N5 conversion), checks their structure (voxel type, channels, chunk
+and storage-unit geometry, encodings, extents, which storage units exist), then compares every
+storage unit of A's grid that either volume fills, chunk by chunk:
+
+* when the chunk shapes agree, chunk against chunk (``blocks``): B's chunk is found wherever B
+  stores it (``Volume.locate``), and chunks whose stored bytes are equal under the same
+  encoding are equal without decoding;
+* otherwise voxel against voxel through box reads, binned into A's chunks (``voxels``).
+
+The work is split per storage unit of A (runs of a large unit's chunks, or several small units,
+of about ``CHUNK_BYTES`` decoded bytes per task) and handed to ``workers`` threads (decoding,
+reads and memcmp release the GIL).  Results stream out through callbacks as the tasks finish,
+in a fixed order (units by z, y, x; chunks by their index in the unit).  When chunks differ, a
+few are sampled to name the usual conversion bugs (``diagnose``).
 
 Threads: construct on any thread.  ``run()`` works on the calling thread and returns the
 ``Summary``; ``start()`` runs the same on a background thread, ``wait()`` collects it.
@@ -17,7 +26,6 @@ a GUI must hop to its own thread (a queued signal) before touching widgets.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import deque
@@ -26,10 +34,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from viewer.core.compare.background import BackgroundRun
-from viewer.core.compare.blocks import ChunkOutcome, FilePlan, Side, compare_chunk
+from viewer.core.compare.blocks import ChunkOutcome, UnitPlan, compare_chunk
 from viewer.core.compare.diagnose import diagnose
 from viewer.core.compare.model import (
     DIFFERENCE,
@@ -40,9 +47,18 @@ from viewer.core.compare.model import (
     Summary,
     Vec3,
 )
+from viewer.core.compare.sides import (
+    SideInput,
+    UnitChunks,
+    codec_signature,
+    open_side,
+    side_name,
+    unit_name,
+    units_box,
+    units_present,
+)
 from viewer.core.compare.voxels import Slab, compare_slab
-from viewer.format import FormatError, wkw
-from viewer.format.wkw import morton
+from viewer.format import FormatError, StorageUnit, Volume
 
 #: Decoded bytes per task: large enough that the thread hop is noise next to the work.
 CHUNK_BYTES = 8 << 20
@@ -54,15 +70,23 @@ BlockCallback = Callable[[BlockResult], None]
 FindingCallback = Callable[[Finding], None]
 FinishedCallback = Callable[[Summary], None]
 
+#: One piece of a task: a plan's chunk rows ``start:stop``, and whether it is the plan's last.
+Piece = tuple[UnitPlan, int, int, bool]
+
+
+def run_pieces(pieces: list[Piece]) -> list[ChunkOutcome]:
+    """A task: compare each piece (any thread)."""
+    return [compare_chunk(plan, start, stop) for plan, start, stop, _ in pieces]
+
 
 class CompareJob(BackgroundRun[Summary]):
-    """Compare two WKW datasets (paths or open ``wkw.Dataset`` objects), optionally within a
-    voxel ``box`` ``((x, y, z), (w, h, d))``, counting ``|A - B| > tolerance`` as different."""
+    """Compare two volumes (paths, ``VolumeSpec``s or open ``Volume``s, any formats),
+    optionally within a voxel ``box`` ``((x, y, z), (w, h, d))``, counting
+    ``|A - B| > tolerance`` as different."""
 
     thread_name = "wkw-compare"
 
-    def __init__(self, a: str | os.PathLike[str] | wkw.Dataset,
-                 b: str | os.PathLike[str] | wkw.Dataset, box: Box | None = None,
+    def __init__(self, a: SideInput, b: SideInput, box: Box | None = None,
                  tolerance: float = 0.0, workers: int = 2,
                  on_progress: ProgressCallback | None = None,
                  on_block: BlockCallback | None = None,
@@ -85,13 +109,14 @@ class CompareJob(BackgroundRun[Summary]):
         self._done = 0
         self._total = 0
         super().__init__()
-        #: Block or file geometry differ: compare through box reads (``voxels``).
+        #: The chunk shapes differ: compare through box reads (``voxels``).
         self._by_voxels = False
-        self.summary = Summary(_name(a), _name(b), box, self.tolerance)
+        self._chunks_a: UnitChunks | None = None
+        self.summary = Summary(side_name(a), side_name(b), box, self.tolerance)
 
     # -- control (any thread) -----------------------------------------------------------------
     def cancel(self) -> None:
-        """Stop after the chunks already running; the summary says ``cancelled``."""
+        """Stop after the tasks already running; the summary says ``cancelled``."""
         self._cancel.set()
 
     @property
@@ -107,31 +132,31 @@ class CompareJob(BackgroundRun[Summary]):
     # -- the work (one thread) ----------------------------------------------------------------
     def run(self) -> Summary:
         """Compare on the calling thread (plus the worker pool) and return the summary.
-        Raises ``FormatError`` or ``OSError`` when either dataset cannot be opened."""
+        Raises ``FormatError`` or ``OSError`` when either volume cannot be opened."""
         started = time.perf_counter()
-        ds_a, close_a = _open(self._a_in, "A")
+        vol_a, close_a = open_side(self._a_in, "A")
         try:
-            ds_b, close_b = _open(self._b_in, "B")
+            vol_b, close_b = open_side(self._b_in, "B")
         except BaseException:
             if close_a:
-                ds_a.close()
+                vol_a.close()
             raise
         try:
-            positions = self._structure(ds_a, ds_b)
+            positions = self._structure(vol_a, vol_b)
             if self.summary.comparable:
                 if self._by_voxels:
-                    self._compare_voxels(ds_a, ds_b, positions)
+                    self._compare_voxels(vol_a, vol_b, positions)
                 else:
-                    self._compare(ds_a, ds_b, positions)
+                    self._compare(vol_a, vol_b, positions)
                 data_mismatches = [r for r in self.summary.mismatching_blocks if r.error is None]
                 if data_mismatches and not self.cancelled:
-                    for finding in diagnose(ds_a, ds_b, data_mismatches, self.tolerance):
+                    for finding in diagnose(vol_a, vol_b, data_mismatches, self.tolerance):
                         self._add_finding(finding)
         finally:
             if close_a:
-                ds_a.close()
+                vol_a.close()
             if close_b:
-                ds_b.close()
+                vol_b.close()
         self.summary.cancelled = self.cancelled
         self.summary.elapsed = time.perf_counter() - started
         if self.on_finished is not None:
@@ -143,37 +168,48 @@ class CompareJob(BackgroundRun[Summary]):
         if self.on_finding is not None:
             self.on_finding(finding)
 
-    def _structure(self, a: wkw.Dataset, b: wkw.Dataset) -> list[Vec3]:
-        """Compare headers and file lists; return the file positions to compare."""
-        ha, hb = a.header, b.header
+    def _structure(self, a: Volume, b: Volume) -> list[Vec3]:
+        """Compare the volumes' geometry and unit lists; return A's unit positions to
+        compare."""
         s = self.summary
-        s.block_len = ha.block_len
-        if ha.voxel_type_code != hb.voxel_type_code:
+        s.block_len = int(a.chunk_shape[0])
+        s.chunk_shape = (int(a.chunk_shape[0]), int(a.chunk_shape[1]), int(a.chunk_shape[2]))
+        if a.dtype != b.dtype:
             s.comparable = False
             self._add_finding(Finding("voxel_type", DIFFERENCE,
-                                      f"voxel type differs: A {ha.dtype.name}, B {hb.dtype.name}",
-                                      {"a": ha.dtype.name, "b": hb.dtype.name}))
-        if ha.num_channels != hb.num_channels:
+                                      f"voxel type differs: A {a.dtype.name}, B {b.dtype.name}",
+                                      {"a": a.dtype.name, "b": b.dtype.name}))
+        if a.num_channels != b.num_channels:
             s.comparable = False
-            self._add_finding(Finding("num_channels", DIFFERENCE,
-                                      f"channels differ: A {ha.num_channels}, B {hb.num_channels}",
-                                      {"a": ha.num_channels, "b": hb.num_channels}))
-        for name in ("block_len", "file_len"):
-            va, vb = getattr(ha, name), getattr(hb, name)
-            if va != vb:
-                self._by_voxels = True
-                self._add_finding(Finding(
-                    name, INFO, f"{name} differs: A {va}, B {vb} (blocks do not line up: "
-                    "compared voxel by voxel, results in A's blocks)", {"a": va, "b": vb}))
-        if ha.block_type != hb.block_type:
             self._add_finding(Finding(
-                "block_type", INFO, f"encoding differs: A {ha.block_type_name}, "
-                f"B {hb.block_type_name} (compared by voxels)",
-                {"a": ha.block_type_name, "b": hb.block_type_name}))
-        grid_a = _file_grid(a)
-        grid_b = _file_grid(b)
-        ext_a = _extent(grid_a, ha.file_len_vx)
-        ext_b = _extent(grid_b, hb.file_len_vx)
+                "num_channels", DIFFERENCE,
+                f"channels differ: A {a.num_channels}, B {b.num_channels}",
+                {"a": a.num_channels, "b": b.num_channels}))
+        if tuple(a.chunk_shape) != tuple(b.chunk_shape):
+            self._by_voxels = True
+            self._geometry_finding("block_len", "chunk_shape", a.chunk_shape, b.chunk_shape,
+                                   "chunks do not line up: compared voxel by voxel, results "
+                                   "in A's blocks")
+        if tuple(a.unit_shape) != tuple(b.unit_shape):
+            why = ("storage units differ: compared voxel by voxel, results in A's blocks"
+                   if self._by_voxels else
+                   "storage units differ: each block is compared with B's block at the same "
+                   "place, wherever B stores it")
+            self._geometry_finding("file_len", "unit_shape", a.unit_shape, b.unit_shape, why)
+        info_a, info_b = a.info(), b.info()
+        if info_a.format != info_b.format:
+            self._add_finding(Finding(
+                "format", INFO, f"format differs: A {info_a.format}, B {info_b.format} "
+                "(compared by voxels)", {"a": info_a.format, "b": info_b.format}))
+        if info_a.compression != info_b.compression:
+            self._add_finding(Finding(
+                "block_type", INFO, f"encoding differs: A {info_a.compression}, "
+                f"B {info_b.compression} (compared by voxels)",
+                {"a": info_a.compression, "b": info_b.compression}))
+        grid_a = units_present(a)
+        grid_b = units_present(b)
+        ext_a = units_box(grid_a, a.unit_len_vx)
+        ext_b = units_box(grid_b, b.unit_len_vx)
         if ext_a != ext_b:
             self._add_finding(Finding(
                 "extent", INFO, f"extent differs (union of the files present): A {_fmt_box(ext_a)}"
@@ -181,164 +217,191 @@ class CompareJob(BackgroundRun[Summary]):
                 {"a": _box_json(ext_a), "b": _box_json(ext_b)}))
         if not s.comparable:
             return []
-        side = ha.file_len_vx
+        side = a.unit_len_vx
         cells = set(grid_a)
-        if self._by_voxels:  # B's files, as cells of A's file grid
-            side_b = hb.file_len_vx
+        if tuple(b.unit_len_vx) == tuple(side):
+            cells.update(grid_b)
+        else:  # B's units, as cells of A's unit grid
+            side_b = b.unit_len_vx
             for pb in grid_b:
-                c_lo = [pb[i] * side_b // side for i in range(3)]
-                c_hi = [((pb[i] + 1) * side_b - 1) // side for i in range(3)]
+                c_lo = [pb[i] * side_b[i] // side[i] for i in range(3)]
+                c_hi = [((pb[i] + 1) * side_b[i] - 1) // side[i] for i in range(3)]
                 cells.update((x, y, z) for z in range(c_lo[2], c_hi[2] + 1)
                              for y in range(c_lo[1], c_hi[1] + 1)
                              for x in range(c_lo[0], c_hi[0] + 1))
-        else:
-            cells.update(grid_b)
         positions = sorted(cells, key=lambda p: (p[2], p[1], p[0]))
         if self.box is not None:
             (bx, by, bz), (bw, bh, bd) = self.box
-            lo = (bx // side, by // side, bz // side)
-            hi = ((bx + bw - 1) // side, (by + bh - 1) // side, (bz + bd - 1) // side)
+            lo = (bx // side[0], by // side[1], bz // side[2])
+            hi = ((bx + bw - 1) // side[0], (by + bh - 1) // side[1], (bz + bd - 1) // side[2])
             positions = [p for p in positions if all(lo[i] <= p[i] <= hi[i] for i in range(3))]
-        total = sum(len(self._blocks_of(ha, p)[0]) for p in positions)
+        self._chunks_a = UnitChunks(a, self.box)
+        total = sum(self._chunks_a.count(p) for p in positions)
         with self._lock:
             self._total = total
         s.blocks_total = total
         return positions
 
-    def _blocks_of(self, header: wkw.Header, position: Vec3
-                   ) -> tuple[npt.NDArray[np.int64], dict[int, tuple[Vec3, Vec3]]]:
-        """Morton indices of the blocks of the file at ``position`` inside the box (all without
-        a box), sorted, and the block-local clip of the blocks the box cuts."""
-        if self.box is None:
-            return np.arange(header.num_blocks, dtype=np.int64), {}
-        side = header.file_len_vx
-        bl = header.block_len
-        origin = np.asarray(position, dtype=np.int64) * side
-        off = np.asarray(self.box[0], dtype=np.int64)
-        lo = np.maximum(off - origin, 0)
-        hi = np.minimum(off + np.asarray(self.box[1], dtype=np.int64) - origin, side)
-        if np.any(hi <= lo):
-            return np.zeros(0, dtype=np.int64), {}
-        b_lo, b_hi = lo // bl, (hi - 1) // bl + 1
-        coords = morton.block_grid((int(b_lo[0]), int(b_lo[1]), int(b_lo[2])),
-                                   (int(b_hi[0]), int(b_hi[1]), int(b_hi[2])))
-        indices = morton.encode(coords[:, 0], coords[:, 1], coords[:, 2])
-        clips: dict[int, tuple[Vec3, Vec3]] = {}
-        for coord, index in zip(coords.tolist(), indices.tolist()):
-            base = np.asarray(coord, dtype=np.int64) * bl
-            c_lo = np.maximum(lo - base, 0)
-            c_hi = np.minimum(hi - base, bl)
-            if np.any(c_lo > 0) or np.any(c_hi < bl):
-                clips[int(index)] = ((int(c_lo[0]), int(c_lo[1]), int(c_lo[2])),
-                                     (int(c_hi[0]), int(c_hi[1]), int(c_hi[2])))
-        order = np.argsort(indices, kind="stable")
-        return indices[order], clips
+    def _geometry_finding(self, cube_kind: str, kind: str, va: Vec3, vb: Vec3,
+                          why: str) -> None:
+        """A chunk or unit shape that differs: as ``block_len``/``file_len`` (one number per
+        side) when both are cubes, else as ``chunk_shape``/``unit_shape`` (x, y, z)."""
+        if len(set(va)) == 1 and len(set(vb)) == 1:
+            self._add_finding(Finding(cube_kind, INFO,
+                                      f"{cube_kind} differs: A {va[0]}, B {vb[0]} ({why})",
+                                      {"a": int(va[0]), "b": int(vb[0])}))
+        else:
+            self._add_finding(Finding(
+                kind, INFO, f"{kind} differs: A {'x'.join(map(str, va))}, "
+                f"B {'x'.join(map(str, vb))} ({why})", {"a": list(va), "b": list(vb)}))
 
-    def _plans(self, a: wkw.Dataset, b: wkw.Dataset, positions: list[Vec3]
-               ) -> Iterator[FilePlan | tuple[int, Finding]]:
-        """A plan per file position, or (blocks skipped, finding) for a file that cannot be
-        opened at all.  Runs on the job's thread."""
-        h = a.header
-        side = h.file_len_vx
+    # -- chunk against chunk ----------------------------------------------------------------------
+    def _plans(self, a: Volume, b: Volume, positions: list[Vec3]
+               ) -> Iterator[UnitPlan | tuple[int, Finding]]:
+        """A plan per unit position of A, or (blocks skipped, finding) for a unit that cannot
+        be opened at all.  Runs on the job's thread (opening units is cheap: a header, an
+        index)."""
+        assert self._chunks_a is not None
+        ua = np.asarray(a.unit_shape, dtype=np.int64)
+        side = a.unit_len_vx
+        one_to_one = tuple(a.unit_shape) == tuple(b.unit_shape)
+        same_codec = codec_signature(a) == codec_signature(b)
         for pos in positions:
-            name = f"z{pos[2]}/y{pos[1]}/x{pos[0]}.wkw"
-            indices, clips = self._blocks_of(h, pos)
-            sides: list[Side | None] = []
-            failure: Finding | None = None
-            for label, ds in (("A", a), ("B", b)):
-                try:
-                    f = ds.get_file(*pos)
-                    sides.append(Side.open(f) if f is not None else None)
-                except (FormatError, OSError) as exc:
-                    failure = Finding("file_unreadable", DIFFERENCE,
-                                      f"{label}: {name} cannot be read: {exc}",
-                                      {"file": name, "side": label, "error": str(exc)})
-                    break
-            if failure is not None:
-                for opened in sides:
-                    if opened is not None:
-                        opened.close()
-                yield (len(indices), failure)
+            indices, local, clips = self._chunks_a.of(pos)
+            if not len(indices):
                 continue
-            origin = (pos[0] * side, pos[1] * side, pos[2] * side)
-            yield FilePlan(name, origin, sides[0], sides[1], indices, h.block_len, h.dtype,
-                           h.num_channels, self.tolerance, clips)
+            name = unit_name(a, pos)
+            try:
+                unit_a = a.open_unit(pos)
+            except (FormatError, OSError) as exc:
+                yield len(indices), _unreadable("A", name, exc)
+                continue
+            coords = np.asarray(pos, dtype=np.int64) * ua + local
+            units_b, idx_b = b.locate(coords)
+            keys, inverse = np.unique(units_b, axis=0, return_inverse=True)
+            inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
+            b_units: list[StorageUnit | None] = []
+            keep = np.ones(len(indices), dtype=bool)
+            for g, key in enumerate(keys.tolist()):
+                ub = (int(key[0]), int(key[1]), int(key[2]))
+                try:
+                    b_units.append(b.open_unit(ub))
+                except (FormatError, OSError) as exc:
+                    b_units.append(None)
+                    rows = inverse == g
+                    keep &= ~rows
+                    yield int(rows.sum()), _unreadable("B", unit_name(b, ub), exc)
+            if not keep.all():
+                if not keep.any():
+                    if unit_a is not None:
+                        a.done_with(unit_a)
+                    for u in b_units:
+                        if u is not None:
+                            b.done_with(u)
+                    continue
+                indices, local, inverse, idx_b = (indices[keep], local[keep], inverse[keep],
+                                                  idx_b[keep])
+            yield UnitPlan(name, pos, (pos[0] * side[0], pos[1] * side[1], pos[2] * side[2]),
+                           indices, local, unit_a, b_units, inverse,
+                           np.asarray(idx_b, dtype=np.int64), a.chunk_shape, a.dtype,
+                           a.num_channels, self.tolerance, same_codec, a.fill_value,
+                           b.fill_value, clips, one_to_one)
 
-    def _compare(self, a: wkw.Dataset, b: wkw.Dataset, positions: list[Vec3]) -> None:
-        per_chunk = max(1, CHUNK_BYTES // max(1, a.header.block_bytes))
-        pending: deque[tuple[FilePlan, Future[ChunkOutcome], bool]] = deque()
-        open_plans: dict[int, FilePlan] = {}
-        one_sided: dict[str, bool] = {}  # file -> whether the present side differs from zeros
+    def _compare(self, a: Volume, b: Volume, positions: list[Vec3]) -> None:
+        per_task = max(1, CHUNK_BYTES // max(1, a.chunk_nbytes))
+        pending: deque[tuple[list[Piece], Future[list[ChunkOutcome]]]] = deque()
+        open_plans: dict[int, UnitPlan] = {}
+        one_sided: dict[int, bool] = {}  # plan -> whether the present side differs from fill
         limit = self.workers * IN_FLIGHT_PER_WORKER
 
-        def collect() -> None:
-            plan, future, last = pending.popleft()
-            outcome = future.result()
-            self._take(outcome)
-            if plan.a is None or plan.b is None:
-                one_sided[plan.name] = one_sided.get(plan.name, False) or outcome.any_difference
-            if last:
-                open_plans.pop(id(plan)).close()
-                if plan.a is None or plan.b is None:
-                    self._missing_file(plan, one_sided.pop(plan.name, False))
+        def release(plan: UnitPlan) -> None:
+            if plan.a is not None:
+                a.done_with(plan.a)
+            for u in plan.b_units:
+                if u is not None:
+                    b.done_with(u)
 
-        def chunks() -> Iterator[tuple[FilePlan, npt.NDArray[np.int64], bool]]:
+        def collect() -> None:
+            pieces, future = pending.popleft()
+            for (plan, _, _, last), outcome in zip(pieces, future.result()):
+                self._take(outcome)
+                missing = plan.one_to_one and (plan.a is None or plan.b_absent)
+                if missing:
+                    one_sided[id(plan)] = one_sided.get(id(plan), False) \
+                        or outcome.any_difference
+                if last:
+                    release(open_plans.pop(id(plan)))
+                    if missing:
+                        self._missing_file(plan, one_sided.pop(id(plan), False))
+
+        def tasks() -> Iterator[list[Piece]]:
+            batch: list[Piece] = []
+            size = 0
             for item in self._plans(a, b, positions):
                 if isinstance(item, tuple):
                     skipped, finding = item
                     self._add_finding(finding)
                     self._advance(skipped)
                     continue
-                if (item.a is None and item.b is None) or len(item.indices) == 0:
-                    item.close()
+                if item.a is None and item.b_absent:
+                    release(item)
                     continue
                 open_plans[id(item)] = item
                 n = len(item.indices)
-                for start in range(0, n, per_chunk):
-                    yield item, item.indices[start:start + per_chunk], start + per_chunk >= n
+                for start in range(0, n, per_task):
+                    stop = min(n, start + per_task)
+                    batch.append((item, start, stop, stop >= n))
+                    size += stop - start
+                    if size >= per_task:
+                        yield batch
+                        batch, size = [], 0
+            if batch:
+                yield batch
 
         with ThreadPoolExecutor(self.workers, thread_name_prefix="wkw-compare-pool") as pool:
             try:
-                for plan, chunk, last in chunks():
+                for batch in tasks():
                     if self.cancelled:
                         break
                     while len(pending) >= limit:
                         collect()
-                    pending.append((plan, pool.submit(compare_chunk, plan, chunk), last))
+                    pending.append((batch, pool.submit(run_pieces, batch)))
                 while pending and not self.cancelled:
                     collect()
             finally:
-                for _, future, _ in pending:
+                for _, future in pending:
                     future.cancel()
-                wait([future for _, future, _ in pending])  # before the files are unmapped
+                wait([future for _, future in pending])  # before the units are released
                 pending.clear()
                 for plan in open_plans.values():
-                    plan.close()
+                    release(plan)
                 open_plans.clear()
 
-    def _slabs(self, header: wkw.Header, positions: list[Vec3]) -> Iterator[Slab]:
-        """Slabs of A's blocks (one block layer in z, as many rows in y as fit a chunk)
-        covering the file cells, cut to the box."""
-        bl = header.block_len
-        row_bytes = header.file_len_vx * bl * bl * header.voxel_size
+    # -- voxel against voxel --------------------------------------------------------------------
+    def _slabs(self, a: Volume, positions: list[Vec3]) -> Iterator[Slab]:
+        """Slabs of A's chunks (one chunk layer in z, as many rows in y as fit a task)
+        covering the unit cells, cut to the box."""
+        assert self._chunks_a is not None
+        c = a.chunk_shape
+        row_bytes = a.unit_len_vx[0] * c[1] * c[2] * a.dtype.itemsize * a.num_channels
         rows = max(1, CHUNK_BYTES // max(1, row_bytes))
         for pos in positions:
-            indices, _ = self._blocks_of(header, pos)
-            if len(indices) == 0:
+            _, local, _ = self._chunks_a.of(pos)
+            if not len(local):
                 continue
-            x, y, z = morton.decode(indices)
-            lo = (int(x.min()), int(y.min()), int(z.min()))
-            hi = (int(x.max()) + 1, int(y.max()) + 1, int(z.max()) + 1)
+            lo = local.min(axis=0).tolist()
+            hi = (local.max(axis=0) + 1).tolist()
+            name = unit_name(a, pos)
             for bz in range(lo[2], hi[2]):
                 for by in range(lo[1], hi[1], rows):
-                    yield Slab(pos, (lo[0], by, bz), (hi[0], min(by + rows, hi[1]), bz + 1))
+                    yield Slab(name, pos, (lo[0], by, bz), (hi[0], min(by + rows, hi[1]), bz + 1))
 
-    def _compare_voxels(self, a: wkw.Dataset, b: wkw.Dataset, positions: list[Vec3]) -> None:
+    def _compare_voxels(self, a: Volume, b: Volume, positions: list[Vec3]) -> None:
         pending: deque[Future[ChunkOutcome]] = deque()
         limit = self.workers * IN_FLIGHT_PER_WORKER
         with ThreadPoolExecutor(self.workers, thread_name_prefix="wkw-compare-pool") as pool:
             try:
-                for slab in self._slabs(a.header, positions):
+                for slab in self._slabs(a, positions):
                     if self.cancelled:
                         break
                     while len(pending) >= limit:
@@ -350,8 +413,10 @@ class CompareJob(BackgroundRun[Summary]):
             finally:
                 for future in pending:
                     future.cancel()
+                wait(list(pending))
                 pending.clear()
 
+    # -- results ----------------------------------------------------------------------------------
     def _take(self, outcome: ChunkOutcome) -> None:
         s = self.summary
         for r in outcome.results:
@@ -370,8 +435,8 @@ class CompareJob(BackgroundRun[Summary]):
         if self.on_progress is not None:
             self.on_progress(done, total)
 
-    def _missing_file(self, plan: FilePlan, differs: bool) -> None:
-        present, absent = ("A", "B") if plan.b is None else ("B", "A")
+    def _missing_file(self, plan: UnitPlan, differs: bool) -> None:
+        present, absent = ("A", "B") if plan.a is not None else ("B", "A")
         where = "" if self.box is None else " inside the box"
         if differs:
             message = (f"{plan.name} is absent from {absent} (reads as zeros) but {present}'s "
@@ -384,41 +449,15 @@ class CompareJob(BackgroundRun[Summary]):
                                    "present_all_zeros": not differs}))
 
 
-def compare(a: str | os.PathLike[str] | wkw.Dataset, b: str | os.PathLike[str] | wkw.Dataset,
-            box: Box | None = None, tolerance: float = 0.0, workers: int = 2,
-            **callbacks: Any) -> Summary:
-    """Compare two datasets on the calling thread and return the summary."""
+def compare(a: SideInput, b: SideInput, box: Box | None = None, tolerance: float = 0.0,
+            workers: int = 2, **callbacks: Any) -> Summary:
+    """Compare two volumes on the calling thread and return the summary."""
     return CompareJob(a, b, box, tolerance, workers, **callbacks).run()
 
 
-def _name(ds: str | os.PathLike[str] | wkw.Dataset) -> str:
-    if isinstance(ds, wkw.Dataset):
-        return ds.single_file or ds.root
-    return os.fspath(ds)
-
-
-def _open(ds: str | os.PathLike[str] | wkw.Dataset, label: str) -> tuple[wkw.Dataset, bool]:
-    if isinstance(ds, wkw.Dataset):
-        return ds, False
-    path = os.fspath(ds)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{label}: {path}: no such file or directory")
-    return wkw.Dataset.open(path), True
-
-
-def _file_grid(ds: wkw.Dataset) -> list[Vec3]:
-    """File-grid positions of the data files present (one directory scan)."""
-    return [ds.file_position(p) for p in ds.list_files()]
-
-
-def _extent(grid: list[Vec3], side: int) -> Box | None:
-    if not grid:
-        return None
-    arr = np.asarray(grid, dtype=np.int64)
-    lo = arr.min(axis=0) * side
-    hi = (arr.max(axis=0) + 1) * side
-    return ((int(lo[0]), int(lo[1]), int(lo[2])),
-            (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2])))
+def _unreadable(label: str, name: str, exc: BaseException) -> Finding:
+    return Finding("file_unreadable", DIFFERENCE, f"{label}: {name} cannot be read: {exc}",
+                   {"file": name, "side": label, "error": str(exc)})
 
 
 def _fmt_box(box: Box | None) -> str:

@@ -29,10 +29,12 @@ def json_number(value: float | None) -> int | float | str | None:
 
 @dataclass(frozen=True)
 class BlockResult:
-    """One block that differs (or could not be read) in one of the datasets.
+    """One block (a chunk of A) that differs (or could not be read) in one of the datasets.
 
-    ``file`` is the data file's path relative to the dataset root (``z0/y0/x1.wkw``),
-    ``position`` the block's first voxel ``[x, y, z]`` in dataset coordinates.  A block that
+    ``file`` is A's storage unit holding it (a WKW data file, a zarr shard, an N5 chunk file),
+    relative to A's root (``z0/y0/x1.wkw``); ``morton_index`` the chunk's index inside that
+    unit in the unit's own order (WKW: the Morton index; the key keeps its historical name);
+    ``position`` the chunk's first voxel ``[x, y, z]`` in dataset coordinates.  A block that
     could not be read has ``error`` set (naming the side, file, block and byte offset) and no
     voxel counts: a damaged block is reported, never read as zeros.
     """
@@ -89,8 +91,11 @@ class Summary:
     b: str
     box: Box | None
     tolerance: float
-    #: A's block side in voxels: a mismatching block covers ``position + [0, block_len)^3``.
+    #: A's block side in voxels: a mismatching block covers ``position + [0, block_len)^3``
+    #: (for chunks that are not cubes: ``chunk_shape``; ``block_len`` is then its x side).
     block_len: int = 0
+    #: A's chunk shape (x, y, z): a mismatching block covers ``position + [0, chunk_shape)``.
+    chunk_shape: Vec3 | None = None
     blocks_total: int = 0
     blocks_compared: int = 0
     mismatching_blocks: list[BlockResult] = field(default_factory=list)
@@ -128,6 +133,7 @@ class Summary:
             "comparable": self.comparable,
             "cancelled": self.cancelled,
             "block_len": self.block_len,
+            "chunk_shape": None if self.chunk_shape is None else list(self.chunk_shape),
             "blocks_total": self.blocks_total,
             "blocks_compared": self.blocks_compared,
             "mismatching_block_count": len(self.mismatching_blocks),

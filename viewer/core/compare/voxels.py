@@ -1,11 +1,12 @@
-"""Comparison by voxels through box reads, for datasets whose block or file geometry differ.
+"""Comparison by voxels through box reads, for volumes whose chunks do not line up.
 
-Blocks and files do not line up, so stored bytes say nothing; both datasets are read through
-``Dataset.read`` one slab at a time (one of A's block layers across one of A's files) and the
-differences are binned into A's blocks, which name the results.  Slower than the block path,
-but any two datasets of the same voxel type and channels can be compared.  A box that a damaged
-block makes unreadable is read again block by block, so the damage is reported for the blocks
-it hits.  Worker threads run ``compare_slab``.
+When the chunk shapes differ (a WKW mag of 32^3 blocks against a zarr conversion of 64^3
+chunks, say), stored bytes and single chunks say nothing; both volumes are read through
+``Volume.read`` one slab at a time (one layer of A's chunks across one of A's storage units)
+and the differences are binned into A's chunks, which name the results.  Slower than the chunk
+path, but any two volumes of the same voxel type and channels can be compared.  A box that a
+damaged chunk makes unreadable is read again chunk by chunk, so the damage is reported for the
+chunks it hits.  Worker threads run ``compare_slab``.
 """
 
 from __future__ import annotations
@@ -19,16 +20,16 @@ import numpy.typing as npt
 from viewer.core.compare.blocks import ChunkOutcome
 from viewer.core.compare.diff import abs_difference
 from viewer.core.compare.model import BlockResult, Box, Vec3
-from viewer.format import FormatError, wkw
-from viewer.format.wkw import morton
+from viewer.format import FormatError, Volume
 
 
 @dataclass(frozen=True)
 class Slab:
-    """One layer of A's blocks across one of A's files: ``lo``..``hi`` in block coordinates
-    inside the file at ``position`` (z range one block)."""
+    """A box of A's chunks inside A's storage unit ``unit`` (named ``name`` in reports):
+    ``lo``..``hi`` in unit-local chunk coordinates."""
 
-    position: Vec3
+    name: str
+    unit: Vec3
     lo: Vec3
     hi: Vec3
 
@@ -36,34 +37,34 @@ class Slab:
         return (self.hi[0] - self.lo[0]) * (self.hi[1] - self.lo[1]) * (self.hi[2] - self.lo[2])
 
 
-def _read(ds: wkw.Dataset, offset: Vec3, shape: Vec3, label: str) -> npt.NDArray[Any] | str:
+def _read(volume: Volume, offset: Vec3, shape: Vec3, label: str) -> npt.NDArray[Any] | str:
     """The box, or what stops it being read (``"A: <error>"``)."""
     try:
-        return ds.read(offset, shape)
+        return volume.read(offset, shape)
     except FormatError as exc:
         return f"{label}: {exc}"
 
 
-def compare_slab(a: wkw.Dataset, b: wkw.Dataset, slab: Slab, box: Box | None,
+def _index(a: Volume, local: Vec3) -> int:
+    return int(a.chunk_index(np.asarray([local], dtype=np.int64))[0])
+
+
+def compare_slab(a: Volume, b: Volume, slab: Slab, box: Box | None,
                  tolerance: float) -> ChunkOutcome:
-    """Compare the voxels of one slab, binned into A's blocks.  Any thread."""
-    h = a.header
-    bl = h.block_len
-    side = h.file_len_vx
-    file_origin = np.asarray(slab.position, dtype=np.int64) * side
-    lo = file_origin + np.asarray(slab.lo, dtype=np.int64) * bl
-    shape = (np.asarray(slab.hi, dtype=np.int64) - np.asarray(slab.lo, dtype=np.int64)) * bl
+    """Compare the voxels of one slab, binned into A's chunks.  Any thread."""
+    c = np.asarray(a.chunk_shape, dtype=np.int64)
+    unit_origin = np.asarray(slab.unit, dtype=np.int64) * c * np.asarray(a.unit_shape)
+    lo = unit_origin + np.asarray(slab.lo, dtype=np.int64) * c
+    shape = (np.asarray(slab.hi, dtype=np.int64) - np.asarray(slab.lo, dtype=np.int64)) * c
     offset3: Vec3 = (int(lo[0]), int(lo[1]), int(lo[2]))
     shape3: Vec3 = (int(shape[0]), int(shape[1]), int(shape[2]))
     va = _read(a, offset3, shape3, "A")
     vb = _read(b, offset3, shape3, "B")
-    name = f"z{slab.position[2]}/y{slab.position[1]}/x{slab.position[0]}.wkw"
     if isinstance(va, str) or isinstance(vb, str):
         if slab.blocks() == 1:
             problems = "; ".join(e for e in (va, vb) if isinstance(e, str))
-            index = int(morton.encode(*slab.lo))
-            return ChunkOutcome([BlockResult(name, index, offset3, None, None, problems)], 1,
-                                True, 0)
+            return ChunkOutcome([BlockResult(slab.name, _index(a, slab.lo), offset3, None, None,
+                                             problems)], 1, True, 0)
         return _block_by_block(a, b, slab, box, tolerance)
     d = abs_difference(np.moveaxis(va, 0, -1), np.moveaxis(vb, 0, -1))  # (X, Y, Z, C)
     if box is not None:  # voxels outside the box do not count
@@ -76,9 +77,10 @@ def compare_slab(a: wkw.Dataset, b: wkw.Dataset, slab: Slab, box: Box | None,
     tol: int | float = (int(tolerance) if d.dtype.kind == "u" and float(tolerance).is_integer()
                         else tolerance)
     different = (d > tol).any(axis=-1)
-    nx, ny, nz = (int(s) // bl for s in shape3)
-    counts = different.reshape(nx, bl, ny, bl, nz, bl).sum(axis=(1, 3, 5))
-    peaks = peak.reshape(nx, bl, ny, bl, nz, bl).max(axis=(1, 3, 5))
+    cx, cy, cz = (int(v) for v in c)
+    nx, ny, nz = shape3[0] // cx, shape3[1] // cy, shape3[2] // cz
+    counts = different.reshape(nx, cx, ny, cy, nz, cz).sum(axis=(1, 3, 5))
+    peaks = peak.reshape(nx, cx, ny, cy, nz, cz).max(axis=(1, 3, 5))
     results: list[BlockResult] = []
     top: int | float = 0
     any_difference = False
@@ -89,15 +91,15 @@ def compare_slab(a: wkw.Dataset, b: wkw.Dataset, slab: Slab, box: Box | None,
         top = max(top, peak_value)
         count = int(counts[bx, by, bz])
         if count:
-            coord = (slab.lo[0] + bx, slab.lo[1] + by, slab.lo[2] + bz)
-            position = (offset3[0] + bx * bl, offset3[1] + by * bl, offset3[2] + bz * bl)
-            results.append(BlockResult(name, int(morton.encode(*coord)), position, count,
+            local = (slab.lo[0] + bx, slab.lo[1] + by, slab.lo[2] + bz)
+            position = (offset3[0] + bx * cx, offset3[1] + by * cy, offset3[2] + bz * cz)
+            results.append(BlockResult(slab.name, _index(a, local), position, count,
                                        peak_value))
     results.sort(key=lambda r: r.morton_index)
     return ChunkOutcome(results, slab.blocks(), any_difference, top)
 
 
-def _block_by_block(a: wkw.Dataset, b: wkw.Dataset, slab: Slab, box: Box | None,
+def _block_by_block(a: Volume, b: Volume, slab: Slab, box: Box | None,
                     tolerance: float) -> ChunkOutcome:
     results: list[BlockResult] = []
     compared = 0
@@ -106,11 +108,14 @@ def _block_by_block(a: wkw.Dataset, b: wkw.Dataset, slab: Slab, box: Box | None,
     for z in range(slab.lo[2], slab.hi[2]):
         for y in range(slab.lo[1], slab.hi[1]):
             for x in range(slab.lo[0], slab.hi[0]):
-                one = compare_slab(a, b, Slab(slab.position, (x, y, z), (x + 1, y + 1, z + 1)),
-                                   box, tolerance)
+                one = compare_slab(a, b, Slab(slab.name, slab.unit, (x, y, z),
+                                              (x + 1, y + 1, z + 1)), box, tolerance)
                 results.extend(one.results)
                 compared += one.compared
                 any_difference |= one.any_difference
                 top = max(top, one.max_abs_diff)
     results.sort(key=lambda r: r.morton_index)
     return ChunkOutcome(results, compared, any_difference, top)
+
+
+__all__ = ["Slab", "compare_slab"]

@@ -65,6 +65,17 @@ class WkwUnit(StorageUnit):
             out[k] = raw if isinstance(raw, FormatError) else bytes(raw)
         return out
 
+    def read_range(self, offset: int, nbytes: int) -> bytes | memoryview | None:
+        """A slice of the file's mapping (no copy; the mapping stays alive while the view
+        does), or a ``pread`` where the file is not mapped."""
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.file.file_size:
+            return None
+        data = self.file._mapping()
+        if data is not None:
+            return memoryview(data)[offset:offset + nbytes]  # type: ignore[arg-type]
+        raw = os.pread(self.file._fd, nbytes, offset)
+        return raw if len(raw) == nbytes else None
+
     def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
         from viewer.format.wkw import lz4block
 

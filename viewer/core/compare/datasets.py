@@ -1,10 +1,13 @@
-"""Comparing webKnossos datasets: every (layer, mag) pair the two share, plus their structure.
+"""Comparing datasets of layers and mags: every (layer, mag) pair the two share, plus their
+structure.
 
-A webKnossos dataset is many WKW datasets (one per layer and mag).  ``WkCompareJob`` pairs the
-layers of A and B by name and their mags by factor, reports what only one side has (a layer, a
-mag) and what the properties disagree on (voxel size, category, element class, channels,
-bounding box), then runs a ``CompareJob`` per pair.  When only one side is a webKnossos dataset
-(the other a plain WKW dataset or file), the plain side is compared with the chosen mag of the
+A dataset of any format (a webKnossos dataset or layer folder, an N5 or OME-Zarr multiscale
+group, ...) is layers of mags of volumes, as ``viewer.format.open_dataset`` opens it.
+``DatasetCompareJob`` pairs the layers of A and B by name and their mags by factor, reports
+what only one side has (a layer, a mag) and what the metadata disagree on (voxel size,
+category, element class, channels, bounding box), then runs a ``CompareJob`` per pair on the
+two mags' volumes.  When only one side is such a collection (the other a single array: a plain
+WKW dataset or file, one zarr array), the single array is compared with the chosen mag of the
 other (``select_mag``: ``layer``/``mag`` or the first color layer's finest mag).
 
 Positions of mismatching blocks are in the voxel coordinates of the pair's mag (a mag-1 voxel
@@ -33,14 +36,21 @@ from viewer.core.compare.job import (
     ProgressCallback,
 )
 from viewer.core.compare.model import DIFFERENCE, INFO, Box, Finding, Summary, Vec3
-from viewer.format import FormatError, Layer, Mag, mag_name
-from viewer.format.webknossos import (
-    WkDataset,
-    is_webknossos_dataset,
+from viewer.format import (
+    Dataset,
+    FormatError,
+    Layer,
+    Mag,
+    mag_name,
+    open_dataset,
+    select_mag,
 )
-from viewer.format.webknossos import select_mag as wk_select_mag
 
-#: What ``coordinates`` says in the JSON of a webKnossos comparison.
+#: What ``kind`` of dataset ``Dataset.kind`` names when it is one array (not compared per
+#: layer and mag unless the other side is a collection, or a layer or mag is asked for).
+SINGLE_ARRAY_KINDS = ("mag", "file", "array")
+
+#: What ``coordinates`` says in the JSON of a per-(layer, mag) comparison.
 COORDINATES_NOTE = ("mismatching_blocks positions are in the voxel coordinates of their pair's "
                     "mag (mag-1 voxel = position * mag); files are relative to A's dataset "
                     "folder")
@@ -48,7 +58,7 @@ COORDINATES_NOTE = ("mismatching_blocks positions are in the voxel coordinates o
 
 @dataclass
 class PairResult:
-    """The comparison of one (layer, mag) pair: ``a``/``b`` are the two mags' WKW folders."""
+    """The comparison of one (layer, mag) pair: ``a``/``b`` are the two mags' paths."""
 
     layer: str
     mag: Vec3
@@ -70,6 +80,7 @@ class PairResult:
             "equal": s.equal,
             "comparable": s.comparable,
             "block_len": s.block_len,
+            "chunk_shape": None if s.chunk_shape is None else list(s.chunk_shape),
             "blocks_total": s.blocks_total,
             "blocks_compared": s.blocks_compared,
             "voxels_different": s.voxels_different,
@@ -80,32 +91,55 @@ class PairResult:
 
 
 @dataclass
-class WkSummary(Summary):
+class DatasetSummary(Summary):
     """The whole comparison (the same keys as a plain one, summed over the pairs; every pair's
-    findings appear in ``structure`` prefixed with ``layer/mag``) and ``pairs``."""
+    findings appear in ``structure`` prefixed with ``layer/mag``) and ``pairs``.  ``kind`` is
+    the format of the dataset compared per layer and mag (``"webknossos"``, ...)."""
 
     pairs: list[PairResult] = field(default_factory=list)
+    kind: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
-        out["kind"] = "webknossos"
+        out["kind"] = self.kind
         out["coordinates"] = COORDINATES_NOTE
         out["pairs"] = [p.to_json() for p in self.pairs]
         return out
 
 
-def is_webknossos_input(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` needs the per-layer-and-mag comparison (a dataset or layer folder)."""
-    return os.path.exists(path) and is_webknossos_dataset(path)
+def is_collection(dataset: Dataset) -> bool:
+    """Whether a dataset is compared layer by layer and mag by mag: more than one array (a
+    webKnossos dataset or layer folder, a multiscale group), as opposed to one array (a
+    plain WKW dataset, one zarr array)."""
+    if len(dataset.layers) != 1 or len(dataset.layers[0].mags) != 1:
+        return True
+    return dataset.kind not in SINGLE_ARRAY_KINDS
 
 
-class WkCompareJob(BackgroundRun[WkSummary]):
-    """Compare two inputs of which at least one is a webKnossos dataset or layer folder,
-    restricted to ``layer`` (a name) and ``mag`` (any ``parse_mag`` spelling) when given."""
+def open_input(path: str | os.PathLike[str], label: str) -> Dataset:
+    """One side's dataset through the registry.  ``FileNotFoundError`` for a local path that
+    does not exist; the registry's ``FormatError`` for anything it cannot open; a
+    ``FormatError`` too for a dataset none of whose layers opened (its problems say why)."""
+    p = os.fspath(path)
+    if "://" not in p and not os.path.exists(p):
+        raise FileNotFoundError(f"{label}: {p}: no such file or directory")
+    dataset = open_dataset(p)
+    if not dataset.layers:
+        why = "; ".join(str(e) for e in dataset.problems) or "it holds no layer"
+        dataset.close()
+        raise FormatError(f"nothing in it can be compared: {why}", p)
+    return dataset
 
-    thread_name = "wkw-compare-wk"
 
-    def __init__(self, a: str | os.PathLike[str], b: str | os.PathLike[str],
+class DatasetCompareJob(BackgroundRun[DatasetSummary]):
+    """Compare two datasets (paths, or ``Dataset``s already open) per (layer, mag) pair,
+    restricted to ``layer`` (a name) and ``mag`` (any ``parse_mag`` spelling) when given.
+    At least one of them is normally a collection (``is_collection``)."""
+
+    thread_name = "wkw-compare-datasets"
+
+    def __init__(self, a: str | os.PathLike[str] | Dataset,
+                 b: str | os.PathLike[str] | Dataset,
                  layer: str | None = None, mag: Vec3 | None = None, box: Box | None = None,
                  tolerance: float = 0.0, workers: int = 2,
                  on_progress: ProgressCallback | None = None,
@@ -114,7 +148,9 @@ class WkCompareJob(BackgroundRun[WkSummary]):
                  on_finished: FinishedCallback | None = None) -> None:
         if tolerance < 0:
             raise ValueError(f"tolerance must be non-negative, not {tolerance}")
-        self.a, self.b = os.fspath(a), os.fspath(b)
+        self._a_in, self._b_in = a, b
+        self.a = a.path if isinstance(a, Dataset) else os.fspath(a)
+        self.b = b.path if isinstance(b, Dataset) else os.fspath(b)
         self.layer = layer
         self.mag = mag
         self.box = box
@@ -128,10 +164,10 @@ class WkCompareJob(BackgroundRun[WkSummary]):
         self._current: CompareJob | None = None
         self._lock = threading.Lock()
         super().__init__()
-        self.summary = WkSummary(self.a, self.b, box, self.tolerance)
+        self.summary = DatasetSummary(self.a, self.b, box, self.tolerance)
 
     def cancel(self) -> None:
-        """Stop after the chunks already running (of the pair being compared)."""
+        """Stop after the tasks already running (of the pair being compared)."""
         self._cancel.set()
         with self._lock:
             job = self._current
@@ -143,32 +179,24 @@ class WkCompareJob(BackgroundRun[WkSummary]):
         return self._cancel.is_set()
 
     # -- the work -----------------------------------------------------------------------------
-    def run(self) -> WkSummary:
+    def run(self) -> DatasetSummary:
         """Compare every selected pair and return the summary.  Raises ``FormatError`` or
         ``OSError`` when either input cannot be opened, ``KeyError`` when the ``layer`` or
         ``mag`` asked for exists on neither side."""
         started = time.perf_counter()
-        for label, path in (("A", self.a), ("B", self.b)):
-            if not os.path.exists(path):
-                raise FileNotFoundError(f"{label}: {path}: no such file or directory")
-        wa = WkDataset(self.a) if is_webknossos_input(self.a) else None
+        own: list[Dataset] = []
         try:
-            wb = WkDataset(self.b) if is_webknossos_input(self.b) else None
-        except BaseException:
-            if wa is not None:
-                wa.close()
-            raise
-        try:
-            pairs = self._pairs(wa, wb)
+            da = self._open(self._a_in, "A", own)
+            db = self._open(self._b_in, "B", own)
+            pairs = self._pairs(da, db)
             done_before = [0, 0]
-            for layer, mag, side_a, side_b, root_a in pairs:
+            for layer, mag, side_a, side_b in pairs:
                 if self.cancelled:
                     break
-                self._compare_pair(layer, mag, side_a, side_b, root_a, done_before)
+                self._compare_pair(layer, mag, side_a, side_b, da.path, done_before)
         finally:
-            for ds in (wa, wb):
-                if ds is not None:
-                    ds.close()
+            for ds in own:
+                ds.close()
         s = self.summary
         s.comparable = all(p.summary.comparable for p in s.pairs)
         s.cancelled = self.cancelled
@@ -177,36 +205,49 @@ class WkCompareJob(BackgroundRun[WkSummary]):
             self.on_finished(s)
         return s
 
+    @staticmethod
+    def _open(side: str | os.PathLike[str] | Dataset, label: str, own: list[Dataset]
+              ) -> Dataset:
+        if isinstance(side, Dataset):
+            return side
+        dataset = open_input(side, label)
+        own.append(dataset)
+        return dataset
+
     def _add_finding(self, finding: Finding) -> None:
         self.summary.structure.append(finding)
         if self.on_finding is not None:
             self.on_finding(finding)
 
-    def _pairs(self, wa: WkDataset | None, wb: WkDataset | None
-               ) -> list[tuple[str, Vec3, Mag | str, Mag | str, str]]:
-        """(layer, mag, A side, B side, A's dataset root) per pair to compare, after
-        reporting the structural findings.  A side is a ``Mag`` or a plain WKW path."""
-        if wa is None or wb is None:  # one plain side: against the other's chosen mag
-            wk = wa if wa is not None else wb
-            assert wk is not None
-            self._report_problems(wk, "A" if wa is not None else "B")
-            chosen = wk_select_mag(wk, self.layer, self.mag)
-            if wa is not None:
-                return [(chosen.layer, chosen.mag, chosen, self.b, wa.path)]
-            return [(chosen.layer, chosen.mag, self.a, chosen, self.a)]
-        self._report_problems(wa, "A")
-        self._report_problems(wb, "B")
-        if wa.voxel_size_declared and wb.voxel_size_declared and \
-                wa.scale.nanometers != wb.scale.nanometers:
+    def _pairs(self, da: Dataset, db: Dataset) -> list[tuple[str, Vec3, Mag, Mag]]:
+        """(layer, mag, A's mag, B's mag) per pair to compare, after reporting the
+        structural findings."""
+        many_a, many_b = is_collection(da), is_collection(db)
+        self.summary.kind = (da if many_a or not many_b else db).format
+        if not (many_a and many_b):  # one single array: against the other's chosen mag
+            if many_a or many_b:
+                many, label = (da, "A") if many_a else (db, "B")
+                self._report_problems(many, label)
+                chosen = select_mag(many, self.layer, self.mag)
+                single = (db if many_a else da).layers[0].mags[0]
+                if many_a:
+                    return [(chosen.layer, chosen.mag, chosen, single)]
+                return [(chosen.layer, chosen.mag, single, chosen)]
+            ma, mb = (select_mag(d, self.layer, self.mag) for d in (da, db))
+            return [(ma.layer, ma.mag, ma, mb)]
+        self._report_problems(da, "A")
+        self._report_problems(db, "B")
+        if da.voxel_size_declared and db.voxel_size_declared and \
+                da.scale.nanometers != db.scale.nanometers:
             self._add_finding(Finding(
-                "voxel_size", DIFFERENCE, f"voxel size differs: A {_fmt_vs(wa)}, B {_fmt_vs(wb)}",
-                {"a": list(wa.scale.nanometers), "b": list(wb.scale.nanometers)}))
-        layers_a = {la.name: la for la in wa.layers}
-        layers_b = {lb.name: lb for lb in wb.layers}
+                "voxel_size", DIFFERENCE, f"voxel size differs: A {_fmt_vs(da)}, B {_fmt_vs(db)}",
+                {"a": list(da.scale.nanometers), "b": list(db.scale.nanometers)}))
+        layers_a = {la.name: la for la in da.layers}
+        layers_b = {lb.name: lb for lb in db.layers}
         if (len(layers_a) == 1 and len(layers_b) == 1 and set(layers_a) != set(layers_b)
-                and "dataset" not in (wa.kind, wb.kind)):
+                and "dataset" not in (da.kind, db.kind)):
             # two single layer (or mag) folders: their names are just folder names
-            layers_b = {wa.layers[0].name: wb.layers[0]}
+            layers_b = {da.layers[0].name: db.layers[0]}
         if self.layer is not None:
             if self.layer not in layers_a and self.layer not in layers_b:
                 names = sorted(set(layers_a) | set(layers_b))
@@ -219,7 +260,7 @@ class WkCompareJob(BackgroundRun[WkSummary]):
             if self.mag not in mags:
                 raise KeyError(f"no mag {mag_name(self.mag, False)} in the layers compared "
                                f"(mags: {', '.join(mag_name(m, False) for m in sorted(mags))})")
-        out: list[tuple[str, Vec3, Mag | str, Mag | str, str]] = []
+        out: list[tuple[str, Vec3, Mag, Mag]] = []
         for name in [*layers_a, *(n for n in layers_b if n not in layers_a)]:
             la, lb = layers_a.get(name), layers_b.get(name)
             if la is None or lb is None:
@@ -233,17 +274,16 @@ class WkCompareJob(BackgroundRun[WkSummary]):
             for ma in la.mags:
                 if self.mag is not None and ma.mag != self.mag:
                     continue
-                mb = mags_b.pop(ma.mag, None)
-                if mb is None:
+                if ma.mag not in mags_b:
                     self._mag_missing(name, ma.mag, "B")
                 else:
-                    out.append((name, ma.mag, ma, mb, wa.path))
+                    out.append((name, ma.mag, ma, mags_b.pop(ma.mag)))
             for mb in mags_b.values():
                 if self.mag is None or mb.mag == self.mag:
                     self._mag_missing(name, mb.mag, "A")
         return out
 
-    def _report_problems(self, ds: WkDataset, side: str) -> None:
+    def _report_problems(self, ds: Dataset, side: str) -> None:
         for problem in ds.problems:
             self._add_finding(Finding(
                 "problem", INFO, f"{side}: {problem}",
@@ -255,7 +295,7 @@ class WkCompareJob(BackgroundRun[WkSummary]):
             {"layer": layer, "mag": list(mag), "missing_in": absent}))
 
     def _compare_layers(self, la: Layer, lb: Layer) -> None:
-        """Findings for what the two layers' properties disagree on."""
+        """Findings for what the two layers' metadata disagree on."""
         checks: list[tuple[str, Any, Any]] = [
             ("category", la.category, lb.category),
             ("element_class", la.element_class, lb.element_class),
@@ -266,7 +306,10 @@ class WkCompareJob(BackgroundRun[WkSummary]):
                 self._add_finding(Finding(
                     kind, DIFFERENCE, f"{la.name}: {kind.replace('_', ' ')} differs: A {va}, B {vb}",
                     {"layer": la.name, "a": va, "b": vb}))
-        ba, bb = la.bounding_box, lb.bounding_box
+        try:
+            ba, bb = la.bounding_box, lb.bounding_box
+        except FormatError:
+            return  # an undeclared box found from data that cannot be read: the pair says so
         if ba != bb:
             self._add_finding(Finding(
                 "bounding_box", DIFFERENCE,
@@ -274,25 +317,23 @@ class WkCompareJob(BackgroundRun[WkSummary]):
                 f", B {_fmt_bbox(bb.top_left, bb.size)}",
                 {"layer": la.name, "a": ba.to_json(), "b": bb.to_json()}))
 
-    def _compare_pair(self, layer: str, mag: Vec3, side_a: Mag | str, side_b: Mag | str,
+    def _compare_pair(self, layer: str, mag: Vec3, side_a: Mag, side_b: Mag,
                       root_a: str, done_before: list[int]) -> None:
         label = f"{layer}/{mag_name(mag, False)}"
-        path_a = side_a.path if isinstance(side_a, Mag) else side_a
-        path_b = side_b.path if isinstance(side_b, Mag) else side_b
+        path_a, path_b = side_a.path, side_b.path
         box = None if self.box is None else _box_at_mag(self.box, mag)
         pair_summary = Summary(path_a, path_b, box, self.tolerance)
         pair = PairResult(layer, mag, path_a, path_b, pair_summary)
         try:
-            ds_a = side_a.dataset if isinstance(side_a, Mag) else side_a  # type: ignore[attr-defined]
-            ds_b = side_b.dataset if isinstance(side_b, Mag) else side_b  # type: ignore[attr-defined]
             base_done, base_total = done_before
 
             def progress(done: int, total: int) -> None:
                 if self.on_progress is not None:
                     self.on_progress(base_done + done, base_total + total)
 
-            job = CompareJob(ds_a, ds_b, box=box, tolerance=self.tolerance,
+            job = CompareJob(side_a.volume, side_b.volume, box=box, tolerance=self.tolerance,
                              workers=self.workers, on_progress=progress)
+            job.summary.a, job.summary.b = path_a, path_b
             with self._lock:
                 self._current = job
             if self.cancelled:
@@ -316,6 +357,7 @@ class WkCompareJob(BackgroundRun[WkSummary]):
         s.pairs.append(pair)
         if not s.block_len:
             s.block_len = pair_summary.block_len
+            s.chunk_shape = pair_summary.chunk_shape
         s.blocks_total += pair_summary.blocks_total
         s.blocks_compared += pair_summary.blocks_compared
         s.voxels_different += pair_summary.voxels_different
@@ -329,12 +371,18 @@ class WkCompareJob(BackgroundRun[WkSummary]):
                                       {**f.details, "layer": layer, "mag": list(mag)}))
 
 
-def compare_webknossos(a: str | os.PathLike[str], b: str | os.PathLike[str],
-                       layer: str | None = None, mag: Vec3 | None = None,
-                       box: Box | None = None, tolerance: float = 0.0, workers: int = 2,
-                       **callbacks: Any) -> WkSummary:
-    """Compare two inputs (at least one a webKnossos dataset) on the calling thread."""
-    return WkCompareJob(a, b, layer, mag, box, tolerance, workers, **callbacks).run()
+def compare_datasets(a: str | os.PathLike[str] | Dataset, b: str | os.PathLike[str] | Dataset,
+                     layer: str | None = None, mag: Vec3 | None = None,
+                     box: Box | None = None, tolerance: float = 0.0, workers: int = 2,
+                     **callbacks: Any) -> DatasetSummary:
+    """Compare two datasets per (layer, mag) pair on the calling thread."""
+    return DatasetCompareJob(a, b, layer, mag, box, tolerance, workers, **callbacks).run()
+
+
+#: The names this module had when it compared webKnossos datasets only.
+WkCompareJob = DatasetCompareJob
+WkSummary = DatasetSummary
+compare_webknossos = compare_datasets
 
 
 def _box_at_mag(box: Box, mag: Vec3) -> Box:
@@ -347,7 +395,7 @@ def _box_at_mag(box: Box, mag: Vec3) -> Box:
 
 def _relative_prefix(path: str, root: str) -> str:
     """``color/2-2-1/`` for a mag folder under ``root`` ("" for the root itself or a file)."""
-    if os.path.isfile(path):
+    if "://" in path or os.path.isfile(path):
         return ""
     rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
     if rel == "." or rel.startswith(".."):
@@ -355,7 +403,7 @@ def _relative_prefix(path: str, root: str) -> str:
     return rel.replace(os.sep, "/") + "/"
 
 
-def _fmt_vs(ds: WkDataset) -> str:
+def _fmt_vs(ds: Dataset) -> str:
     return ", ".join(f"{v:g}" for v in ds.scale.nanometers) + " nm"
 
 
@@ -363,5 +411,6 @@ def _fmt_bbox(top_left: Vec3, size: Vec3) -> str:
     return f"offset ({', '.join(map(str, top_left))}) size {'x'.join(map(str, size))}"
 
 
-__all__ = ["WkCompareJob", "WkSummary", "PairResult", "compare_webknossos",
-           "is_webknossos_input", "COORDINATES_NOTE"]
+__all__ = ["DatasetCompareJob", "DatasetSummary", "PairResult", "compare_datasets",
+           "is_collection", "open_input", "WkCompareJob", "WkSummary", "compare_webknossos",
+           "COORDINATES_NOTE", "SINGLE_ARRAY_KINDS"]
