@@ -1,8 +1,10 @@
 """The compare side of the window: dataset B, the compare modes, the background comparison.
 
-``QtCompareController`` holds dataset B next to the window's dataset A.  B is read through a
-background ``Loader`` of its own (same ``PlaneRequest``s as A's views, so it shows the same
-cursor, zoom and region: both follow the one ``ViewerState``).  The modes:
+``QtCompareController`` holds dataset B next to the window's dataset A.  B is any dataset the
+format registry opens (``open_b_dataset``: the one place B is opened; its mag is the volume
+compared with the window's) and is read through a background ``Loader`` of its own (same
+``PlaneRequest``s as A's views, so it shows the same cursor, zoom and region: both follow the
+one ``ViewerState``).  The modes:
 
 - ``A_ONLY``: the window as usual (the mismatch overlay stays);
 - ``SIDE``: every quadrant split in two, A's view on the left, B's (a ``QtSliceView`` on the
@@ -33,11 +35,12 @@ from PySide6.QtWidgets import QApplication, QLabel, QSizePolicy, QSplitter
 
 from viewer.core import extent
 from viewer.core import state as st
+from viewer.core.compare import VolumeSpec, is_collection
 from viewer.core.compare.model import Box
 from viewer.core.loader import Loader
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
-from viewer.format import FormatError, wkw
+from viewer.format import Dataset, FormatError, Mag, Volume, open_dataset, select_mag
 from viewer.ui.compare import images
 from viewer.ui.compare.overlay import A_COLOR, B_COLOR, QtCompareOverlay
 from viewer.ui.compare.run import (
@@ -74,6 +77,32 @@ def _fmt(v: Any) -> str:
 #: How long the common-extent box may wait on the GUI thread for B's file listing.
 EXTENT_WAIT_S = 0.15
 
+
+def open_b_dataset(path: str, layer: str | None = None,
+                   mag: tuple[int, int, int] | None = None) -> tuple[Dataset, Mag, VolumeSpec]:
+    """B, opened through the format registry (any format): the dataset, the mag compared with
+    the window's (of a dataset of several layers or mags: the layer named ``layer`` when B
+    has it, else B's default layer, at ``mag``; of a single array: that array), and the
+    ``VolumeSpec`` the comparison job opens it by.  Raises the ``FormatError`` (or
+    ``OSError``, ``KeyError`` for a missing mag) that stops it.
+
+    The one place the window opens B: the window's layered source will open B here too."""
+    opened = open_dataset(path)
+    try:
+        if not opened.layers:
+            raise FormatError("no layer of this dataset can be read: "
+                              + ("; ".join(str(p) for p in opened.problems) or "none"), path)
+        if not is_collection(opened):
+            return opened, opened.layers[0].finest, VolumeSpec(path)
+        names = [la.name for la in opened.layers]
+        chosen = select_mag(opened, layer if layer in names else None, mag)
+        chosen.volume  # noqa: B018 - opened now: a B that cannot be read is said at once
+        return opened, chosen, VolumeSpec(path, chosen.layer, chosen.mag)
+    except BaseException:
+        opened.close()
+        raise
+
+
 class QtCompareController(ComparisonRunMixin, QObject):
     """Dataset B and everything the window does with it.  See the module docstring."""
 
@@ -105,9 +134,12 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.tolerance = 0.0
         self.show_blocks = True
         self.path_b: str | None = None
-        #: The WKW dataset of B the comparison reads (a webKnossos B: one layer's mag folder).
+        #: Where B's compared mag lives (a dataset of layers: one layer's mag folder).
         self.data_path_b: str | None = None
-        self.dataset_b: wkw.Dataset | None = None
+        #: B's compared volume, the dataset it belongs to, and how the job opens it.
+        self.dataset_b: Volume | None = None
+        self._opened_b: Dataset | None = None
+        self._spec_b: VolumeSpec | None = None
         #: Lists B's files in the background for its extent (the common-extent box).
         self._extent_b: extent.ExtentScan | None = None
         self.source_b: Loader | None = None
@@ -165,9 +197,12 @@ class QtCompareController(ComparisonRunMixin, QObject):
         if self.window.dataset is None:
             self.window.show_error("Nothing to compare with", "open dataset A first")
             return False
+        first = self.state.layers[0].name if self.state.layers else None
         try:
-            dataset = self._open_b_dataset(path)
-        except (FormatError, OSError, KeyError) as exc:
+            opened, mag, spec = open_b_dataset(path, first,
+                                               getattr(self.window, "dataset_mag", None))
+            dataset = mag.volume
+        except (FormatError, OSError, KeyError, ValueError) as exc:
             self.window.show_error(f"Cannot open {path} for comparison", _describe(exc))
             return False
         self.close_b()
@@ -175,11 +210,14 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.window.force_finest = True
         self.window.refresh_planes(force=True)
         self.dataset_b = dataset
+        self._opened_b = opened
+        self._spec_b = spec
+        self.data_path_b = mag.path
         self.path_b = path
         self._extent_b = extent.ExtentScan(dataset, lambda _bounds, _done: None).start()
         # B's cache gets the budget of A's (a Loader) when there is one.
         budget = getattr(getattr(self.window.source, "cache", None), "budget_bytes", None)
-        self.source_b = Loader(dataset, workers=2, budget_bytes=budget)
+        self.source_b = Loader(dataset, workers=2, budget_bytes=budget, close_dataset=False)
         bridge = QtLoadingBridge(self.source_b, self)
         bridge.data_arrived.connect(self._on_b_arrived)
         self._loading_bridge = bridge
@@ -191,34 +229,30 @@ class QtCompareController(ComparisonRunMixin, QObject):
             self.start_comparison()
         return True
 
-    def _open_b_dataset(self, path: str) -> wkw.Dataset:
-        """B as one WKW dataset: a plain one as it is; of a webKnossos dataset the layer named
-        as A's first layer (else its first color layer) at the mag of A's dataset."""
-        from viewer.format.webknossos import dataset as wk
+    @property
+    def spec_a(self) -> VolumeSpec | None:
+        """How the comparison opens A: the window's dataset, and of a dataset of several
+        layers or mags the layer and mag the window's coordinates are in (its first layer's
+        finest mag)."""
+        path = self.window.dataset_path
+        if path is None:
+            return None
+        opened = getattr(self.window, "opened", None)
+        if opened is None or not is_collection(opened) or not self.state.layers:
+            return VolumeSpec(path)
+        return VolumeSpec(path, self.state.layers[0].name,
+                          getattr(self.window, "dataset_mag", None))
 
-        self.data_path_b = path
-        if not wk.is_webknossos_dataset(path):
-            return wkw.Dataset.open(path)
-        opened = wk.open_dataset(path)
-        names = [la.name for la in opened.layers]
-        first = self.state.layers[0].name if self.state.layers else None
-        try:
-            mag = wk.select_mag(opened, first if first in names else None,
-                                getattr(self.window, "dataset_mag", None))
-            dataset = mag.dataset  # B's loader closes it; the other mags were never opened
-            self.data_path_b = mag.path
-            return dataset
-        except BaseException:
-            opened.close()
-            raise
+    @property
+    def spec_b(self) -> VolumeSpec | None:
+        """How the comparison opens B (see ``open_b_dataset``)."""
+        return self._spec_b
 
     @property
     def data_path_a(self) -> str | None:
-        """The WKW dataset of A the comparison reads (of a webKnossos dataset: the folder of
-        the window's dataset, its first layer's finest mag)."""
-        if getattr(self.window, "webknossos", None) is not None and self.window.dataset:
-            return str(self.window.dataset.root)
-        return self.window.dataset_path
+        """Where A's compared mag lives (the volume the window's coordinates are in)."""
+        dataset = self.window.dataset
+        return None if dataset is None else str(dataset.path)
 
     def close_b(self) -> None:
         """Close B: cancel the comparison, stop B's loader, back to A only."""
@@ -234,6 +268,11 @@ class QtCompareController(ComparisonRunMixin, QObject):
             self._extent_b = None
         if self.source_b is not None:
             self.source_b.close()
+        if self._opened_b is not None:
+            self._opened_b.close()
+        self._opened_b = None
+        self._spec_b = None
+        self.data_path_b = None
         was = self.source_b is not None
         self.source_b = None
         if was and getattr(self.window, "force_finest", False):
@@ -350,7 +389,7 @@ class QtCompareController(ComparisonRunMixin, QObject):
     # == B's planes =============================================================================
     def _palette(self, which: str) -> Palette:
         dataset = self.window.dataset if which == "A" else self.dataset_b
-        dtype = dataset.header.dtype if dataset is not None else np.dtype(np.uint8)
+        dtype = dataset.dtype if dataset is not None else np.dtype(np.uint8)
         palette = self._palettes.get(which)
         if palette is None or palette.contrast != self.state.contrast or palette.dtype != dtype:
             palette = Palette(self.state.contrast, dtype)
@@ -473,7 +512,7 @@ class QtCompareController(ComparisonRunMixin, QObject):
                 if found is not None:
                     top = max(top, found[1])
         dataset = self.window.dataset
-        integer = dataset is not None and dataset.header.dtype.kind in "iu"
+        integer = dataset is not None and dataset.dtype.kind in "iu"
         return max(top, 1.0) if integer else (top if top > 0 else 1.0)
 
     def mode_image(self, axis: int) -> tuple[QImage, tuple[int, int]] | None:

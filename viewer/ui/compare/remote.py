@@ -4,7 +4,9 @@ A comparison that finds many differing blocks runs thousands of small numpy oper
 second; on threads of the window's own process they would hold its GIL, and every Python
 callback of the GUI thread (a paint, a slot) would wait for it: a window that stutters for
 seconds.  ``CompareProcess`` runs the same job in ``python -m viewer.ui.compare.remote A B
-[--box X,Y,Z,W,H,D] [--tolerance T]``, which streams length-prefixed pickled messages (progress,
+[--layer-a NAME] [--mag-a M] [--layer-b NAME] [--mag-b M] [--box X,Y,Z,W,H,D] [--tolerance
+T]`` (the child opens the sides by path, layer and mag through the format registry: any
+format), which streams length-prefixed pickled messages (progress,
 batches of mismatching blocks, findings, then the summary or the error) through its stdout;
 a thread of the caller reads them and calls the same callbacks a ``CompareJob`` would.
 Cancel writes to the child's stdin (the child cancels its job and still reports the partial
@@ -26,7 +28,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from viewer.core.compare import BlockResult, CompareJob, Finding, Summary
+from viewer.core.compare import BlockResult, CompareJob, Finding, Summary, VolumeSpec
 from viewer.core.compare.model import Box
 
 HEADER = struct.Struct("<Q")
@@ -34,9 +36,10 @@ HEADER = struct.Struct("<Q")
 
 class CompareProcess:
     """Same constructor arguments, ``run``, ``cancel`` and callbacks as ``CompareJob``
-    (dataset paths only)."""
+    (the sides by path or ``VolumeSpec``, not open volumes)."""
 
-    def __init__(self, a: str, b: str, box: Box | None = None, tolerance: float = 0.0,
+    def __init__(self, a: str | VolumeSpec, b: str | VolumeSpec, box: Box | None = None,
+                 tolerance: float = 0.0,
                  on_progress: Callable[[int, int], None] | None = None,
                  on_block: Callable[[BlockResult], None] | None = None,
                  on_finding: Callable[[Finding], None] | None = None) -> None:
@@ -44,7 +47,9 @@ class CompareProcess:
             raise ValueError(f"tolerance must be non-negative, not {tolerance}")
         if box is not None and (min(box[1]) <= 0 or min(box[0]) < 0):
             raise ValueError(f"box must have a non-negative offset and a positive size: {box}")
-        self.a, self.b, self.box, self.tolerance = a, b, box, float(tolerance)
+        self.a = a if isinstance(a, VolumeSpec) else VolumeSpec(a)
+        self.b = b if isinstance(b, VolumeSpec) else VolumeSpec(b)
+        self.box, self.tolerance = box, float(tolerance)
         self.on_progress = on_progress
         self.on_block = on_block
         self.on_finding = on_finding
@@ -57,8 +62,13 @@ class CompareProcess:
         self._job: CompareJob | None = None
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "viewer.ui.compare.remote", self.a, self.b,
+        cmd = [sys.executable, "-m", "viewer.ui.compare.remote", self.a.path, self.b.path,
                "--tolerance", repr(self.tolerance)]
+        for label, spec in (("a", self.a), ("b", self.b)):
+            if spec.layer is not None:
+                cmd += [f"--layer-{label}", spec.layer]
+            if spec.mag is not None:
+                cmd += [f"--mag-{label}", "-".join(map(str, spec.mag))]
         if self.box is not None:
             cmd += ["--box", ",".join(str(v) for v in (*self.box[0], *self.box[1]))]
         return cmd
@@ -164,6 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("b")
     parser.add_argument("--box")
     parser.add_argument("--tolerance", type=float, default=0.0)
+    for label in ("a", "b"):
+        parser.add_argument(f"--layer-{label}")
+        parser.add_argument(f"--mag-{label}")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     box: Box | None = None
     if args.box:
@@ -195,7 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         send(("finding", f))
 
     try:
-        job = CompareJob(args.a, args.b, box, args.tolerance, workers=2, on_progress=progress,
+        spec_a = VolumeSpec.of(args.a, args.layer_a, args.mag_a)
+        spec_b = VolumeSpec.of(args.b, args.layer_b, args.mag_b)
+        job = CompareJob(spec_a, spec_b, box, args.tolerance, workers=2, on_progress=progress,
                          on_block=pending.append, on_finding=finding)
     except ValueError as exc:
         send(("error", exc))

@@ -29,12 +29,13 @@ from viewer.core.compare import (
     CompareJob,
     Finding,
     Summary,
+    VolumeSpec,
     abs_difference,
 )
 from viewer.core.compare.model import Box
 from viewer.core.slicing import IN_PLANE, PlaneRequest
 from viewer.core.state import SCREEN_AXES
-from viewer.format import FormatError, wkw
+from viewer.format import FormatError, Volume
 from viewer.ui.compare.bridge import QtCompareBridge, Update
 from viewer.ui.compare.remote import CompareProcess
 
@@ -43,29 +44,34 @@ Vec3 = tuple[int, int, int]
 PROCESS_THRESHOLD_BYTES = 32 << 20
 
 
-def find_voxel(path_a: str, path_b: str, block: BlockResult, block_len: int,
-               tolerance: float) -> Vec3 | None:
-    """The voxel of ``block`` with the largest ``|A - B|`` above ``tolerance`` (the first
-    such in x, y, z order), or None when the block cannot be read.  Runs on a worker."""
+def find_voxel(a: VolumeSpec | Volume, b: VolumeSpec | Volume, block: BlockResult,
+               chunk_shape: Vec3, tolerance: float) -> Vec3 | None:
+    """The voxel of ``block`` (a box of ``chunk_shape`` at its position) with the largest
+    ``|A - B|`` above ``tolerance`` (the first such in x, y, z order), or None when the block
+    cannot be read.  Sides named by ``VolumeSpec`` are opened (through the registry) and
+    closed here.  Runs on a worker."""
+    opened: list[Volume] = []
     try:
-        ds_a = wkw.Dataset.open(path_a)
-        try:
-            ds_b = wkw.Dataset.open(path_b)
-            try:
-                shape = (block_len, block_len, block_len)
-                a = np.moveaxis(ds_a.read(block.position, shape), 0, -1)
-                b = np.moveaxis(ds_b.read(block.position, shape), 0, -1)
-            finally:
-                ds_b.close()
-        finally:
-            ds_a.close()
-    except (FormatError, OSError):
+        volumes = []
+        for side in (a, b):
+            if isinstance(side, Volume):
+                volumes.append(side)
+            else:
+                vol = side.open()
+                opened.append(vol)
+                volumes.append(vol)
+        va = np.moveaxis(volumes[0].read(block.position, chunk_shape), 0, -1)
+        vb = np.moveaxis(volumes[1].read(block.position, chunk_shape), 0, -1)
+    except (FormatError, OSError, KeyError):
         return None
-    if a.shape[-1] != b.shape[-1]:
-        a, b = a[..., :1], b[..., :1]
-    if a.dtype != b.dtype:
-        a, b = a.astype(np.float64), b.astype(np.float64)
-    d = abs_difference(a, b).max(axis=-1)
+    finally:
+        for vol in opened:
+            vol.close()
+    if va.shape[-1] != vb.shape[-1]:
+        va, vb = va[..., :1], vb[..., :1]
+    if va.dtype != vb.dtype:
+        va, vb = va.astype(np.float64), vb.astype(np.float64)
+    d = abs_difference(va, vb).max(axis=-1)
     d = np.where(d > tolerance, d, 0)
     if not np.any(d):
         return None
@@ -113,13 +119,19 @@ class ComparisonRunMixin:
         self.summary: Summary | None = None
         self.error: BaseException | None = None
         self.box: Box | None = None
-        self.block_len = 0
+        #: A's chunk shape: a mismatching block covers ``position + [0, chunk_shape)``.
+        self.chunk_shape: Vec3 = (0, 0, 0)
         self._positions = np.zeros((0, 3), dtype=np.int64)
         self._damaged = np.zeros(0, dtype=bool)
         self.selected: int | None = None
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="wkw-compare-ui")
         self._token = 0
         self._rects: dict[int, tuple[Any, ...]] = {}
+
+    @property
+    def block_len(self) -> int:
+        """The blocks' smallest side in voxels (0 before a comparison)."""
+        return min(self.chunk_shape)
 
     def block_rects(self, axis: int, request: PlaneRequest
                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_],
@@ -128,30 +140,30 @@ class ComparisonRunMixin:
         rectangles ``(h0, v0, h1, v1)``, whether each is damaged, and the selected block's
         rectangle (None when it is not on this plane).  The same blocks as
         ``viewer.core.compare.mismatch_rects``, vectorised for tens of thousands of blocks."""
-        key = (request, len(self.results), self.selected, self.block_len)
+        key = (request, len(self.results), self.selected, self.chunk_shape)
         cached = self._rects.get(axis)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2], cached[3]
-        bl = self.block_len
+        c = self.chunk_shape
         p = self._positions
         empty = (np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=bool), None)
-        if bl <= 0 or len(p) == 0:
+        if min(c) <= 0 or len(p) == 0:
             self._rects[axis] = (key, *empty)
             return empty
         u, v = IN_PLANE[axis]
         h_axis, v_axis = SCREEN_AXES[axis]
         index = request.index
-        cut = ((p[:, axis] <= index) & (index < p[:, axis] + bl)
-               & (p[:, u] + bl > request.lo[0]) & (p[:, u] < request.hi[0])
-               & (p[:, v] + bl > request.lo[1]) & (p[:, v] < request.hi[1]))
+        cut = ((p[:, axis] <= index) & (index < p[:, axis] + c[axis])
+               & (p[:, u] + c[u] > request.lo[0]) & (p[:, u] < request.hi[0])
+               & (p[:, v] + c[v] > request.lo[1]) & (p[:, v] < request.hi[1]))
         hv = p[cut][:, [h_axis, v_axis]]
-        rects = np.concatenate([hv, hv + bl], axis=1)
+        rects = np.concatenate([hv, hv + np.asarray([c[h_axis], c[v_axis]])], axis=1)
         damaged = self._damaged[cut]
         selected = None
         if self.selected is not None and self.selected < len(p) and cut[self.selected]:
             s = p[self.selected]
-            selected = (int(s[h_axis]), int(s[v_axis]), int(s[h_axis]) + bl,
-                        int(s[v_axis]) + bl)
+            selected = (int(s[h_axis]), int(s[v_axis]), int(s[h_axis]) + c[h_axis],
+                        int(s[v_axis]) + c[v_axis])
         self._rects[axis] = (key, rects, damaged, selected)
         return rects, damaged, selected
 
@@ -159,8 +171,8 @@ class ComparisonRunMixin:
     def start_comparison(self, box: Box | None = None) -> bool:
         """Compare A and B block by block in the background (over ``box``, or everything),
         with the current tolerance.  A running comparison is cancelled first."""
-        path_a, path_b = self.data_path_a, self.data_path_b
-        if not self.active or path_a is None or path_b is None:
+        spec_a, spec_b = self.spec_a, self.spec_b
+        if not self.active or spec_a is None or spec_b is None:
             return False
         self._abandon_comparison()
         self._clear_results()
@@ -174,16 +186,18 @@ class ComparisonRunMixin:
         try:
             if self._in_child_process(box):
                 job: CompareJob | CompareProcess = CompareProcess(
-                    path_a, path_b, box, self.tolerance, **callbacks)
+                    spec_a, spec_b, box, self.tolerance, **callbacks)
             else:
-                job = CompareJob(path_a, path_b, box=box,
+                job = CompareJob(spec_a, spec_b, box=box,
                                  tolerance=self.tolerance, workers=2, **callbacks)
         except ValueError as exc:
             self.window.show_error("Cannot start the comparison", str(exc))
             return False
         self.box = box
         dataset = self.window.dataset
-        self.block_len = dataset.header.block_len if dataset is not None else 0
+        if dataset is not None:
+            c = dataset.chunk_shape
+            self.chunk_shape = (int(c[0]), int(c[1]), int(c[2]))
         self.job = job
         self.running = True
         thread = threading.Thread(target=_run_job, args=(job, job_id, bridge),
@@ -206,9 +220,8 @@ class ComparisonRunMixin:
             return False
         lo, hi = self.state.bounds
         shape = [b - a for a, b in zip(lo, hi)] if box is None else list(box[1])
-        h = dataset.header
-        nbytes = int(shape[0]) * int(shape[1]) * int(shape[2]) * int(h.num_channels) \
-            * int(h.dtype.itemsize)
+        nbytes = int(shape[0]) * int(shape[1]) * int(shape[2]) * int(dataset.num_channels) \
+            * int(dataset.dtype.itemsize)
         return nbytes > PROCESS_THRESHOLD_BYTES
 
     def cancel_comparison(self, wait: bool = False) -> None:
@@ -276,7 +289,8 @@ class ComparisonRunMixin:
             self.running = False
             if isinstance(finished, Summary):
                 self.summary = finished
-                self.block_len = finished.block_len or self.block_len
+                if finished.chunk_shape is not None:
+                    self.chunk_shape = finished.chunk_shape
                 self.progress = (finished.blocks_compared, finished.blocks_total)
             else:
                 self.error = finished
@@ -300,10 +314,11 @@ class ComparisonRunMixin:
         block = self.results[index]
         self._token += 1
         token = self._token
-        if self.window.dataset_path is None or self.path_b is None or self._closed:
+        spec_a, spec_b = self.spec_a, self.spec_b
+        if spec_a is None or spec_b is None or self._closed:
             return
-        future = self._executor.submit(find_voxel, self.window.dataset_path, self.path_b,
-                                       block, self.block_len, self.tolerance)
+        future = self._executor.submit(find_voxel, spec_a, spec_b, block, self.chunk_shape,
+                                       self.tolerance)
 
         def done(f: Future[Vec3 | None]) -> None:
             try:
@@ -327,8 +342,7 @@ class ComparisonRunMixin:
         if isinstance(found, tuple):
             pos = found
         else:
-            half = max(self.block_len // 2, 0)
-            pos = tuple(p + half for p in block.position)
+            pos = tuple(p + max(c // 2, 0) for p, c in zip(block.position, self.chunk_shape))
         self.state.set_cursor(pos)
         self.state.recenter()
 
