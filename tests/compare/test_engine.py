@@ -21,7 +21,7 @@ from viewer.core.compare import (
     mismatch_rects,
 )
 from viewer.core.slicing import PlaneRequest, read_plane
-from viewer.format import wkw
+from viewer.format import open_volume, wkw
 from viewer.format.wkw import morton
 
 RAW, LZ4, LZ4HC = wkw.BLOCK_TYPE_RAW, wkw.BLOCK_TYPE_LZ4, wkw.BLOCK_TYPE_LZ4HC
@@ -58,7 +58,8 @@ def test_identical_copies_are_equal_without_decoding(make, tmp_path, monkeypatch
     def forbidden(*args, **kwargs):
         raise AssertionError("identical stored bytes must not be decoded")
 
-    monkeypatch.setattr(lz4block, "decode_into", forbidden)
+    for name in ("decode", "decode_into", "decode_many"):
+        monkeypatch.setattr(lz4block, name, forbidden)
     s = compare(a, b)
     assert s.equal and s.blocks_compared == 4 * 64
 
@@ -398,7 +399,7 @@ def test_plane_difference_and_mismatch_mask(make):
     changed[3, 4, 10] = data[3, 4, 10] + 2 if data[3, 4, 10] < 200 else data[3, 4, 10] - 2
     b = make("b", changed, LZ4HC)
     request = PlaneRequest(axis=2, index=10, lo=(0, 0), hi=(40, 32))  # runs past the data
-    with wkw.Dataset.open(str(a)) as da, wkw.Dataset.open(str(b)) as db:
+    with open_volume(a) as da, open_volume(b) as db:
         pa, pb = read_plane(da, request), read_plane(db, request)
     diff = difference_plane(pa, pb)
     assert diff.shape == (1, 40, 32)

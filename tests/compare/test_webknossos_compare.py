@@ -219,3 +219,21 @@ def test_background_run_and_cancel(copy):
     cancelled.cancel()
     result = cancelled.run()
     assert result.cancelled and not result.equal and result.pairs == []
+
+
+def test_a_side_that_cannot_be_opened_exits_2(copy, tmp_path, capsys):
+    """An empty folder (nothing any format reads) against a dataset, either way round, is
+    unreadable input (exit 2), not "DIFFERENT, 0 of 0 blocks compared"."""
+    a = copy("a")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv in ((a, empty), (empty, a), (os.path.join(a, "color", "1"), empty)):
+        code, report, err = run_json(capsys, *argv)
+        assert code == 2 and report is None
+        assert "empty" in err and "Traceback" not in err
+    # a dataset none of whose layers opens
+    broken = copy("broken")
+    for layer in ("color", "segmentation"):
+        shutil.rmtree(os.path.join(broken, layer))
+    code, report, err = run_json(capsys, a, broken)
+    assert code == 2 and report is None and "broken" in err

@@ -335,3 +335,31 @@ def test_two_webknossos_datasets_compare_their_first_layer_voxel_for_voxel(
     c.close_b()
     qtbot.waitUntil(window.planes_complete, timeout=30000)
     assert window.views[XY].plane.mags[0] == (2, 2, 2)
+
+
+def test_b_of_another_format_is_shown_and_compared(qtbot, window, tmp_path):
+    """B in the tests' toy format (one .npy file per chunk, non-cubic chunks) next to a WKW
+    A: opened through the registry, drawn, compared (in the window's process and in a child
+    process), and the mismatch list leads to the changed voxel."""
+    import toyformat
+
+    data = _ramp()
+    b = data.copy()
+    b[CHANGED] += DELTA
+    a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
+    b_path = toyformat.write_toy(tmp_path / "B", b[np.newaxis], (16, 8, 4))
+    c = _compare(window, a_path, b_path, pos=CHANGED, zoom=4.0, start=False)
+    assert c.spec_b is not None and c.spec_b.path == str(b_path)
+    _settled(qtbot, window, c)
+    c._on_hovered(CHANGED)
+    value_a = int(data[CHANGED])
+    assert f"B</span> {value_a + DELTA}" in c.hover_label.text()
+    for use_process in (False, True):
+        c.use_process = use_process
+        assert c.start_comparison()
+        qtbot.waitUntil(lambda: c.summary is not None, timeout=60000)
+        assert [r.position for r in c.results] == [tuple(v // 8 * 8 for v in CHANGED)]
+        assert {f.kind for f in c.findings} >= {"format", "chunk_shape"}
+    window.state.set_cursor((0, 0, 0))
+    c.go_to_mismatch(0)
+    qtbot.waitUntil(lambda: window.state.cursor == CHANGED, timeout=10000)
