@@ -237,3 +237,24 @@ def test_a_side_that_cannot_be_opened_exits_2(copy, tmp_path, capsys):
         shutil.rmtree(os.path.join(broken, layer))
     code, report, err = run_json(capsys, a, broken)
     assert code == 2 and report is None and "broken" in err
+
+
+def test_a_toy_array_against_a_webknossos_dataset(copy, tmp_path, capsys):
+    """A single array of another format against a dataset of layers: compared with the
+    dataset's chosen layer and mag, its blocks placed in that mag's voxels."""
+    import toyformat
+
+    a = copy("a")
+    with WkDataset(a) as ds:
+        data = ds.layer("segmentation").mag("2-2-1").read((0, 0, 0), (32, 32, 64))
+    data[0, 5, 6, 7] ^= 0x11
+    b = toyformat.write_toy(tmp_path / "toy", data, (8, 8, 16))
+    code, report, _ = run_json(capsys, a, b, "--layer", "segmentation", "--mag", "2-2-1")
+    assert code == 1 and [(p["layer"], p["mag"]) for p in report["pairs"]] == [
+        ("segmentation", [2, 2, 1])]
+    assert [(r["file"], r["position"], r["voxels_different"])
+            for r in report["mismatching_blocks"]] == [("segmentation/2-2-1/z0/y0/x0.wkw",
+                                                        [0, 0, 0], 1)]
+    assert {s["kind"] for s in report["structure"]} >= {"format", "chunk_shape"}
+    code, report, _ = run_json(capsys, b, a, "--layer", "segmentation", "--mag", "2-2-1")
+    assert code == 1 and report["mismatching_blocks"][0]["file"] == "c/0.0.0.npy"

@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -258,54 +258,8 @@ class CompareJob(BackgroundRun[Summary]):
     # -- chunk against chunk ----------------------------------------------------------------------
     def _plans(self, a: Volume, b: Volume, positions: list[Vec3]
                ) -> Iterator[UnitPlan | tuple[int, Finding]]:
-        """A plan per unit position of A, or (blocks skipped, finding) for a unit that cannot
-        be opened at all.  Runs on the job's thread (opening units is cheap: a header, an
-        index)."""
         assert self._chunks_a is not None
-        ua = np.asarray(a.unit_shape, dtype=np.int64)
-        side = a.unit_len_vx
-        one_to_one = tuple(a.unit_shape) == tuple(b.unit_shape)
-        same_codec = codec_signature(a) == codec_signature(b)
-        for pos in positions:
-            indices, local, clips = self._chunks_a.of(pos)
-            if not len(indices):
-                continue
-            name = unit_name(a, pos)
-            try:
-                unit_a = a.open_unit(pos)
-            except (FormatError, OSError) as exc:
-                yield len(indices), _unreadable("A", name, exc)
-                continue
-            coords = np.asarray(pos, dtype=np.int64) * ua + local
-            units_b, idx_b = b.locate(coords)
-            keys, inverse = np.unique(units_b, axis=0, return_inverse=True)
-            inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
-            b_units: list[StorageUnit | None] = []
-            keep = np.ones(len(indices), dtype=bool)
-            for g, key in enumerate(keys.tolist()):
-                ub = (int(key[0]), int(key[1]), int(key[2]))
-                try:
-                    b_units.append(b.open_unit(ub))
-                except (FormatError, OSError) as exc:
-                    b_units.append(None)
-                    rows = inverse == g
-                    keep &= ~rows
-                    yield int(rows.sum()), _unreadable("B", unit_name(b, ub), exc)
-            if not keep.all():
-                if not keep.any():
-                    if unit_a is not None:
-                        a.done_with(unit_a)
-                    for u in b_units:
-                        if u is not None:
-                            b.done_with(u)
-                    continue
-                indices, local, inverse, idx_b = (indices[keep], local[keep], inverse[keep],
-                                                  idx_b[keep])
-            yield UnitPlan(name, pos, (pos[0] * side[0], pos[1] * side[1], pos[2] * side[2]),
-                           indices, local, unit_a, b_units, inverse,
-                           np.asarray(idx_b, dtype=np.int64), a.chunk_shape, a.dtype,
-                           a.num_channels, self.tolerance, same_codec, a.fill_value,
-                           b.fill_value, clips, one_to_one)
+        return unit_plans(a, b, positions, self._chunks_a, self.tolerance)
 
     def _compare(self, a: Volume, b: Volume, positions: list[Vec3]) -> None:
         per_task = max(1, CHUNK_BYTES // max(1, a.chunk_nbytes))
@@ -453,6 +407,59 @@ def compare(a: SideInput, b: SideInput, box: Box | None = None, tolerance: float
             workers: int = 2, **callbacks: Any) -> Summary:
     """Compare two volumes on the calling thread and return the summary."""
     return CompareJob(a, b, box, tolerance, workers, **callbacks).run()
+
+
+def unit_plans(a: Volume, b: Volume, positions: Iterable[Vec3], chunks_a: UnitChunks,
+               tolerance: float) -> Iterator[UnitPlan | tuple[int, Finding]]:
+    """A ``UnitPlan`` per storage-unit position of A (chunks lining up on both sides), or
+    ``(blocks skipped, finding)`` for a unit that cannot be opened at all.  The units a plan
+    opened are released with ``a.done_with`` / ``b.done_with`` by whoever runs it.  This is
+    the unit of distribution: any set of A's unit positions can be planned and compared on
+    its own (a worker opens both volumes by ``VolumeSpec`` and calls this)."""
+    ua = np.asarray(a.unit_shape, dtype=np.int64)
+    side = a.unit_len_vx
+    one_to_one = tuple(a.unit_shape) == tuple(b.unit_shape)
+    same_codec = codec_signature(a) == codec_signature(b)
+    for pos in positions:
+        indices, local, clips = chunks_a.of(pos)
+        if not len(indices):
+            continue
+        name = unit_name(a, pos)
+        try:
+            unit_a = a.open_unit(pos)
+        except (FormatError, OSError) as exc:
+            yield len(indices), _unreadable("A", name, exc)
+            continue
+        coords = np.asarray(pos, dtype=np.int64) * ua + local
+        units_b, idx_b = b.locate(coords)
+        keys, inverse = np.unique(units_b, axis=0, return_inverse=True)
+        inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
+        b_units: list[StorageUnit | None] = []
+        keep = np.ones(len(indices), dtype=bool)
+        for g, key in enumerate(keys.tolist()):
+            ub = (int(key[0]), int(key[1]), int(key[2]))
+            try:
+                b_units.append(b.open_unit(ub))
+            except (FormatError, OSError) as exc:
+                b_units.append(None)
+                rows = inverse == g
+                keep &= ~rows
+                yield int(rows.sum()), _unreadable("B", unit_name(b, ub), exc)
+        if not keep.all():
+            if not keep.any():
+                if unit_a is not None:
+                    a.done_with(unit_a)
+                for u in b_units:
+                    if u is not None:
+                        b.done_with(u)
+                continue
+            indices, local, inverse, idx_b = (indices[keep], local[keep], inverse[keep],
+                                              idx_b[keep])
+        yield UnitPlan(name, pos, (pos[0] * side[0], pos[1] * side[1], pos[2] * side[2]),
+                       indices, local, unit_a, b_units, inverse,
+                       np.asarray(idx_b, dtype=np.int64), a.chunk_shape, a.dtype,
+                       a.num_channels, tolerance, same_codec, a.fill_value, b.fill_value,
+                       clips, one_to_one)
 
 
 def _unreadable(label: str, name: str, exc: BaseException) -> Finding:
