@@ -64,6 +64,13 @@ def dask_available() -> bool:
     return True
 
 
+def _distributed() -> Any:
+    """The ``distributed`` module (untyped: taken as Any)."""
+    import importlib
+
+    return importlib.import_module("distributed")
+
+
 def _exists_all(paths: Sequence[str]) -> list[str]:
     """On a worker: the paths it cannot see."""
     return [p for p in paths if "://" not in p and not os.path.exists(p)]
@@ -96,7 +103,8 @@ class ClusterRunner:
     def start(self) -> None:
         if not dask_available():
             raise SchedulerError(INSTALL_HINT)
-        from distributed import Client, LocalCluster
+        dist = _distributed()
+        Client, LocalCluster = dist.Client, dist.LocalCluster
 
         try:
             if self.spec.is_local:
@@ -138,8 +146,7 @@ class ClusterRunner:
             key: str = "wkw-viewer") -> Iterator[tuple[int, Any]]:
         """Submit ``fn(item)`` per item; yield ``(index, result)`` as they finish.  A task that
         raised raises here (after cancelling the rest); a cancelled run stops yielding."""
-        from distributed import as_completed
-
+        as_completed = _distributed().as_completed
         if self._client is None:
             raise SchedulerError("the cluster is not started")
         items = list(items)
