@@ -430,10 +430,15 @@ def unit_plans(a: Volume, b: Volume, positions: Iterable[Vec3], chunks_a: UnitCh
         except (FormatError, OSError) as exc:
             yield len(indices), _unreadable("A", name, exc)
             continue
-        coords = np.asarray(pos, dtype=np.int64) * ua + local
-        units_b, idx_b = b.locate(coords)
-        keys, inverse = np.unique(units_b, axis=0, return_inverse=True)
-        inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
+        if one_to_one:  # the same unit grid: B's unit at the same place holds these chunks
+            keys = np.asarray([pos], dtype=np.int64)
+            inverse = np.zeros(len(indices), dtype=np.int64)
+            idx_b = np.asarray(b.chunk_index(local), dtype=np.int64)
+        else:
+            coords = np.asarray(pos, dtype=np.int64) * ua + local
+            units_b, idx_b = b.locate(coords)
+            keys, inverse = np.unique(units_b, axis=0, return_inverse=True)
+            inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
         b_units: list[StorageUnit | None] = []
         keep = np.ones(len(indices), dtype=bool)
         for g, key in enumerate(keys.tolist()):
