@@ -51,7 +51,8 @@ def stream_kind(compression: Compression, payload: bytes | memoryview) -> str:
     return "gzip" if bytes(payload[:2]) == GZIP_MAGIC else "zlib"
 
 
-def _inflate(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
+def _inflate(payload: bytes | memoryview, expected: int, where: _Where,
+             prefix: int | None = None) -> bytes:
     wbits = 31 if bytes(payload[:2]) == GZIP_MAGIC else 15
     kind = "gzip" if wbits == 31 else "zlib"
     data: bytes | memoryview = payload
@@ -60,12 +61,15 @@ def _inflate(payload: bytes | memoryview, expected: int, where: _Where) -> bytes
     consumed = 0
     while True:
         d = zlib.decompressobj(wbits)
+        want = expected - got + 1 if prefix is None else prefix - got
         try:
-            out = d.decompress(data, expected - got + 1)
+            out = d.decompress(data, want)
         except zlib.error as exc:
             raise where.error(f"{kind} stream does not decompress: {exc}", consumed) from None
         got += len(out)
         parts.append(out)
+        if prefix is not None and got >= prefix:
+            break
         if got > expected:
             raise where.error(f"{kind} stream decodes to more than the {expected} bytes of the "
                               "chunk", consumed)
@@ -81,19 +85,23 @@ def _inflate(payload: bytes | memoryview, expected: int, where: _Where) -> bytes
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _bzip2(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
+def _bzip2(payload: bytes | memoryview, expected: int, where: _Where,
+           prefix: int | None = None) -> bytes:
     data: bytes | memoryview = payload
     parts: list[bytes] = []
     got = 0
     while True:
         d = bz2.BZ2Decompressor()
+        want = expected - got + 1 if prefix is None else prefix - got
         try:
-            out = d.decompress(data, expected - got + 1)
+            out = d.decompress(data, want)
         except (OSError, ValueError) as exc:
             raise where.error(f"bzip2 stream does not decompress: {exc}",
                               len(payload) - len(data)) from None
         got += len(out)
         parts.append(out)
+        if prefix is not None and got >= prefix:
+            break
         if got > expected:
             raise where.error(f"bzip2 stream decodes to more than the {expected} bytes of the "
                               "chunk")
@@ -106,12 +114,15 @@ def _bzip2(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
     return b"".join(parts)
 
 
-def _xz(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
+def _xz(payload: bytes | memoryview, expected: int, where: _Where,
+        prefix: int | None = None) -> bytes:
     d = lzma.LZMADecompressor(lzma.FORMAT_AUTO)
     try:
-        out = d.decompress(payload, expected + 1)
+        out = d.decompress(payload, expected + 1 if prefix is None else prefix)
     except lzma.LZMAError as exc:
         raise where.error(f"xz stream does not decompress: {exc}") from None
+    if prefix is not None and len(out) >= prefix:
+        return out
     if len(out) > expected:
         raise where.error(f"xz stream decodes to more than the {expected} bytes of the chunk")
     if not d.eof:
@@ -179,26 +190,33 @@ def _zstd(payload: bytes | memoryview, expected: int, where: _Where) -> Any:
 
 
 def decompress(compression: Compression, payload: bytes | memoryview, expected: int,
-               path: str, chunk: tuple[int, ...] | None = None, base: int = 0) -> Any:
+               path: str, chunk: tuple[int, ...] | None = None, base: int = 0,
+               prefix: int | None = None) -> Any:
     """The ``expected`` bytes a payload decodes to (``bytes`` or a uint8 array).  A
     ``ChunkDecodeError`` (naming ``path``, ``chunk`` and the byte offset, counted from
-    ``base``) when it does not decode, or decodes to more or fewer bytes."""
+    ``base``) when it does not decode, or decodes to more or fewer bytes.
+
+    ``prefix``: only the first ``prefix`` bytes are wanted (a plane near the start of the
+    chunk): the streaming decoders stop there, and the result may be shorter than
+    ``expected`` (at least ``prefix``); what lies past it is not checked."""
+    if prefix is not None and prefix >= expected:
+        prefix = None
     where = _Where(path, chunk, base)
     ctype = compression.type
     out: Any
     if ctype == "raw":
         out = payload
     elif ctype == "gzip":
-        out = _inflate(payload, expected, where)
+        out = _inflate(payload, expected, where, prefix)
     elif ctype == "lz4":
         if bytes(payload[:8]) != lz4java.MAGIC and len(payload) >= 1:
             out = _bare_lz4(payload, expected, where)
         else:
-            out = lz4java.decode(payload, path, chunk, base, limit=expected)
+            out = lz4java.decode(payload, path, chunk, base, limit=expected, prefix=prefix)
     elif ctype == "bzip2":
-        out = _bzip2(payload, expected, where)
+        out = _bzip2(payload, expected, where, prefix)
     elif ctype == "xz":
-        out = _xz(payload, expected, where)
+        out = _xz(payload, expected, where, prefix)
     elif ctype == "blosc":
         out = _blosc(payload, expected, where)
     elif ctype == "zstd":
@@ -207,6 +225,8 @@ def decompress(compression: Compression, payload: bytes | memoryview, expected: 
         raise UnsupportedFormatError(f"compression {ctype!r} is not one this program reads",
                                      path, chunk=chunk)
     n = len(out)
+    if prefix is not None and prefix <= n <= expected:
+        return out
     if n != expected:
         what = "holds" if ctype == "raw" else "decodes to"
         raise where.error(f"{ctype} payload {what} {n} bytes, the chunk header asks for "

@@ -274,23 +274,28 @@ class N5Volume(Volume):
             out["edge"] = "disagrees with the dataset"
         return out
 
-    def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str
-                     ) -> npt.NDArray[Any]:
+    def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
+                     z_end: int | None = None) -> npt.NDArray[Any]:
         """The chunk's elements as stored, ``(C, sx, sy, sz)`` big-endian (a view where the
-        codec allows)."""
+        codec allows).  ``z_end``: only the z slices below it are wanted (one channel): the
+        decoder stops once it has them and the view holds those slices only."""
         grid = self.grid_position(unit)
         h = header.parse(stored, path, grid)
         self.check_header(unit, h, path)
         itemsize = self._stored_dtype.itemsize
         expected = h.num_elements * itemsize
-        raw = codecs.decompress(self.attrs.compression, memoryview(stored)[h.size:], expected,
-                                path, grid, base=h.size)
-        flat = np.frombuffer(raw, dtype=self._stored_dtype, count=h.num_elements)
         dims = h.dims
         ca = self.attrs.channel_axis
         channels = dims[ca] if ca is not None else 1
         sx, sy = dims[0], dims[1]
         sz = dims[2] if len(dims) >= 3 else 1
+        prefix = None
+        if z_end is not None and ca is None and z_end < sz:
+            sz = max(1, z_end)
+            prefix = sx * sy * sz * itemsize
+        raw = codecs.decompress(self.attrs.compression, memoryview(stored)[h.size:], expected,
+                                path, grid, base=h.size, prefix=prefix)
+        flat = np.frombuffer(raw, dtype=self._stored_dtype, count=channels * sx * sy * sz)
         # N5 is x fastest: C order over the reversed axes; channels vary slowest.
         arr = flat.reshape(channels, sz, sy, sx)
         return arr.transpose(0, 3, 2, 1)[:self.num_channels]
@@ -315,7 +320,9 @@ class N5Volume(Volume):
         """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``): the chunks it
         cuts, read and decoded on a thread pool, each copied into its part of ``out``.
         Absent chunks leave their part untouched; the first damaged chunk's error is raised
-        once every chunk is done."""
+        once every chunk is done.  A chunk is decoded only as far as the box needs (x varies
+        fastest, then y, then z: a plane near a chunk's start decodes a prefix of it); the
+        whole-chunk reads of the loader and the inspector decode and check every byte."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         shape = np.asarray(self.shape, dtype=np.int64)
@@ -335,11 +342,12 @@ class N5Volume(Volume):
                 return None
             if isinstance(stored, FormatError):
                 return stored
+            g = np.asarray(unit, dtype=np.int64) * c
             try:
-                view = self._decode_view(unit, stored, self.unit_path(unit))
+                view = self._decode_view(unit, stored, self.unit_path(unit),
+                                         z_end=int(hi[2] - g[2]))
             except FormatError as exc:
                 return exc
-            g = np.asarray(unit, dtype=np.int64) * c
             s_lo = np.maximum(g, lo)
             s_hi = np.minimum(np.minimum(g + c, hi), g + np.asarray(view.shape[1:]))
             if (s_hi <= s_lo).any():
