@@ -99,7 +99,7 @@ def _category(name: str) -> str:
     return "segmentation" if "seg" in low or "label" in low else "color"
 
 
-def _open_levels(store: Store, key: str, group: dict[str, Any],
+def _open_levels(store: Store, key: str, groups: list[dict[str, Any]],
                  problems: list[FormatError]) -> list[Level]:
     """The levels of the multiscale group at ``key`` (empty when it is not one)."""
     names = sorted((level_index(n), n) for n in _subfolders(store, key)
@@ -127,7 +127,7 @@ def _open_levels(store: Store, key: str, group: dict[str, Any],
                 f"level {name} holds {attrs.data_type}, level {parsed[0][1]} "
                 f"{finest.data_type}: left out", store.location(_attrs_key(sub))))
             continue
-        mag, source = level_factors(index, attrs, finest, group)
+        mag, source = level_factors(index, attrs, finest, groups)
         if mag in seen:
             problems.append(MetadataError(f"level {name} has the factors {list(mag)} of an "
                                           "earlier level: left out",
@@ -168,23 +168,27 @@ class _Walk:
         if size is not None and self.scale is None:
             self.scale = size
 
-    def visit(self, key: str, attrs: dict[str, Any] | None, depth: int) -> str:
-        """Add what ``key`` holds; returns its kind (``array``, ``group`` or ``root``)."""
+    def visit(self, key: str, attrs: dict[str, Any] | None, depth: int,
+              above: tuple[tuple[dict[str, Any], str], ...] = ()) -> str:
+        """Add what ``key`` holds; returns its kind (``array``, ``group`` or ``root``).
+        ``above``: the attributes of the groups above it (nearest first) and where they
+        are."""
         store = self.store
         where = store.location(_attrs_key(key))
         name = key or os.path.basename(os.path.abspath(store.root)) or "n5"
         if is_dataset(attrs):
             assert attrs is not None
             parsed = parse_dataset(attrs, where)
-            self._scale([(attrs, where)])
+            self._scale([(attrs, where), *above])
             self.layers.append(_layer(store, name, key, [_mag(store, name, key, parsed,
                                                               (1, 1, 1))], parsed))
             return "array"
         group = attrs or {}
-        levels = _open_levels(store, key, group, self.problems)
+        chain = ((group, where), *above)
+        levels = _open_levels(store, key, [g for g, _ in chain], self.problems)
         if levels:
             s0 = levels[0]
-            self._scale([(group, where), (s0.attrs.raw, store.location(_attrs_key(s0.key)))])
+            self._scale([*chain, (s0.attrs.raw, store.location(_attrs_key(s0.key)))])
             mags = [_mag(store, name, lv.key, lv.attrs, lv.mag) for lv in levels]
             self.layers.append(_layer(store, name, key, mags, s0.attrs))
             return "group"
@@ -200,7 +204,7 @@ class _Walk:
             sub = _key(key, child)
             try:
                 sub_attrs = read_json(store, _attrs_key(sub))
-                self.visit(sub, sub_attrs, depth + 1)
+                self.visit(sub, sub_attrs, depth + 1, chain)
             except FormatError as exc:
                 self.problems.append(exc)
         return "root"

@@ -5,13 +5,15 @@ A multiscale group is a group whose children ``s0, s1, ...`` are datasets, ``s0`
 Each level's factor (its mag) comes from, in this order:
 
 * the level's own ``downsamplingFactors`` attribute (BigDataViewer, Paintera, N5 viewer);
-* the group's ``scales`` (N5 viewer) or ``downsamplingFactors`` (BigDataViewer's setup
-  group) list, one entry per level;
+* a ``scales`` (N5 viewer) or ``downsamplingFactors`` (BigDataViewer) list, one entry per
+  level, on the group or the nearest group above it that has one (BigDataViewer keeps it on
+  the ``setup`` group above ``timepoint``; the N5 viewer may keep it on the root as the
+  default for every channel);
 * the ratio of ``s0``'s dimensions to the level's (rounded), when nothing is declared.
 
 The voxel size (of ``s0``) comes from ``resolution`` (Paintera, the N5 viewer's older
 metadata; with ``units`` where given, else nanometres) or ``pixelResolution: {dimensions,
-unit}`` (the N5 viewer), on the group first, then on ``s0``.
+unit}`` (the N5 viewer), on the group first, then on the groups above it, then on ``s0``.
 """
 
 from __future__ import annotations
@@ -67,18 +69,19 @@ def _factor_vec(value: Any) -> Vec3 | None:
 
 
 def level_factors(index: int, level: DatasetAttributes, finest: DatasetAttributes,
-                  group: dict[str, Any]) -> tuple[Vec3, str]:
+                  groups: Sequence[dict[str, Any]]) -> tuple[Vec3, str]:
     """The mag of level ``index`` and where it came from (``"downsamplingFactors"``,
     ``"scales"``, ``"dimensions"``)."""
     own = _factor_vec(level.raw.get("downsamplingFactors"))
     if own is not None:
         return own, "downsamplingFactors"
-    for key in ("scales", "downsamplingFactors"):
-        table = group.get(key)
-        if isinstance(table, list) and index < len(table):
-            vec = _factor_vec(table[index])
-            if vec is not None:
-                return vec, key
+    for group in groups:
+        for key in ("scales", "downsamplingFactors"):
+            table = group.get(key)
+            if isinstance(table, list) and index < len(table):
+                vec = _factor_vec(table[index])
+                if vec is not None:
+                    return vec, key
     ratio = []
     for a in range(3):
         d0, d = finest.shape[a], level.shape[a]
