@@ -78,8 +78,12 @@ def read_json(store: Store, key: str) -> dict[str, Any] | None:
 
 
 def is_dataset(attrs: dict[str, Any] | None) -> bool:
-    """Whether group attributes describe a dataset (``dimensions`` and ``dataType``)."""
-    return attrs is not None and "dimensions" in attrs and "dataType" in attrs
+    """Whether group attributes describe a dataset (``dimensions``, or ``blockSize`` with
+    ``dataType``: one key missing is then the dataset's error, not a plain group; a
+    BigDataViewer setup group has ``dataType`` alone)."""
+    if attrs is None:
+        return False
+    return "dimensions" in attrs or ("blockSize" in attrs and "dataType" in attrs)
 
 
 @dataclass(frozen=True)
