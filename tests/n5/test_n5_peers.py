@@ -146,3 +146,37 @@ class TestJavaContract(VolumeContract):
         data = target.read_bytes()
         target.write_bytes(data[: len(data) // 2])
         return open_volume(copy), unit
+
+
+def test_axes_beyond_xyz(tmp_path: Path) -> None:
+    """A 2-D dataset is one Z slice; a 4th axis named c (one block holding every channel)
+    is the channel axis; a 4th axis of size 1 is dropped; a larger one is an error naming
+    it."""
+    from viewer.format import UnsupportedFormatError
+
+    flat = source((30, 20, 1), "uint8", seed=41)[:, :, 0]
+    write_tensorstore(tmp_path / "2d", flat, (16, 16), {"type": "gzip"})
+    v = open_volume(tmp_path / "2d")
+    assert v.shape == (30, 20, 1) and v.chunk_shape == (16, 16, 1)
+    np.testing.assert_array_equal(v.read((0, 0, 0), (30, 20, 1))[0, :, :, 0], flat)
+    assert sorted(v.iter_units()) == [(i, j, 0) for i in range(2) for j in range(2)]
+
+    rgb = np.stack([source((12, 10, 5), "uint16", seed=s) for s in (1, 2, 3)], axis=-1)
+    write_tensorstore(tmp_path / "c", rgb, (8, 8, 4, 3), {"type": "raw"},
+                      extra={"axes": ["x", "y", "z", "c"]})
+    v = open_volume(tmp_path / "c")
+    assert v.num_channels == 3 and v.shape == (12, 10, 5)
+    np.testing.assert_array_equal(v.read((0, 0, 0), v.shape), np.moveaxis(rgb, -1, 0))
+    [chunk] = v.open_unit((1, 1, 1)).read_chunks([0])  # type: ignore[union-attr]
+    assert chunk.shape == (3, 8, 8, 4)  # type: ignore[union-attr]
+
+    t1 = source((12, 10, 5), "int32", seed=4)[..., None]
+    write_tensorstore(tmp_path / "t", t1, (8, 8, 4, 1), {"type": "gzip"})
+    v = open_volume(tmp_path / "t")
+    np.testing.assert_array_equal(v.read((0, 0, 0), v.shape)[0], t1[..., 0])
+
+    t2 = np.concatenate([t1, t1], axis=-1)
+    write_tensorstore(tmp_path / "t2", t2, (8, 8, 4, 1), {"type": "gzip"},
+                      extra={"axes": ["x", "y", "z", "t"]})
+    with pytest.raises(UnsupportedFormatError, match="t \\(2\\)"):
+        open_volume(tmp_path / "t2")
