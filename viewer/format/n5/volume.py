@@ -205,8 +205,7 @@ class N5Volume(Volume):
             for n in numbers(key, axis):
                 sub = f"{key}/{n}" if key else str(n)
                 if axis == ndim - 1:
-                    if self.store.size(sub) is not None:
-                        yield (*pos, n)
+                    yield (*pos, n)  # a listing, no stat per chunk file
                 else:
                     yield from walk(sub, axis + 1, (*pos, n))
 
