@@ -234,3 +234,34 @@ def test_legacy_compression_type(tmp_path: Path, _pristine: tuple[Path, Any]) ->
     v = open_volume(tmp_path / "gzip")
     assert v.info().compression == "gzip"
     np.testing.assert_array_equal(v.read((0, 0, 0), SHAPE)[0], _pristine[1])
+
+
+def test_zstd_and_blosc_sizes_are_checked() -> None:
+    """numcodecs fills the start of a larger buffer without a word: the frame's declared
+    size (zstd) and the blosc header's are checked first; a streaming zstd frame (no content
+    size, as zstd-jni's stream writes) is checked by the decoder."""
+    from viewer.format.n5 import codecs
+    from viewer.format.n5.attributes import Compression
+
+    if not codecs.numcodecs_available():
+        pytest.skip("numcodecs (the n5 extra) is not installed")
+    from numcodecs import blosc, zstd
+
+    data = bytes(range(256)) * 4
+    frame = zstd.compress(data, 3)
+    assert codecs.zstd_content_size(frame) == 1024
+    with pytest.raises(ChunkDecodeError, match="declares 1024"):
+        codecs.decompress(Compression("zstd"), frame, 2048, "x")
+    # the same frame without its content size: single-segment off, a 1 KiB window
+    fhd = frame[4]
+    fcs_bytes = (1 if fhd & 0x20 else 0, 2, 4, 8)[fhd >> 6]
+    stream = frame[:4] + bytes([fhd & 0x1F & ~0x20, 0]) + frame[5 + (0 if fhd & 0x20 else 1)
+                                                             + fcs_bytes:]
+    assert codecs.zstd_content_size(stream) is None
+    assert bytes(codecs.decompress(Compression("zstd"), stream, 1024, "x")) == data
+    with pytest.raises(ChunkDecodeError):
+        codecs.decompress(Compression("zstd"), stream, 2048, "x")
+    packed = blosc.compress(data, b"lz4", 5, 1)
+    with pytest.raises(ChunkDecodeError, match="blosc header says 1024"):
+        codecs.decompress(Compression("blosc"), packed, 2048, "x")
+    assert bytes(codecs.decompress(Compression("blosc"), packed, 1024, "x")) == data

@@ -181,12 +181,38 @@ def _zstd(payload: bytes | memoryview, expected: int, where: _Where) -> Any:
                                      "'wkw-viewer[n5]')", where.path, chunk=where.chunk) from None
     import numpy as np
 
+    declared = zstd_content_size(payload)
+    if isinstance(declared, str):
+        raise where.error(declared)
+    if declared is not None and declared != expected:
+        # numcodecs would fill the first bytes of a larger buffer and say nothing
+        raise where.error(f"zstd frame declares {declared} bytes, the chunk holds {expected}", 5)
     dest = np.empty(expected, np.uint8)
     try:
         zstd.decompress(payload, dest)
     except Exception as exc:  # noqa: BLE001 - numcodecs raises RuntimeError and others
         raise where.error(f"zstd frame does not decompress to {expected} bytes: {exc}") from None
     return dest
+
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def zstd_content_size(payload: bytes | memoryview) -> int | str | None:
+    """The content size a Zstandard frame header declares, None when it declares none (a
+    streaming writer's frame), or why it is not a frame header."""
+    if len(payload) < 5 or bytes(payload[:4]) != ZSTD_MAGIC:
+        return "no Zstandard frame magic"
+    fhd = payload[4]
+    fcs_flag, single, dict_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag]
+    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if size == 0:
+        return None
+    if len(payload) < pos + size:
+        return "Zstandard frame header truncated"
+    value = int.from_bytes(bytes(payload[pos:pos + size]), "little")
+    return value + 256 if size == 2 else value
 
 
 def decompress(compression: Compression, payload: bytes | memoryview, expected: int,
