@@ -251,7 +251,9 @@ def decompress(compression: Compression, payload: bytes | memoryview, expected: 
         raise UnsupportedFormatError(f"compression {ctype!r} is not one this program reads",
                                      path, chunk=chunk)
     n = len(out)
-    if prefix is not None and prefix <= n <= expected:
+    streamed = ctype in ("gzip", "bzip2", "xz") or (ctype == "lz4" and
+                                                     lz4_framing(payload) == "lz4-java")
+    if prefix is not None and streamed and prefix <= n <= expected:
         return out
     if n != expected:
         what = "holds" if ctype == "raw" else "decodes to"
