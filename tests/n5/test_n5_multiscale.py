@@ -72,11 +72,18 @@ def test_paintera_layout(tmp_path: Path) -> None:
     _attrs(group, {"multiScale": True, "resolution": [4.0, 4.0, 40.0],
                    "offset": [0.0, 0.0, 0.0]})
     arrays = _pyramid(group, factors, seed=2)
+    _attrs(tmp_path / "volumes" / "cells", {"multiScale": True, "maxId": 4321,
+                                             "resolution": [4.0, 4.0, 40.0]})
+    _pyramid(tmp_path / "volumes" / "cells", factors[:2], seed=3)
     ds = open_dataset(tmp_path)
-    assert [layer.name for layer in ds.layers] == ["volumes/raw"]
-    _check_mags(ds.layers[0], factors, arrays)
+    assert [layer.name for layer in ds.layers] == ["volumes/cells", "volumes/raw"]
+    raw = ds.layer("volumes/raw")
+    _check_mags(raw, factors, arrays)
+    assert raw.category == "color" and raw.largest_segment_id is None
     assert ds.scale.factor == (4.0, 4.0, 40.0)
-    assert ds.layers[0].bounding_box.size == SHAPE
+    assert raw.bounding_box.size == SHAPE
+    cells = ds.layer("volumes/cells")
+    assert cells.category == "segmentation" and cells.largest_segment_id == 4321
 
 
 def test_n5_viewer_layout_root_defaults(tmp_path: Path) -> None:

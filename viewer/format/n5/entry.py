@@ -94,9 +94,20 @@ def _element_class(dtype_name: str, channels: int) -> str:
     return {"float32": "float", "float64": "double"}.get(dtype_name, dtype_name)
 
 
-def _category(name: str) -> str:
+def _max_id(docs: list[dict[str, Any]]) -> int | None:
+    """Paintera's ``maxId`` (the largest label id), from the first document that has it."""
+    for doc in docs:
+        value = doc.get("maxId")
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+def _category(name: str, max_id: int | None) -> str:
+    """``segmentation`` for a label dataset (a ``maxId``, or seg / label in the name)."""
     low = name.lower()
-    return "segmentation" if "seg" in low or "label" in low else "color"
+    labels = max_id is not None or "seg" in low or "label" in low
+    return "segmentation" if labels else "color"
 
 
 def _open_levels(store: Store, key: str, groups: list[dict[str, Any]],
@@ -146,11 +157,13 @@ def _mag(store: Store, layer: str, key: str, attrs: DatasetAttributes,
 
 
 def _layer(store: Store, name: str, key: str, mags: list[Mag], finest: DatasetAttributes,
-           data_format: str = "n5") -> Layer:
+           group: dict[str, Any] | None = None) -> Layer:
     box = BoundingBox((0, 0, 0), finest.shape)
-    return Layer(name, _category(name), _element_class(finest.data_type, finest.num_channels),
-                 finest.num_channels, box, mags, store.location(key), data_format=data_format,
-                 properties=finest.raw, dtype=finest.dtype)
+    max_id = _max_id([d for d in (group, finest.raw) if d])
+    return Layer(name, _category(name, max_id),
+                 _element_class(finest.data_type, finest.num_channels), finest.num_channels,
+                 box, mags, store.location(key), largest_segment_id=max_id, data_format="n5",
+                 properties=group if group else finest.raw, dtype=finest.dtype)
 
 
 class _Walk:
@@ -190,7 +203,7 @@ class _Walk:
             s0 = levels[0]
             self._scale([*chain, (s0.attrs.raw, store.location(_attrs_key(s0.key)))])
             mags = [_mag(store, name, lv.key, lv.attrs, lv.mag) for lv in levels]
-            self.layers.append(_layer(store, name, key, mags, s0.attrs))
+            self.layers.append(_layer(store, name, key, mags, s0.attrs, group))
             return "group"
         if depth >= MAX_DEPTH:
             return "root"
