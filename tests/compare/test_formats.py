@@ -231,3 +231,34 @@ def test_toy_against_a_wkw_file_of_its_first_unit(tmp_path):
     assert s.equal and s.blocks_compared == 64
     assert compare(file_of(b, 0, 0, 0), a).mismatching_blocks == []
     assert SIDE == 32
+
+
+# -- N5 (issue 13), written by tensorstore: a WKW dataset against its N5 conversion ----------------
+def n5(path, data, block, compression=None):
+    pytest.importorskip("tensorstore")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "n5"))
+    from n5_writers import write_tensorstore
+
+    write_tensorstore(path, data, block, compression or {"type": "gzip", "level": 5})
+    return path
+
+
+@pytest.mark.parametrize("block", [(8, 8, 8), (16, 16, 8)])
+def test_wkw_against_its_n5_conversion(tmp_path, data, block):
+    a = write_project(tmp_path / "wkw", data, LZ4HC)
+    b = n5(tmp_path / "n5", data, block)
+    s = compare(a, b)
+    assert s.equal, s.structure
+    assert s.blocks_compared == 4 * 64
+    c = n5(tmp_path / "n5c", changed(data), block)
+    s = compare(a, c)
+    assert [(r.file, r.morton_index, r.position, r.voxels_different, r.max_abs_diff)
+            for r in s.mismatching_blocks] == [
+        ("z0/y0/x1.wkw", int(wkw.morton.encode(0, 0, 2)), (32, 0, 16), 1, 7)]
+    s = compare(c, a)  # named by N5's chunk files the other way round
+    assert [(r.file, r.position) for r in s.mismatching_blocks] == [
+        ("/".join(str(v // b) for v, b in zip(CHANGED, block)),
+         tuple(v // b * b for v, b in zip(CHANGED, block)))]
