@@ -93,11 +93,13 @@ def open_b_dataset(path: str, layer: str | None = None,
             raise FormatError("no layer of this dataset can be read: "
                               + ("; ".join(str(p) for p in opened.problems) or "none"), path)
         if not is_collection(opened):
-            return opened, opened.layers[0].finest, VolumeSpec(path)
-        names = [la.name for la in opened.layers]
-        chosen = select_mag(opened, layer if layer in names else None, mag)
+            chosen, spec = opened.layers[0].finest, VolumeSpec(path)
+        else:
+            names = [la.name for la in opened.layers]
+            chosen = select_mag(opened, layer if layer in names else None, mag)
+            spec = VolumeSpec(path, chosen.layer, chosen.mag)
         chosen.volume  # noqa: B018 - opened now: a B that cannot be read is said at once
-        return opened, chosen, VolumeSpec(path, chosen.layer, chosen.mag)
+        return opened, chosen, spec
     except BaseException:
         opened.close()
         raise
