@@ -89,6 +89,8 @@ class QtSliceView(QWidget):
         #: The layers' displays (``state.LayerDisplay``) the picture was drawn with.
         self.drawn_layers: tuple[object, ...] = ()
         self._press: QPointF | None = None
+        #: Where the mouse is over this view (widget pixels), None when it is elsewhere.
+        self._mouse_at: tuple[float, float] | None = None
         self._dragging = False
         self._last_drag: QPointF | None = None
         self.message = ""  # shown when there is no data at all (no dataset, an error)
@@ -390,7 +392,14 @@ class QtSliceView(QWidget):
                 self._last_drag = pos
                 zh, zv = self.scales()
                 self.state.pan(self.axis, -d.x() / zh, -d.y() / zv)
+        self._mouse_at = (pos.x(), pos.y())
         self.hovered.emit(self.voxel_at(pos.x(), pos.y()))
+
+    def rehover(self) -> None:
+        """Say again which voxel is under the mouse (if it is over this view): the slice,
+        zoom or centre changed under a still mouse."""
+        if self._mouse_at is not None:
+            self.hovered.emit(self.voxel_at(*self._mouse_at))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if self._press is not None and not self._dragging \
@@ -409,6 +418,7 @@ class QtSliceView(QWidget):
         event.accept()
 
     def leaveEvent(self, event: object) -> None:
+        self._mouse_at = None
         self.hovered.emit(None)
 
     def wheelEvent(self, event: QWheelEvent) -> None:
@@ -425,9 +435,11 @@ class QtSliceView(QWidget):
             h, v = self.to_dataset(pos.x(), pos.y())
             self.state.zoom_by(notches, about=(self.axis, h, v))
         else:
+            # Turning the wheel towards oneself (down, negative) steps forward along the
+            # normal, as Page Down does: the same direction as scrolling down a page.
             step = 10 if mods & Qt.KeyboardModifier.ShiftModifier else 1
-            self.state.move_along(self.axis, int(round(notches)) * step or
-                                  (step if notches > 0 else -step))
+            self.state.move_along(self.axis, -(int(round(notches)) * step or
+                                               (step if notches > 0 else -step)))
         event.accept()
 
     def resizeEvent(self, event: object) -> None:
