@@ -67,6 +67,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wkw-viewer: no display found (DISPLAY is not set).  On a headless machine use "
               "--screenshot FILE, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
         return 2
+    from viewer.ui import xcb_libs  # Qt-free: before Qt, which would abort without them
+
+    if xcb_libs.uses_xcb():
+        problem = xcb_libs.check()
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
 
     from PySide6.QtWidgets import QApplication
 
