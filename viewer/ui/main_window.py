@@ -374,6 +374,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         name = Path(path).name or path
         self.setWindowTitle(f"{name} \u2014 wkw-viewer")
         self._show_info()
+        #: Whether this opening was given a position and a zoom (a remembered view yields).
+        self.opened_with = (pos is not None, zoom is not None)
         self.dataset_opened.emit(path)
         if not self.position_field.hasFocus():
             self.views[self.state.focused].setFocus()  # arrows and PgUp/PgDn work at once
