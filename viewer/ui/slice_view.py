@@ -225,7 +225,7 @@ class QtSliceView(QWidget):
         else:
             self._paint_crosshair(painter)
             self._paint_labels(painter)
-            self._paint_scale_bar(painter)
+            self.paint_scale_bar(painter)
         if self.message:
             painter.setPen(QColor(230, 230, 230))
             painter.drawText(self.rect().adjusted(12, 12, -12, -12),
@@ -355,7 +355,8 @@ class QtSliceView(QWidget):
         zh, _ = self.scales()
         return scale_bar(size[self.h_axis] / zh, min(SCALE_BAR_MAX, self.width() * 0.3))
 
-    def _paint_scale_bar(self, painter: QPainter) -> None:
+    def paint_scale_bar(self, painter: QPainter) -> None:
+        """Draw the scale bar bottom left (an overlay that covers the view draws it again)."""
         bar = self.scale_bar_shown = self.scale_bar_now()
         if bar is None:
             return
