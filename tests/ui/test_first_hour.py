@@ -77,3 +77,47 @@ def test_mouse_position_follows_the_slice_under_a_still_mouse(window, ramp_datas
     # ramp value x + 2y + 3z: one slice on is 3 more
     assert window.value_label.text() != value_before
     assert window.value_label.text().endswith(str(5 + 2 * 7 + 3 * 11))
+
+
+def _luminance(c) -> float:
+    def lin(v: int) -> float:
+        s = v / 255
+        return s / 12.92 if s <= 0.03928 else ((s + 0.055) / 1.055) ** 2.4
+    return 0.2126 * lin(c.red()) + 0.7152 * lin(c.green()) + 0.0722 * lin(c.blue())
+
+
+def _contrast(a, b) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def test_checkboxes_stand_out_on_the_dark_theme(window, qtbot):
+    """The indicator's outline has at least 3:1 contrast with the panel (WCAG's figure for
+    controls), and a checked box looks clearly unlike an unchecked one."""
+    from PySide6.QtWidgets import QCheckBox, QStyle, QStyleOptionButton
+
+    window.contrast_dock.show()
+    box = window.contrast_panel.findChild(QCheckBox)
+    assert box is not None
+    qtbot.waitUntil(box.isVisible)
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    rect = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+    assert rect.width() >= 10
+
+    def best_contrast(image) -> float:
+        panel = image.pixelColor(max(rect.left() - 3, 0), rect.center().y())
+        return max(_contrast(image.pixelColor(x, y), panel)
+                   for x in range(rect.left(), rect.right() + 1)
+                   for y in range(rect.top(), rect.bottom() + 1))
+
+    box.setChecked(False)
+    off = box.grab().toImage()
+    assert best_contrast(off) >= 3.0
+    box.setChecked(True)
+    on = box.grab().toImage()
+    assert best_contrast(on) >= 3.0
+    changed = sum(_contrast(off.pixelColor(x, y), on.pixelColor(x, y)) > 1.5
+                  for x in range(rect.left() + 2, rect.right() - 1)
+                  for y in range(rect.top() + 2, rect.bottom() - 1))
+    assert changed >= (rect.width() - 3) * (rect.height() - 3) // 2

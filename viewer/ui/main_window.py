@@ -65,6 +65,7 @@ from viewer.ui.opening import (
 from viewer.ui.render import Palette
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
+from viewer.ui.theme import checkbox_style
 
 if TYPE_CHECKING:
     from viewer.format.webknossos.dataset import WkDataset
@@ -193,7 +194,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self._histogram_timer.setInterval(HISTOGRAM_DELAY_MS)
         self._histogram_timer.timeout.connect(self._on_histogram_due)
         self.state.subscribe(self._on_state_changed)
-        self.setStyleSheet(STYLE)
+        self.setStyleSheet(STYLE + checkbox_style())
 
     # -- building ----------------------------------------------------------------------------
     def _placeholder_panel(self) -> QWidget:
