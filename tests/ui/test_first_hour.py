@@ -121,3 +121,116 @@ def test_checkboxes_stand_out_on_the_dark_theme(window, qtbot):
                   for x in range(rect.left() + 2, rect.right() - 1)
                   for y in range(rect.top() + 2, rect.bottom() - 1))
     assert changed >= (rect.width() - 3) * (rect.height() - 3) // 2
+
+
+@pytest.fixture(scope="module")
+def wk_dataset(tmp_path_factory):
+    """A webKnossos dataset with a color and a segmentation layer and a voxel size: the
+    longest status bar there is (physical positions, two layers' values)."""
+    from viewer.core.synthetic import EMVolume
+    from viewer.format.webknossos.writer import write_synthetic_dataset
+
+    root = str(tmp_path_factory.mktemp("wk") / "dataset-with-a-long-name")
+    write_synthetic_dataset(root, EMVolume(5), shape=(256, 256, 64),
+                            mags=[(1, 1, 1), (2, 2, 1)], block_len=16, file_len=8, workers=1)
+    return root
+
+
+def _clipped(widget) -> bool:
+    """Whether part of ``widget`` is hidden by a parent that is too small (scrolling a panel
+    vertically is fine: only a cut on the left or right counts, or any cut in the status
+    bar)."""
+    region = widget.visibleRegion().boundingRect()
+    if region.isEmpty():
+        return False  # scrolled out of sight: nothing cut off
+    return region.width() < widget.width()
+
+
+def _cut_text(widget) -> bool:
+    """Whether ``widget`` is narrower than its text needs."""
+    from PySide6.QtWidgets import QAbstractButton, QLabel
+
+    if isinstance(widget, QLabel):
+        if widget.wordWrap() or not widget.text():
+            return False
+        return widget.width() < widget.sizeHint().width()
+    if isinstance(widget, QAbstractButton) and widget.text():
+        return widget.width() < widget.minimumSizeHint().width()
+    return False
+
+
+def _children(parent, kinds):
+    for kind in kinds:
+        yield from parent.findChildren(kind)
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1024, 700)])
+def test_status_bar_and_docks_show_their_whole_text(qtbot, wk_dataset, size):
+    from PySide6.QtWidgets import QAbstractButton, QDockWidget, QLabel, QLineEdit
+
+    from viewer.ui.compare.install import install_compare
+    from viewer.ui.layers_panel import install_layers_panel
+    from viewer.ui.loading import install_background_loading
+    from viewer.ui.main_window import QtMainWindow
+
+    window = QtMainWindow()
+    qtbot.addWidget(window)
+    install_background_loading(window)
+    compare = install_compare(window)
+    install_layers_panel(window)
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    assert window.open_path(wk_dataset, pos=(200, 200, 50))
+    assert compare.open_b(wk_dataset, start=False)
+    qtbot.waitUntil(lambda: window.planes_complete() and compare.planes_complete(),
+                    timeout=30000)
+    xy = window.views[XY]
+    at = QPointF(xy.width() * 0.6, xy.height() * 0.6)
+    QGuiApplication.sendEvent(xy, QMouseEvent(QMouseEvent.Type.MouseMove, at,
+                                              xy.mapToGlobal(at), Qt.MouseButton.NoButton,
+                                              Qt.MouseButton.NoButton,
+                                              Qt.KeyboardModifier.NoModifier))
+    assert "segmentation" in window.value_label.text()
+    assert "\u00b5m" in window.mouse_label.text() or "nm" in window.mouse_label.text()
+    qtbot.wait(50)  # the labels' new texts are laid out
+    assert window.size().width() == size[0] and window.size().height() == size[1]
+    kinds = (QLabel, QAbstractButton, QLineEdit)
+    bar = window.statusBar()
+
+    def status_bar_problems() -> list[tuple[object, ...]]:
+        found = []
+        for widget in _children(bar, kinds):
+            if widget.isVisible() and widget.width() > 0:
+                region = widget.visibleRegion().boundingRect()
+                if region.size() != widget.size() or _cut_text(widget):
+                    found.append(("status bar", type(widget).__name__,
+                                  getattr(widget, "text", lambda: "")()[:40],
+                                  widget.geometry(), region, widget.sizeHint()))
+        return found
+
+    # The loader's figures change as blocks arrive, and the bar lays itself out anew each
+    # time: wait for the layout to catch up, then nothing may be cut.
+    try:
+        qtbot.waitUntil(lambda: not status_bar_problems(), timeout=5000)
+    except Exception:
+        pass
+    problems = status_bar_problems()
+    docks = [d for d in window.findChildren(QDockWidget) if d.isVisible()]
+    seen: set[int] = set()
+    assert {d.objectName() for d in docks} >= {"contrastDock", "layersDock", "compareDock"}
+    for dock in docks:
+        for tab in ([dock] if not window.tabifiedDockWidgets(dock) else
+                    [dock, *window.tabifiedDockWidgets(dock)]):
+            tab.raise_()
+            qtbot.wait(10)
+            for widget in _children(tab, kinds):
+                if id(widget) in seen:
+                    continue
+                seen.add(id(widget))
+                if widget.isVisible() and (_clipped(widget) or _cut_text(widget)):
+                    problems.append((tab.objectName(), type(widget).__name__,
+                                     getattr(widget, "text", lambda: "")()[:40],
+                                     widget.geometry(), widget.visibleRegion().boundingRect(),
+                                     widget.sizeHint()))
+    assert problems == [], "\n".join(map(str, problems))
