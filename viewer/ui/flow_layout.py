@@ -2,7 +2,8 @@
 line when the next one does not fit: the status bar's sections keep their whole text at any
 window width, taking a second (or third) line on a narrow window instead of being cut off.
 
-``heightForWidth`` tells the status bar (and through it the main window) how tall it must be.
+Its owner widget's minimum height is kept at the lines' height (``setGeometry``), which is
+what tells the status bar (and through it the main window) how tall it must be.
 GUI thread only.
 """
 
@@ -43,7 +44,9 @@ class QtFlowLayout(QLayout):
         return Qt.Orientation(0)
 
     def hasHeightForWidth(self) -> bool:
-        return True
+        # The owner's minimum height carries the height instead (``setGeometry``): a status
+        # bar asks heightForWidth with widths it never gives, and its height then flip-flops.
+        return False
 
     def heightForWidth(self, width: int) -> int:
         return self._arrange(QRect(0, 0, width, 0), place=False)

@@ -101,6 +101,9 @@ class QtSliceView(QWidget):
         self._backdrop_pixmap: QPixmap | None = None
         #: The scale bar last painted: (length in nm, length in pixels, label), or None.
         self.scale_bar_shown: tuple[float, float, str] | None = None
+        #: Image pixels per widget pixel of the picture under the lines and labels: 2 while
+        #: File > Export View draws the view at twice the screen's resolution.
+        self.render_scale = 1.0
 
     # -- geometry ----------------------------------------------------------------------------
     def scales(self) -> tuple[float, float]:
@@ -238,16 +241,19 @@ class QtSliceView(QWidget):
     def _backdrop(self) -> QPixmap:
         """The scaled plane on its background, drawn once per plane, zoom, centre or size
         change; a cursor move that keeps the plane repaints with one unscaled copy of it."""
+        scale = self.render_scale
         key = (self._image_serial, self.message, self.state.zoom, self.state.centers.get(self.axis),
-               self.width(), self.height(), self.state.bounds, self.state.voxel_size_nm)
+               self.width(), self.height(), self.state.bounds, self.state.voxel_size_nm, scale)
         if self._backdrop_key == key and self._backdrop_pixmap is not None:
             return self._backdrop_pixmap
         w, h = self.width(), self.height()
         pixmap = self._backdrop_pixmap
-        if pixmap is None or pixmap.width() != w or pixmap.height() != h:
+        pw, ph = round(w * scale), round(h * scale)
+        if pixmap is None or pixmap.width() != pw or pixmap.height() != ph:
             # Reused while the size stays: besides the allocation, PySide6 6.11 leaks a few
             # references to None for every QPainter opened on a new paint device.
-            pixmap = QPixmap(w, h)
+            pixmap = QPixmap(pw, ph)
+            pixmap.setDevicePixelRatio(scale)
         painter = QPainter(pixmap)
         z = self.state.zoom
         zh, zv = self.scales()
