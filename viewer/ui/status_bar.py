@@ -33,6 +33,9 @@ class StatusBarMixin:
         # (QStatusBar itself cuts the sections' text short when they do not fit).
         self.status_sections = QWidget()
         self.status_sections.setObjectName("statusSections")
+        # the status bar's own colour shows through the sections (not the panels' colour)
+        self.status_sections.setStyleSheet(
+            "#statusSections, #statusSections > QWidget { background: transparent; }")
         self._status_flow = QtFlowLayout(self.status_sections)
         bar.addWidget(self.status_sections, 1)
         bar.messageChanged.connect(self._on_status_message)
