@@ -63,7 +63,15 @@ def uses_xcb(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
 
 
 def _dlopen(name: str) -> object:
-    return ctypes.CDLL(name)
+    """Load ``name`` as Qt would find it: from the system, or from the bundle's own folder
+    (a PyInstaller bundle carries some of these libraries)."""
+    try:
+        return ctypes.CDLL(name)
+    except OSError:
+        bundled = getattr(sys, "_MEIPASS", None)
+        if bundled is not None and os.path.exists(os.path.join(bundled, name)):
+            return ctypes.CDLL(os.path.join(bundled, name))
+        raise
 
 
 def missing_libraries(load: Loader = _dlopen,
