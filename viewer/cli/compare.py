@@ -171,11 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     opened: list[Dataset] = []
     try:
-        try:
-            for path, label in ((args.a, "A"), (args.b, "B")):
+        for path, label in ((args.a, "A"), (args.b, "B")):
+            try:
                 opened.append(open_input(path, label))
-        except (FormatError, OSError) as exc:
-            return _fail(f"cannot read: {exc}")
+            except (FormatError, OSError) as exc:
+                return _fail(f"cannot read {label}: {exc}")
         ds_a, ds_b = opened
         job: CompareJob | DatasetCompareJob
         if is_collection(ds_a) or is_collection(ds_b):

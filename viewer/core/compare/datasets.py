@@ -122,7 +122,7 @@ def open_input(path: str | os.PathLike[str], label: str) -> Dataset:
     ``FormatError`` too for a dataset none of whose layers opened (its problems say why)."""
     p = os.fspath(path)
     if "://" not in p and not os.path.exists(p):
-        raise FileNotFoundError(f"{label}: {p}: no such file or directory")
+        raise FileNotFoundError(f"{p}: no such file or directory ({label})")
     dataset = open_dataset(p)
     if not dataset.layers:
         why = "; ".join(str(e) for e in dataset.problems) or "it holds no layer"
