@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for path, label in ((args.a, "A"), (args.b, "B")):
             try:
-                opened.append(open_input(path, label))
+                opened.append(open_input(path))
             except (FormatError, OSError) as exc:
                 return _fail(f"cannot read {label}: {exc}")
         ds_a, ds_b = opened

@@ -116,13 +116,13 @@ def is_collection(dataset: Dataset) -> bool:
     return dataset.kind not in SINGLE_ARRAY_KINDS
 
 
-def open_input(path: str | os.PathLike[str], label: str) -> Dataset:
+def open_input(path: str | os.PathLike[str]) -> Dataset:
     """One side's dataset through the registry.  ``FileNotFoundError`` for a local path that
     does not exist; the registry's ``FormatError`` for anything it cannot open; a
     ``FormatError`` too for a dataset none of whose layers opened (its problems say why)."""
     p = os.fspath(path)
     if "://" not in p and not os.path.exists(p):
-        raise FileNotFoundError(f"{p}: no such file or directory ({label})")
+        raise FileNotFoundError(f"{p}: no such file or directory")
     dataset = open_dataset(p)
     if not dataset.layers:
         why = "; ".join(str(e) for e in dataset.problems) or "it holds no layer"
@@ -186,8 +186,8 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
         started = time.perf_counter()
         own: list[Dataset] = []
         try:
-            da = self._open(self._a_in, "A", own)
-            db = self._open(self._b_in, "B", own)
+            da = self._open(self._a_in, own)
+            db = self._open(self._b_in, own)
             pairs = self._pairs(da, db)
             done_before = [0, 0]
             for layer, mag, side_a, side_b in pairs:
@@ -206,11 +206,10 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
         return s
 
     @staticmethod
-    def _open(side: str | os.PathLike[str] | Dataset, label: str, own: list[Dataset]
-              ) -> Dataset:
+    def _open(side: str | os.PathLike[str] | Dataset, own: list[Dataset]) -> Dataset:
         if isinstance(side, Dataset):
             return side
-        dataset = open_input(side, label)
+        dataset = open_input(side)
         own.append(dataset)
         return dataset
 
