@@ -85,15 +85,20 @@ class ChunkIndex:
 
     @property
     def written(self) -> npt.NDArray[np.bool_]:
-        return self.hashes != 0
+        out: npt.NDArray[np.bool_] = self.hashes != 0
+        return out
 
     @property
     def constant(self) -> npt.NDArray[np.bool_]:
-        return ((self.hashes >> np.uint64(32)) == np.uint64(0x01010101)) & (self.lengths == 0)
+        out: npt.NDArray[np.bool_] = ((self.hashes >> np.uint64(32)) == np.uint64(0x01010101)) \
+            & (self.lengths == 0)
+        return out
 
     @property
     def novalue(self) -> npt.NDArray[np.bool_]:
-        return (self.hashes == np.uint64(HASH_NOVALUE)) & (self.lengths == 0)
+        out: npt.NDArray[np.bool_] = (self.hashes == np.uint64(HASH_NOVALUE)) \
+            & (self.lengths == 0)
+        return out
 
     def constant_value(self, n: int) -> float:
         return float(np.asarray(self.hashes[n] & np.uint64(0xFFFFFFFF), dtype=np.uint32)

@@ -12,7 +12,7 @@ import numpy as np
 from viewer.format.errors import MetadataError, UnsupportedFormatError
 
 #: OpenVDS channel formats (``VolumeDataFormat``) as numpy dtypes (1-bit is not read).
-FORMATS = {"Format_U8": np.dtype("<u1"), "Format_U16": np.dtype("<u2"),
+FORMATS: dict[str, np.dtype[Any]] = {"Format_U8": np.dtype("<u1"), "Format_U16": np.dtype("<u2"),
            "Format_R32": np.dtype("<f4"), "Format_U32": np.dtype("<u4"),
            "Format_R64": np.dtype("<f8"), "Format_U64": np.dtype("<u8")}
 FORMAT_CODES = {"Format_1Bit": 0, "Format_U8": 1, "Format_U16": 2, "Format_R32": 3,

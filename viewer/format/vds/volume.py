@@ -168,8 +168,8 @@ class VdsUnit(StorageUnit):
         out = np.empty((1, c[0], c[1], c[2]), dtype=v.dtype, order="F")
         out[...] = v.fill_value
         region = v.chunk_region(index)
-        dst = tuple(slice(0, hi - lo) for lo, hi in region)
-        out[(0, *dst)] = v.decode_part(index, stored, region)
+        dst: tuple[Any, ...] = (0, *(slice(0, hi - lo) for lo, hi in region))
+        out[dst] = v.decode_part(index, stored, region)
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -414,8 +414,8 @@ class VdsVolume(Volume):
             return
         zyx = self.file.wavelet.read_box(self.lod, (lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]),
                                          self.dtype, self.file.samples)
-        dst = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))
-        out[(0, *dst)] = zyx.transpose(2, 1, 0)
+        dst: tuple[Any, ...] = (0, *(slice(a - o, b - o) for a, b, o in zip(lo, hi, off)))
+        out[dst] = zyx.transpose(2, 1, 0)
 
     # -- description ------------------------------------------------------------------------------
     def info(self) -> VolumeInfo:

@@ -82,7 +82,7 @@ class WaveletReader:
                 raise ChunkDecodeError("openvds could not read the wavelet chunk", self.path,
                                        chunk=chunk_pos)
             err = page.getError() if hasattr(page, "getError") else None
-            if err is not None and getattr(err, "code", 0):
+            if err is not None and int(getattr(err, "code", 0) or 0) != 0:
                 raise ChunkDecodeError(f"openvds: {getattr(err, 'string', err)}", self.path,
                                        chunk=chunk_pos)
             return np.array(page.getBuffer(), copy=True)

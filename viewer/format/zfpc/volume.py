@@ -224,7 +224,8 @@ class ZfpcVolume(Volume):
                 index.append(slice(None))
             else:
                 index.append(0)
-        return xyzw[tuple(index)]
+        view: npt.NDArray[Any] = xyzw[tuple(index)]
+        return view
 
     def decode_chunk_into(self, index: int, stored: bytes | memoryview,
                           dst: npt.NDArray[Any]) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 #: zfp scalar types (``zfp_type``), as numpy dtypes.
-ZFP_TYPES = {1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<f4"), 4: np.dtype("<f8")}
+ZFP_TYPES: dict[int, np.dtype[Any]] = {1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<f4"), 4: np.dtype("<f8")}
 ZFP_MAX_BITS = 16658
 ZFP_MAX_PREC = 64
 ZFP_MIN_EXP = -1074
@@ -91,7 +91,7 @@ class StreamHeader:
         planes = 8 * self.dtype.itemsize
         per_block = min(self.maxbits, 64 + planes * (2 * values + 1))
         bits = HEADER_MAX_BITS + self.blocks * per_block
-        return (bits + 63) // 64 * 8 + 16
+        return int((bits + 63) // 64 * 8 + 16)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"zfp_codec_version": self.codec_version,
