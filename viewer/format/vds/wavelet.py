@@ -43,29 +43,28 @@ class WaveletReader:
         self._manager: Any = None
         self._accessors: dict[int, Any] = {}
 
-    def _open(self) -> Any:
+    def _open(self) -> tuple[Any, Any]:
+        """``(openvds module, access manager)``; ``NeedsOpenVDSError`` without the extra."""
+        try:
+            import openvds
+        except ImportError:
+            raise NeedsOpenVDSError(f"wavelet-compressed chunk {EXTRA_HINT}",
+                                    self.path) from None
         if self._manager is None:
-            try:
-                import openvds
-            except ImportError:
-                raise NeedsOpenVDSError(f"wavelet-compressed chunk {EXTRA_HINT}",
-                                        self.path) from None
             try:
                 self._handle = openvds.open(self.path, "")
             except Exception as exc:  # noqa: BLE001 - openvds raises its own types
                 raise ChunkDecodeError(f"openvds cannot open the file: {exc}",
                                        self.path) from None
             self._manager = openvds.getAccessManager(self._handle)
-        return self._manager
+        return openvds, self._manager
 
     def read_chunk(self, lod: int, chunk: int, chunk_pos: tuple[int, int, int]) -> \
             npt.NDArray[Any]:
         """The stored brick of ``chunk`` in layer LOD ``lod`` as OpenVDS decodes it,
         ``(z, y, x)`` C order (margins included, clipped at the end of the data)."""
-        import openvds
-
         with self._lock:
-            am = self._open()
+            openvds, am = self._open()
             acc = self._accessors.get(lod)
             if acc is None:
                 acc = am.createVolumeDataPageAccessor(
@@ -94,16 +93,14 @@ class WaveletReader:
                  dtype: np.dtype[Any], full: tuple[int, int, int]) -> npt.NDArray[Any]:
         """Samples ``[lo, hi)`` (x, y, z) of LOD ``lod`` as ``(z, y, x)`` C order (``full``:
         the LOD-0 extent; OpenVDS takes boxes in LOD-0 samples)."""
-        import openvds
-
+        with self._lock:
+            openvds, am = self._open()
         fmt = {np.dtype("u1"): openvds.VolumeDataFormat.Format_U8,
                np.dtype("u2"): openvds.VolumeDataFormat.Format_U16,
                np.dtype("u4"): openvds.VolumeDataFormat.Format_U32,
                np.dtype("u8"): openvds.VolumeDataFormat.Format_U64,
                np.dtype("f4"): openvds.VolumeDataFormat.Format_R32,
                np.dtype("f8"): openvds.VolumeDataFormat.Format_R64}[np.dtype(dtype)]
-        with self._lock:
-            am = self._open()
         try:
             f = 1 << lod
             lo0 = tuple(v * f for v in lo)
