@@ -250,6 +250,30 @@ class ZfpcVolume(Volume):
                                        offset=int(self.stream_offsets[s]),
                                        chunk=self.chunk_position(index)) from None
 
+    def read(self, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]:
+        """As ``Volume.read``, but only the voxels outside the file are filled first (the
+        streams overwrite everything inside, so a whole-file read writes its memory once)."""
+        off = [int(v) for v in offset]
+        size = [int(v) for v in shape]
+        if len(off) != 3 or len(size) != 3:
+            return super().read(offset, shape)
+        out = np.empty((self.num_channels, *size), dtype=self.dtype, order="F")
+        ext = self.shape
+        inner = [(min(max(-o, 0), n), min(max(e - o, 0), n)) for o, n, e in zip(off, size, ext)]
+        if any(hi <= lo for lo, hi in inner):
+            out[...] = self.fill_value
+            return out
+        for d, (lo, hi) in enumerate(inner):
+            before: list[Any] = [slice(None)] * 4
+            after: list[Any] = [slice(None)] * 4
+            before[1 + d] = slice(0, lo)
+            after[1 + d] = slice(hi, None)
+            out[tuple(before)] = self.fill_value
+            out[tuple(after)] = self.fill_value
+        if min(size) > 0:
+            self.read_into(out, off)
+        return out
+
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """Chunks inside the box decode straight into ``out``; the others through a chunk."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
