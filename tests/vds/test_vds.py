@@ -345,3 +345,19 @@ def test_layout_json_is_what_openvds_wrote(files: dict[str, Path]) -> None:
     assert [a.samples for a in lay.axes] == [70, 50, 40]
     assert f.lods() == [0, 1, 2]
     assert json.dumps(lay.metadata) == "[]"
+
+
+def test_chunk_count_beyond_the_file_is_an_error(files: dict[str, Path], tmp_path: Path) -> None:
+    path, blob = _copy(files, tmp_path)
+    _, _, table_at, count, name_len = struct.unpack_from("<12siqii", blob, 0)
+    [at] = [table_at + i * (32 + name_len) for i in range(count)
+            if blob[table_at + i * (32 + name_len) + 32:][:18] == b"Dimensions_012LOD0"]
+    struct.pack_into("<i", blob, at + 8, 1 << 30)              # chunks
+    struct.pack_into("<i", blob, at + 16, 1 << 30)             # entries per page: one page
+    path.write_bytes(bytes(blob))
+    with pytest.raises(HeaderError, match="cannot be in a file"):
+        open_volume(path)
+    struct.pack_into("<i", blob, at + 16, 1024)                # 2^20 pages: no directory
+    path.write_bytes(bytes(blob))
+    with pytest.raises(HeaderError, match="past the end"):
+        open_volume(path)

@@ -327,3 +327,15 @@ class TestZfpcContract(VolumeContract):
         vol = open_volume(path)
         yield vol, (0, 5, 0)
         vol.close()
+
+
+def test_header_claiming_a_huge_array_is_an_error_not_an_allocation(tmp_path: Path) -> None:
+    path = tmp_path / "f.zfpc"
+    blob = bytearray(_write(path, _field((8, 8, 8), "float32"), [True, True, True, True]))
+    struct.pack_into("<3I", blob, 6, 60000, 60000, 60000)
+    path.write_bytes(bytes(blob))
+    with open_volume(path) as vol:
+        unit = vol.open_unit((0, 0, 0))
+        assert unit is not None
+        [r] = unit.read_chunks([0])
+        assert isinstance(r, ChunkDecodeError) and "cannot hold" in str(r)

@@ -193,6 +193,9 @@ def read_index(store: Store, key: str, path: str, container: Container,
                           offset=PAGE_DIRECTORY.size + f.file_metadata_length).tolist()
     stride = ENTRY_BYTES + f.chunk_metadata_length
     n = f.chunk_count
+    if n * stride > 64 * size + (1 << 20):
+        raise HeaderError(f"{f.name!r} declares {n} chunks: their index ({n * stride} bytes) "
+                          f"cannot be in a file of {size} bytes", path, offset=f.table_offset)
     offsets = np.zeros(n, np.int64)
     lengths = np.zeros(n, np.int64)
     hashes = np.zeros(n, np.uint64)

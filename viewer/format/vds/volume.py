@@ -393,8 +393,12 @@ class VdsVolume(Volume):
                                         f"needs {nbytes}")
             raw: bytes | memoryview = payload
         elif self.method == 3:
+            if nbytes > 1100 * len(payload) + 1024:
+                raise codecs.CodecError(f"{len(payload)} zlib bytes cannot hold {nbytes}")
             raw = codecs.inflate(payload, nbytes)
         elif self.method == 2:
+            if nbytes > 16384 * len(payload):
+                raise codecs.CodecError(f"{len(payload)} RLE bytes cannot hold {nbytes}")
             raw = codecs.unrle(payload, nbytes)
         else:
             raise codecs.CodecError(f"compression method {self.method}")

@@ -108,6 +108,7 @@ class ZfpcUnit(StorageUnit):
 
     def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
         v = self.volume
+        v.check_stream_sizes(index, stored)
         c = v.chunk_shape
         arr = np.empty((v.num_channels, c[0], c[1], c[2]), dtype=v.dtype, order="F")
         v.decode_chunk_into(index, stored, arr)
@@ -226,6 +227,21 @@ class ZfpcVolume(Volume):
                 index.append(0)
         view: npt.NDArray[Any] = xyzw[tuple(index)]
         return view
+
+    def check_stream_sizes(self, index: int, stored: bytes | memoryview) -> None:
+        """Before memory is set aside for a chunk: its streams can hold what they claim (zfp
+        spends at least one bit per block of 4^d values)."""
+        h = self.header
+        blocks = 1
+        for n in h.stream_shape:
+            blocks *= (n + 3) // 4
+        for s in self._unit._streams(index):
+            n = int(self.stream_sizes[s])
+            if blocks > 8 * n:
+                raise ChunkDecodeError(
+                    f"stream {s} ({self.stream_label(s)}) of {n} bytes cannot hold the {blocks} "
+                    f"zfp blocks of {list(h.stream_shape)}: truncated or damaged", self.path,
+                    offset=int(self.stream_offsets[s]), chunk=self.chunk_position(index))
 
     def decode_chunk_into(self, index: int, stored: bytes | memoryview,
                           dst: npt.NDArray[Any]) -> None:
