@@ -361,3 +361,32 @@ def test_chunk_count_beyond_the_file_is_an_error(files: dict[str, Path], tmp_pat
     path.write_bytes(bytes(blob))
     with pytest.raises(HeaderError, match="past the end"):
         open_volume(path)
+
+
+def test_two_dimensional_vds(tmp_path: Path) -> None:
+    """Two axes: tiles of brick x 4 on the Dimensions_01 layer, shown as one Z slice."""
+    path = str(tmp_path / "t2d.vds")
+    L = openvds.VolumeDataLayoutDescriptor
+    layout = L(L.BrickSize.BrickSize_32, 0, 0, 4, L.LODLevels.LODLevels_None,
+               L.Options.Options_None)
+    axes = [openvds.VolumeDataAxisDescriptor(200, "Sample", "ms", 0.0, 1.0),
+            openvds.VolumeDataAxisDescriptor(150, "Trace", "", 0.0, 1.0)]
+    C = openvds.VolumeDataChannelDescriptor
+    ch = [C(C.Format.Format_R32, C.Components.Components_1, "A", "", -1.0, 1.0)]
+    vds = openvds.create(path, "", layout, axes, ch, openvds.MetadataContainer(),
+                         openvds.CompressionMethod.Zip, 0.0)
+    am = openvds.getAccessManager(vds)
+    acc = am.createVolumeDataPageAccessor(openvds.DimensionsND.Dimensions_01, 0, 0, 8,
+                                          am.AccessMode.AccessMode_Create)
+    d = np.random.default_rng(0).random((150, 200)).astype(np.float32)
+    for c in range(acc.getChunkCount()):
+        page = acc.createPage(c)
+        buf = np.array(page.getWritableBuffer(), copy=False)
+        lo, hi = page.getMinMax()
+        buf[...] = d[lo[1]:hi[1], lo[0]:hi[0]].reshape(buf.shape)
+        page.release()
+    acc.commit()
+    openvds.close(vds)
+    with open_volume(path) as vol:
+        assert vol.shape == (200, 150, 1) and vol.chunk_shape == (128, 128, 1)
+        np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape)[0, :, :, 0], d.T)

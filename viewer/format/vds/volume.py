@@ -249,7 +249,8 @@ class VdsVolume(Volume):
         self.num_channels = 1
         f = 1 << lod
         n0 = file.samples
-        self._shape: Vec3 = ((n0[0] + f - 1) // f, (n0[1] + f - 1) // f, (n0[2] + f - 1) // f)
+        fz = f if file.dims >= 3 else 1
+        self._shape: Vec3 = ((n0[0] + f - 1) // f, (n0[1] + f - 1) // f, (n0[2] + fz - 1) // fz)
         self.brick = lay.brick_size if file.dims == 3 else lay.brick_size * lay.brick_2d_multiplier
         step = self.brick - lay.negative_margin - lay.positive_margin
         if step < 1:
