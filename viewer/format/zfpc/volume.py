@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,20 @@ from viewer.format.volume import (
 from viewer.format.zfpc import container
 from viewer.format.zfpc.container import DIM_NAMES, HEADER_SIZE, Header
 from viewer.format.zfpc.zfp import ZfpError, decode_into, parse_header
+
+
+_WORKERS = min(4, os.cpu_count() or 1)
+_pool_lock = threading.Lock()
+_pool_instance: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads shared by every zfpc read of many streams (created on first use)."""
+    global _pool_instance
+    with _pool_lock:
+        if _pool_instance is None:
+            _pool_instance = ThreadPoolExecutor(_WORKERS, thread_name_prefix="zfpc")
+        return _pool_instance
 
 
 class ZfpcUnit(StorageUnit):
@@ -307,20 +322,33 @@ class ZfpcVolume(Volume):
         for start in range(0, len(grid), batch):
             rows = range(start, min(start + batch, len(grid)))
             stored = self._unit.read_stored(indices[start:start + batch].tolist())
+            jobs = []
             for row, data in zip(rows, stored):
                 if isinstance(data, FormatError):
                     raise data
-                if data is None:
-                    continue
+                if data is not None:
+                    jobs.append((row, data))
+
+            def one(job: tuple[int, bytes | memoryview]) -> None:
+                row, data = job
                 g = grid[row] * c
                 s_lo, s_hi = np.maximum(g, off), np.minimum(g + c, off + size)
                 dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
                 if (s_lo == g).all() and (s_hi == g + c).all():
+                    self.check_stream_sizes(int(indices[row]), data)
                     self.decode_chunk_into(int(indices[row]), data, out[(slice(None), *dst)])
                 else:
                     chunk = self._unit.decode(int(indices[row]), data)
                     src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
                     out[(slice(None), *dst)] = chunk[(slice(None), *src)]
+
+            if len(jobs) > 1 and _WORKERS > 1:
+                # libzfp runs without the GIL: the chunks (disjoint parts of out) in parallel
+                for _ in _pool().map(one, jobs):
+                    pass
+            else:
+                for job in jobs:
+                    one(job)
 
     # -- description ------------------------------------------------------------------------------
     def header_fields(self) -> dict[str, Any]:
