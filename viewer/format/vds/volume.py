@@ -233,7 +233,7 @@ class VdsVolume(Volume):
 
     format = "vds"
 
-    def __init__(self, file: VdsFile, lod: int = 0, own_file: bool = False) -> None:
+    def __init__(self, file: VdsFile, lod: int = 0) -> None:
         self.file = file
         self.lod = lod
         self.path = file.path
@@ -289,7 +289,6 @@ class VdsVolume(Volume):
         self.axis_units = (units[0], units[1], units[2])
         self.method = self.index.method
         self._unit = VdsUnit(self)
-        self._own = own_file
 
     # -- geometry ---------------------------------------------------------------------------------
     @property
@@ -446,8 +445,8 @@ class VdsVolume(Volume):
         return [MetadataError(p, self.path) for p in self.index.problems]
 
     def close(self) -> None:
-        if self._own:
-            self.file.close()
+        """Drop the OpenVDS handle of wavelet layers (reopened if the volume is read again)."""
+        self.file.close()
 
 
 __all__ = ["VdsFile", "VdsVolume", "VdsUnit"]
