@@ -339,3 +339,16 @@ def test_header_claiming_a_huge_array_is_an_error_not_an_allocation(tmp_path: Pa
         assert unit is not None
         [r] = unit.read_chunks([0])
         assert isinstance(r, ChunkDecodeError) and "cannot hold" in str(r)
+
+
+def test_fortran_order_input(tmp_path: Path) -> None:
+    """The writer keeps a Fortran-ordered array's order (C-order bit 0); the values read the
+    same."""
+    data = np.asfortranarray(_field((13, 9, 4, 2), "int64"))
+    path = tmp_path / "f.zfpc"
+    blob = _write(path, data, [True, True, False, False])
+    assert blob[5] >> 7 == 0
+    with open_volume(path) as vol:
+        np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape), _as_volume_array(data))
+        unit = vol.open_unit((0, 0, 0))
+        assert unit is not None and unit.describe()["c_order"] is False
