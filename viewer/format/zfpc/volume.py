@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import ChunkDecodeError, DatasetLayoutError, FormatError
-from viewer.format.store import Store, split
+from viewer.format.store import LocalStore, Store, split
 from viewer.format.volume import (
     ChunkTable,
     StorageUnit,
@@ -36,7 +36,7 @@ from viewer.format.volume import (
 )
 from viewer.format.zfpc import container
 from viewer.format.zfpc.container import DIM_NAMES, HEADER_SIZE, Header
-from viewer.format.zfpc.zfp import ZfpError, decode_into, parse_header
+from viewer.format.zfpc.zfp import ZfpError, decode_into, decode_padded, parse_header
 
 
 _WORKERS = min(4, os.cpu_count() or 1)
@@ -258,6 +258,39 @@ class ZfpcVolume(Volume):
                     f"zfp blocks of {list(h.stream_shape)}: truncated or damaged", self.path,
                     offset=int(self.stream_offsets[s]), chunk=self.chunk_position(index))
 
+    def _stream_error(self, index: int, s: int, exc: Exception) -> ChunkDecodeError:
+        return ChunkDecodeError(f"stream {s} ({self.stream_label(s)}): {exc}", self.path,
+                                offset=int(self.stream_offsets[s]),
+                                chunk=self.chunk_position(index))
+
+    def decode_chunk_from_file(self, index: int, fd: int, dst: npt.NDArray[Any]) -> None:
+        """Chunk ``index`` read from the open local file ``fd`` straight into the padded
+        buffers its streams are decoded from (no intermediate copy), into ``dst``."""
+        for w, s in enumerate(self._unit._streams(index)):
+            off, n = int(self.stream_offsets[s]), int(self.stream_sizes[s])
+            try:
+                if off + n > self.file_size:
+                    raise ZfpError(f"{int(self.stream_raw_sizes[s])} bytes at {off} run past "
+                                   f"the end of the file ({self.file_size} bytes)")
+                head = parse_header(os.pread(fd, min(24, n), off))
+                if head.dtype != self.dtype:
+                    raise ZfpError(f"stream holds {head.dtype.name}, the container says "
+                                   f"{self.dtype.name}")
+                if head.blocks > 8 * n:
+                    raise ZfpError(f"{n} bytes cannot hold the {head.blocks} zfp blocks of "
+                                   f"{list(head.numpy_shape)}: truncated")
+                buf = np.empty(head.padded_size(n), dtype=np.uint8)
+                view = memoryview(buf)  # type: ignore[arg-type]
+                got = 0
+                while got < n:
+                    k = os.preadv(fd, [view[got:n]], off + got)
+                    if k <= 0:
+                        raise ZfpError(f"only {got} of {n} bytes could be read")
+                    got += k
+                decode_padded(buf, n, head, self._stream_view(dst, w))
+            except ZfpError as exc:
+                raise self._stream_error(index, s, exc) from None
+
     def decode_chunk_into(self, index: int, stored: bytes | memoryview,
                           dst: npt.NDArray[Any]) -> None:
         """Decode chunk ``index`` from its stored bytes (its streams, one after the other) into
@@ -277,9 +310,7 @@ class ZfpcVolume(Volume):
                                    f"{self.dtype.name}")
                 decode_into(part, head, self._stream_view(dst, w))
             except ZfpError as exc:
-                raise ChunkDecodeError(f"stream {s} ({self.stream_label(s)}): {exc}", self.path,
-                                       offset=int(self.stream_offsets[s]),
-                                       chunk=self.chunk_position(index)) from None
+                raise self._stream_error(index, s, exc) from None
 
     def read(self, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]:
         """As ``Volume.read``, but only the voxels outside the file are filled first (the
@@ -318,27 +349,58 @@ class ZfpcVolume(Volume):
         grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
                                     indexing="ij"), axis=-1).reshape(-1, 3)
         _, indices = self.locate(grid)
+        fd = -1
+        if isinstance(self.store, LocalStore):
+            try:
+                fd = os.open(self.store.location(self.key), os.O_RDONLY)
+            except OSError:
+                fd = -1
+        try:
+            self._read_chunks_into(out, off, size, c, grid, indices, fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _read_chunks_into(self, out: npt.NDArray[Any], off: npt.NDArray[np.int64],
+                          size: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
+                          grid: npt.NDArray[np.int64], indices: npt.NDArray[np.int64],
+                          fd: int) -> None:
+        """Decode the chunks at ``grid`` into ``out`` (the box at ``off``); with a local file
+        descriptor ``fd`` the chunks wholly inside read their streams straight from it."""
         batch = 256
         for start in range(0, len(grid), batch):
             rows = range(start, min(start + batch, len(grid)))
-            stored = self._unit.read_stored(indices[start:start + batch].tolist())
+            inside = []
+            for row in rows:
+                g = grid[row] * c
+                inside.append(bool((g >= off).all() and (g + c <= off + size).all()))
+            if fd >= 0:
+                need = [int(indices[r]) for r, ins in zip(rows, inside) if not ins]
+                stored_part = iter(self._unit.read_stored(need)) if need else iter(())
+                stored: list[StoredResult] = [b"" if ins else next(stored_part)
+                                              for ins in inside]
+            else:
+                stored = self._unit.read_stored(indices[start:start + batch].tolist())
             jobs = []
-            for row, data in zip(rows, stored):
+            for row, data, ins in zip(rows, stored, inside):
                 if isinstance(data, FormatError):
                     raise data
                 if data is not None:
-                    jobs.append((row, data))
+                    jobs.append((row, data, ins))
 
-            def one(job: tuple[int, bytes | memoryview]) -> None:
-                row, data = job
+            def one(job: tuple[int, bytes | memoryview, bool]) -> None:
+                row, data, ins = job
                 g = grid[row] * c
                 s_lo, s_hi = np.maximum(g, off), np.minimum(g + c, off + size)
                 dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
-                if (s_lo == g).all() and (s_hi == g + c).all():
-                    self.check_stream_sizes(int(indices[row]), data)
-                    self.decode_chunk_into(int(indices[row]), data, out[(slice(None), *dst)])
+                index = int(indices[row])
+                if ins and fd >= 0:
+                    self.decode_chunk_from_file(index, fd, out[(slice(None), *dst)])
+                elif ins:
+                    self.check_stream_sizes(index, data)
+                    self.decode_chunk_into(index, data, out[(slice(None), *dst)])
                 else:
-                    chunk = self._unit.decode(int(indices[row]), data)
+                    chunk = self._unit.decode(index, data)
                     src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
                     out[(slice(None), *dst)] = chunk[(slice(None), *src)]
 

@@ -89,9 +89,13 @@ class StreamHeader:
         group tests (``2 * size + 1`` bits each) plus its exponent and flags."""
         values = 4 ** self.dims
         planes = 8 * self.dtype.itemsize
-        per_block = min(self.maxbits, 64 + planes * (2 * values + 1))
+        per_block = max(self.minbits, min(self.maxbits, 64 + planes * (2 * values + 1)))
         bits = HEADER_MAX_BITS + self.blocks * per_block
         return int((bits + 63) // 64 * 8 + 16)
+
+    def padded_size(self, length: int) -> int:
+        """Bytes of the buffer a stream of ``length`` bytes is decoded from."""
+        return max(self.max_read_bytes(), length + 16)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"zfp_codec_version": self.codec_version,
@@ -234,13 +238,33 @@ def decode_into(stream: bytes | memoryview, header: StreamHeader,
     if header.blocks > 8 * len(stream):
         raise ZfpError(f"stream of {len(stream)} bytes cannot hold the {header.blocks} zfp "
                        f"blocks of {header.numpy_shape} (at least one bit each): truncated")
-    lib = _load()
-    if lib is None:
+    if _load() is None:
         _decode_zfpy(stream, header, out)
         return
-    need = max(header.max_read_bytes(), len(stream) + 16)
-    buf = np.zeros(need, dtype=np.uint8)        # calloc: the padding costs no page until read
+    buf = np.empty(header.padded_size(len(stream)), dtype=np.uint8)
     buf[:len(stream)] = np.frombuffer(stream, dtype=np.uint8)
+    decode_padded(buf, len(stream), header, out)
+
+
+def decode_padded(buf: npt.NDArray[np.uint8], length: int, header: StreamHeader,
+                  out: npt.NDArray[Any]) -> None:
+    """As ``decode_into``, from a buffer of at least ``header.padded_size(length)`` bytes whose
+    first ``length`` are the stream (what follows need only be readable memory: a read past
+    ``length`` is found from the bytes zfp says it used)."""
+    lib = _load()
+    if lib is None:
+        _decode_zfpy(buf[:length].tobytes(), header, out)
+        return
+    if out.shape != header.numpy_shape or out.dtype != header.dtype:
+        raise ZfpError(f"stream holds {header.dtype.name} {header.numpy_shape}, expected "
+                       f"{out.dtype.name} {out.shape}")
+    if header.blocks > 8 * length:
+        raise ZfpError(f"stream of {length} bytes cannot hold the {header.blocks} zfp "
+                       f"blocks of {header.numpy_shape} (at least one bit each): truncated")
+    need = header.padded_size(length)
+    if buf.dtype != np.uint8 or buf.ndim != 1 or len(buf) < need or \
+            not buf.flags.c_contiguous:
+        raise ValueError(f"decode_padded needs a contiguous uint8 buffer of {need} bytes")
     bs = lib.stream_open(buf.ctypes.data, need)
     zs = lib.zfp_stream_open(bs)
     field = lib.zfp_field_alloc()
@@ -261,9 +285,9 @@ def decode_into(stream: bytes | memoryview, header: StreamHeader,
             lib.stream_close(bs)
     if used == 0:
         raise ZfpError("zfp could not decompress the stream")
-    if used > len(stream):
+    if used > length:
         raise ZfpError(f"stream is truncated: decoding it needs {used} bytes, it has "
-                       f"{len(stream)}")
+                       f"{length}")
 
 
 def _decode_zfpy(stream: bytes | memoryview, header: StreamHeader,
@@ -281,4 +305,5 @@ def _decode_zfpy(stream: bytes | memoryview, header: StreamHeader,
     out[...] = arr
 
 
-__all__ = ["StreamHeader", "ZfpError", "parse_header", "decode_into", "library_available"]
+__all__ = ["StreamHeader", "ZfpError", "parse_header", "decode_into", "decode_padded",
+           "library_available"]
