@@ -1,10 +1,13 @@
-"""The inspector's Header tab: the current file's header bytes, fields, differences
-from header.wkw and derived geometry.
+"""The inspector's Header tab: the current unit's header bytes and fields (the format's own,
+from ``StorageUnit.describe()``), its differences from the volume's header
+(``Volume.info().header``) and the geometry.
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
 
 from __future__ import annotations
+
+import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -19,10 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from viewer.core import inspect
-from viewer.ui.inspector.loaded_file import _LoadedFile
+from viewer.ui.inspector.loaded_file import _LoadedUnit
 
 DIFF_BRUSH = QBrush(QColor(255, 215, 120))
+
 
 class HeaderTabMixin:
     """The Header tab of ``QtInspectorPanel``."""
@@ -63,7 +66,12 @@ class HeaderTabMixin:
         page.setWidget(w)
         self.tabs.addTab(page, "Header")
 
-    def _show_header(self, loaded: _LoadedFile) -> None:
+    def _volume_header_name(self) -> str:
+        """What the differences are against: the volume's header file when it names one."""
+        named = self._volume_header.get("header_file")
+        return os.path.basename(str(named)) if named else "the volume's header"
+
+    def _show_header(self, loaded: _LoadedUnit) -> None:
         rep = loaded.report
         self.header_fields.setRowCount(0)
         self.geometry_table.setRowCount(0)
@@ -71,37 +79,34 @@ class HeaderTabMixin:
         self._fit_table_height(self.geometry_table)
         if rep is None:
             self.header_path.setText(f"{loaded.path}\n" + (
-                "absent (sparse dataset: reads as zeros)" if loaded.error is None
+                "absent (sparse: reads as the fill value)" if loaded.error is None
                 else str(loaded.error)))
             self.header_hex.setText("")
             self.header_diffs.setText("")
             return
         text = rep.path
         if rep.error is not None:
-            text += f"\nheader error: {rep.error.reason}"
-        elif loaded.error is not None:
-            text += f"\nerror: {loaded.error.reason}"
+            text += f"\nerror: {rep.error.reason}"
         self.header_path.setText(text)
-        self.header_hex.setText("raw: " + rep.hex)
-        marked = {inspect.DIFFERENCE_FIELDS[name] for name in rep.differences}
+        self.header_hex.setText("raw: " + rep.hex if rep.raw else "")
+        marked = rep.marked_fields
         self.header_fields.setRowCount(len(rep.fields))
         for r, fld in enumerate(rep.fields):
             raw = fld.raw.decode("latin-1") if isinstance(fld.raw, bytes) else str(fld.raw)
-            cells = [fld.name, f"{fld.first_byte}..{fld.first_byte + fld.length - 1}", raw,
-                     fld.meaning]
+            cells = [fld.name, fld.bytes_text, raw, fld.meaning]
             for c, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 item.setToolTip(value)
                 if fld.name in marked:
                     item.setBackground(DIFF_BRUSH)
                 self.header_fields.setItem(r, c, item)
+        against = self._volume_header_name()
         if rep.differences:
-            self.header_diffs.setText("differs from header.wkw (header.wkw vs file): " + "; ".join(
+            self.header_diffs.setText(f"differs from {against} ({against} vs unit): " + "; ".join(
                 f"{k} {v}" for k, v in rep.differences.items()))
             self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
         else:
-            self.header_diffs.setText("matches header.wkw" if self.dataset is not None
-                                      and not self.dataset.single_file else "")
+            self.header_diffs.setText(f"matches {against}" if rep.error is None else "")
             self.header_diffs.setStyleSheet("")
         self.geometry_table.setRowCount(len(rep.geometry))
         for r, (name, value) in enumerate(rep.geometry):
