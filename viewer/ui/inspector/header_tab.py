@@ -106,7 +106,9 @@ class HeaderTabMixin:
                 f"{k} {v}" for k, v in rep.differences.items()))
             self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
         else:
-            self.header_diffs.setText(f"matches {against}" if rep.error is None else "")
+            own = str(self._volume_header.get("header_file", "")) == rep.path  # a lone file
+            self.header_diffs.setText(f"matches {against}" if rep.error is None and not own
+                                      else "")
             self.header_diffs.setStyleSheet("")
         self.geometry_table.setRowCount(len(rep.geometry))
         for r, (name, value) in enumerate(rep.geometry):
