@@ -116,3 +116,32 @@ def test_scan_of_the_toy_format_in_a_child_process(toy: Path) -> None:
     assert done.wait(60)
     assert len(rows) == len(list((toy / "c").iterdir()))
     assert all(r.compression == "npy" and r.chunk_count == 1 for r in rows)
+
+
+main_window = pytest.importorskip("viewer.ui.main_window")
+
+
+def test_the_window_shows_the_toy_format_in_the_inspector(qtbot, toy: Path) -> None:  # type: ignore[no-untyped-def]
+    from viewer.ui.inspector import install_inspector
+
+    window = main_window.QtMainWindow()
+    qtbot.addWidget(window)
+    window.resize(1000, 760)
+    panel = install_inspector(window)
+    try:
+        with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
+            assert window.open_path(str(toy), pos=(1, 1, 1))
+        assert panel.dataset is window.opened  # the window's dataset, shared, not reopened
+        assert panel.volume is window.dataset
+        with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
+            window.state.set_cursor((33, 9, 5))  # chunk (2, 1, 1)
+        assert panel.current_path == str(toy / "c" / "2.1.1.npy")
+        # a row of the Units table moves the window's cursor to that unit's centre
+        panel.tabs.setCurrentIndex(1)
+        row = panel.files_model.row_of_path(str(toy / "c" / "0.1.1.npy"))
+        assert row is not None
+        with qtbot.waitSignal(panel.position_requested, timeout=WAIT) as moved:
+            panel.files_view.selectRow(row)
+        assert moved.args[0] == (8, 8 + 4, 4 + 2) == window.state.cursor
+    finally:
+        panel.shutdown()

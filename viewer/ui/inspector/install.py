@@ -2,16 +2,18 @@
 
 ``install_inspector(window)`` needs only what ``viewer.ui.main_window.QtMainWindow`` offers:
 ``set_side_panel(widget)``, ``views`` (normal axis -> ``QtSliceView``), ``state`` (``cursor``,
-``set_cursor``), ``dataset_path``, and the signals ``dataset_opened(path)`` and
-``cursor_changed((x, y, z))``.  It puts the panel in the fourth quadrant, lays the compression
-map and grids over the three slice views, and links the cursor both ways.
+``set_cursor``), ``opened`` (the ``viewer.format.Dataset`` shown), ``dataset`` (the ``Volume``
+whose voxels are the window's), ``dataset_mag``, ``dataset_path``, and the signals
+``dataset_opened(path)`` and ``cursor_changed((x, y, z))``.  It puts the panel in the fourth
+quadrant, lays the compression map and grids over the three slice views, and links the cursor
+both ways.  The entry point's signature is unchanged.
 
-The panel inspects the format-neutral ``viewer.format.Dataset`` of the window's path: the one
-the window holds when it keeps one (any attribute ``webknossos`` / ``format_dataset`` that is a
-``Dataset``), else opened here through the registry (``viewer.format.open_dataset``: metadata
-only).  The layer and mag it starts on are the ones the window shows (the mag whose folder is
-the window's ``dataset``, else ``dataset_mag``); its combo boxes pick any other.  Nothing here
-knows a format.
+The panel inspects the window's format-neutral ``Dataset`` (``opened``; the panel shares its
+volumes and does not close it), or, for a window that keeps none, the dataset of
+``dataset_path`` opened here through the registry (``viewer.format.open_dataset``: metadata
+only; the panel closes it).  The layer and mag it starts on are the ones the window shows (the
+mag whose volume is the window's ``dataset``, else ``dataset_mag``); its combo boxes pick any
+other.  Nothing here knows a format.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _shown_path(window: Any) -> str | None:
 def dataset_of(window: Any, path: str) -> tuple[Dataset, bool] | None:
     """The neutral dataset behind what the window shows and whether it was opened here (the
     panel then closes it); None when nothing is shown or the path does not open."""
-    for name in ("format_dataset", "webknossos"):
+    for name in ("opened", "format_dataset", "webknossos"):
         held = getattr(window, name, None)
         if isinstance(held, Dataset):
             return held, False
