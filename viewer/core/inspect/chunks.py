@@ -79,7 +79,8 @@ class UnitTable:
     """Every chunk of one storage unit, in the unit's chunk order (see the module docstring).
 
     Arrays (length ``num_chunks``): ``starts`` / ``ends`` byte ranges, ``sizes`` (stored
-    bytes), ``coords`` (``(N, 3)`` chunk position inside the unit), ``ratio`` (decoded bytes /
+    bytes), ``coords`` (``(N, 3)`` chunk position inside the unit, found on first use),
+    ``ratio`` (decoded bytes /
     stored bytes; inf for an empty range), ``flags`` (bits above).  ``description`` is the
     unit's ``describe()``; ``chunk_columns`` the keys of its ``describe_chunk`` (extra Jump
     table columns, fetched per row when shown, through ``source``)."""
@@ -92,17 +93,27 @@ class UnitTable:
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
     sizes: npt.NDArray[np.int64]
-    coords: npt.NDArray[np.int64]
     ratio: npt.NDArray[np.float64]
     flags: FlagArray
     problems: list[FormatError]
     description: dict[str, Any] = field(default_factory=dict)
     chunk_columns: tuple[str, ...] = ()
     source: StorageUnit | None = None
+    volume: Volume | None = None
+    _coords: npt.NDArray[np.int64] | None = None
 
     @property
     def num_chunks(self) -> int:
         return int(self.sizes.shape[0])
+
+    @property
+    def coords(self) -> npt.NDArray[np.int64]:
+        """``(N, 3)`` position of each chunk inside the unit (``Volume.chunk_local``), found
+        on first use (a unit-table row of the scan never needs it)."""
+        if self._coords is None:
+            assert self.volume is not None
+            self._coords = chunk_coords(self.volume, self.num_chunks)
+        return self._coords
 
     @property
     def stored(self) -> npt.NDArray[np.bool_]:
@@ -188,8 +199,8 @@ def unit_table(volume: Volume, position: Sequence[int], unit: StorageUnit) -> Un
         except (FormatError, OSError, ValueError):
             columns = ()
     return UnitTable(unit.path, pos, size, volume.chunk_shape, volume.chunk_nbytes, offsets,
-                     ends, nbytes, chunk_coords(volume, n), ratio.astype(np.float64), flags,
-                     problems, description, columns, unit)
+                     ends, nbytes, ratio.astype(np.float64), flags, problems, description,
+                     columns, unit, volume)
 
 
 def scan_chunk_contents(unit: StorageUnit, indices: Sequence[int] | npt.NDArray[np.int64],
