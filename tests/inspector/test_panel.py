@@ -54,6 +54,10 @@ def test_shows_header_and_jump_table_of_a_known_file(panel, qtbot, which: str,
                      "blockType": "3", "voxelType": "1", "voxelSize": "1",
                      "dataOffset": str(truth["data_offset"])}
     assert panel.header_diffs.text() == "matches header.wkw"
+    volume_header = {panel.volume_table.item(r, 0).text(): panel.volume_table.item(r, 1).text()
+                     for r in range(panel.volume_table.rowCount())}
+    assert volume_header["block_len"] == str(BLOCK_LEN)  # header.wkw, as Volume.info() says
+    assert volume_header["file_len"] == str(FILE_LEN)
     # Jump table: one row per block, sizes and ranges as the file's bytes say.
     model = panel.jump_model
     cols = QtJumpTableModel.COLUMNS

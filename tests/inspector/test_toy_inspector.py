@@ -64,6 +64,9 @@ def test_units_chunk_table_and_header_of_the_toy_format(panel, qtbot, toy: Path)
     assert geometry["format"] == "toy"
     assert geometry["chunk shape"] == "16 x 8 x 4 voxels"
     assert panel.header_hex.text() == ""  # the toy format has no header bytes to show
+    volume_header = {panel.volume_table.item(r, 0).text(): panel.volume_table.item(r, 1).text()
+                     for r in range(panel.volume_table.rowCount())}
+    assert volume_header["chunk_shape"] == "[16, 8, 4]"
 
 
 def test_absent_chunk_and_non_cubic_map(panel, qtbot, toy: Path) -> None:

@@ -1,6 +1,6 @@
 """The inspector's Header tab: the current unit's header bytes and fields (the format's own,
-from ``StorageUnit.describe()``), its differences from the volume's header
-(``Volume.info().header``) and the geometry.
+from ``StorageUnit.describe()``), its differences from the volume's header, the geometry, and
+the volume's header itself (``Volume.info().header``).
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
@@ -47,7 +47,9 @@ class HeaderTabMixin:
         self.header_fields.setHorizontalHeaderLabels(["field", "bytes", "raw", "meaning"])
         self.geometry_table = QTableWidget(0, 2)
         self.geometry_table.setHorizontalHeaderLabels(["derived", "value"])
-        for table in (self.header_fields, self.geometry_table):
+        self.volume_table = QTableWidget(0, 2)
+        self.volume_table.setHorizontalHeaderLabels(["volume header", "value"])
+        for table in (self.header_fields, self.geometry_table, self.volume_table):
             self._compact_table(table)
         self.header_diffs = QLabel("")
         self.header_diffs.setWordWrap(True)
@@ -56,6 +58,7 @@ class HeaderTabMixin:
         v.addWidget(self.header_fields)
         v.addWidget(self.header_diffs)
         v.addWidget(self.geometry_table)
+        v.addWidget(self.volume_table)
         v.addStretch(1)
         # The tab scrolls as one page (the tables are as tall as their rows): no nested
         # scroll bars, and never a horizontal one.
@@ -65,6 +68,18 @@ class HeaderTabMixin:
         page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         page.setWidget(w)
         self.tabs.addTab(page, "Header")
+
+    def _show_volume_header(self) -> None:
+        """The volume's own header (``Volume.info().header``, e.g. header.wkw), once per
+        volume."""
+        rows = [(str(k), str(v)) for k, v in self._volume_header.items()]
+        self.volume_table.setRowCount(len(rows))
+        for r, (name, value) in enumerate(rows):
+            self.volume_table.setItem(r, 0, QTableWidgetItem(name))
+            item = QTableWidgetItem(value)
+            item.setToolTip(value)
+            self.volume_table.setItem(r, 1, item)
+        self._fit_table_height(self.volume_table)
 
     def _volume_header_name(self) -> str:
         """What the differences are against: the volume's header file when it names one."""

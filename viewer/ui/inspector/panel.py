@@ -239,12 +239,14 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         if volume is None:
             self.title.setText("no dataset")
             self._volume_header = {}
+            self._show_volume_header()
             return
         try:
             info = volume.info()
             self._volume_header, compression = dict(info.header), info.compression
         except FormatError:
             self._volume_header, compression = {}, "?"
+        self._show_volume_header()
         c, u = volume.chunk_shape, volume.unit_shape
         name = os.path.basename(os.path.normpath(volume.path)) if "://" not in volume.path \
             else volume.path.rstrip("/").rsplit("/", 1)[-1]
