@@ -81,10 +81,18 @@ class HeaderTabMixin:
             self.volume_table.setItem(r, 1, item)
         self._fit_table_height(self.volume_table)
 
+    def _volume_header_file(self) -> str:
+        """The metadata file the volume's header comes from, when it names one (a key
+        ``header_file``, ``attributes_file``, ...)."""
+        for key, value in self._volume_header.items():
+            if str(key).endswith("_file") and isinstance(value, str) and value:
+                return value
+        return ""
+
     def _volume_header_name(self) -> str:
         """What the differences are against: the volume's header file when it names one."""
-        named = self._volume_header.get("header_file")
-        return os.path.basename(str(named)) if named else "the volume's header"
+        named = self._volume_header_file()
+        return os.path.basename(named) if named else "the volume's header"
 
     def _show_header(self, loaded: _LoadedUnit) -> None:
         rep = loaded.report
@@ -121,7 +129,7 @@ class HeaderTabMixin:
                 f"{k} {v}" for k, v in rep.differences.items()))
             self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
         else:
-            own = str(self._volume_header.get("header_file", "")) == rep.path  # a lone file
+            own = self._volume_header_file() == rep.path  # a lone file: nothing to match
             self.header_diffs.setText(f"matches {against}" if rep.error is None and not own
                                       else "")
             self.header_diffs.setStyleSheet("")
