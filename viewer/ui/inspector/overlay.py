@@ -223,6 +223,9 @@ class QtSliceOverlay(QWidget):
         view: Any = self.view
         painter = QPainter(self)
         zoom = float(view.state.zoom)
+        # Screen pixels per view voxel along the view's horizontal and vertical axes: the zoom
+        # times the stretch that draws anisotropic voxels in their physical shape.
+        zh, zv = view.scales() if hasattr(view, "scales") else (zoom, zoom)
         if self.show_map and self._image is not None and self.plane is not None:
             p = self.plane
             u_ax, v_ax = inspect.IN_PLANE[self.axis]
@@ -231,8 +234,8 @@ class QtSliceOverlay(QWidget):
             sh, sv = self.scale[view.h_axis], self.scale[view.v_axis]
             h0, v0 = origin[view.h_axis] * sh, origin[view.v_axis] * sv
             x0, y0 = view.to_widget(h0, v0)
-            target = QRectF(x0, y0, self._image.width() * size[view.h_axis] * zoom * sh,
-                            self._image.height() * size[view.v_axis] * zoom * sv)
+            target = QRectF(x0, y0, self._image.width() * size[view.h_axis] * zh * sh,
+                            self._image.height() * size[view.v_axis] * zv * sv)
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
             painter.drawImage(target, self._image)
         if self.extent is not None:
@@ -245,7 +248,8 @@ class QtSliceOverlay(QWidget):
                     (self.show_file_grid, self.unit_shape, QColor(255, 200, 0, 170))):
                 steps = (spacing[view.h_axis] * s[view.h_axis],
                          spacing[view.v_axis] * s[view.v_axis])
-                if not show or min(steps) <= 0 or min(steps) * zoom < self.MIN_PIXELS:
+                if not show or min(steps) <= 0 or min(steps[0] * zh, steps[1] * zv) \
+                        < self.MIN_PIXELS:
                     continue
                 pen = QPen(colour)
                 pen.setCosmetic(True)
