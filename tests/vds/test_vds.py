@@ -390,3 +390,21 @@ def test_two_dimensional_vds(tmp_path: Path) -> None:
     with open_volume(path) as vol:
         assert vol.shape == (200, 150, 1) and vol.chunk_shape == (128, 128, 1)
         np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape)[0, :, :, 0], d.T)
+
+
+def test_info_json(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from viewer.cli import main
+
+    assert main(["info", str(files["RLE"]), "--json", "--chunks"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "vds" and doc["valid"] is True
+    assert doc["dtype"] == "float32" and doc["num_channels"] == 1
+    assert doc["shape"] == [70, 50, 40] and doc["chunk_shape"] == [32, 32, 32]
+    f = VdsFile(files["RLE"])
+    idx = f.index(0)
+    assert doc["chunks"]["count"] == 12
+    stored = {tuple(c["grid"]): c["stored_bytes"] for c in doc["chunk_list"]}
+    for n in range(12):
+        x, y, z = n % 3, (n // 3) % 2, n // 6
+        assert stored.get((x, y, z), 0) == int(idx.lengths[n])
+    assert doc["chunks"]["stored_bytes"]["max"] == int(idx.lengths.max())

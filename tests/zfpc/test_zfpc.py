@@ -352,3 +352,24 @@ def test_fortran_order_input(tmp_path: Path) -> None:
         np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape), _as_volume_array(data))
         unit = vol.open_unit((0, 0, 0))
         assert unit is not None and unit.describe()["c_order"] is False
+
+
+def test_info_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from viewer.cli import main
+
+    path = tmp_path / "f.zfpc"
+    blob = _write(path, _field((16, 12, 5, 2), "float32"), [True, True, False, False],
+                  rate=8.0)
+    first, *sizes = struct.unpack_from("<11Q", blob, 23)
+    assert main(["info", str(path), "--json", "--chunks"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "zfpc" and doc["valid"] is True
+    assert doc["dtype"] == "float32" and doc["num_channels"] == 2
+    assert doc["shape"] == [16, 12, 5] and doc["chunk_shape"] == [16, 12, 1]
+    per_chunk = [sizes[z] + sizes[z + 5] for z in range(5)]
+    assert doc["chunks"]["count"] == 5 and doc["chunks"]["present"] == 5
+    assert doc["chunks"]["stored_bytes"]["total"] == sum(per_chunk)
+    assert [c["grid"] for c in doc["chunk_list"]] == [[0, 0, z] for z in range(5)]
+    assert [c["stored_bytes"] for c in doc["chunk_list"]] == per_chunk
