@@ -111,8 +111,9 @@ class ChunkIndex:
 
     @property
     def tolerance(self) -> float:
-        return float(struct.unpack_from("<f", self.file_metadata, 4)[0]) \
-            if len(self.file_metadata) >= 8 else 0.0
+        if len(self.file_metadata) < 8:
+            return 0.0
+        return float(f"{struct.unpack_from('<f', self.file_metadata, 4)[0]:.7g}")  # an f32
 
     def adaptive_totals(self) -> list[int]:
         """A wavelet layer's 17 totals (full size, then each adaptive level), if present."""

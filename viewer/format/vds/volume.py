@@ -178,7 +178,8 @@ class VdsUnit(StorageUnit):
         idx = v.index
         d = {"layer": v.layer, **f.describe(), "compression": METHODS.get(idx.method,
                                                                             idx.method),
-             "tolerance": idx.tolerance, "index_pages": idx.pages,
+             **({"tolerance": idx.tolerance} if idx.method in WAVELET_METHODS else {}),
+             "index_pages": idx.pages,
              "bricks_written": int(idx.written.sum()),
              "bricks_constant": int((idx.constant | idx.novalue).sum())}
         totals = idx.adaptive_totals()
@@ -438,7 +439,7 @@ class VdsVolume(Volume):
             "other_channels": [c.name for c in lay.channels[1:]],
             "brick_size": self.brick, "negative_margin": lay.negative_margin,
             "positive_margin": lay.positive_margin, "compression": method,
-            "tolerance": self.index.tolerance,
+            **({"tolerance": self.index.tolerance} if self.method in WAVELET_METHODS else {}),
             "layers": [n for n in self.file.container.files if n != "VolumeDataLayout"]})
 
     def problems(self) -> list[FormatError]:
