@@ -42,6 +42,11 @@ class FormatEntry:
     describes: str = ""
 
 
+#: Environment variable naming extra modules (comma-separated) that register formats when the
+#: registry is first used: formats outside the package (the tests' toy format in a child
+#: process).
+PLUGINS_ENV = "WKW_VIEWER_FORMAT_PLUGINS"
+
 _entries: list[FormatEntry] = []
 _lock = threading.Lock()
 _builtins_loaded = False
@@ -68,7 +73,13 @@ def _load_builtins() -> None:
     if _builtins_loaded:
         return
     _builtins_loaded = True
+    import importlib
+
     import viewer.format.formats  # noqa: F401 - registers every built-in format
+
+    for name in os.environ.get(PLUGINS_ENV, "").split(","):
+        if name.strip():
+            importlib.import_module(name.strip())
 
 
 def normalise(path: str | os.PathLike[str]) -> str:
