@@ -292,6 +292,12 @@ class ZarrVolume(Volume):
         self.axis_units = axis_units
         self._shape = axes.xyz(meta.shape)
         self._units = UnitCache(64)
+        #: Whether a decoded chunk is already (C, cx, cy, cz) in Fortran order (webKnossos:
+        #: axes c, x, y, z with the transpose [3, 2, 1, 0]; no conversion at all).
+        self._identity = (axes.ndim == 4 and (axes.c, axes.x, axes.y, axes.z) == (0, 1, 2, 3)
+                          and meta.chunk_shape[0] == self.num_channels
+                          and meta.codec.inverse == (3, 2, 1, 0)
+                          and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
 
     # -- extent ---------------------------------------------------------------------------------
@@ -398,6 +404,8 @@ class ZarrVolume(Volume):
         """A chunk's stored bytes as ``(C, cx, cy, cz)`` (Fortran order when the layout
         allows it without a copy, as webKnossos' transpose makes it)."""
         arr = self._decode_raw(stored, unit, index)
+        if self._identity:
+            return arr
         out = self.axes.to_cxyz(arr, self.num_channels)
         if out.dtype != self.dtype:
             out = out.astype(self.dtype)
@@ -428,7 +436,6 @@ class ZarrVolume(Volume):
         grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
                                     indexing="ij"), axis=-1).reshape(-1, 3)
         units, indices = self.locate(grid)
-        u_shape = np.asarray(self.unit_shape, dtype=np.int64)
         flat_u = np.ravel_multi_index(tuple((units - units.min(axis=0)).T),
                                       tuple(units.max(axis=0) - units.min(axis=0) + 1))
         order = np.argsort(flat_u, kind="stable")
@@ -443,10 +450,17 @@ class ZarrVolume(Volume):
             idx_l = indices[rows].tolist()
             for s in range(0, len(rows_l), BATCH):
                 tasks.append((unit, rows_l[s:s + BATCH], idx_l[s:s + BATCH]))
-        del u_shape
         if not tasks:
             return
+        # every chunk's source and destination boxes, computed at once
+        g = grid * c
+        s_lo = np.maximum(g, lo)
+        s_hi = np.minimum(g + c, hi)
+        src_lo, src_hi = (s_lo - g).tolist(), (s_hi - g).tolist()
+        dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
+        full = slice(None)
         errors: dict[int, FormatError] = {}
+        decode = self.decode_chunk
 
         def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
             unit, rows, idx = task
@@ -458,16 +472,13 @@ class ZarrVolume(Volume):
                     errors[row] = s
                     continue
                 try:
-                    chunk = self.decode_chunk(s, unit, index)  # type: ignore[arg-type]
+                    chunk = decode(s, unit, index)  # type: ignore[arg-type]
                 except FormatError as exc:
                     errors[row] = exc
                     continue
-                g = grid[row] * c
-                s_lo = np.maximum(g, lo)
-                s_hi = np.minimum(g + c, hi)
-                src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
-                dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
-                out[(slice(None), *dst)] = chunk[(slice(None), *src)]
+                a, b, p, q = src_lo[row], src_hi[row], dst_lo[row], dst_hi[row]
+                out[full, p[0]:q[0], p[1]:q[1], p[2]:q[2]] = \
+                    chunk[full, a[0]:b[0], a[1]:b[1], a[2]:b[2]]
 
         if len(tasks) == 1:
             run(tasks[0])
