@@ -68,26 +68,37 @@ def webknossos_zarr3_metadata(shape_cxyz: Sequence[int], dtype: Any, shard_len: 
     }
 
 
-def write_tensorstore_zarr3(path: str | os.PathLike[str], data_cxyz: np.ndarray,
+def write_tensorstore_zarr3(path: str | os.PathLike[str], data_cxyz: np.ndarray | None,
                             shard_len: int = 1024, chunk_len: int = 32,
                             index_location: str = "end", offset: Sequence[int] = (0, 0, 0),
-                            shape_xyz: Sequence[int] | None = None) -> str:
+                            shape_xyz: Sequence[int] | None = None, *,
+                            channels: int | None = None, dtype: Any = None,
+                            pieces: Any = None) -> str:
     """Write ``data_cxyz`` (``(C, X, Y, Z)``) at ``offset`` into a new webKnossos-style sharded
     zarr3 array at ``path`` with tensorstore; the array's shape is ``shape_xyz`` (default:
-    the data's end rounded up to whole shards, as webKnossos does)."""
+    the data's end rounded up to whole shards, as webKnossos does).
+
+    For data too big to hold at once pass ``data_cxyz=None``, ``channels``, ``dtype``,
+    ``shape_xyz`` and ``pieces``: an iterable of ``(offset, (C, X, Y, Z) array)`` written in
+    one transaction (each shard is encoded once, at the commit)."""
     import tensorstore as ts
 
-    c = data_cxyz.shape[0]
-    end = [o + s for o, s in zip(offset, data_cxyz.shape[1:])]
-    if shape_xyz is None:
-        shape_xyz = [-(-e // shard_len) * shard_len for e in end]
-    meta = webknossos_zarr3_metadata([c, *shape_xyz], data_cxyz.dtype, shard_len, chunk_len,
+    if data_cxyz is not None:
+        channels, dtype = data_cxyz.shape[0], data_cxyz.dtype
+        pieces = [(tuple(offset), data_cxyz)]
+        end = [o + s for o, s in zip(offset, data_cxyz.shape[1:])]
+        if shape_xyz is None:
+            shape_xyz = [-(-e // shard_len) * shard_len for e in end]
+    assert channels is not None and shape_xyz is not None and pieces is not None
+    meta = webknossos_zarr3_metadata([channels, *shape_xyz], dtype, shard_len, chunk_len,
                                      index_location)
     store = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": os.fspath(path)},
                      "metadata": meta, "create": True, "delete_existing": True}).result()
-    ox, oy, oz = (int(v) for v in offset)
-    sx, sy, sz = data_cxyz.shape[1:]
-    store[:, ox:ox + sx, oy:oy + sy, oz:oz + sz].write(data_cxyz).result()
+    with ts.Transaction() as txn:
+        for (ox, oy, oz), piece in pieces:
+            sx, sy, sz = piece.shape[1:]
+            store.with_transaction(txn)[:, ox:ox + sx, oy:oy + sy, oz:oz + sz].write(
+                piece).result()
     return os.fspath(path)
 
 
@@ -102,25 +113,73 @@ def _read_wkw(mag_dir: str, offset: Sequence[int], shape: Sequence[int]) -> np.n
 
 
 def wkw_mag_bounds(mag_dir: str | os.PathLike[str]) -> tuple[Vec3, Vec3]:
-    """``(lo, hi)`` of the WKW files present in a mag folder (file-aligned)."""
-    from viewer.format import open_volume
+    """``(lo, hi)`` of a WKW mag: the layer's bounding box at this mag when the folder is a
+    mag of a webKnossos dataset (``../../datasource-properties.json``), else the box of the
+    WKW files present (file-aligned: 1024^3 voxels per file as webKnossos writes them)."""
+    from viewer.format import open_dataset, open_volume
+    from viewer.format.geometry import parse_mag
 
+    mag_dir = Path(mag_dir).resolve()
+    dataset_dir = mag_dir.parent.parent
+    if (dataset_dir / "datasource-properties.json").is_file():
+        try:
+            mag = parse_mag(mag_dir.name)
+        except ValueError:
+            mag = None
+        if mag is not None:
+            with open_dataset(dataset_dir) as ds:
+                for layer in ds.layers:
+                    if layer.name == mag_dir.parent.name:
+                        box = layer.bounding_box.at_mag(mag)
+                        return box.top_left, box.end
     with open_volume(os.fspath(mag_dir)) as v:
         return v.bounds
 
 
 def wkw_to_zarr3(mag_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                  shard_len: int = 1024, chunk_len: int = 32,
-                 bounds: tuple[Sequence[int], Sequence[int]] | None = None) -> str:
+                 bounds: tuple[Sequence[int], Sequence[int]] | None = None,
+                 piece: int = 256) -> str:
     """Convert one WKW mag folder into a webKnossos-style sharded zarr3 array at ``out_dir``
-    (data read with the reference ``wkw`` package, written with tensorstore).  ``bounds``
-    ``(lo, hi)``: the box to copy (default: the box of the WKW files present); the array
-    starts at voxel 0 like webKnossos' (its shape reaches ``hi`` rounded up to shards)."""
+    (data read with the reference ``wkw`` package in pieces of ``piece``^3 voxels, written
+    with tensorstore in one transaction).  ``bounds`` ``(lo, hi)``: the box to copy (default:
+    ``wkw_mag_bounds``); the array starts at voxel 0 like webKnossos' (its shape reaches
+    ``hi`` rounded up to whole shards).  Pieces that are all zero are not written (they
+    stay absent, as webKnossos leaves them)."""
     mag_dir = os.fspath(mag_dir)
     lo, hi = bounds if bounds is not None else wkw_mag_bounds(mag_dir)
-    size = [int(h) - int(a) for a, h in zip(lo, hi)]
-    data = _read_wkw(mag_dir, lo, size)
-    return write_tensorstore_zarr3(out_dir, data, shard_len, chunk_len, offset=lo)
+    lo = [int(v) for v in lo]
+    hi = [int(v) for v in hi]
+    with open_header(mag_dir) as (dtype, channels):
+        pass
+    shape = [-(-h // shard_len) * shard_len for h in hi]
+
+    def pieces() -> Any:
+        for z in range(lo[2], hi[2], piece):
+            for y in range(lo[1], hi[1], piece):
+                for x in range(lo[0], hi[0], piece):
+                    size = [min(piece, h - a) for a, h in zip((x, y, z), hi)]
+                    data = _read_wkw(mag_dir, (x, y, z), size)
+                    if data.any():
+                        yield (x, y, z), data
+
+    return write_tensorstore_zarr3(out_dir, None, shard_len, chunk_len, shape_xyz=shape,
+                                   channels=channels, dtype=dtype, pieces=pieces())
+
+
+class open_header:
+    """``with open_header(mag_dir) as (dtype, channels)``: a WKW mag's voxel type."""
+
+    def __init__(self, mag_dir: str) -> None:
+        from viewer.format import wkw
+
+        self.ds = wkw.Dataset.open(mag_dir)
+
+    def __enter__(self) -> tuple[np.dtype, int]:
+        return self.ds.header.dtype, self.ds.header.num_channels
+
+    def __exit__(self, *exc: object) -> None:
+        self.ds.close()
 
 
 def wk_dataset_to_zarr3(src: str | os.PathLike[str], dst: str | os.PathLike[str],
