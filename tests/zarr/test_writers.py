@@ -125,3 +125,23 @@ def test_webknossos_mag_and_layer_folders(wk_dataset: tuple[Path, np.ndarray, np
             np.testing.assert_array_equal(layer.mags[1].read((0, 0, 0), (35, 30, 25)),
                                           open_volume(root, layer="color_wkw", mag=2)
                                           .read((0, 0, 0), (35, 30, 25)))
+
+
+def test_webknossos_zarr2_mag_without_ome_axes(wk_dataset: tuple[Path, np.ndarray, np.ndarray],
+                                               tmp_path: Path) -> None:
+    """A zarr v2 mag has no axis names of its own: without the layer's OME-Zarr ``.zattrs``
+    (older tools wrote none) the properties file's ``axisOrder`` says c, x, y, z."""
+    import shutil
+
+    root, gray, _ = wk_dataset
+    copy = tmp_path / "ds"
+    shutil.copytree(root, copy)
+    (copy / "color_z2" / ".zattrs").unlink()
+    with open_volume(copy / "color_z2" / "1") as v:
+        np.testing.assert_array_equal(v.read((0, 0, 0), (70, 60, 50)), gray)
+    with open_volume(copy, layer="color_z2") as v:
+        np.testing.assert_array_equal(v.read((0, 0, 0), (70, 60, 50)), gray)
+    # without either, the last axis is x: a (1, 96, 64, 64) array is 64 x 64 x 96 voxels
+    (copy / "datasource-properties.json").unlink()
+    with open_volume(copy / "color_z2" / "1") as v:
+        assert v.shape == (64, 64, 96)

@@ -52,9 +52,10 @@ def _units(ms: Multiscale | None, axes: AxisMap) -> tuple[str, str, str] | None:
     return (units[0] or "", units[1] or "", units[2] or "")
 
 
-def array_volume(store: Store, prefix: str, node: Node, ms: Multiscale | None = None
-                 ) -> ZarrVolume:
-    """The volume of an array node; ``ms``: the multiscale that lists it (axis names)."""
+def array_volume(store: Store, prefix: str, node: Node, ms: Multiscale | None = None,
+                 fallback_names: list[str] | None = None) -> ZarrVolume:
+    """The volume of an array node; ``ms``: the multiscale that lists it (axis names);
+    ``fallback_names``: axis names to use when neither the array nor ``ms`` has any."""
     meta = node.meta
     assert meta is not None
     names: list[str | None] | None = None
@@ -65,6 +66,8 @@ def array_volume(store: Store, prefix: str, node: Node, ms: Multiscale | None = 
         if names is None:
             names = list(ms.axis_names)
         types = ms.axis_types
+    if names is None and fallback_names is not None and len(fallback_names) == meta.ndim:
+        names = list(fallback_names)
     axes = axis_map(meta.shape, names, types, meta.where)
     return make_volume(store, prefix, meta, axes, _units(ms, axes))
 
@@ -75,7 +78,52 @@ def open_array_volume(path: str) -> ZarrVolume:
     node = read_node(store, "")
     if node is None or node.kind != "array":
         raise DatasetLayoutError("not a zarr array (no zarr.json array node, no .zarray)", path)
-    return array_volume(store, "", node, _parent_multiscale(path))
+    return array_volume(store, "", node, _parent_multiscale(path), _webknossos_axes(path))
+
+
+def _webknossos_axes(path: str) -> list[str] | None:
+    """Axis names of a webKnossos mag folder from the dataset's properties file: the mag's
+    ``axisOrder`` (``{"c": 0, "x": 1, "y": 2, "z": 3}``), else webKnossos' own ``c, x, y,
+    z`` for a zarr layer.  None when the folder is not a mag of a webKnossos dataset."""
+    import json
+
+    mag_dir = os.path.normpath(os.path.abspath(path))
+    layer_dir = os.path.dirname(mag_dir)
+    dataset_dir = os.path.dirname(layer_dir)
+    try:
+        store = open_store(dataset_dir)
+        size = store.size("datasource-properties.json")
+        if size is None or size > (16 << 20):
+            return None
+        props = json.loads(store.read("datasource-properties.json"))
+    except (OSError, ValueError, RecursionError, FormatError):
+        return None
+    layers = props.get("dataLayers") if isinstance(props, dict) else None
+    if not isinstance(layers, list):
+        return None
+    for layer in layers:
+        if not isinstance(layer, dict) or layer.get("name") != os.path.basename(layer_dir):
+            continue
+        if layer.get("dataFormat") not in ("zarr", "zarr3"):
+            return None
+        for m in layer.get("mags") or []:
+            if not isinstance(m, dict) or not isinstance(m.get("path"), str):
+                continue
+            target = m["path"] if os.path.isabs(m["path"]) else \
+                os.path.join(dataset_dir, m["path"])
+            if os.path.normpath(target) != mag_dir:
+                continue
+            order = m.get("axisOrder")
+            if isinstance(order, dict) and all(isinstance(v, int) and not isinstance(v, bool)
+                                               for v in order.values()):
+                n = max(order.values()) + 1
+                names = ["" for _ in range(n)]
+                for k, v in order.items():
+                    if 0 <= v < n:
+                        names[v] = str(k)
+                return names
+        return ["c", "x", "y", "z"]
+    return None
 
 
 def _parent_multiscale(path: str) -> Multiscale | None:
@@ -212,7 +260,7 @@ def open_dataset(path: str) -> Dataset:
     name = os.path.basename(os.path.abspath(path))
     problems: list[FormatError] = []
     if node.kind == "array":
-        vol = array_volume(store, "", node, _parent_multiscale(path))
+        vol = array_volume(store, "", node, _parent_multiscale(path), _webknossos_axes(path))
         mag = Mag((1, 1, 1), path, layer=name, dtype=vol.dtype, num_channels=vol.num_channels,
                   opener=lambda: vol)
         layer = Layer(name, _category(name, node), element_class(vol.dtype, vol.num_channels),
