@@ -56,10 +56,15 @@ def build() -> Path:
 
     if root.exists():
         shutil.rmtree(root)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "zarr"))
-    from fixtures import webknossos_zarr3_metadata  # type: ignore[import-not-found]
+    import importlib.util
 
-    meta = webknossos_zarr3_metadata((1, *SHAPE), "uint8", SHARD, CHUNK)
+    spec = importlib.util.spec_from_file_location(  # the test fixtures' layout, one source
+        "zarr_test_fixtures", Path(__file__).resolve().parents[1] / "tests" / "zarr" /
+        "fixtures.py")
+    assert spec is not None and spec.loader is not None
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    meta = fixtures.webknossos_zarr3_metadata((1, *SHAPE), "uint8", SHARD, CHUNK)
     arr = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root)},
                    "metadata": meta, "create": True, "delete_existing": True}).result()
     volume = EMVolume(3)
