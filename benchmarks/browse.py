@@ -72,6 +72,16 @@ def evict_page_cache(root: Path) -> None:
 
 
 def peak_rss_mb() -> float:
+    """This process's own peak RSS (``VmHWM``).  ``ru_maxrss`` is not it: a child made by
+    fork and exec inherits its parent's high-water mark, so a child started right after the
+    parent built its dataset reported the parent's peak (474-512 MB instead of ~143)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
@@ -238,7 +248,7 @@ def loader_only_jumps(root: Path, cache_mb: int, quick: bool) -> list[float]:
     to three complete 448x448 planes (what the loader itself costs, rendering aside)."""
     from viewer.core.loader import Loader
     from viewer.core.slicing import XY, XZ, YZ, PlaneRequest
-    from viewer.format import wkw
+    from viewer.format import open_volume
 
     def planes(pos: tuple[int, int, int]) -> list[PlaneRequest]:
         def span(c: int, n: int) -> tuple[int, int]:
@@ -248,7 +258,7 @@ def loader_only_jumps(root: Path, cache_mb: int, quick: bool) -> list[float]:
         return [PlaneRequest(XY, z, (x0, y0), (x1, y1)), PlaneRequest(XZ, y, (x0, z0), (x1, z1)),
                 PlaneRequest(YZ, x, (y0, z0), (y1, z1))]
 
-    loader = Loader(wkw.Dataset.open(str(root)), budget_bytes=cache_mb << 20)
+    loader = Loader(open_volume(root), budget_bytes=cache_mb << 20)
     out: list[float] = []
     try:
         for pos in JUMPS[:4] if quick else JUMPS:

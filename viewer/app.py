@@ -25,15 +25,23 @@ WINDOW_SIZE = (1280, 860)
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="wkw-viewer",
-        description="Browse a WKW dataset in three linked orthogonal views.  Subcommands: "
+        description="Browse a chunked volume dataset (WKW, webKnossos, and every other format "
+                    "the program reads) in three linked orthogonal views.  Subcommands: "
                     "info, compare, demo (see wkw-viewer SUBCOMMAND --help).")
-    parser.add_argument("path", nargs="?", help="dataset folder or .wkw file (default: the demo)")
+    parser.add_argument("path", nargs="?", help="dataset folder or file (default: the demo)")
+    parser.add_argument("--layer", help="the layer to make active (default: the first color "
+                                        "layer)")
+    parser.add_argument("--mag", help="lock the active layer's mag, e.g. 2-2-1 (default: "
+                                      "chosen from the zoom)")
     parser.add_argument("--pos", help="cursor position X,Y,Z in voxels")
     parser.add_argument("--zoom", type=float, help="screen pixels per voxel (e.g. 2 or 0.5)")
     parser.add_argument("--screenshot", metavar="FILE",
                         help="render the window offscreen to this PNG and exit")
     parser.add_argument("--cache-mb", type=int, default=None,
                         help="decoded-block cache budget in MiB (background loader)")
+    parser.add_argument("--no-settings", action="store_true",
+                        help="neither read nor write settings (recent datasets, window "
+                             "layout, each dataset's last view) in this run")
     parser.add_argument("--compare", metavar="B",
                         help="compare with dataset B: same cursor and zoom, compare modes, a "
                              "whole-dataset comparison in the background (Compare menu)")
@@ -67,12 +75,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wkw-viewer: no display found (DISPLAY is not set).  On a headless machine use "
               "--screenshot FILE, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
         return 2
+    from viewer.ui import xcb_libs  # Qt-free: before Qt, which would abort without them
+
+    if xcb_libs.uses_xcb():
+        problem = xcb_libs.check()
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
 
     from PySide6.QtWidgets import QApplication
 
+    from viewer.ui import settings
     from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
+    from viewer.ui.memory import install_memory
 
+    if args.screenshot or args.no_settings:
+        settings.disable()  # a screenshot run leaves no trace: no recent entry, no layout
+    _quiet_offscreen_warnings()
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "wkw-viewer"])
     app.setApplicationName("wkw-viewer")
     app.setOrganizationName("wkw-viewer")
@@ -86,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
     window.resize(*WINDOW_SIZE)
+    memory = install_memory(window)  # the remembered geometry and docks replace the defaults
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
@@ -95,8 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = args.path
         if path is None:  # the demo: generated on first use, the window already up
             path = _demo_path(window, headless=bool(args.screenshot))
-        if path is not None:
-            window.open_path(path, pos=pos, zoom=args.zoom)
+        if path is not None and window.open_path(path, pos=pos, zoom=args.zoom):
+            problem = _choose_layer(window, args.layer, args.mag)
+            if problem:
+                print(f"wkw-viewer: {problem}", file=sys.stderr)
+                if args.screenshot:
+                    return 2
         if args.compare and window.dataset is not None:
             compare.open_b(args.compare)
         if args.screenshot:
@@ -110,11 +135,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         # views show without waiting for it.
         from PySide6.QtCore import QTimer
 
-        QTimer.singleShot(0, lambda: _install_inspector(window))
+        def mount_docks() -> None:
+            _install_inspector(window)
+            memory.restore_docks()  # the Layers dock exists now: put it where it was
+
+        QTimer.singleShot(0, mount_docks)
         return int(app.exec())
     finally:
         sys.excepthook = previous_hook
         window.close()
+
+
+def _choose_layer(window: object, layer: str | None, mag: str | None) -> str | None:
+    """Make ``layer`` active and lock its ``mag`` (``--layer``, ``--mag``); the problem, if
+    any, as a sentence."""
+    state = window.state  # type: ignore[attr-defined]
+    names = [la.name for la in state.layers]
+    if layer is not None:
+        if layer not in names:
+            return f"--layer: no layer {layer!r} (layers: {', '.join(names)})"
+        state.set_active_layer(layer)
+    if mag is not None:
+        from viewer.format import parse_mag
+
+        try:
+            vector = parse_mag(mag)
+        except ValueError as exc:
+            return f"--mag: {exc}"
+        active = state.active_layer
+        source = window.source  # type: ignore[attr-defined]
+        mags = source.layers[active].mag_list if source is not None and active else []
+        if vector not in mags:
+            return f"--mag: layer {active!r} has no mag {mag} (mags: " \
+                   f"{', '.join('-'.join(map(str, m)) for m in mags)})"
+        state.set_layer(active, mag_lock=vector)
+    return None
 
 
 def _install_inspector(window: object) -> None:
@@ -129,6 +184,25 @@ def _install_inspector(window: object) -> None:
         install_inspector(window)
     except Exception as exc:  # the views stay usable without it
         window.show_error("The inspector could not start", str(exc))  # type: ignore[attr-defined]
+
+
+#: Warnings of Qt's offscreen platform that say nothing to a person (it cannot pass a window's
+#: size hints to a window system it does not have).
+OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _quiet_offscreen_warnings() -> None:
+    """On the offscreen platform (``--screenshot``), drop ``OFFSCREEN_NOISE``; every other
+    message of Qt goes to stderr as before."""
+    if os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] != "offscreen":
+        return
+    from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
+
+    def handler(kind: object, context: object, text: str) -> None:
+        if text not in OFFSCREEN_NOISE:
+            sys.stderr.write(qFormatLogMessage(kind, context, text) + "\n")  # type: ignore[arg-type]
+
+    qInstallMessageHandler(handler)
 
 
 def _qt():  # type: ignore[no-untyped-def]

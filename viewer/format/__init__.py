@@ -9,7 +9,8 @@ path is gets decided by the registry (``viewer.format.registry``), which every f
 
 The formats' own packages (``viewer.format.wkw``, ``viewer.format.webknossos``, ...) are for
 the format layer and for tools that write a format; nothing above ``viewer.format`` imports
-them.
+them (an import-linter contract).  Writing the demo (a synthetic webKnossos dataset) is the one
+writer the program itself uses: ``write_synthetic_dataset``.
 """
 
 from viewer.format import wkw
@@ -38,8 +39,13 @@ from viewer.format.errors import (
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
 from viewer.format.registry import detect, format_names, open_dataset, open_volume
 from viewer.format.volume import ChunkTable, StorageUnit, Volume, VolumeInfo
+from viewer.format.webknossos.properties import PROPERTIES_FILE
+from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
 
 __all__ = [
+    "write_synthetic_dataset",
+    "DEMO_MAGS",
+    "PROPERTIES_FILE",
     "open_volume",
     "open_dataset",
     "detect",

@@ -2,7 +2,7 @@
 mouse, and the dataset summary (with physical units where the dataset has a voxel size).
 
 ``StatusBarMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on the
-window and use what the window holds (``state``, ``dataset``, ``views``, ``webknossos``).
+window and use what the window holds (``state``, ``dataset``, ``views``, ``opened``).
 With several layers the value under the mouse is given for each visible layer, and
 ``mag_label`` names the mag the focused view shows (``color: mag 4-4-2``).
 """
@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QWidget
 
 from viewer.core.multires import format_physical
 from viewer.core.slicing import IN_PLANE, Status
 from viewer.core.state import format_position
-from viewer.format.wkw import morton
+from viewer.ui.flow_layout import QtFlowLayout
 
 
 class StatusBarMixin:
@@ -28,6 +28,16 @@ class StatusBarMixin:
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
+        # Every section sits in one flow that wraps onto a second line on a narrow window
+        # (QStatusBar itself cuts the sections' text short when they do not fit).
+        self.status_sections = QWidget()
+        self.status_sections.setObjectName("statusSections")
+        # the status bar's own colour shows through the sections (not the panels' colour)
+        self.status_sections.setStyleSheet(
+            "#statusSections, #statusSections > QWidget { background: transparent; }")
+        self._status_flow = QtFlowLayout(self.status_sections)
+        bar.addWidget(self.status_sections, 1)
+        bar.messageChanged.connect(self._on_status_message)
         self.cursor_label = QLabel()
         self.mouse_label = QLabel()
         self.value_label = QLabel()
@@ -40,33 +50,61 @@ class StatusBarMixin:
         for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label,
                       self.mag_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            bar.addWidget(label)
-        bar.addPermanentWidget(self.info_label)
+            self._status_flow.addWidget(label)
+        self._status_flow.addWidget(self.info_label)
+
+    def add_status_widget(self, widget: QWidget, permanent: bool = False) -> None:
+        """Add a section to the status bar: before the dataset summary, or (``permanent``)
+        at the end."""
+        flow = self._status_flow
+        if permanent:
+            flow.addWidget(widget)
+            return
+        at = flow.indexOf(self.info_label)
+        items = [flow.takeAt(flow.count() - 1) for _ in range(flow.count() - at)][::-1]
+        flow.addWidget(widget)
+        for item in items:
+            if item is not None:
+                flow.addItem(item)
+
+    def _on_status_message(self, text: str) -> None:
+        """While a message shows, the sections are hidden: the bar keeps their height so that
+        the views do not jump."""
+        bar = self.statusBar()
+        if text:
+            bar.setMinimumHeight(self.status_sections.height() + 4)
+        else:
+            bar.setMinimumHeight(0)
 
     def _show_info(self) -> None:
         """The status bar's dataset summary (size: what the files found so far span)."""
         if self.dataset is None:
             return
-        h = self.dataset.header
+        vol = self.dataset
+        info = vol.info()
         lo, hi = self.state.bounds
         size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi))
         scanning = self._extent_scan is not None
         more = " (listing files\u2026)" if scanning else ""
-        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
+        chans = f" \u00d7 {vol.num_channels}" if vol.num_channels > 1 else ""
         physical = note = ""
         if self.state.voxel_size_nm is not None:
             physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
                         + " nm")
-        if self.webknossos is not None:
+        opened = self.opened
+        if opened is not None and (len(opened.layers) > 1 or opened.voxel_size_declared):
             names = ", ".join(f"{la.name} ({la.category})" for la in self.state.layers)
-            note = (f"\nwebKnossos dataset, layers {names}; positions in mag-1 voxels"
+            what = "webKnossos" if opened.format == "webknossos" else opened.format
+            note = (f"\n{what} dataset, layers {names}; positions in mag-1 voxels"
                     + (f" of{physical[2:]} (x \u00d7 y \u00d7 z)" if physical else ""))
-        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
+        self.info_label.setText(f"{vol.dtype.name}{chans} \u00b7 {info.compression} \u00b7 "
                                 f"{size}{more}{physical}")
+        chunk = "\u00d7".join(map(str, vol.chunk_shape))
+        unit = "\u00d7".join(map(str, vol.unit_shape))
         self.info_label.setToolTip(
-            f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
-            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
-            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels"
+            f"{self.dataset_path}\n{info.format}: voxel type {vol.dtype.name}, "
+            f"{vol.num_channels} channel(s), {info.compression} chunks of {chunk} voxels, "
+            f"{unit} chunks per storage unit; the data span {size} voxels"
             + ("\n(still listing the data files: the extent may grow)" if scanning else "")
             + note)
 
@@ -100,16 +138,15 @@ class StatusBarMixin:
         found = self._layer_values(pos)
         self.value_label.setText(_values_text(found))
         self._hover_segments(found)
-        h = self.dataset.header
-        side = h.file_len_vx
-        pos = tuple(p // m for p, m in zip(pos, self.dataset_mag))  # type: ignore[assignment]
-        fpos = [p // side for p in pos]
-        local = [(p % side) // h.block_len for p in pos]
-        index = int(morton.encode(*local))
-        path = self.dataset.file_path(*fpos)
-        rel = os.path.relpath(path, self.dataset.root) if self.dataset.single_file is None \
-            else os.path.basename(path)
-        self.block_label.setText(f"file  {rel}   block  {index}")
+        vol = self.dataset
+        chunk = np.asarray([p // m for p, m in zip(pos, self.dataset_mag)],
+                           dtype=np.int64) // np.asarray(vol.chunk_shape)
+        units, indices = vol.locate(chunk[None, :])
+        unit = (int(units[0][0]), int(units[0][1]), int(units[0][2]))
+        path = vol.unit_path(unit)
+        base = vol.path if os.path.isdir(vol.path) else os.path.dirname(vol.path)
+        rel = os.path.relpath(path, base) if path.startswith(base) else path
+        self.block_label.setText(f"file  {rel}   block  {int(indices[0])}")
 
 
     def _layer_values(self, pos: tuple[int, int, int]

@@ -175,11 +175,17 @@ class WkwVolume(Volume):
         """The dataset keeps its files open: nothing to do."""
 
     def iter_units(self) -> Iterator[Vec3]:
-        for path in self.dataset.list_files():
-            try:
-                yield self.dataset.file_position(path)
-            except FormatError:
-                continue
+        """The file-grid positions of the data files, z, y, x folders in numeric order: one
+        ``listdir`` per folder, positions read from the names (no path joined back apart)."""
+        if self.dataset.single_file is not None:
+            yield (0, 0, 0)
+            return
+        root = self.dataset.root
+        for z, zname in _numbered(root, "z", ""):
+            zdir = os.path.join(root, zname)
+            for y, yname in _numbered(zdir, "y", ""):
+                for x, _ in _numbered(os.path.join(zdir, yname), "x", ".wkw"):
+                    yield (x, y, z)
 
     def forget_unit(self, unit: Vec3) -> None:
         """Drop a cached open file (after it failed, or was rewritten)."""
@@ -213,6 +219,23 @@ class WkwVolume(Volume):
     def close(self) -> None:
         if self._own:
             self.dataset.close()
+
+
+def _numbered(path: str, prefix: str, suffix: str) -> list[tuple[int, str]]:
+    """``(N, name)`` of the entries ``{prefix}{N}{suffix}`` of a folder, sorted by N."""
+    try:
+        names = os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    start, end = len(prefix), -len(suffix) if suffix else None
+    found = []
+    for name in names:
+        if name.startswith(prefix) and name.endswith(suffix):
+            digits = name[start:end]
+            if digits.isdigit():
+                found.append((int(digits), name))
+    found.sort()
+    return found
 
 
 __all__ = ["WkwVolume", "WkwUnit"]
