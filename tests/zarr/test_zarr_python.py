@@ -84,6 +84,10 @@ V3_CASES: dict[str, dict[str, Any]] = {
         shape=(24, 17, 9), shards=(16, 16, 8), chunks=(8, 8, 4), names=["x", "y", "z"],
         codecs=[TransposeCodec(order=(1, 0, 2)), BytesCodec(endian="big"), GzipCodec(),
                 Crc32cCodec()], index="start", axes=(0, 1, 2, None), dtype="int32", fill=0),
+    "v2-chunk-keys-float64": dict(
+        shape=(12, 14, 30), shards=(8, 8, 16), chunks=(4, 4, 8), names=["z", "y", "x"],
+        codecs=[BytesCodec(), ZstdCodec()], index="end", axes=(2, 1, 0, None),
+        dtype="float64", fill=float("-inf"), keys={"name": "v2", "separator": "."}),
 }
 
 
@@ -95,9 +99,10 @@ def _create_v3(path: Path, case: dict[str, Any]) -> Any:
     else:
         codecs = case["codecs"]
         grid = case["chunks"]
+    extra = {"chunk_key_encoding": case["keys"]} if "keys" in case else {}
     return zarr.create(shape=case["shape"], chunks=grid, dtype=case["dtype"], zarr_format=3,
                        store=str(path), codecs=codecs, fill_value=case["fill"],
-                       dimension_names=case["names"])
+                       dimension_names=case["names"], **extra)
 
 
 @pytest.mark.parametrize("name", list(V3_CASES))
@@ -109,6 +114,8 @@ def test_v3(tmp_path: Path, name: str) -> None:
     _check(tmp_path / name, x, y, z, c)
     with open_volume(tmp_path / name) as v:
         assert v.format == "zarr3"
+        units = list(v.iter_units())
+        assert units and all(v.open_unit(u) is not None for u in units)
 
 
 @pytest.mark.parametrize("dtype", INT_FLOAT)
@@ -149,6 +156,9 @@ def test_v2(tmp_path: Path, compressor: str, separator: str, order: str) -> None
     with open_volume(tmp_path / "a") as v:
         assert v.format == "zarr"
         assert v.meta.codec.fortran == (order == "F")
+        assert v.info().compression == ("raw" if compressor == "none" else compressor)
+        unit = v.open_unit((0, 0, 0))
+        assert unit is not None and unit.describe_chunk(0)["stored_bytes"] == unit.size
         units = sorted(v.iter_units())
         assert units and len(units) < math.prod(-(-s // c) for s, c in zip(shape, (8, 8, 16)))
 
