@@ -92,3 +92,21 @@ def test_a_wkw_mag_against_a_zarr3_array_of_other_shards(converted, tmp_path):
     s = compare(src / "segmentation" / "1", out)
     assert [(r.file, r.position, r.voxels_different) for r in s.mismatching_blocks] == [
         ("z0/y0/x0.wkw", (64, 32, 0), 1)]
+
+
+def test_same_stored_bytes_under_another_chunk_order_are_not_equal(converted, tmp_path):
+    """B's chunks are A's bytes exactly, but B's metadata reads them in C order instead of
+    Fortran order (the transpose codec): equal stored bytes must not pass for equal voxels
+    (the codec signature holds the whole codec chain), and the bug is named."""
+    src, _ = converted
+    a = Path(wkw_to_zarr3(src / "color" / "1", tmp_path / "a", shard_len=32))
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    meta = json.loads((b / "zarr.json").read_text())
+    inner = meta["codecs"][0]["configuration"]["codecs"]
+    assert inner[0]["name"] == "transpose" and inner[0]["configuration"]["order"] == [3, 2, 1, 0]
+    inner[0]["configuration"]["order"] = [0, 1, 2, 3]
+    (b / "zarr.json").write_text(json.dumps(meta))
+    s = compare(a, b)
+    assert not s.equal and s.mismatching_blocks
+    assert [f.kind for f in s.structure if f.severity == "diagnosis"] == ["block_order"]

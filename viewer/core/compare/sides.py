@@ -12,6 +12,7 @@ and the chunks of one unit that a box keeps.  Qt-free; any thread.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any, Union
@@ -109,13 +110,24 @@ def units_box(units: list[Vec3], unit_len: Vec3) -> Box | None:
             (int(hi[0] - lo[0]), int(hi[1] - lo[1]), int(hi[2] - lo[2])))
 
 
+#: ``Volume.info().header`` keys that say where a volume is or how large, not how its chunks
+#: are encoded (left out of the codec signature, so that a copy elsewhere, or of another
+#: extent, still compares by stored bytes).
+_PLACE_KEYS = frozenset({"shape", "dimensions", "document", "file_bytes", "bounds", "origin"})
+
+
 def codec_signature(volume: Volume) -> tuple[Any, ...]:
     """What decides how stored bytes decode: two volumes with equal signatures decode equal
-    stored bytes of a chunk to equal voxels (format, compression, voxel type, channels and
-    chunk shape, from ``Volume.info()``)."""
+    stored bytes of a chunk to equal voxels.  From ``Volume.info()``: format, compression,
+    voxel type, channels, chunk shape, and every header field but those naming a place or an
+    extent (paths, ``*_file``, shape): a transposition, byte order, scale or zfp mode kept in
+    the metadata rather than in the stored bytes changes the signature, so chunks are then
+    decoded and compared by voxels (never taken as equal for equal bytes)."""
     info = volume.info()
+    header = {k: v for k, v in info.header.items()
+              if k not in _PLACE_KEYS and not k.endswith(("file", "path", "paths"))}
     return (info.format, info.compression, volume.dtype.str, volume.num_channels,
-            tuple(volume.chunk_shape))
+            tuple(volume.chunk_shape), json.dumps(header, sort_keys=True, default=str))
 
 
 class UnitChunks:
