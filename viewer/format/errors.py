@@ -57,3 +57,8 @@ class BlockDecodeError(FormatError):
 class DatasetLayoutError(FormatError):
     """A dataset directory is not laid out as the format requires (no header.wkw, files that
     disagree with it, a path that is not a dataset at all)."""
+
+
+class FileChangedError(FormatError):
+    """A file changed (rewritten, truncated or replaced by another program) while it was open
+    for reading: what was read may mix two versions, so it is refused; open the file again."""
