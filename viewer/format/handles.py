@@ -13,7 +13,9 @@ another process while it is read gives a short read (an error naming the file an
 a SIGBUS that kills the process.  Every read ends with an ``fstat`` of the descriptor: if the
 file's size, modification or change time differ from when the handle was opened, the bytes
 just read may mix two versions of the file (and the jump table parsed at open no longer
-describes it), so the read raises ``FileChangedError``.  A file replaced by a rename (how
+describes it), so the read raises ``FileChangedError``.  (A write updates those times before
+it copies its data; the handle records the identity after waiting, with ``lseek(SEEK_DATA)``,
+for any write in progress to finish: see ``_wait_for_writers``.)  A file replaced by a rename (how
 this project writes) is not changed: the handle keeps reading the old version, whole, until
 its owner opens the file again.  Reopening a descriptor after the pool closed it checks the
 same identity (device, inode, size, times).
@@ -210,6 +212,7 @@ class FileHandle:
         self._closed = False
         fd = _POOL.open_new(self.path)
         try:
+            _wait_for_writers(fd)
             st = os.fstat(fd)
         except BaseException:
             os.close(fd)
@@ -266,6 +269,23 @@ class FileHandle:
         holds the pool's lock); the descriptor is closed by the next pool operation."""
         if not self._closed:
             _POOL.orphans.append(self)
+
+
+def _wait_for_writers(fd: int) -> None:
+    """Return once no ``write`` into the file is half done.  A write updates the file's change
+    time *before* it copies its data, so a read that overlaps a write which began before the
+    handle recorded the file's identity would go unnoticed by the ``fstat`` after it.  Linux
+    file systems (ext4, xfs, btrfs, tmpfs) hold the inode's lock across a buffered write and
+    take it for ``lseek(SEEK_DATA)``: that seek waits for such a write to finish."""
+    if _SEEK_DATA is None:
+        return
+    try:
+        os.lseek(fd, 0, _SEEK_DATA)
+    except OSError:
+        pass  # ENXIO (no data), or a file system without it: nothing to wait for
+
+
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
 
 
 def readinto_fd(fd: int, buf: Any, offset: int) -> int:
