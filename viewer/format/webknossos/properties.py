@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from viewer.format import jsonsafe
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.webknossos.mag import mag_name, parse_mag
 
@@ -62,6 +63,9 @@ UNIT_NANOMETERS: dict[str, float] = {
 }
 
 CATEGORIES = ("color", "segmentation")
+#: Layers opened from one properties file; the rest are reported as a problem (2,001 layers
+#: made the window reserve tens of GB of address space for their loaders' threads).
+MAX_LAYERS = 64
 
 
 def element_class_of(dtype: np.dtype[Any], num_channels: int) -> str:
@@ -234,13 +238,8 @@ def read_properties(path: str | os.PathLike[str]
     whole is unusable, and ``FileNotFoundError`` when it does not exist."""
     path = os.fspath(path)
     with open(path, "rb") as fh:
-        raw_bytes = fh.read()
-    try:
-        doc = json.loads(raw_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        offset = getattr(exc, "pos", None)
-        raise PropertiesError(f"not valid JSON: {exc}", path,
-                              offset=offset if isinstance(offset, int) else None) from None
+        raw_bytes = fh.read(jsonsafe.MAX_BYTES + 1)
+    doc = jsonsafe.loads(raw_bytes, path, PropertiesError)  # bounded depth and size
     return parse_properties(doc, path)
 
 
@@ -257,6 +256,11 @@ def parse_properties(doc: Any, path: str | None = None
     layers: list[LayerProperties] = []
     seen: set[str] = set()
     for index, entry in enumerate(layers_doc):
+        if len(layers) >= MAX_LAYERS:
+            problems.append(PropertiesError(
+                f"{len(layers_doc) - index} more dataLayers entries are not opened (at most "
+                f"{MAX_LAYERS} layers: each costs worker threads and memory)", path))
+            break
         try:
             layer = parse_layer(entry, path, index)
         except PropertiesError as exc:

@@ -97,6 +97,9 @@ class File:
             if header.data_offset < HEADER_SIZE:
                 raise HeaderError(f"dataOffset {header.data_offset} lies inside the header",
                                   path, offset=8)
+            if header.data_offset + header.num_blocks * header.block_bytes >= 1 << 62:
+                raise HeaderError(f"dataOffset {header.data_offset} puts the blocks past any "
+                                  f"possible file size", path, offset=8)
             return None
         expected = header.expected_data_offset
         if header.data_offset != expected:
