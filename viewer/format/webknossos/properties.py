@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from viewer.format import jsonsafe
+from viewer.format import atomic, jsonsafe
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.webknossos.mag import mag_name, parse_mag
 
@@ -381,11 +381,8 @@ def write_properties(dataset_dir: str | os.PathLike[str], properties: DatasetPro
     """Write ``datasource-properties.json`` into ``dataset_dir`` (atomically); its path."""
     path = os.path.join(os.fspath(dataset_dir), PROPERTIES_FILE)
     os.makedirs(os.fspath(dataset_dir), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(properties.to_json(legacy), fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    text = json.dumps(properties.to_json(legacy), indent=2) + "\n"
+    atomic.write_atomically(path, text.encode("utf-8"))
     return path
 
 
