@@ -238,7 +238,7 @@ def loader_only_jumps(root: Path, cache_mb: int, quick: bool) -> list[float]:
     to three complete 448x448 planes (what the loader itself costs, rendering aside)."""
     from viewer.core.loader import Loader
     from viewer.core.slicing import XY, XZ, YZ, PlaneRequest
-    from viewer.format import wkw
+    from viewer.format import open_volume
 
     def planes(pos: tuple[int, int, int]) -> list[PlaneRequest]:
         def span(c: int, n: int) -> tuple[int, int]:
@@ -248,7 +248,7 @@ def loader_only_jumps(root: Path, cache_mb: int, quick: bool) -> list[float]:
         return [PlaneRequest(XY, z, (x0, y0), (x1, y1)), PlaneRequest(XZ, y, (x0, z0), (x1, z1)),
                 PlaneRequest(YZ, x, (y0, z0), (y1, z1))]
 
-    loader = Loader(wkw.Dataset.open(str(root)), budget_bytes=cache_mb << 20)
+    loader = Loader(open_volume(root), budget_bytes=cache_mb << 20)
     out: list[float] = []
     try:
         for pos in JUMPS[:4] if quick else JUMPS:

@@ -25,9 +25,14 @@ WINDOW_SIZE = (1280, 860)
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="wkw-viewer",
-        description="Browse a WKW dataset in three linked orthogonal views.  Subcommands: "
+        description="Browse a chunked volume dataset (WKW, webKnossos, and every other format "
+                    "the program reads) in three linked orthogonal views.  Subcommands: "
                     "info, compare, demo (see wkw-viewer SUBCOMMAND --help).")
-    parser.add_argument("path", nargs="?", help="dataset folder or .wkw file (default: the demo)")
+    parser.add_argument("path", nargs="?", help="dataset folder or file (default: the demo)")
+    parser.add_argument("--layer", help="the layer to make active (default: the first color "
+                                        "layer)")
+    parser.add_argument("--mag", help="lock the active layer's mag, e.g. 2-2-1 (default: "
+                                      "chosen from the zoom)")
     parser.add_argument("--pos", help="cursor position X,Y,Z in voxels")
     parser.add_argument("--zoom", type=float, help="screen pixels per voxel (e.g. 2 or 0.5)")
     parser.add_argument("--screenshot", metavar="FILE",
@@ -95,8 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = args.path
         if path is None:  # the demo: generated on first use, the window already up
             path = _demo_path(window, headless=bool(args.screenshot))
-        if path is not None:
-            window.open_path(path, pos=pos, zoom=args.zoom)
+        if path is not None and window.open_path(path, pos=pos, zoom=args.zoom):
+            problem = _choose_layer(window, args.layer, args.mag)
+            if problem:
+                print(f"wkw-viewer: {problem}", file=sys.stderr)
+                if args.screenshot:
+                    return 2
         if args.compare and window.dataset is not None:
             compare.open_b(args.compare)
         if args.screenshot:
@@ -115,6 +124,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.excepthook = previous_hook
         window.close()
+
+
+def _choose_layer(window: object, layer: str | None, mag: str | None) -> str | None:
+    """Make ``layer`` active and lock its ``mag`` (``--layer``, ``--mag``); the problem, if
+    any, as a sentence."""
+    state = window.state  # type: ignore[attr-defined]
+    names = [la.name for la in state.layers]
+    if layer is not None:
+        if layer not in names:
+            return f"--layer: no layer {layer!r} (layers: {', '.join(names)})"
+        state.set_active_layer(layer)
+    if mag is not None:
+        from viewer.format import parse_mag
+
+        try:
+            vector = parse_mag(mag)
+        except ValueError as exc:
+            return f"--mag: {exc}"
+        active = state.active_layer
+        source = window.source  # type: ignore[attr-defined]
+        mags = source.layers[active].mag_list if source is not None and active else []
+        if vector not in mags:
+            return f"--mag: layer {active!r} has no mag {mag} (mags: " \
+                   f"{', '.join('-'.join(map(str, m)) for m in mags)})"
+        state.set_layer(active, mag_lock=vector)
+    return None
 
 
 def _install_inspector(window: object) -> None:

@@ -1,8 +1,9 @@
 """Real datasets on disk and a counting dataset for the loader tests.
 
-``CountingDataset`` is a real ``wkw.Dataset`` whose files are ``CountingFile``s: real files read
-by the real format code, which additionally count every block read, note reads of a block that
-overlap in time, record the thread that read, and can hold a read at a gate (an Event).
+``CountingDataset`` is a real ``Volume`` (any format; WKW here) whose storage units are
+``CountingUnit``s: real units read by the real format code, which additionally count every block
+read, note reads of a block that overlap in time, record the thread that read, and can hold a
+read at a gate (an Event).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import wkw as refwkw
 
-from viewer.format import wkw
+from viewer.format import StorageUnit, Volume, open_volume, wkw
 
 BLOCK_LEN = 8
 FILE_LEN = 4  # 32 voxels per file side
@@ -62,10 +63,33 @@ class ReadLog:
         self.entered = threading.Event()
 
 
-class CountingFile(wkw.File):
-    log: ReadLog
+class CountingUnit(StorageUnit):
+    """A real storage unit that logs its chunk reads (see the module docstring)."""
 
-    def read_blocks(self, indices: Any) -> list[Any]:
+    def __init__(self, inner: StorageUnit, log: ReadLog) -> None:
+        self.inner = inner
+        self.log = log
+        self.path = inner.path
+        self.num_chunks = inner.num_chunks
+        self.table_bytes = inner.table_bytes
+
+    @property
+    def size(self) -> int:
+        return self.inner.size
+
+    def chunk_table(self) -> Any:
+        return self.inner.chunk_table()
+
+    def read_stored(self, indices: Any) -> list[Any]:
+        return self.inner.read_stored(indices)
+
+    def decode(self, index: int, stored: Any) -> Any:
+        return self.inner.decode(index, stored)
+
+    def will_need(self, indices: Any) -> None:
+        self.inner.will_need(indices)
+
+    def read_chunks(self, indices: Any) -> list[Any]:
         keys = [(self.path, int(i)) for i in indices]
         log = self.log
         with log.lock:
@@ -82,45 +106,68 @@ class CountingFile(wkw.File):
         try:
             if log.gate is not None:
                 assert log.gate.wait(60), "gate never opened"
-            return super().read_blocks(indices)
+            return self.inner.read_chunks(indices)
         finally:
             with log.lock:
                 log.active.difference_update(keys)
 
 
-class CountingDataset(wkw.Dataset):
-    """A real dataset whose data files count their reads (see module docstring)."""
+class CountingDataset(Volume):
+    """A real volume whose storage units count their reads (see the module docstring)."""
 
     log: ReadLog
 
+    def __init__(self, inner: Volume) -> None:
+        self.inner = inner
+        self.format = inner.format  # type: ignore[misc]
+        self.path = inner.path
+        self.dtype = inner.dtype
+        self.num_channels = inner.num_channels
+        self.chunk_shape = inner.chunk_shape
+        self.unit_shape = inner.unit_shape
+        self.fill_value = inner.fill_value
+        self.log = ReadLog()
+        self._units: dict[tuple[int, int, int], CountingUnit | None] = {}
+        self._lock = threading.Lock()
+
     @classmethod
     def open_counting(cls, path: Path) -> CountingDataset:
-        plain = wkw.Dataset.open(str(path))
-        ds = cls(plain.root, plain.header)
-        ds.log = ReadLog()
-        ds._counting: dict[tuple[int, int, int], CountingFile | None] = {}
-        return ds
+        return cls(open_volume(path))
 
-    def get_file(self, fx: int, fy: int, fz: int) -> wkw.File | None:
-        key = (fx, fy, fz)
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.inner.shape
+
+    @property
+    def origin(self) -> tuple[int, int, int]:
+        return self.inner.origin
+
+    def unit_path(self, unit: tuple[int, int, int]) -> str:
+        return self.inner.unit_path(unit)
+
+    def open_unit(self, unit: tuple[int, int, int]) -> CountingUnit | None:
         with self._lock:
-            if key in self._counting:
-                return self._counting[key]
-        try:
-            f: CountingFile | None = CountingFile.open(self.file_path(fx, fy, fz))
-        except FileNotFoundError:
-            f = None
-        if f is not None:
-            f.log = self.log
+            if unit in self._units:
+                return self._units[unit]
+        inner = self.inner.open_unit(unit)
+        counting = None if inner is None else CountingUnit(inner, self.log)
         with self._lock:
-            self._counting.setdefault(key, f)
-            return self._counting[key]
+            return self._units.setdefault(unit, counting)
+
+    def done_with(self, unit: StorageUnit) -> None:
+        pass
+
+    def iter_units(self) -> Any:
+        return self.inner.iter_units()
+
+    def chunk_index(self, local: Any) -> Any:
+        return self.inner.chunk_index(local)
+
+    def chunk_local(self, index: Any) -> Any:
+        return self.inner.chunk_local(index)
+
+    def info(self) -> Any:
+        return self.inner.info()
 
     def close(self) -> None:
-        with self._lock:
-            files = list(self._counting.values())
-            self._counting.clear()
-        for f in files:
-            if f is not None:
-                f.close()
-        super().close()
+        self.inner.close()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from viewer.core import extent
-from viewer.format import wkw
+from viewer.format import open_volume, wkw
 from viewer.format.wkw import writer
 
 
@@ -28,7 +28,7 @@ def sparse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_provisional_extent_is_the_file_at_pos_else_the_first_file(sparse: Path) -> None:
-    ds = wkw.Dataset.open(str(sparse))
+    ds = open_volume(sparse)
     assert extent.provisional_bounds(ds, (36, 33, 60)) == ((32, 32, 56), (40, 40, 64))
     # No file at pos (or no pos): the first file of the z/y/x walk, z2/y1/x3.
     assert extent.provisional_bounds(ds, (0, 0, 0)) == ((24, 8, 16), (32, 16, 24))
@@ -37,7 +37,7 @@ def test_provisional_extent_is_the_file_at_pos_else_the_first_file(sparse: Path)
 
 
 def test_scan_finds_the_box_of_every_file_and_reports_from_its_thread(sparse: Path) -> None:
-    ds = wkw.Dataset.open(str(sparse))
+    ds = open_volume(sparse)
     assert extent.scan_bounds(ds) == ((16, 8, 16), (104, 88, 96))
     reports: list[tuple[extent.Bounds, bool, bool]] = []
     scan = extent.ExtentScan(ds, lambda b, done: reports.append(
@@ -53,7 +53,8 @@ def test_scan_finds_the_box_of_every_file_and_reports_from_its_thread(sparse: Pa
 
 def test_an_empty_dataset_scans_to_one_file_at_the_origin(tmp_path: Path) -> None:
     header = wkw.Header(np.uint8, block_len=8, file_len=2)
-    ds = wkw.Dataset.create(str(tmp_path / "empty"), header)
+    wkw.Dataset.create(str(tmp_path / "empty"), header).close()
+    ds = open_volume(tmp_path / "empty")
     assert extent.scan_bounds(ds) is None
     assert extent.provisional_bounds(ds) == ((0, 0, 0), (16, 16, 16))
     got: list[tuple[extent.Bounds, bool]] = []
@@ -64,16 +65,16 @@ def test_an_empty_dataset_scans_to_one_file_at_the_origin(tmp_path: Path) -> Non
 
 
 def test_a_cancelled_scan_stops_and_reports_nothing_more(sparse: Path) -> None:
-    ds = wkw.Dataset.open(str(sparse))
+    ds = open_volume(sparse)
     gate = threading.Event()
-    seen: list[str] = []
+    seen: list[object] = []
 
     def held() -> object:
-        for k, path in enumerate(ds.list_files()):
+        for k, unit in enumerate(ds.iter_units()):
             if k == 2:
                 gate.wait(60)
-            seen.append(path)
-            yield path
+            seen.append(unit)
+            yield unit
 
     got: list[tuple[extent.Bounds, bool]] = []
     scan = extent.ExtentScan(ds, lambda b, done: got.append((b, done)), held()).start()

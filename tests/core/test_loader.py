@@ -15,7 +15,7 @@ from loading_fixtures import (BLOCK_LEN, SHAPE, CountingDataset, volume, write_p
 
 from viewer.core.loader import Loader
 from viewer.core.slicing import XY, XZ, YZ, PlaneRequest, Status, read_plane
-from viewer.format import wkw
+from viewer.format import open_volume, wkw
 
 WAIT = 60.0
 
@@ -65,7 +65,7 @@ def no_threads_left_behind():
 def test_planes_match_the_volume_voxel_for_voxel(which: str, request: pytest.FixtureRequest,
                                                  vol: np.ndarray) -> None:
     path = request.getfixturevalue(f"{which}_path")
-    loader = Loader(wkw.Dataset.open(str(path)))
+    loader = Loader(open_volume(path))
     try:
         reqs = planes_at((37, 15, 50)) + [PlaneRequest(XY, 11, (5, 3), (90, 61)),
                                           PlaneRequest(YZ, 95, (7, 9), (60, 63)),
@@ -177,7 +177,7 @@ def test_focused_view_is_read_first(project_path: Path) -> None:
         yz = set()
         for gy in range(SHAPE[1] // BLOCK_LEN):
             for gz in range(SHAPE[2] // BLOCK_LEN):
-                path = ds.file_path(50 // BLOCK_LEN // 4, gy // 4, gz // 4)
+                path = ds.unit_path((50 // BLOCK_LEN // 4, gy // 4, gz // 4))
                 yz.add((path, int(wkw.morton.encode(50 // BLOCK_LEN % 4, gy % 4, gz % 4))))
         assert set(read_order[:len(yz)]) == yz  # the focused YZ plane came first
         assert len(read_order) > len(yz)  # then the other two views
@@ -196,7 +196,7 @@ def test_the_four_looks(tmp_path: Path, vol: np.ndarray) -> None:
     with open(damaged, "r+b") as fh:  # garble block 5 = block (1, 0, 1) of that file
         fh.seek(start)
         fh.write(bytes([0xFF]) * (end - start))
-    loader = Loader(wkw.Dataset.open(str(path)))
+    loader = Loader(open_volume(path))
     try:
         req = PlaneRequest(XY, 12, (0, 0), (96, 32))
         loader.set_wanted([req], 0, (0, 0, 12))
@@ -222,7 +222,7 @@ def test_the_four_looks(tmp_path: Path, vol: np.ndarray) -> None:
 
 def test_budget_holds_while_browsing(project_path: Path, vol: np.ndarray) -> None:
     budget = 40 * BLOCK_LEN ** 3  # less than one screen of 3 planes
-    loader = Loader(wkw.Dataset.open(str(project_path)), budget_bytes=budget)
+    loader = Loader(open_volume(project_path), budget_bytes=budget)
     try:
         for z in range(0, 64, 5):
             cursor = (40, 20, z)
@@ -243,7 +243,7 @@ def test_budget_holds_while_browsing(project_path: Path, vol: np.ndarray) -> Non
 
 
 def test_prefetch_reads_ahead_in_the_direction_of_motion(project_path: Path) -> None:
-    loader = Loader(wkw.Dataset.open(str(project_path)))
+    loader = Loader(open_volume(project_path))
     try:
         for z in (17, 18, 19):  # moving towards +z in the XY view
             loader.set_wanted([PlaneRequest(XY, z, (0, 0), (96, 64))], 0, (0, 0, z))
@@ -276,7 +276,7 @@ def test_shutdown_joins_every_worker_even_with_work_queued(project_path: Path) -
 
 
 def test_set_budget_at_run_time(project_path: Path) -> None:
-    loader = Loader(wkw.Dataset.open(str(project_path)))
+    loader = Loader(open_volume(project_path))
     try:
         loader.set_wanted(planes_at((40, 40, 40)), 0, (40, 40, 40))
         assert loader.wait_idle(WAIT)
@@ -312,7 +312,7 @@ def test_scrolling_inside_a_block_layer_keeps_the_queue(project_path: Path) -> N
 
 def test_cached_blocks_own_their_memory(project_path: Path) -> None:
     """The budget counts what is held: no cached block keeps a larger decode buffer alive."""
-    loader = Loader(wkw.Dataset.open(str(project_path)))
+    loader = Loader(open_volume(project_path))
     try:
         loader.set_wanted(planes_at((40, 40, 40)), 0, (40, 40, 40))
         assert loader.wait_idle(WAIT)
@@ -339,7 +339,7 @@ def test_whole_blocks_land_in_place_for_every_channel_and_alignment(tmp_path: Pa
     ds = wkw.Dataset.create(str(tmp_path / "ds"), header)
     ds.write((0, 0, 0), data)
     ds.close()
-    loader = Loader(wkw.Dataset.open(str(tmp_path / "ds")))
+    loader = Loader(open_volume(tmp_path / "ds"))
     try:
         reqs = [PlaneRequest(XY, 17, (0, 8), (48, 40)), PlaneRequest(XZ, 9, (16, 0), (48, 32)),
                 PlaneRequest(YZ, 30, (8, 8), (40, 24)), PlaneRequest(XY, 3, (3, 5), (45, 37)),
@@ -386,7 +386,7 @@ def test_prefetch_waits_until_the_views_have_the_screen(project_path: Path,
 
     from viewer.core import loader as loader_module
     monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)  # only plane() releases it
-    loader = Loader(wkw.Dataset.open(str(project_path)))
+    loader = Loader(open_volume(project_path))
     try:
         req = PlaneRequest(XY, 17, (0, 0), (96, 64))
         loader.set_wanted([req], 0, (0, 0, 17))

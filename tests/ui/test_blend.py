@@ -11,7 +11,7 @@ from window_fixtures import write_dataset
 
 from viewer.core.slicing import XY, Plane, PlaneRequest, Status, read_plane
 from viewer.core.state import COLOR, SEGMENTATION, Contrast, LayerDisplay
-from viewer.format import wkw
+from viewer.format import Volume, open_volume, wkw
 from viewer.ui.blend import blend, render_layer
 from viewer.ui.render import Palette, render_plane
 from viewer.ui.segments import SegmentPalette, render_segments
@@ -124,14 +124,14 @@ def test_bad_layers_are_refused():
 # -- layers from real files ----------------------------------------------------------------------
 
 @pytest.fixture
-def two_layers(tmp_path: Path) -> tuple[wkw.Dataset, wkw.Dataset]:
+def two_layers(tmp_path: Path) -> tuple[Volume, Volume]:
     """A uint8 color layer (a ramp) and a uint32 segmentation layer, 32^3 each, on disk."""
     x, y, z = np.indices((32, 32, 32))
     color = ((x * 7 + y * 3 + z) % 256).astype(np.uint8)
     seg = ((x // 8) + 4 * (y // 8) + 1).astype(np.uint32)
     seg[x < 8] = 0  # background on the left
-    return (wkw.Dataset.open(str(write_dataset(tmp_path / "color", color))),
-            wkw.Dataset.open(str(write_dataset(tmp_path / "segmentation", seg))))
+    return (open_volume(write_dataset(tmp_path / "color", color)),
+            open_volume(write_dataset(tmp_path / "segmentation", seg)))
 
 
 def test_segmentation_over_color_shows_the_color_where_the_id_is_0(two_layers):

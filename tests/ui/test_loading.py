@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 from viewer.core.layered import LayeredSource
 from viewer.core.loader import Loader
 from viewer.core.slicing import XY, XZ, YZ, PlaneRequest, Status
-from viewer.format import wkw
+from viewer.format import open_volume, wkw
 from viewer.ui.loading import QtLoaderStatus, QtLoadingBridge, merge_boxes, status_text
 
 WAIT_MS = 60_000
@@ -51,7 +51,7 @@ def test_merge_boxes() -> None:
 
 def test_bridge_delivers_on_the_gui_thread_and_late_blocks_fill_the_plane(
         qtbot, dataset_path: Path, vol: np.ndarray) -> None:
-    loader = Loader(wkw.Dataset.open(str(dataset_path)))
+    loader = Loader(open_volume(dataset_path))
     bridge = QtLoadingBridge(loader)
     req = PlaneRequest(XZ, 21, (0, 0), (64, 48))
     shown: list = []
@@ -77,7 +77,7 @@ def test_bridge_delivers_on_the_gui_thread_and_late_blocks_fill_the_plane(
 
 def test_status_section_shows_figures_and_the_over_budget_warning(
         qtbot, dataset_path: Path) -> None:
-    loader = Loader(wkw.Dataset.open(str(dataset_path)), budget_bytes=64 << 20)
+    loader = Loader(open_volume(dataset_path), budget_bytes=64 << 20)
     status = QtLoaderStatus()
     qtbot.addWidget(status)
     try:

@@ -4,6 +4,8 @@ pixels that are not data."""
 from __future__ import annotations
 
 import numpy as np
+
+from viewer.format import open_volume
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent
@@ -138,7 +140,7 @@ def test_the_extent_is_that_of_the_files_present(window, tmp_path):
     root = write_dataset(tmp_path / "sparse", np.ones((48, 32, 16), np.uint8))  # files 16^3
     for name in ("z0/y0/x0.wkw", "z0/y1/x0.wkw", "z0/y1/x2.wkw"):
         (root / name).unlink()
-    assert scan_bounds(wkw.Dataset.open(root)) == ((16, 0, 0), (48, 32, 16))
+    assert scan_bounds(open_volume(root)) == ((16, 0, 0), (48, 32, 16))
     window.open_path(root)
     assert window.state.bounds == ((16, 0, 0), (48, 32, 16))
     assert window.state.cursor == (31, 15, 7)

@@ -58,7 +58,7 @@ def test_a_layer_without_mag_1_is_shown_in_mag1_voxels_from_its_finest_mag(windo
     small = np.arange(32 * 32 * 64, dtype=np.uint32).reshape(32, 32, 64).astype(np.uint8)
     root = write_wk(tmp_path / "wk221", small, mag=(2, 2, 1))
     assert window.open_path(root)
-    assert window.webknossos is not None and window.webknossos.voxel_size == VOXEL
+    assert window.opened is not None and window.opened.voxel_size == VOXEL
     # positions and sizes are in mag-1 voxels: a voxel of mag 2-2-1 spans 2 x 2 x 1 of them
     assert window.state.voxel_size_nm == VOXEL
     assert window.state.bounds == ((0, 0, 0), (64, 64, 64))
@@ -68,9 +68,9 @@ def test_a_layer_without_mag_1_is_shown_in_mag1_voxels_from_its_finest_mag(windo
     (x0, y0) = plane.mag_request.request.lo
     (x1, y1) = plane.mag_request.request.hi
     np.testing.assert_array_equal(plane.data[0], small[x0:x1, y0:y1, plane.request.index])
-    # a plain WKW dataset after it: no webKnossos dataset, no voxel size
+    # a plain WKW dataset after it: no voxel size declared
     assert window.open_path(write_dataset(tmp_path / "plain", ramp()[:32, :32, :32]))
-    assert window.webknossos is None
+    assert window.opened is not None and not window.opened.voxel_size_declared
     assert window.state.voxel_size_nm is None
     assert window.state.stretch(XZ) == (1.0, 1.0)
 

@@ -13,7 +13,7 @@ import wkw as reference
 from window_fixtures import write_dataset
 
 from viewer.core.slicing import XY, XZ, YZ, Plane, PlaneRequest, Status, read_plane
-from viewer.format import wkw
+from viewer.format import open_volume, wkw
 from viewer.ui.render import FAILED_COLORS, PENDING_COLORS, to_screen
 from viewer.ui.segments import SEGMENT_ALPHA, SegmentPalette, render_segments, segment_rgb
 
@@ -162,7 +162,7 @@ def test_render_segments_colours_every_voxel_as_the_reference_reads_it(seg_datas
     root, _ = seg_dataset
     palette = SegmentPalette(selected_id=2 ** 60 + 9)
     request = PlaneRequest(axis, 5, (0, 0), (32, 32))
-    plane = read_plane(wkw.Dataset.open(str(root)), request)
+    plane = read_plane(open_volume(root), request)
     rendered = render_segments(plane, palette)
     offset, shape = request.box()
     with reference.Dataset.open(str(root)) as ref:
@@ -183,7 +183,7 @@ def test_absent_and_failed_files_stay_visible(seg_dataset):
     with open(damaged, "r+b") as f:
         f.truncate(40)
     ds.close()
-    plane = read_plane(wkw.Dataset.open(str(root)), PlaneRequest(XY, 3, (0, 0), (32, 32)))
+    plane = read_plane(open_volume(root), PlaneRequest(XY, 3, (0, 0), (32, 32)))
     assert (plane.status[16:, :16] == Status.ABSENT).all()
     assert (plane.status[:16, 16:] == Status.FAILED).all()
     px = render_segments(plane, SegmentPalette()).pixels  # rows = y, columns = x
@@ -199,7 +199,7 @@ def test_absent_and_failed_files_stay_visible(seg_dataset):
 
 def test_pending_hatch_and_arrivals_render_only_what_changed(seg_dataset):
     root, _ = seg_dataset
-    full = read_plane(wkw.Dataset.open(str(root)), PlaneRequest(XY, 3, (0, 0), (32, 32)))
+    full = read_plane(open_volume(root), PlaneRequest(XY, 3, (0, 0), (32, 32)))
     status = np.full_like(full.status, Status.PENDING)
     status[:16] = Status.DATA  # x 0..15 arrived
     data = full.data.copy()
@@ -222,7 +222,7 @@ def test_pending_hatch_and_arrivals_render_only_what_changed(seg_dataset):
 
 def test_a_plane_of_another_mag_is_not_patched_onto_the_previous_one(seg_dataset):
     root, _ = seg_dataset
-    full = read_plane(wkw.Dataset.open(str(root)), PlaneRequest(XY, 3, (0, 0), (32, 32)))
+    full = read_plane(open_volume(root), PlaneRequest(XY, 3, (0, 0), (32, 32)))
     pending = Plane(full.request, np.zeros_like(full.data),
                     np.full_like(full.status, Status.PENDING))
     first = render_segments(pending, SegmentPalette())
@@ -239,7 +239,7 @@ def test_new_picks_on_the_same_plane_recolour_exactly_like_a_full_render(seg_dat
     ds = wkw.Dataset.open(str(root))
     os.remove(ds.file_path(1, 0, 0))  # an absent quarter: its look must survive the patch
     ds.close()
-    plane = read_plane(wkw.Dataset.open(str(root)), PlaneRequest(XZ, 6, (0, 0), (32, 32)))
+    plane = read_plane(open_volume(root), PlaneRequest(XZ, 6, (0, 0), (32, 32)))
     assert (plane.status == Status.ABSENT).any()
     present = np.unique(plane.data[0][(plane.status == Status.DATA) & (plane.data[0] != 0)])
     a, b, c = (int(v) for v in present[[0, 5, -1]])

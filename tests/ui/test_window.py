@@ -344,7 +344,7 @@ def test_a_dataset_of_many_files_opens_and_paints_before_its_files_are_listed(
     events: list[str] = []
 
     def held(ds):
-        for k, path in enumerate(ds.list_files()):
+        for k, path in enumerate(ds.iter_units()):
             if k == 10:
                 gate.wait(120)
                 events.append("listing resumed")

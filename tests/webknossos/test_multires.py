@@ -164,7 +164,7 @@ def test_coarse_plane_read_from_disk_scales_onto_the_mag1_request(tmp_path: Path
     for req in requests:
         for mag in ANISO:
             m = to_mag(req, mag)
-            plane = read_plane(layer.mag(mag).dataset, m.request)
+            plane = read_plane(layer.mag(mag).volume, m.request)
             assert plane.complete and not plane.errors
             big = upscale(plane.data, m)
             status = upscale(plane.status, m)
@@ -209,7 +209,7 @@ def test_compose_draws_coarser_mags_under_what_is_still_loading(tmp_path: Path) 
 
     def plane_at(mag: tuple[int, int, int]) -> tuple[object, object]:
         m = to_mag(req, mag)
-        return m, read_plane(layer.mag(mag).dataset, m.request)  # type: ignore[attr-defined]
+        return m, read_plane(layer.mag(mag).volume, m.request)  # type: ignore[attr-defined]
 
     chosen_req, chosen = plane_at((1, 1, 1))
     mid_req, mid = plane_at((2, 2, 1))

@@ -1,7 +1,9 @@
-"""A byte-bounded LRU cache of decoded WKW blocks, shared by the loader's worker threads.
+"""A byte-bounded LRU cache of decoded blocks (a volume's chunks), shared by the loader's worker
+threads.
 
-A block is identified by ``BlockKey`` = (layer, mag, file position, Morton index).  Values are
-read-only ``(C, X, Y, Z)`` arrays as ``wkw.File.read_blocks`` returns them, or the
+A block is identified by ``BlockKey`` = (layer, mag, storage-unit position, index in the unit).
+Values are read-only ``(C, X, Y, Z)`` arrays as ``StorageUnit.read_chunks`` returns them,
+``ABSENT`` for a chunk the unit does not store (it reads as the fill value), or the
 ``FormatError`` a block raised (a failed block is remembered so that it is not read again and
 again; it costs a nominal few hundred bytes).
 
@@ -34,17 +36,28 @@ FAILED_BLOCK_BYTES = 512
 GIB = 1 << 30
 
 
-#: Identity of one block: (layer (any hashable id), mag, file-grid position, Morton index).
-#: A plain tuple, so that the loader builds thousands of them at C speed.
+#: Identity of one block: (layer (any hashable id), mag, storage-unit grid position, index of
+#: the chunk in its unit).  A plain tuple, so that the loader builds thousands of them at C
+#: speed.
 BlockKey = tuple[Hashable, Hashable, tuple[int, int, int], int]
 
 
-def block_key(layer: Hashable, mag: Hashable, file: tuple[int, int, int],
-              morton_index: int) -> BlockKey:
-    return (layer, mag, file, morton_index)
+def block_key(layer: Hashable, mag: Hashable, unit: tuple[int, int, int],
+              index: int) -> BlockKey:
+    return (layer, mag, unit, index)
 
 
-BlockValue = npt.NDArray[Any] | FormatError
+class Absent:
+    """The value of a chunk its storage unit does not hold (sparse data: the fill value)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: The one ``Absent`` value.
+ABSENT = Absent()
+
+BlockValue = npt.NDArray[Any] | FormatError | Absent
 
 
 def default_budget_bytes() -> int:
@@ -60,6 +73,8 @@ def value_bytes(value: BlockValue) -> int:
     """Bytes a cached value is charged."""
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
+    if value is ABSENT:
+        return 64
     return FAILED_BLOCK_BYTES
 
 

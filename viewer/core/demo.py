@@ -32,9 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from viewer.core.synthetic import EMVolume
-from viewer.format import atomic
-from viewer.format.webknossos.properties import PROPERTIES_FILE
-from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
+from viewer.format import DEMO_MAGS, PROPERTIES_FILE, atomic, write_synthetic_dataset
 
 #: Bumped whenever the demo's content changes, so an old cached copy is not reused.
 DEMO_NAME = "demo-wk-v2"

@@ -1,10 +1,10 @@
-"""A dataset's extent without listing every file up front.
+"""A volume's extent without listing every storage unit up front.
 
-A plain WKW dataset says nothing about its size: the extent is the box of the data files present,
-and a large dataset may hold 100,000 of them.  So a window opens with a *provisional* extent (the
-file holding the requested position, else the first file found walking the z/y/x folders in
-sorted order) and an ``ExtentScan`` lists the files on a worker thread, reporting the growing
-box as it goes.
+A plain WKW dataset says nothing about its size: the extent is the box of the data files (the
+volume's storage units) present, and a large dataset may hold 100,000 of them.  So a window
+opens with a *provisional* extent (the unit holding the requested position, else the first unit
+listed) and an ``ExtentScan`` lists the units (``Volume.iter_units``) on a worker thread,
+reporting the growing box as it goes.
 
 ``provisional_bounds`` and ``scan_bounds`` are plain functions (any thread).  ``ExtentScan``:
 ``start``, ``cancel``, ``join`` and ``wait`` are called from the thread that owns it; its
@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from viewer.format import FormatError, wkw
+from viewer.format import FormatError, Volume
 
 Vec3 = tuple[int, int, int]
 Bounds = tuple[Vec3, Vec3]
@@ -29,50 +29,42 @@ Progress = Callable[[Bounds, bool], None]
 REPORT_INTERVAL_S = 0.1
 
 
-def _box(lo_file: Sequence[int], hi_file: Sequence[int], side: int) -> Bounds:
-    return ((lo_file[0] * side, lo_file[1] * side, lo_file[2] * side),
-            ((hi_file[0] + 1) * side, (hi_file[1] + 1) * side, (hi_file[2] + 1) * side))
+def _box(lo_unit: Sequence[int], hi_unit: Sequence[int], side: Sequence[int]) -> Bounds:
+    return ((lo_unit[0] * side[0], lo_unit[1] * side[1], lo_unit[2] * side[2]),
+            ((hi_unit[0] + 1) * side[0], (hi_unit[1] + 1) * side[1], (hi_unit[2] + 1) * side[2]))
 
 
-def provisional_bounds(dataset: wkw.Dataset, pos: Sequence[int] | None = None) -> Bounds:
-    """A first extent, found at once: the file holding ``pos`` when it exists, else the first
-    data file in sorted z/y/x order (only the first folders are listed), else one file at the
-    origin."""
-    side = dataset.file_len_vx
+def provisional_bounds(volume: Volume, pos: Sequence[int] | None = None) -> Bounds:
+    """A first extent, found at once: the storage unit holding ``pos`` when it exists, else the
+    first unit listed (only the first folders are listed), else one unit at the origin."""
+    side = volume.unit_len_vx
     if pos is not None and all(p >= 0 for p in pos):
-        cell = tuple(int(p) // side for p in pos)
+        cell = (int(pos[0]) // side[0], int(pos[1]) // side[1], int(pos[2]) // side[2])
         try:
-            if dataset.single_file is None and \
-                    dataset.get_file(cell[0], cell[1], cell[2]) is not None:
+            unit = volume.open_unit(cell)
+            if unit is not None:
+                volume.done_with(unit)
                 return _box(cell, cell, side)
         except (FormatError, OSError):
-            pass  # a damaged file there: fall back to the first file found
-    for path in dataset.list_files():
-        try:
-            cell = dataset.file_position(path)
-        except FormatError:
-            continue
+            pass  # a damaged unit there: fall back to the first unit found
+    for cell in volume.iter_units():
         return _box(cell, cell, side)
-    return (0, 0, 0), (side, side, side)
+    return (0, 0, 0), (side[0], side[1], side[2])
 
 
-def scan_bounds(dataset: wkw.Dataset, paths: Iterable[str] | None = None,
+def scan_bounds(volume: Volume, units: Iterable[Vec3] | None = None,
                 on_progress: Progress | None = None,
                 cancelled: threading.Event | None = None) -> Bounds | None:
-    """The box of every data file present (``paths``: the listing to use, default
-    ``dataset.list_files()``), reporting the box found so far every ``REPORT_INTERVAL_S``;
-    None when there is no data file (or when cancelled before the end)."""
-    side = dataset.file_len_vx
+    """The box of every storage unit present (``units``: the listing to use, default
+    ``volume.iter_units()``), reporting the box found so far every ``REPORT_INTERVAL_S``;
+    None when there is no unit (or when cancelled before the end)."""
+    side = volume.unit_len_vx
     lo: list[int] | None = None
     hi: list[int] = [0, 0, 0]
     last = time.monotonic()
-    for path in dataset.list_files() if paths is None else paths:
+    for cell in volume.iter_units() if units is None else units:
         if cancelled is not None and cancelled.is_set():
             return None
-        try:
-            cell = dataset.file_position(path)
-        except FormatError:
-            continue
         if lo is None:
             lo, hi = list(cell), list(cell)
         else:
@@ -91,18 +83,18 @@ def scan_bounds(dataset: wkw.Dataset, paths: Iterable[str] | None = None,
 
 
 class ExtentScan:
-    """Lists a dataset's files on a thread of its own and reports the growing extent.
+    """Lists a volume's storage units on a thread of its own and reports the growing extent.
 
-    ``paths``: the listing to walk (default ``dataset.list_files()``; tests pass a generator
+    ``units``: the listing to walk (default ``volume.iter_units()``; tests pass a generator
     they can hold back).  The final report always comes, with ``done=True`` (with the
     provisional box's shape when no file was found), unless the scan was cancelled.
     """
 
-    def __init__(self, dataset: wkw.Dataset, on_progress: Progress,
-                 paths: Iterable[str] | None = None) -> None:
-        self.dataset = dataset
+    def __init__(self, volume: Volume, on_progress: Progress,
+                 units: Iterable[Vec3] | None = None) -> None:
+        self.volume = volume
         self.on_progress = on_progress
-        self.paths = paths
+        self.units = units
         self.result: Bounds | None = None
         self._cancelled = threading.Event()
         self._done = threading.Event()
@@ -114,15 +106,15 @@ class ExtentScan:
 
     def _run(self) -> None:
         try:
-            found = scan_bounds(self.dataset, self.paths, self.on_progress, self._cancelled)
+            found = scan_bounds(self.volume, self.units, self.on_progress, self._cancelled)
         except OSError:
             found = None  # the folder went away: the provisional extent stays
         if self._cancelled.is_set():
             self._done.set()
             return
         if found is None:
-            side = self.dataset.file_len_vx
-            found = ((0, 0, 0), (side, side, side))
+            side = self.volume.unit_len_vx
+            found = ((0, 0, 0), (side[0], side[1], side[2]))
         self.result = found
         self._done.set()
         self.on_progress(found, True)

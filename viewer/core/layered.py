@@ -44,12 +44,11 @@ from viewer.core.slicing import (
     PlaneSource,
     SyncPlaneSource,
 )
-from viewer.format import FormatError, wkw
-from viewer.format.webknossos.dataset import WkDataset
+from viewer.format import Dataset, FormatError, Volume
 
 Vec3 = tuple[int, int, int]
 #: Makes the source of one (layer, mag): ``make_part(dataset, layer name, mag)``.
-PartFactory = Callable[[wkw.Dataset, str, Vec3], PlaneSource]
+PartFactory = Callable[[Volume, str, Vec3], PlaneSource]
 
 #: Coarser mags asked for as placeholders under a view (the nearest ones: the best picture).
 PLACEHOLDERS = 2
@@ -64,11 +63,11 @@ ONE_TO_ONE = (1.0, 1.0, 1.0)
 @dataclass(frozen=True)
 class SourceLayer:
     """One layer as the source reads it: its ``name``, ``category`` (``color`` or
-    ``segmentation``) and the WKW dataset of each of its mags (mag-1 voxel coordinates are
+    ``segmentation``) and the volume of each of its mags (mag-1 voxel coordinates are
     ``mag * voxel`` of a mag's; all mags of a layer share voxel type and channels)."""
 
     name: str
-    mags: Mapping[Vec3, wkw.Dataset]
+    mags: Mapping[Vec3, Volume]
     category: str = "color"
 
     def __post_init__(self) -> None:
@@ -81,12 +80,17 @@ class SourceLayer:
         return sorted(self.mags, key=lambda m: (m[0] * m[1] * m[2], m))
 
     @property
-    def finest(self) -> wkw.Dataset:
+    def finest(self) -> Volume:
         return self.mags[self.mag_list[0]]
 
     @property
-    def header(self) -> wkw.Header:
-        return self.finest.header
+    def dtype(self) -> np.dtype[Any]:
+        """One channel's numpy type (the same for every mag)."""
+        return self.finest.dtype
+
+    @property
+    def num_channels(self) -> int:
+        return self.finest.num_channels
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ class _Plan:
     placeholders: tuple[MagPlaneRequest, ...]
 
 
-def _sync_part(dataset: wkw.Dataset, layer: str, mag: Vec3) -> PlaneSource:
+def _sync_part(dataset: Volume, layer: str, mag: Vec3) -> PlaneSource:
     return SyncPlaneSource(dataset)
 
 
@@ -365,18 +369,18 @@ class LayeredSource:
         return [t for p in list(self._parts.values()) for t in getattr(p, "threads", [])]
 
 
-def source_layers(dataset: WkDataset) -> tuple[list[SourceLayer], list[FormatError]]:
-    """The layers of a webKnossos dataset as the source reads them (each mag's header opened
+def source_layers(dataset: Dataset) -> tuple[list[SourceLayer], list[FormatError]]:
+    """The layers of a dataset (any format) as the source reads them (each mag's volume opened
     now), and the problems of those that cannot be read: a layer without mags, a mag whose
     folder or header is missing or does not match the layer (that mag is left out, the layer's
     other mags still open), a layer in a format not supported yet."""
     out: list[SourceLayer] = []
     problems: list[FormatError] = []
     for layer in dataset.layers:
-        mags: dict[Vec3, wkw.Dataset] = {}
+        mags: dict[Vec3, Volume] = {}
         for mag in layer.mags:
             try:
-                mags[mag.mag] = mag.dataset
+                mags[mag.mag] = mag.volume
             except FormatError as exc:
                 problems.append(exc)
         if mags:
@@ -394,7 +398,7 @@ def decoded_needed_bytes(source: LayeredSource, layer: str,
     for req in requests:
         mreq = source.plan(layer, req).chosen
         ds = source.layers[layer].mags[mreq.mag]
-        b = ds.header.block_len
+        b = np.asarray(ds.chunk_shape)
         (ox, oy, oz), (sx, sy, sz) = mreq.request.box()
         lo = np.array([ox, oy, oz]) // b
         hi = -(-(np.array([ox + sx, oy + sy, oz + sz])) // b)
@@ -403,7 +407,7 @@ def decoded_needed_bytes(source: LayeredSource, layer: str,
                 for bz in range(max(int(lo[2]), 0), int(hi[2])):
                     if (mreq.mag, (bx, by, bz)) not in seen:
                         seen.add((mreq.mag, (bx, by, bz)))
-                        total += ds.header.block_bytes
+                        total += ds.chunk_nbytes
     return total
 
 

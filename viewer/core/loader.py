@@ -6,12 +6,14 @@ worker threads read the rest, calling every listener with the box of data that a
 
 How work is organised, and why:
 
-* **Whole blocks.**  A decoded block serves all three views and the 31 neighbouring planes, so
-  the loader decodes whole blocks (``File.read_blocks``) and cuts planes out of them with one
-  numpy slice per block.  An assembled plane is kept per request and only its missing blocks
+* **Whole blocks.**  A block is one chunk of the ``Volume`` (any format: a WKW block, a zarr
+  inner chunk, an N5 chunk; not necessarily cubic).  A decoded block serves all three views and
+  the neighbouring planes, so the loader decodes whole blocks (``StorageUnit.read_chunks``) and
+  cuts planes out of them with one numpy slice per block.  An assembled plane is kept per request and only its missing blocks
   are looked up again, so a plane the user keeps looking at costs nothing to redraw.
-* **Batches per file.**  A pool task per 32^3 block costs more than decoding it, so a task is a
-  batch: one view's visible blocks in one file (a few ms of work), or a prefetch batch.
+* **Batches per storage unit.**  A pool task per 32^3 block costs more than decoding it, so a
+  task is a batch: one view's visible blocks in one storage unit (a WKW file, a shard, a chunk
+  file; a few ms of work), or a prefetch batch.
 * **Its own priority queue, rebuilt on every** ``set_wanted`` (a generation bump): queued work
   that is no longer wanted is dropped, the rest re-ranked: visible in the focused view, visible
   in the other views, the next block layers in the direction of motion (and beyond a pan),
@@ -26,7 +28,8 @@ How work is organised, and why:
   and draws the last blocks of a jump takes the GIL and a core from it.
 * **Cold reads overlap.**  A worker taking a batch asks the kernel for the pages of the next
   ``LOOKAHEAD_TASKS`` batches' blocks (``File.will_need``) before decoding its own, so a cold
-  screen's disk reads run together rather than one page fault after another.
+  screen's disk reads run together rather than one page fault after another
+  (``StorageUnit.will_need``).
 * **Deferred planes** (``set_wanted(deferred=True)``: the coarse placeholders of
   ``viewer.core.layered``) are read like prefetch, held until another loader's screen is
   complete (``release_hold``).
@@ -56,14 +59,14 @@ import numpy.typing as npt
 from viewer.core import prefetch
 from viewer.core.cache import BlockCache, BlockKey, BlockValue, CacheStats
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
-from viewer.format import FormatError, wkw
-from viewer.format.errors import BlockDecodeError, DatasetLayoutError
+from viewer.core.cache import ABSENT
+from viewer.format import BlockDecodeError, DatasetLayoutError, FormatError, StorageUnit, Volume
 
 log = logging.getLogger(__name__)
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
-FileState = wkw.File | FormatError | None  # open file | it failed to open | absent
+FileState = StorageUnit | FormatError | None  # open unit | it failed to open | absent
 
 #: Blocks per task for blocks on screen (2-3 ms of decoding: both workers share a plane, and
 #: the last task of a jump, which the screen waits for, is short).
@@ -71,7 +74,7 @@ VISIBLE_BATCH = 32
 #: Blocks per prefetch task (~2 ms of decoding: a jump waits at most that long for a worker
 #: busy with prefetch; 64 measured a few ms slower per jump).
 PREFETCH_BATCH = 24
-#: Open data files the loader keeps (their jump tables are charged to the budget).
+#: Open storage units the loader keeps (their indexes are charged to the budget).
 OPEN_FILES = 128
 #: Assembled planes kept beyond the ones on screen.
 SPARE_PLANES = 8
@@ -184,26 +187,26 @@ class _PlaneEntry:
 
 
 class Loader:
-    """Background ``PlaneSource`` over a ``wkw.Dataset``: cache, priority queue, workers.
+    """Background ``PlaneSource`` over a ``Volume``: cache, priority queue, workers.
 
-    ``layer`` and ``mag`` name the dataset inside a shared ``cache`` (pass one cache to several
-    loaders to share one budget).  ``close_dataset``: close the dataset in ``close()``, as the
+    ``layer`` and ``mag`` name the volume inside a shared ``cache`` (pass one cache to several
+    loaders to share one budget).  ``close_dataset``: close the volume in ``close()``, as the
     synchronous source does.
     """
 
-    def __init__(self, dataset: wkw.Dataset, *, layer: Hashable = "", mag: Hashable = 1,
+    def __init__(self, dataset: Volume, *, layer: Hashable = "", mag: Hashable = 1,
                  workers: int = 2, cache: BlockCache | None = None,
                  budget_bytes: int | None = None, close_dataset: bool = True,
                  prefetch_enabled: bool = True) -> None:
         self.dataset = dataset
-        h = dataset.header
+        self.volume = dataset
         self.layer = layer
         self.mag = mag
-        self._block_len = h.block_len
-        self._blocks_per_file = h.file_len
-        self._dtype = h.dtype
-        self._channels = h.num_channels
-        self._block_nbytes = h.block_bytes
+        self._chunk = tuple(int(c) for c in dataset.chunk_shape)
+        self._unit = np.asarray(dataset.unit_shape, dtype=np.int64)
+        self._dtype = dataset.dtype
+        self._channels = dataset.num_channels
+        self._block_nbytes = dataset.chunk_nbytes
         self._owns_cache = cache is None
         self.cache = cache if cache is not None else BlockCache(budget_bytes)
         if cache is not None and budget_bytes is not None:
@@ -219,7 +222,7 @@ class Loader:
         self._in_flight: set[BlockKey] = set()
         self._planning = 0  # workers planning a prefetch right now
         self._epoch = 0  # bumped when a generation changes the wish list (queue rebuilt)
-        self._open_files: OrderedDict[Vec3, wkw.File] = OrderedDict()
+        self._open_files: OrderedDict[Vec3, StorageUnit] = OrderedDict()
         self._file_states: dict[Vec3, FileState] = {}
         self._visible: set[BlockKey] = set()
         self._queued: set[BlockKey] = set()
@@ -235,7 +238,7 @@ class Loader:
         self._dropped = 0
         #: Prefetch held until this ``time.monotonic()`` (or until the screen is complete).
         self._hold_until = 0.0
-        self._touched: dict[int, wkw.File] = {}  # files read from since pages were released
+        self._touched: dict[int, StorageUnit] = {}  # units read since pages were released
         self._touched_blocks = 0
 
         # GUI-thread state.
@@ -311,7 +314,7 @@ class Loader:
             axes = [layouts[i].request.axis for i in order]
             normal_dir = {a: d for a, d in self._normal_dir.items() if a in axes}
             pan_dir = {a: d for a, d in self._pan_dir.items() if a in axes}
-            centre = tuple(c // self._block_len for c in cursor)
+            centre = tuple(c // d for c, d in zip(cursor, self._chunk))
             signature = (visible_sig, tuple(sorted(normal_dir.items())),
                          tuple(sorted(pan_dir.items())), centre, self.cache.budget_bytes)
             plan = _Plan(order, layouts, cursor, visible_bytes, normal_dir, pan_dir)
@@ -322,7 +325,7 @@ class Loader:
                 self.cache.set_pinned(visible, visible_bytes, owner=(self.layer, self.mag))
                 states = self._file_states
                 newly = [key for key in visible if key not in self._visible and isinstance(
-                    states.get(key[2], _UNKNOWN), wkw.File | type(_UNKNOWN))]
+                    states.get(key[2], _UNKNOWN), StorageUnit | type(_UNKNOWN))]
                 cached = self._cached_among(newly)
                 self._hits += len(cached)
                 self._misses += len(newly) - len(cached)
@@ -355,7 +358,7 @@ class Loader:
     def _layout(self, request: PlaneRequest) -> prefetch.PlaneLayout:
         lay = self._layouts.get(request)
         if lay is None:
-            lay = prefetch.plane_layout(request, self._block_len)
+            lay = prefetch.plane_layout(request, self._chunk)
             self._layouts[request] = lay
             while len(self._layouts) > 64:
                 self._layouts.popitem(last=False)
@@ -427,8 +430,11 @@ class Loader:
             t.join()
         with self._lock:
             positions = list(self._file_states)
+            units = list(self._open_files.values())
             self._open_files.clear()
             self._file_states.clear()
+        for unit in units:
+            self.volume.done_with(unit)
         if self._owns_cache:
             self.cache.clear()
         else:
@@ -491,20 +497,19 @@ class Loader:
     # -- keys and geometry --------------------------------------------------------------------
     def _keys_for(self, memo: tuple[Any, ...] | None, blocks: IntArray
                   ) -> tuple[list[BlockKey], IntArray]:
-        """Cache keys of global block coordinates (memoised per block grid)."""
+        """Cache keys of global block coordinates: (layer, mag, unit, index in the unit),
+        memoised per block grid."""
         if memo is not None:
             with self._memo_lock:
                 hit = self._grid_keys.get(memo)
                 if hit is not None:
                     self._grid_keys.move_to_end(memo)
                     return hit
-        bpf = self._blocks_per_file
-        files = blocks // bpf
-        local = blocks - files * bpf
-        morton = wkw.morton.encode(local[:, 0], local[:, 1], local[:, 2]).tolist()
+        files = blocks // self._unit
+        index = self.volume.chunk_index(blocks - files * self._unit).tolist()
         layer, mag = self.layer, self.mag
         keys: list[BlockKey] = list(zip(itertools.repeat(layer), itertools.repeat(mag),
-                                        map(tuple, files.tolist()), morton))
+                                        map(tuple, files.tolist()), index))
         if memo is not None:
             with self._memo_lock:
                 self._grid_keys[memo] = (keys, blocks)
@@ -575,9 +580,9 @@ class Loader:
                     add((2, k, rank), ("pan", axis, lay.layer, lay.u_blocks, lay.v_blocks, pan,
                                        k), lambda band=band: band)
         # 3: the neighbourhood of the cursor, then one layer either side of still views.
-        centre = tuple(c // self._block_len for c in cursor)
+        centre = tuple(c // d for c, d in zip(cursor, self._chunk))
         add((3, 0, 0), ("near", centre),
-            lambda: prefetch.neighbourhood(cursor, self._block_len))
+            lambda: prefetch.neighbourhood(cursor, self._chunk))
         for rank, i in enumerate(order):
             lay = layouts[i]
             axis = lay.request.axis
@@ -669,16 +674,22 @@ class Loader:
                     status[u0[k]:u1[k], v0[k]:v1[k]] = Status.ABSENT
                 elif isinstance(state, FormatError):
                     status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
-                    entry.errors[(state.path or self.dataset.file_path(*key[2]),
+                    entry.errors[(state.path or self.volume.unit_path(key[2]),
                                   state.block or 0)] = state
                 else:
                     still.append(k)
                 continue
+            if value is ABSENT:
+                if self.volume.fill_value:
+                    data[:, u0[k]:u1[k], v0[k]:v1[k]] = self.volume.fill_value
+                status[u0[k]:u1[k], v0[k]:v1[k]] = Status.ABSENT
+                continue
             if isinstance(value, FormatError):
                 status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
-                entry.errors[(value.path or self.dataset.file_path(*key[2]),
+                entry.errors[(value.path or self.volume.unit_path(key[2]),
                               key[3])] = value
                 continue
+            assert isinstance(value, np.ndarray)
             if full[k]:  # a whole block's slice: copied below, all in one go
                 whole.append(k)
                 parts.append(value[:, :, :, depth] if axis == 2 else
@@ -771,7 +782,7 @@ class Loader:
             if task.hinted or task.plan is not None:
                 continue
             state = self._file_states.get(task.file, _UNKNOWN)
-            if state is _UNKNOWN or isinstance(state, wkw.File):
+            if state is _UNKNOWN or isinstance(state, StorageUnit):
                 task.hinted = True
                 out.append((task.file, [key[3] for key in task.keys]))
         return out
@@ -786,32 +797,36 @@ class Loader:
                 state = self._file_states.get(pos, _UNKNOWN)
             if state is _UNKNOWN:
                 state = self._resolve(pos)
-            if isinstance(state, wkw.File):
+            if isinstance(state, StorageUnit):
                 state.will_need(morton)
 
     def _resolve(self, pos: Vec3) -> FileState:
         state: FileState
         try:
-            state = self.dataset.get_file(*pos)
+            state = self.volume.open_unit(pos)
         except FormatError as exc:
             state = exc
         except OSError as exc:
             state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
-                                       self.dataset.file_path(*pos))
+                                       self.volume.unit_path(pos))
         file_key = (self.layer, self.mag, pos)
         with self._lock:
             if self._stopping:
                 return state
-            if isinstance(state, wkw.File):
+            closing: list[StorageUnit] = []
+            if isinstance(state, StorageUnit):
                 self._open_files[pos] = state
                 self._open_files.move_to_end(pos)
                 while len(self._open_files) > OPEN_FILES:
-                    old, _ = self._open_files.popitem(last=False)
+                    old, unit = self._open_files.popitem(last=False)
                     self._file_states.pop(old, None)
                     self.cache.release_file((self.layer, self.mag, old))
+                    closing.append(unit)
             self._file_states[pos] = state
-        if isinstance(state, wkw.File) and state.header.is_compressed:
-            self.cache.account_file(file_key, 8 * (state.header.num_blocks + 1))
+        for unit in closing:
+            self.volume.done_with(unit)
+        if isinstance(state, StorageUnit) and state.table_bytes:
+            self.cache.account_file(file_key, state.table_bytes)
         return state
 
     def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray, state: Any) -> None:
@@ -820,12 +835,13 @@ class Loader:
         results: list[BlockValue]
         started = time.perf_counter()
         cpu_started = time.thread_time()
-        if isinstance(state, wkw.File):
+        if isinstance(state, StorageUnit):
             if not task.hinted:
                 task.hinted = True
                 state.will_need([key[3] for key in keys])
             try:
-                results = state.read_blocks([key[3] for key in keys])
+                got = state.read_chunks([key[3] for key in keys])
+                results = [ABSENT if value is None else value for value in got]
             except OSError as exc:
                 results = [BlockDecodeError(f"read failed: {exc.strerror or exc}", state.path,
                                             block=key[3]) for key in keys]
@@ -849,7 +865,7 @@ class Loader:
             elapsed = cpu = 0.0
             decoded = 0
         with self._lock:
-            if isinstance(state, wkw.File):
+            if isinstance(state, StorageUnit):
                 self._blocks_read += len(keys)
                 self._bytes_decoded += decoded
                 self._decode_seconds += elapsed
@@ -868,7 +884,7 @@ class Loader:
                 except Exception:
                     log.exception("loader listener failed")
 
-    def _release_pages(self, file: wkw.File, blocks: int) -> None:
+    def _release_pages(self, file: StorageUnit, blocks: int) -> None:
         """Drop the mapped pages of the files read from (they are page cache, not the
         process's memory) once every ``RELEASE_EVERY`` blocks read: a ``madvise`` over a whole
         file per batch cost ~0.1 ms of a worker's time with the GIL held."""
@@ -884,7 +900,7 @@ class Loader:
             f.release_pages()
 
     def _box(self, blocks: IntArray) -> Box3:
-        b = self._block_len
+        b = np.asarray(self._chunk, dtype=np.int64)
         lo = blocks.min(axis=0) * b
         hi = (blocks.max(axis=0) + 1) * b
         offset = (int(lo[0]), int(lo[1]), int(lo[2]))
@@ -900,20 +916,20 @@ def _scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
     scatter through a block-grid view when the blocks sit on a grid starting at the plane's
     corner (always, for requests snapped to the block size).  Measured for 224 blocks: ~0.3-0.6
     ms, about half of two slice assignments per block."""
-    b = lay.block_len
+    bu, bv = lay.bu, lay.bv
     u0 = lay.u0[rows]
     v0 = lay.v0[rows]
     for part, a, e in zip(parts, u0.tolist(), v0.tolist()):
-        data[:, a:a + b, e:e + b] = part
-    if (u0 % b == 0).all() and (v0 % b == 0).all():
-        nu, nv = status.shape[0] // b, status.shape[1] // b
+        data[:, a:a + bu, e:e + bv] = part
+    if (u0 % bu == 0).all() and (v0 % bv == 0).all():
+        nu, nv = status.shape[0] // bu, status.shape[1] // bv
         tu, tv = status.strides
-        grid = np.lib.stride_tricks.as_strided(status, (b, nu, b, nv),
-                                               (tu, tu * b, tv, tv * b), writeable=True)
-        grid[:, u0 // b, :, v0 // b] = Status.DATA
+        grid = np.lib.stride_tricks.as_strided(status, (bu, nu, bv, nv),
+                                               (tu, tu * bu, tv, tv * bv), writeable=True)
+        grid[:, u0 // bu, :, v0 // bv] = Status.DATA
         return
     for a, e in zip(u0.tolist(), v0.tolist()):
-        status[a:a + b, e:e + b] = Status.DATA
+        status[a:a + bu, e:e + bv] = Status.DATA
 
 
 def _own(block: npt.NDArray[Any]) -> npt.NDArray[Any]:

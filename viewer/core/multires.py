@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status
-from viewer.format.webknossos.mag import mag_name
+from viewer.format import mag_name
 
 Vec3 = tuple[int, int, int]
 

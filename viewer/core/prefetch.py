@@ -1,7 +1,8 @@
 """Which blocks a plane needs, and which blocks to read next: the loader's geometry and policy.
 
-Blocks are addressed here by their *global* block coordinates ``(gx, gy, gz)`` (voxel // block_len);
-the loader turns them into cache keys (file position, Morton index) in bulk.
+Blocks (a volume's chunks) are addressed here by their *global* block coordinates
+``(gx, gy, gz)`` (voxel // chunk_shape, per axis; chunks need not be cubic); the loader turns
+them into cache keys (storage unit, index in it) in bulk.
 
 ``PlaneLayout`` says, for one ``PlaneRequest``, every block the plane crosses and which rectangle
 of the plane each one fills.  The prefetch policy ranks what to read beyond the screen:
@@ -26,6 +27,15 @@ import numpy.typing as npt
 from viewer.core.slicing import IN_PLANE, PlaneRequest
 
 IntArray = npt.NDArray[np.int64]
+Vec3 = tuple[int, int, int]
+
+
+def chunk_dims(chunk: int | Sequence[int]) -> Vec3:
+    """``(cx, cy, cz)`` of a chunk shape given as one side (cubic) or three."""
+    if isinstance(chunk, (int, np.integer)):
+        return (int(chunk), int(chunk), int(chunk))
+    c = tuple(int(v) for v in chunk)
+    return (c[0], c[1], c[2])
 
 #: Block layers read ahead of a view moving along its normal.
 LAYERS_AHEAD = 2
@@ -40,10 +50,13 @@ class PlaneLayout:
     """The blocks one plane crosses.  Row ``k`` of every array describes one block:
     ``blocks[k]`` its global block coordinates, ``[u0, u1) x [v0, v1)`` the plane pixels it
     fills, ``(bu0, bv0)`` where that rectangle starts inside the block; ``depth`` is the voxel
-    index along the normal inside the block (the same for all)."""
+    index along the normal inside the block (the same for all); ``bu``/``bv`` the block's
+    size along the plane's u and v axes."""
 
     request: PlaneRequest
-    block_len: int
+    chunk: Vec3
+    bu: int
+    bv: int
     blocks: IntArray
     u0: IntArray
     u1: IntArray
@@ -62,40 +75,40 @@ class PlaneLayout:
 
     @cached_property
     def full(self) -> list[bool]:
-        """Per block: it fills a whole ``block_len`` square of the plane (no clipping)."""
-        b = self.block_len
-        whole = ((self.u1 - self.u0) == b) & ((self.v1 - self.v0) == b)
+        """Per block: it fills a whole block-sized rectangle of the plane (no clipping)."""
+        whole = ((self.u1 - self.u0) == self.bu) & ((self.v1 - self.v0) == self.bv)
         return [bool(x) for x in whole]
 
 
-def plane_layout(request: PlaneRequest, block_len: int) -> PlaneLayout:
+def plane_layout(request: PlaneRequest, chunk: int | Sequence[int]) -> PlaneLayout:
     """The blocks ``request`` crosses (only non-negative coordinates hold data)."""
-    b = block_len
+    dims = chunk_dims(chunk)
     u_axis, v_axis = IN_PLANE[request.axis]
+    bu, bv, bn = dims[u_axis], dims[v_axis], dims[request.axis]
     lo_u, lo_v = (max(c, 0) for c in request.lo)
     hi_u, hi_v = request.hi
     empty = request.index < 0 or hi_u <= lo_u or hi_v <= lo_v
-    u_blocks = (lo_u // b, (hi_u - 1) // b + 1) if not empty else (0, 0)
-    v_blocks = (lo_v // b, (hi_v - 1) // b + 1) if not empty else (0, 0)
-    bu = np.arange(*u_blocks, dtype=np.int64)
-    bv = np.arange(*v_blocks, dtype=np.int64)
-    mv, mu = np.meshgrid(bv, bu, indexing="ij")
+    u_blocks = (lo_u // bu, (hi_u - 1) // bu + 1) if not empty else (0, 0)
+    v_blocks = (lo_v // bv, (hi_v - 1) // bv + 1) if not empty else (0, 0)
+    au = np.arange(*u_blocks, dtype=np.int64)
+    av = np.arange(*v_blocks, dtype=np.int64)
+    mv, mu = np.meshgrid(av, au, indexing="ij")
     gu: IntArray = mu.ravel()
     gv: IntArray = mv.ravel()
-    layer = request.index // b if request.index >= 0 else -1
+    layer = request.index // bn if request.index >= 0 else -1
     blocks = np.empty((gu.size, 3), dtype=np.int64)
     blocks[:, request.axis] = layer
     blocks[:, u_axis] = gu
     blocks[:, v_axis] = gv
-    su = np.maximum(gu * b, lo_u)
-    sv = np.maximum(gv * b, lo_v)
-    eu = np.minimum(gu * b + b, hi_u)
-    ev = np.minimum(gv * b + b, hi_v)
+    su = np.maximum(gu * bu, lo_u)
+    sv = np.maximum(gv * bv, lo_v)
+    eu = np.minimum(gu * bu + bu, hi_u)
+    ev = np.minimum(gv * bv + bv, hi_v)
     return PlaneLayout(
-        request=request, block_len=b, blocks=blocks,
+        request=request, chunk=dims, bu=bu, bv=bv, blocks=blocks,
         u0=su - request.lo[0], u1=eu - request.lo[0], v0=sv - request.lo[1],
-        v1=ev - request.lo[1], bu0=su - gu * b, bv0=sv - gv * b,
-        depth=request.index - layer * b, u_blocks=u_blocks, v_blocks=v_blocks, layer=layer)
+        v1=ev - request.lo[1], bu0=su - gu * bu, bv0=sv - gv * bv,
+        depth=request.index - layer * bn, u_blocks=u_blocks, v_blocks=v_blocks, layer=layer)
 
 
 def plane_grid(axis: int, layer: int, u_range: tuple[int, int],
@@ -143,11 +156,12 @@ def pan_band(layout: PlaneLayout, du: int, dv: int, width: int = PAN_AHEAD) -> l
     return out
 
 
-def neighbourhood(cursor: Sequence[int], block_len: int,
+def neighbourhood(cursor: Sequence[int], chunk: int | Sequence[int],
                   radius: int = NEIGHBOURHOOD_RADIUS) -> IntArray:
     """Blocks of the cube of ``radius`` around the cursor's block, nearest first (ties in
     Morton-like order: x fastest), never negative."""
-    centre = np.asarray([int(c) // block_len for c in cursor], dtype=np.int64)
+    dims = chunk_dims(chunk)
+    centre = np.asarray([int(c) // d for c, d in zip(cursor, dims)], dtype=np.int64)
     r = np.arange(-radius, radius + 1, dtype=np.int64)
     gz, gy, gx = np.meshgrid(r, r, r, indexing="ij")
     offsets = np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import FormatError, wkw
+from viewer.format import FormatError, Volume
 
 #: Normal axis of each view, and the in-plane axes (u, v) it shows.
 XY, XZ, YZ = 2, 1, 0
@@ -34,7 +34,7 @@ class Status(IntEnum):
 
     DATA = 0  #: real data (real zeros included)
     PENDING = 1  #: not loaded yet
-    ABSENT = 2  #: the file does not exist (sparse dataset): reads as zeros
+    ABSENT = 2  #: the chunk or its storage unit does not exist (sparse): the fill value
     FAILED = 3  #: the block could not be read; see ``Plane.errors``
 
 
@@ -104,31 +104,36 @@ class Plane:
         return not bool(np.any(self.status == Status.PENDING))
 
 
-def read_plane(dataset: wkw.Dataset, request: PlaneRequest) -> Plane:
-    """Read a plane synchronously, file by file; a damaged file or block marks its pixels
-    FAILED (with the error kept) instead of failing the whole plane."""
-    h = dataset.header
+def read_plane(volume: Volume, request: PlaneRequest) -> Plane:
+    """Read a plane synchronously, storage unit by unit; a damaged unit or chunk marks its
+    pixels FAILED (with the error kept) instead of failing the whole plane."""
     offset, shape = request.box()
-    vol = np.zeros((h.num_channels, *shape), dtype=h.dtype, order="F")
+    vol = np.zeros((volume.num_channels, *shape), dtype=volume.dtype, order="F")
+    if volume.fill_value:
+        vol[...] = volume.fill_value
     status = np.zeros(shape, dtype=np.uint8)
     errors: dict[tuple[str, int], FormatError] = {}
-    side = dataset.file_len_vx
-    for fx, fy, fz in dataset.files_in_box(offset, shape):
-        origin = (fx * side, fy * side, fz * side)
-        lo = [max(o, g) for o, g in zip(offset, origin)]
-        hi = [min(o + s, g + side) for o, s, g in zip(offset, shape, origin)]
-        region = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, offset))
-        try:
-            f = dataset.get_file(fx, fy, fz)
-            if f is None:
-                status[region] = Status.ABSENT
-                continue
-            f.read_into(vol, [a - g for a, g in zip(lo, origin)],
-                        [a - o for a, o in zip(lo, offset)], [b - a for a, b in zip(lo, hi)])
-        except FormatError as exc:
-            status[region] = Status.FAILED
-            errors[(exc.path or dataset.file_path(fx, fy, fz), exc.block or 0)] = exc
-    u, v = IN_PLANE[request.axis]
+    side = volume.unit_len_vx
+    first = [max(o, 0) // s for o, s in zip(offset, side)]
+    last = [(o + n - 1) // s for o, n, s in zip(offset, shape, side)]
+    for fz in range(first[2], last[2] + 1):
+        for fy in range(first[1], last[1] + 1):
+            for fx in range(first[0], last[0] + 1):
+                origin = (fx * side[0], fy * side[1], fz * side[2])
+                lo = [max(o, g) for o, g in zip(offset, origin)]
+                hi = [min(o + n, g + s) for o, n, g, s in zip(offset, shape, origin, side)]
+                region = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, offset))
+                try:
+                    unit = volume.open_unit((fx, fy, fz))
+                    if unit is None:
+                        status[region] = Status.ABSENT
+                        continue
+                    volume.done_with(unit)
+                    part = volume.read(lo, [b - a for a, b in zip(lo, hi)])
+                    vol[(slice(None), *region)] = part
+                except FormatError as exc:
+                    status[region] = Status.FAILED
+                    errors[(exc.path or volume.unit_path((fx, fy, fz)), exc.block or 0)] = exc
     data = np.moveaxis(vol, 1 + request.axis, -1)[..., 0]
     return Plane(request, data, np.moveaxis(status, request.axis, -1)[..., 0], errors)
 
@@ -167,7 +172,7 @@ class SyncPlaneSource:
     """A ``PlaneSource`` that reads every plane at once on the caller's thread (no cache, no
     prefetch): complete planes, never PENDING, so listeners are never called."""
 
-    def __init__(self, dataset: wkw.Dataset) -> None:
+    def __init__(self, dataset: Volume) -> None:
         self.dataset = dataset
 
     def set_wanted(self, wanted: Sequence[PlaneRequest], focused: int | None,

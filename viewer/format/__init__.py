@@ -1,23 +1,80 @@
-"""On-disk formats, free of Qt: numpy, lz4 and the standard library only.
+"""On-disk formats, free of Qt, behind one interface.
 
-``from viewer.format import wkw, FormatError`` gives the WKW reader/writer (``wkw.Dataset``,
-``wkw.Header``, ``wkw.File``) and the root of every format error.
+``open_volume(path, layer=None, mag=None)`` opens one chunked 3-D array of any format this
+program reads (a ``Volume``: ``dtype``, ``num_channels``, ``shape``, ``chunk_shape``,
+``read(offset, shape) -> (C, X, Y, Z)`` and the chunk and storage-unit level below it);
+``open_dataset(path)`` opens a whole dataset (layers of mags, voxel size, problems).  What a
+path is gets decided by the registry (``viewer.format.registry``), which every format joins.
+``FormatError`` is the root of every error about an input.
+
+The formats' own packages (``viewer.format.wkw``, ``viewer.format.webknossos``, ...) are for
+the format layer and for tools that write a format; nothing above ``viewer.format`` imports
+them (an import-linter contract).  Writing the demo (a synthetic webKnossos dataset) is the one
+writer the program itself uses: ``write_synthetic_dataset``.
 """
 
 from viewer.format import wkw
+from viewer.format.dataset import (
+    Dataset,
+    Layer,
+    Mag,
+    MagPairs,
+    layers_json,
+    match_mags,
+    problems_json,
+    select_mag,
+    summary_lines,
+)
 from viewer.format.errors import (
     BlockDecodeError,
+    ChecksumError,
+    ChunkDecodeError,
     DatasetLayoutError,
     FormatError,
     HeaderError,
     JumpTableError,
+    MetadataError,
+    UnsupportedFormatError,
 )
+from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
+from viewer.format.registry import detect, format_names, open_dataset, open_volume
+from viewer.format.volume import ChunkTable, StorageUnit, Volume, VolumeInfo
+from viewer.format.webknossos.properties import PROPERTIES_FILE
+from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
 
 __all__ = [
+    "write_synthetic_dataset",
+    "DEMO_MAGS",
+    "PROPERTIES_FILE",
+    "open_volume",
+    "open_dataset",
+    "detect",
+    "format_names",
+    "Volume",
+    "StorageUnit",
+    "ChunkTable",
+    "VolumeInfo",
+    "Dataset",
+    "Layer",
+    "Mag",
+    "MagPairs",
+    "select_mag",
+    "match_mags",
+    "layers_json",
+    "problems_json",
+    "summary_lines",
+    "BoundingBox",
+    "VoxelSize",
+    "mag_name",
+    "parse_mag",
     "wkw",
     "FormatError",
     "HeaderError",
     "JumpTableError",
     "BlockDecodeError",
+    "ChunkDecodeError",
+    "ChecksumError",
+    "MetadataError",
+    "UnsupportedFormatError",
     "DatasetLayoutError",
 ]

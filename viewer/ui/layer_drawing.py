@@ -5,7 +5,7 @@ label, which follow the active layer.
 
 ``LayerDrawingMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on
 the window (GUI thread) and use what the window holds (``state``, ``source``, ``views``,
-``layer_headers``, ``contrast_panel``, ``mag_label``).
+``layer_types``, ``contrast_panel``, ``mag_label``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import numpy as np
 from viewer.core import state as st
 from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES
-from viewer.format import wkw
 from viewer.ui.blend import blend, render_layer
 from viewer.ui.error_banner import _describe
 from viewer.ui.render import Palette, Rendered, histogram, robust_range
@@ -106,7 +105,7 @@ class LayerDrawingMixin:
         if isinstance(palette, Palette) and palette.contrast == self.state.contrast:
             return palette
         if self._palette is None or self._palette.contrast != self.state.contrast:
-            dtype = self.dataset.header.dtype if self.dataset is not None else np.dtype(np.uint8)
+            dtype = self.dataset.dtype if self.dataset is not None else np.dtype(np.uint8)
             self._palette = Palette(self.state.contrast, dtype)
         return self._palette
 
@@ -126,13 +125,14 @@ class LayerDrawingMixin:
         self.contrast_panel.setToolTip("A segmentation layer is drawn with a colour per id: "
                                        "make a color layer active (Layers panel) to change "
                                        "its contrast" if segmentation else "")
-        header = self.layer_headers.get(active or "")
-        if header is None or self._contrast_for == active:
+        found = self.layer_types.get(active or "")
+        if found is None or self._contrast_for == active:
             return
         self._contrast_for = self.state.active_layer
-        rgb = header.num_channels == 3 and header.dtype == np.uint8
-        self.contrast_panel.set_channels(header.num_channels, rgb)
-        self.contrast_panel.set_integer_levels(header.dtype.kind in "iu")
+        dtype, channels = found
+        rgb = channels == 3 and dtype == np.uint8
+        self.contrast_panel.set_channels(channels, rgb)
+        self.contrast_panel.set_integer_levels(dtype.kind in "iu")
 
     def _show_mag(self) -> None:
         """Name in the status bar the mag the focused view shows of the active layer."""
@@ -145,7 +145,8 @@ class LayerDrawingMixin:
             for name, layer_plane in view.layer_planes.items():
                 mags = getattr(layer_plane, "mags", None)
                 panel.set_shown_mag(name, mags[0] if mags else None)
-        if self.webknossos is None or label is None:
+        if label is None or self.opened is None or \
+                all(len(layer.mags) < 2 for layer in self.opened.layers):
             self.mag_label.setText("")
             return
         self.mag_label.setText(f"{self.state.active_layer}: {label}")
@@ -195,11 +196,15 @@ class LayerDrawingMixin:
             self.state.set_contrast(lo=found[0], hi=found[1])
 
 
-def default_contrast(header: wkw.Header) -> st.Contrast:
-    """How a layer starts out: the full range of uint8, 0..1 for other types until the first
-    auto-contrast; three uint8 channels as colour."""
-    rgb = header.num_channels == 3 and header.dtype == np.uint8
-    hi = 255.0 if header.dtype == np.uint8 else 1.0
+def default_contrast(dtype: np.dtype[Any], value_range: tuple[float, float] | None = None,
+                     num_channels: int = 1) -> st.Contrast:
+    """How a layer starts out: the value range its format declares (a VDS), else the full
+    range of uint8, 0..1 for other types until the first auto-contrast; three uint8 channels
+    as colour."""
+    rgb = num_channels == 3 and dtype == np.uint8
+    if value_range is not None and value_range[1] > value_range[0]:
+        return st.Contrast(lo=float(value_range[0]), hi=float(value_range[1]), rgb=rgb)
+    hi = 255.0 if dtype == np.uint8 else 1.0
     return st.Contrast(lo=0.0, hi=hi, rgb=rgb)
 
 

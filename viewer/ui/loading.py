@@ -28,7 +28,7 @@ from viewer.core.cache import BlockCache
 from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.slicing import Box3, PlaneSource
-from viewer.format import wkw
+from viewer.format import Volume
 
 MIB = 1 << 20
 STATUS_INTERVAL_MS = 500
@@ -198,7 +198,7 @@ class QtBackgroundLoading(QObject):
         cache = BlockCache(budget)
         workers = self.workers
 
-        def part(dataset: wkw.Dataset, layer: str, mag: tuple[int, int, int]) -> Loader:
+        def part(dataset: Volume, layer: str, mag: tuple[int, int, int]) -> Loader:
             return Loader(dataset, layer=layer, mag=mag, workers=workers, cache=cache)
 
         source = LayeredSource(layers, part, cache=cache, on_close=on_close)

@@ -16,7 +16,7 @@ import os
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -53,7 +53,7 @@ from viewer.core.state import (
     format_position,
     parse_position,
 )
-from viewer.format import FormatError, wkw
+from viewer.format import Dataset, FormatError, Volume, open_dataset
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
 from viewer.ui.layer_drawing import LayerDrawingMixin, default_contrast
@@ -66,8 +66,6 @@ from viewer.ui.render import Palette
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
 
-if TYPE_CHECKING:
-    from viewer.format.webknossos.dataset import WkDataset
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
@@ -110,16 +108,15 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self.state = state or ViewerState()
         self.source_factory = source_factory
         self.source: LayeredSource | None = None
-        #: The finest mag of the first layer (a plain WKW dataset: the dataset itself); its
-        #: voxels are the window's coordinates.
-        self.dataset: wkw.Dataset | None = None
+        #: The volume of the first layer's finest mag; its voxels are the window's coordinates.
+        self.dataset: Volume | None = None
         self.dataset_path: str | None = None
-        #: The webKnossos dataset open (None for a plain WKW dataset).
-        self.webknossos: WkDataset | None = None
+        #: The dataset open (any format: its layers, mags, voxel size and problems).
+        self.opened: Dataset | None = None
         #: The mag of ``dataset`` (its voxel ``p`` covers mag-1 voxels ``p * dataset_mag``).
         self.dataset_mag: tuple[int, int, int] = (1, 1, 1)
-        #: Each layer's voxel type and channel count, by name.
-        self.layer_headers: dict[str, wkw.Header] = {}
+        #: Each layer's (dtype of one channel, channel count), by name.
+        self.layer_types: dict[str, tuple[np.dtype[Any], int]] = {}
         #: Each layer's palette as last drawn (``blend.render_layer`` keeps it current).
         self._palettes: dict[str, Any] = {}
         #: The layer whose voxel type and channels the contrast controls are set up for.
@@ -137,7 +134,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self._last_centers: dict[int, tuple[float, float]] = {}
         self._extent_scan: extent.ExtentScan | None = None
         #: Test hook: the file listing the extent scan walks (default ``list_files``).
-        self.extent_listing: Callable[[wkw.Dataset], Any] | None = None
+        self.extent_listing: Callable[[Volume], Any] | None = None
         self._extent_bridge = QtExtentBridge(self)
         self._extent_bridge.extent_found.connect(self._on_extent_found,
                                                  Qt.ConnectionType.QueuedConnection)
@@ -226,43 +223,35 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
     # -- opening -----------------------------------------------------------------------------
     def open_path(self, path: str | os.PathLike[str], pos: Sequence[int] | None = None,
                   zoom: float | None = None) -> bool:
-        """Open a dataset folder or a single .wkw file.  On failure the window says why (and
-        keeps what it showed before) and False is returned."""
+        """Open a dataset of any format the registry reads (a folder, a file).  On failure the
+        window says why (and keeps what it showed before) and False is returned."""
         path = os.fspath(path)
         notes: list[str] = []
         scan: extent.ExtentScan | None = None
-        wk: WkDataset | None = None
+        opened: Dataset | None = None
         try:
-            found = self._open_webknossos(path, notes)
-            if found is None:
-                dataset = wkw.Dataset.open(path)
-                layers = [SourceLayer(Path(path).name or "data", {(1, 1, 1): dataset})]
-                bounds, scan = self._find_extent(dataset, pos)
-            else:
-                wk, layers, bounds = found
-                dataset = layers[0].finest
+            opened = open_dataset(path)
+            layers, bounds, scan = self._open_layers(opened, pos, notes)
+            dataset = layers[0].finest
         except Exception as exc:  # whatever it is, a message in the window, not a crash
-            if wk is not None:
-                wk.close()
+            if opened is not None:
+                opened.close()
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
-        self.set_dataset(dataset, path, bounds, pos, zoom, webknossos=wk, layers=layers)
+        self.set_dataset(dataset, path, bounds, pos, zoom, opened=opened, layers=layers)
         self._extent_scan = scan  # its reports are queued: they come after this
         self._show_info()
         if notes:
-            self.banner.show_message("Parts of this webKnossos dataset did not open",
-                                     "; ".join(notes))
+            self.banner.show_message("Parts of this dataset did not open", "; ".join(notes))
         self._add_recent(path)
         return True
 
-    def _find_extent(self, dataset: wkw.Dataset, pos: Sequence[int] | None
+    def _find_extent(self, dataset: Volume, pos: Sequence[int] | None
                      ) -> tuple[tuple[st.Vec3, st.Vec3], extent.ExtentScan | None]:
-        """The extent to open with, and the scan still growing it (None when it is final).
-        The files are listed on a thread; a small dataset's listing ends while we wait a
-        moment, a large one opens with a provisional extent (``extent.provisional_bounds``)."""
-        side = dataset.file_len_vx
-        if dataset.single_file is not None:
-            return ((0, 0, 0), (side, side, side)), None
+        """The extent of a volume that does not declare it, and the scan still growing it
+        (None when it is final).  The storage units are listed on a thread; a small dataset's
+        listing ends while we wait a moment, a large one opens with a provisional extent
+        (``extent.provisional_bounds``)."""
         listing = self.extent_listing(dataset) if self.extent_listing is not None else None
         bridge = self._extent_bridge
         scan = extent.ExtentScan(dataset, lambda b, done: bridge.report(scan, b, done), listing)
@@ -294,49 +283,48 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self.state.grow_bounds(bounds)
         self._show_info()
 
-    @staticmethod
-    def _open_webknossos(path: str, notes: list[str]
-                         ) -> tuple[WkDataset, list[SourceLayer], tuple[st.Vec3, st.Vec3]] | None:
-        """For a webKnossos dataset (or layer, or mag) folder: the dataset, its layers that can
-        be read (color layers first), and the box their bounding boxes span in mag-1 voxels;
-        what did not open is noted.  None for other paths (a plain WKW dataset or file)."""
-        from viewer.format.webknossos import dataset as wk
-
-        if not wk.is_webknossos_dataset(path):
-            return None
-        opened = wk.open_dataset(path)
+    def _open_layers(self, opened: Dataset, pos: Sequence[int] | None, notes: list[str]
+                     ) -> tuple[list[SourceLayer], tuple[st.Vec3, st.Vec3],
+                                extent.ExtentScan | None]:
+        """The layers of ``opened`` that can be read (color layers first), the box they span
+        in mag-1 voxels, and the extent scan still growing it (a single layer whose extent is
+        not declared, such as a plain WKW dataset: see ``_find_extent``); what did not open is
+        noted."""
         notes.extend(str(p) for p in opened.problems)
         layers, problems = source_layers(opened)
         notes.extend(str(p) for p in problems)
         if not layers:
-            opened.close()
-            raise ValueError("no layer of this webKnossos dataset can be read"
+            raise ValueError("no layer of this dataset can be read"
                              + (f": {'; '.join(notes)}" if notes else ""))
         layers.sort(key=lambda la: la.category == "segmentation")  # stable: colors first
-        boxes = [opened.layer(la.name).bounding_box for la in layers]
+        described = [opened.layer(la.name) for la in layers]
+        if len(layers) == 1 and not described[0].extent_declared:
+            bounds, scan = self._find_extent(layers[0].finest, pos)
+            return layers, bounds, scan
+        boxes = [d.bounding_box for d in described]
         boxes = [b for b in boxes if not b.is_empty] or boxes
         lo = tuple(min(b.top_left[a] for b in boxes) for a in range(3))
         hi = tuple(max(b.top_left[a] + b.size[a] for b in boxes) for a in range(3))
-        return opened, layers, (lo, hi)  # type: ignore[return-value]
+        return layers, (lo, hi), None  # type: ignore[return-value]
 
-    def set_dataset(self, dataset: wkw.Dataset, path: str, bounds: tuple[st.Vec3, st.Vec3],
+    def set_dataset(self, dataset: Volume, path: str, bounds: tuple[st.Vec3, st.Vec3],
                     pos: Sequence[int] | None = None, zoom: float | None = None,
-                    webknossos: WkDataset | None = None,
+                    opened: Dataset | None = None,
                     layers: Sequence[SourceLayer] | None = None) -> None:
-        """Show ``dataset`` (a plain WKW dataset), or the ``layers`` of ``webknossos`` (then
-        ``dataset`` is the first layer's finest mag, and the declared voxel size gives
-        physical positions, scale bars and the aspect of anisotropic voxels)."""
+        """Show the ``layers`` of ``opened`` (``dataset`` is the first layer's finest mag; a
+        declared voxel size gives physical positions, scale bars and the aspect of anisotropic
+        voxels), or ``dataset`` alone as one layer."""
         if self.source is not None:
             self.source.close()
         self._stop_extent_scan()
-        if self.webknossos is not None and self.webknossos is not webknossos:
-            self.webknossos.close()
-        self.webknossos = webknossos
+        if self.opened is not None and self.opened is not opened:
+            self.opened.close()
+        self.opened = opened
         if layers is None:
             layers = [SourceLayer(Path(path).name or "data", {(1, 1, 1): dataset})]
         size: tuple[float, float, float] | None = None
-        if webknossos is not None and webknossos.voxel_size_declared:
-            size = tuple(float(v) for v in webknossos.voxel_size)  # type: ignore[assignment]
+        if opened is not None and opened.voxel_size_declared:
+            size = tuple(float(v) for v in opened.voxel_size)  # type: ignore[assignment]
         self.state.set_voxel_size(size, notify=False)  # set_bounds below notifies
         self.dataset = dataset
         self.dataset_path = path
@@ -346,7 +334,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self._wanted = []
         self._wanted_key = ()
         self.dataset_mag = layers[0].mag_list[0]
-        self.layer_headers = {layer.name: layer.header for layer in layers}
+        self.layer_types = {layer.name: (layer.dtype, layer.num_channels) for layer in layers}
         self._palettes = {}
         coarsest = max(max(m) for layer in layers for m in layer.mags)
         for view in self.views.values():
@@ -354,10 +342,12 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
             view.layer_planes, view.layer_rendered = {}, {}
             view.max_side = MAX_PLANE_SIDE * coarsest
             view.show_plane(None, None)
-        on_close = None if webknossos is None else webknossos.close
+        on_close = None if opened is None else opened.close
         self.source = self.source_factory(layers, on_close)
         self.state.set_layers([st.LayerDisplay(layer.name, layer.category,
-                                               contrast=default_contrast(layer.header),
+                                               contrast=default_contrast(
+                                                   layer.dtype, layer.finest.value_range,
+                                                   layer.num_channels),
                                                opacity=SEGMENTATION_OPACITY
                                                if layer.category == st.SEGMENTATION else 1.0)
                                for layer in layers], notify=False)
@@ -366,8 +356,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         panel = getattr(self, "layers_panel", None)
         if panel is not None:
             panel.set_mags({layer.name: layer.mag_list for layer in layers})
-        h = dataset.header
-        self._auto_pending = h.dtype != np.uint8 and layers[0].category != st.SEGMENTATION
+        self._auto_pending = (dataset.dtype != np.uint8 and dataset.value_range is None
+                              and layers[0].category != st.SEGMENTATION)
         self._palette = None
         self.state.set_bounds(bounds, pos, zoom if zoom is not None else self.fit_zoom(bounds))
         name = Path(path).name or path

@@ -20,7 +20,6 @@ from PySide6.QtWidgets import QLabel
 from viewer.core.multires import format_physical
 from viewer.core.slicing import IN_PLANE, Status
 from viewer.core.state import format_position
-from viewer.format.wkw import morton
 
 
 class StatusBarMixin:
@@ -47,26 +46,31 @@ class StatusBarMixin:
         """The status bar's dataset summary (size: what the files found so far span)."""
         if self.dataset is None:
             return
-        h = self.dataset.header
+        vol = self.dataset
+        info = vol.info()
         lo, hi = self.state.bounds
         size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi))
         scanning = self._extent_scan is not None
         more = " (listing files\u2026)" if scanning else ""
-        chans = f" \u00d7 {h.num_channels}" if h.num_channels > 1 else ""
+        chans = f" \u00d7 {vol.num_channels}" if vol.num_channels > 1 else ""
         physical = note = ""
         if self.state.voxel_size_nm is not None:
             physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
                         + " nm")
-        if self.webknossos is not None:
+        opened = self.opened
+        if opened is not None and (len(opened.layers) > 1 or opened.voxel_size_declared):
             names = ", ".join(f"{la.name} ({la.category})" for la in self.state.layers)
-            note = (f"\nwebKnossos dataset, layers {names}; positions in mag-1 voxels"
+            what = "webKnossos" if opened.format == "webknossos" else opened.format
+            note = (f"\n{what} dataset, layers {names}; positions in mag-1 voxels"
                     + (f" of{physical[2:]} (x \u00d7 y \u00d7 z)" if physical else ""))
-        self.info_label.setText(f"{h.dtype.name}{chans} \u00b7 {h.block_type_name} \u00b7 "
+        self.info_label.setText(f"{vol.dtype.name}{chans} \u00b7 {info.compression} \u00b7 "
                                 f"{size}{more}{physical}")
+        chunk = "\u00d7".join(map(str, vol.chunk_shape))
+        unit = "\u00d7".join(map(str, vol.unit_shape))
         self.info_label.setToolTip(
-            f"{self.dataset_path}\nvoxel type {h.dtype.name}, {h.num_channels} channel(s), "
-            f"{h.block_type_name} blocks of {h.block_len}\u00b3 voxels, "
-            f"{h.file_len}\u00b3 blocks per file; data files span {size} voxels"
+            f"{self.dataset_path}\n{info.format}: voxel type {vol.dtype.name}, "
+            f"{vol.num_channels} channel(s), {info.compression} chunks of {chunk} voxels, "
+            f"{unit} chunks per storage unit; the data span {size} voxels"
             + ("\n(still listing the data files: the extent may grow)" if scanning else "")
             + note)
 
@@ -100,16 +104,15 @@ class StatusBarMixin:
         found = self._layer_values(pos)
         self.value_label.setText(_values_text(found))
         self._hover_segments(found)
-        h = self.dataset.header
-        side = h.file_len_vx
-        pos = tuple(p // m for p, m in zip(pos, self.dataset_mag))  # type: ignore[assignment]
-        fpos = [p // side for p in pos]
-        local = [(p % side) // h.block_len for p in pos]
-        index = int(morton.encode(*local))
-        path = self.dataset.file_path(*fpos)
-        rel = os.path.relpath(path, self.dataset.root) if self.dataset.single_file is None \
-            else os.path.basename(path)
-        self.block_label.setText(f"file  {rel}   block  {index}")
+        vol = self.dataset
+        chunk = np.asarray([p // m for p, m in zip(pos, self.dataset_mag)],
+                           dtype=np.int64) // np.asarray(vol.chunk_shape)
+        units, indices = vol.locate(chunk[None, :])
+        unit = (int(units[0][0]), int(units[0][1]), int(units[0][2]))
+        path = vol.unit_path(unit)
+        base = vol.path if os.path.isdir(vol.path) else os.path.dirname(vol.path)
+        rel = os.path.relpath(path, base) if path.startswith(base) else path
+        self.block_label.setText(f"file  {rel}   block  {int(indices[0])}")
 
 
     def _layer_values(self, pos: tuple[int, int, int]

@@ -33,13 +33,10 @@ from viewer.core.compare.job import (
     ProgressCallback,
 )
 from viewer.core.compare.model import DIFFERENCE, INFO, Box, Finding, Summary, Vec3
-from viewer.format import FormatError
+from viewer.format import FormatError, Layer, Mag, mag_name
 from viewer.format.webknossos import (
-    Layer,
-    Mag,
     WkDataset,
     is_webknossos_dataset,
-    mag_name,
 )
 from viewer.format.webknossos import select_mag as wk_select_mag
 
@@ -286,8 +283,8 @@ class WkCompareJob(BackgroundRun[WkSummary]):
         pair_summary = Summary(path_a, path_b, box, self.tolerance)
         pair = PairResult(layer, mag, path_a, path_b, pair_summary)
         try:
-            ds_a = side_a.dataset if isinstance(side_a, Mag) else side_a
-            ds_b = side_b.dataset if isinstance(side_b, Mag) else side_b
+            ds_a = side_a.dataset if isinstance(side_a, Mag) else side_a  # type: ignore[attr-defined]
+            ds_b = side_b.dataset if isinstance(side_b, Mag) else side_b  # type: ignore[attr-defined]
             base_done, base_total = done_before
 
             def progress(done: int, total: int) -> None:

@@ -19,8 +19,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from viewer.format.dataset import (
+    Dataset,
+    MagPairs,
+    layers_json,
+    match_mags,
+    problems_json,
+    select_mag,
+    summary_lines,
+)
 from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.webknossos.layer import Layer
@@ -36,7 +45,7 @@ from viewer.format.webknossos.properties import (
 Vec3 = tuple[int, int, int]
 
 
-class WkDataset:
+class WkDataset(Dataset):
     """An opened webKnossos dataset (see the module doc for what opens).
 
     ``layers``: the layers that opened (each with at least one mag present), in file order.
@@ -51,13 +60,8 @@ class WkDataset:
         path = os.path.normpath(os.fspath(path))
         if os.path.isfile(path) and os.path.basename(path) in (PROPERTIES_FILE, HEADER_FILE):
             path = os.path.dirname(path) or "."
-        self.path = path
-        self.layers: list[Layer] = []
-        self.problems: list[FormatError] = []
+        super().__init__(path, "webknossos")
         self.properties: DatasetProperties | None = None
-        self.scale = VoxelSize((1.0, 1.0, 1.0))
-        self.voxel_size_declared = False
-        self.kind = "dataset"
         if not os.path.exists(path):
             raise DatasetLayoutError("no such file or directory", path)
         if os.path.isfile(os.path.join(path, PROPERTIES_FILE)):
@@ -121,55 +125,14 @@ class WkDataset:
             f"no {PROPERTIES_FILE}: layers inferred from the folders, voxel size unknown",
             os.path.join(self.path, PROPERTIES_FILE)))
 
-    # -- access -------------------------------------------------------------------------------
-    @property
-    def voxel_size(self) -> tuple[float, float, float]:
-        """Nanometres per mag-1 voxel along x, y, z."""
-        return self.scale.nanometers
-
-    @property
-    def name(self) -> str:
-        return os.path.basename(os.path.abspath(self.path))
+    layers: list[Layer]  # type: ignore[assignment]
 
     def layer(self, name: str) -> Layer:
         """The layer called ``name``; ``KeyError`` when there is none."""
-        for layer in self.layers:
-            if layer.name == name:
-                return layer
-        raise KeyError(f"no layer {name!r} (layers: {', '.join(l.name for l in self.layers)})")
-
-    @property
-    def color_layers(self) -> list[Layer]:
-        return [layer for layer in self.layers if layer.category == "color"]
-
-    @property
-    def segmentation_layers(self) -> list[Layer]:
-        return [layer for layer in self.layers if layer.category == "segmentation"]
-
-    def check(self) -> list[FormatError]:
-        """Open every mag's header.wkw now; the new problems found are added to ``problems``
-        and returned (each mag is checked once)."""
-        found: list[FormatError] = []
-        for layer in self.layers:
-            for problem in layer.check():
-                if all(str(problem) != str(p) for p in self.problems):
-                    found.append(problem)
-        self.problems.extend(found)
-        return found
-
-    def close(self) -> None:
-        for layer in self.layers:
-            layer.close()
+        return cast(Layer, super().layer(name))
 
     def __enter__(self) -> WkDataset:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return (f"<WkDataset {self.path!r} layers {[layer.name for layer in self.layers]} "
-                f"{len(self.problems)} problem(s)>")
 
 
 def _mag_subfolders(path: str) -> list[str]:
@@ -200,116 +163,6 @@ def is_webknossos_dataset(path: str | os.PathLike[str]) -> bool:
     if os.path.isfile(path):
         return os.path.basename(path) == PROPERTIES_FILE
     return os.path.isfile(os.path.join(path, PROPERTIES_FILE)) or bool(_mag_subfolders(path))
-
-
-# -- one WKW dataset out of many: for tools that work per layer and mag (inspector, compare) --
-def select_mag(dataset: WkDataset, layer: str | None = None, mag: Any = None) -> Mag:
-    """The mag a tool that works on one WKW dataset should use: ``layer`` by name (default:
-    the only layer, else the first color layer, else the first layer) and ``mag`` in any
-    spelling (``2``, ``"2-2-1"``, ``(2, 2, 1)``; default: the finest).  ``KeyError`` naming
-    what exists when there is no such layer or mag."""
-    if not dataset.layers:
-        raise KeyError(f"{dataset.path} has no layer that opened")
-    if layer is None:
-        chosen = (dataset.layers[0] if len(dataset.layers) == 1 else
-                  (dataset.color_layers or dataset.layers)[0])
-    else:
-        chosen = dataset.layer(layer)
-    if mag is None:
-        return chosen.finest
-    try:
-        return chosen.mag(mag)
-    except (KeyError, ValueError):
-        raise KeyError(f"layer {chosen.name!r} has no mag {mag!r} (mags: "
-                       f"{', '.join(m.name for m in chosen.mags)})") from None
-
-
-@dataclass
-class MagPairs:
-    """The (layer, mag) pairs two datasets share, and the ones only one of them has
-    (as ``"layer/mag"`` labels)."""
-
-    both: list[tuple[str, Vec3, Mag, Mag]]
-    only_a: list[str]
-    only_b: list[str]
-
-
-def match_mags(a: WkDataset, b: WkDataset) -> MagPairs:
-    """Pair the layers of two datasets by name and their mags by factor, in ``a``'s order."""
-    both: list[tuple[str, Vec3, Mag, Mag]] = []
-    only_a: list[str] = []
-    only_b: list[str] = []
-    b_layers = {layer.name: layer for layer in b.layers}
-    for la in a.layers:
-        lb = b_layers.get(la.name)
-        b_mags = {m.mag: m for m in lb.mags} if lb is not None else {}
-        for ma in la.mags:
-            mb = b_mags.pop(ma.mag, None)
-            if mb is None:
-                only_a.append(f"{la.name}/{ma.name}")
-            else:
-                both.append((la.name, ma.mag, ma, mb))
-        only_b.extend(f"{la.name}/{m.name}" for m in b_mags.values())
-    a_names = {layer.name for layer in a.layers}
-    for lb in b.layers:
-        if lb.name not in a_names:
-            only_b.extend(f"{lb.name}/{m.name}" for m in lb.mags)
-    return MagPairs(both, only_a, only_b)
-
-
-# -- JSON for `wkw-viewer info --json` ---------------------------------------------------------
-def layers_json(dataset: WkDataset) -> list[dict[str, Any]]:
-    """The ``layers`` list of ``wkw-viewer info DATASET --json``: per opened layer ``name``,
-    ``category``, ``element_class``, ``num_channels``, ``bounding_box`` (``{topLeft, width,
-    height, depth}``, mag-1 voxels) and ``mags`` (``[{mag: [x, y, z], path}]``, finest first,
-    ``path`` as the properties file spells it, else dataset-relative ``./layer/mag``)."""
-    return [
-        {
-            "name": layer.name,
-            "category": layer.category,
-            "element_class": layer.element_class,
-            "num_channels": layer.num_channels,
-            "bounding_box": layer.bounding_box.to_json(),
-            "mags": [{"mag": list(m.mag), "path": m.rel_path} for m in layer.mags],
-        }
-        for layer in dataset.layers
-    ]
-
-
-def summary_lines(dataset: WkDataset) -> list[str]:
-    """A human-readable description for ``wkw-viewer info``: the voxel size, one line per
-    layer (category, element class, box, mags) and one per problem."""
-    size = ", ".join(f"{v:g}" for v in dataset.scale.factor)
-    declared = "" if dataset.voxel_size_declared else " (not declared)"
-    lines = [f"webKnossos {dataset.kind} {dataset.path}: {len(dataset.layers)} layer(s), "
-             f"voxel size {size} {dataset.scale.unit}{declared}"]
-    for layer in dataset.layers:
-        box = layer.bounding_box
-        channels = f" x{layer.num_channels}" if layer.num_channels > 1 else ""
-        extra = (f", largest segment id {layer.largest_segment_id}"
-                 if layer.largest_segment_id is not None else "")
-        lines.append(
-            f"  {layer.name}: {layer.category} {layer.element_class}{channels}, box "
-            f"{','.join(map(str, box.top_left))} size {'x'.join(map(str, box.size))}, mags "
-            f"{' '.join(m.name for m in layer.mags)}{extra}")
-    for problem in dataset.problems:
-        lines.append(f"  problem ({type(problem).__name__}): {problem}")
-    return lines
-
-
-def problems_json(dataset: WkDataset) -> list[dict[str, Any]]:
-    """``[{kind, layer, mag, path, message}]`` for each problem of the dataset."""
-    out = []
-    for p in dataset.problems:
-        mag = getattr(p, "mag", None)
-        out.append({
-            "kind": type(p).__name__,
-            "layer": getattr(p, "layer", None),
-            "mag": list(mag) if mag is not None else None,
-            "path": p.path,
-            "message": p.reason,
-        })
-    return out
 
 
 __all__ = ["WkDataset", "open_dataset", "select_mag", "match_mags", "MagPairs",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from viewer.format.dataset import NoMagsError as BaseNoMagsError
 from viewer.format.errors import DatasetLayoutError, FormatError
 
 
@@ -62,7 +63,7 @@ class PropertiesError(WebknossosError):
     holds a wrong value for, a key the dataset needs."""
 
 
-class NoMagsError(WebknossosError):
+class NoMagsError(WebknossosError, BaseNoMagsError):
     """A layer lists no mags at all (a half-written dataset), or none of them could be opened."""
 
 

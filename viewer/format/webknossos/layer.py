@@ -22,7 +22,14 @@ from viewer.format.webknossos.errors import (
     UnsupportedLayerError,
     WebknossosError,
 )
-from viewer.format.webknossos.mag import Mag, is_mag_folder, mag_folder_names, parse_mag
+from viewer.format.dataset import Layer as BaseLayer
+from viewer.format.webknossos.mag import (
+    Mag,
+    is_any_mag_folder,
+    is_mag_folder,
+    mag_folder_names,
+    parse_mag,
+)
 from viewer.format.webknossos.properties import (
     ELEMENT_CLASSES,
     BoundingBox,
@@ -35,46 +42,23 @@ from viewer.format.wkw.dataset import HEADER_FILE
 
 Vec3 = tuple[int, int, int]
 
-#: Data formats this program reads.
-SUPPORTED_FORMATS = ("wkw",)
+#: Data formats of layers this program reads (their mags open through the format registry).
+SUPPORTED_FORMATS = ("wkw", "zarr3", "zarr", "n5")
 
 
-class Layer:
-    """One layer: name, category, element class, channels, bounding box (mag-1 voxels),
-    ``largest_segment_id`` (segmentation) and ``mags`` (finest first, each lazily opened).
+def _readable(data_format: str) -> bool:
+    if data_format == "wkw":
+        return True
+    from viewer.format import registry
 
-    Immutable after construction apart from the lazily opened mags; safe to read from any
-    thread."""
+    return data_format in registry.format_names()
 
-    def __init__(self, name: str, category: str, element_class: str, num_channels: int,
-                 bounding_box: BoundingBox, mags: Sequence[Mag], path: str,
-                 largest_segment_id: int | None = None, data_format: str = "wkw",
-                 properties: LayerProperties | None = None) -> None:
-        self.name = name
-        self.category = category
-        self.element_class = element_class
-        self.num_channels = num_channels
-        self.bounding_box = bounding_box
-        self.mags: list[Mag] = sorted(mags, key=lambda m: (m.mag[0] * m.mag[1] * m.mag[2],
-                                                           m.mag))
-        self.path = path
-        self.largest_segment_id = largest_segment_id
-        self.data_format = data_format
-        self.properties = properties
 
-    # -- description --------------------------------------------------------------------------
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        """The numpy type of one channel (uint24: uint8 with 3 channels)."""
-        return ELEMENT_CLASSES[self.element_class][0]
+class Layer(BaseLayer):
+    """One webKnossos layer (see ``viewer.format.dataset.Layer``), built from its properties
+    entry (``from_properties``) or from the mag folders found (``from_folder``)."""
 
-    @property
-    def is_segmentation(self) -> bool:
-        return self.category == "segmentation"
-
-    @property
-    def mag_vectors(self) -> list[Vec3]:
-        return [m.mag for m in self.mags]
+    mags: list[Mag]  # type: ignore[assignment]  # webKnossos mags (with their WKW dataset)
 
     @property
     def finest(self) -> Mag:
@@ -82,35 +66,6 @@ class Layer:
         if not self.mags:
             raise NoMagsError("the layer has no mags", self.path, layer=self.name)
         return self.mags[0]
-
-    def mag(self, mag: Any) -> Mag:
-        """The mag with factor ``mag`` (any spelling: ``2``, ``"2-2-1"``, ``(2, 2, 1)``);
-        ``KeyError`` when the layer does not have it."""
-        want = parse_mag(mag)
-        for m in self.mags:
-            if m.mag == want:
-                return m
-        raise KeyError(f"layer {self.name!r} has no mag {want}")
-
-    def bounding_box_at(self, mag: Any) -> BoundingBox:
-        """The layer's box in the voxels of ``mag``."""
-        return self.bounding_box.at_mag(parse_mag(mag))
-
-    def read(self, mag: Any, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]:
-        """A box of ``mag`` (in that mag's voxel coordinates) as ``(C, X, Y, Z)``."""
-        return self.mag(mag).read(offset, shape)
-
-    def check(self) -> list[FormatError]:
-        """Open every mag's header.wkw now and return the problems found."""
-        return [p for p in (m.check() for m in self.mags) if p is not None]
-
-    def close(self) -> None:
-        for m in self.mags:
-            m.close()
-
-    def __repr__(self) -> str:
-        return (f"<Layer {self.name!r} {self.category} {self.element_class} x{self.num_channels}"
-                f" mags {[m.name for m in self.mags]}>")
 
     # -- building -----------------------------------------------------------------------------
     @classmethod
@@ -123,10 +78,11 @@ class Layer:
         when the entry gives one, else the layer folder's ``{short name}`` or ``{long name}``
         subfolder, whichever exists."""
         layer_dir = os.path.join(dataset_dir, props.name)
-        if props.data_format not in SUPPORTED_FORMATS:
+        if not _readable(props.data_format):
+            readable = [f for f in SUPPORTED_FORMATS if _readable(f)]
             return None, [UnsupportedLayerError(
                 f"dataFormat {props.data_format!r} is not supported yet (readable: "
-                f"{', '.join(SUPPORTED_FORMATS)})", layer_dir, layer=props.name)]
+                f"{', '.join(readable)})", layer_dir, layer=props.name)]
         if not props.mags:
             return None, [NoMagsError(
                 "the layer lists no mags (a half-written dataset?)", layer_dir,
@@ -134,14 +90,16 @@ class Layer:
         problems: list[WebknossosError] = []
         mags: list[Mag] = []
         for mp in props.mags:
-            located = _locate_mag(mp, props.name, dataset_dir, layer_dir)
+            located = _locate_mag(mp, props.name, dataset_dir, layer_dir, props.data_format)
             if isinstance(located, WebknossosError):
                 problems.append(located)
                 continue
             path, rel = located
+            box = props.bounding_box.at_mag(mp.mag)
             mags.append(Mag(mp.mag, path, layer=props.name, dtype=props.dtype,
                             num_channels=props.num_channels, rel_path=rel,
-                            cube_length=mp.cube_length))
+                            cube_length=mp.cube_length, data_format=props.data_format,
+                            bounds=(box.top_left, box.end)))
         if not mags:
             problems.append(NoMagsError("none of the listed mags is present", layer_dir,
                                         layer=props.name))
@@ -198,16 +156,23 @@ class Layer:
         num_channels = 3 if element_class == "uint24" else header.num_channels
         base = dataset_dir if dataset_dir is not None else path
         mags = [Mag(m, p, layer=name, dtype=header.dtype, num_channels=header.num_channels,
-                    rel_path=_relative(p, base)) for m, p in found]
+                    rel_path=_relative(p, base), bounds=_at_mag(box, m)) for m, p in found]
         props = LayerProperties(name, category, "wkw", box, element_class, num_channels,
                                 [MagProperties(m.mag, m.rel_path) for m in mags])
         return cls(name, category, element_class, num_channels, box, mags, path, None, "wkw",
                    props)
 
 
-def _locate_mag(mp: MagProperties, layer: str, dataset_dir: str, layer_dir: str
-                ) -> tuple[str, str] | WebknossosError:
+def _at_mag(box: BoundingBox, mag: Vec3) -> tuple[Vec3, Vec3]:
+    b = box.at_mag(mag)
+    return b.top_left, b.end
+
+
+def _locate_mag(mp: MagProperties, layer: str, dataset_dir: str, layer_dir: str,
+                data_format: str = "wkw") -> tuple[str, str] | WebknossosError:
     """The folder of a mag entry and its dataset-relative spelling, or the problem."""
+    is_mag = is_mag_folder if data_format == "wkw" else is_any_mag_folder
+    marker = HEADER_FILE if data_format == "wkw" else f"{data_format} metadata"
     if mp.path is not None:
         text = mp.path
         if text.startswith("file://"):
@@ -218,18 +183,18 @@ def _locate_mag(mp: MagProperties, layer: str, dataset_dir: str, layer_dir: str
         path = os.path.normpath(text if os.path.isabs(text) else os.path.join(dataset_dir, text))
         if not os.path.isdir(path):
             return MissingMagError("mag folder is missing", path, layer=layer, mag=mp.mag)
-        if not is_mag_folder(path):
-            return MissingMagError(f"mag folder has no {HEADER_FILE}", path, layer=layer,
+        if not is_mag(path):
+            return MissingMagError(f"mag folder has no {marker}", path, layer=layer,
                                    mag=mp.mag)
         return path, mp.path if not os.path.isabs(text) else path
     names = mag_folder_names(mp.mag)
     for folder in names:
         path = os.path.join(layer_dir, folder)
-        if is_mag_folder(path):
+        if is_mag(path):
             return path, f"./{layer}/{folder}"
     expected = os.path.join(layer_dir, names[0])
     if os.path.isdir(expected):
-        return MissingMagError(f"mag folder has no {HEADER_FILE}", expected, layer=layer,
+        return MissingMagError(f"mag folder has no {marker}", expected, layer=layer,
                                mag=mp.mag)
     return MissingMagError(f"mag folder is missing (looked for {' and '.join(names)})",
                            expected, layer=layer, mag=mp.mag)

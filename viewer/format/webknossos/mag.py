@@ -23,55 +23,15 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import FormatError
+from viewer.format.geometry import MAX_FACTOR, mag_name, parse_mag
 from viewer.format.webknossos.errors import MagMismatchError, MissingMagError
 from viewer.format.wkw import Dataset
 from viewer.format.wkw.dataset import HEADER_FILE
+from viewer.format.wkw.volume import WkwVolume
+from viewer.format.dataset import Mag as BaseMag
+from viewer.format.volume import Volume
 
 Vec3 = tuple[int, int, int]
-
-#: Largest mag factor accepted (2^20 already shrinks a petavoxel axis to one voxel).
-MAX_FACTOR = 1 << 20
-
-
-def parse_mag(value: Any) -> Vec3:
-    """A mag from any of its spellings: ``2``, ``[2, 2, 1]``, ``"2"``, ``"2-2-1"``.
-
-    Raises ``ValueError`` for anything else (a factor below 1, two or four entries, ...)."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a mag: {value!r}")
-    if isinstance(value, (int, np.integer)):
-        parts: list[Any] = [value] * 3
-    elif isinstance(value, str):
-        text = value.strip()
-        pieces = text.split("-")
-        if not all(p.isdigit() for p in pieces) or len(pieces) not in (1, 3):
-            raise ValueError(f"not a mag: {value!r}")
-        parts = [int(p) for p in pieces] * (3 if len(pieces) == 1 else 1)
-    elif isinstance(value, (list, tuple)) and len(value) == 3:
-        parts = list(value)
-    else:
-        raise ValueError(f"not a mag: {value!r}")
-    out = []
-    for p in parts:
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer)):
-            raise ValueError(f"not a mag: {value!r}")
-        if isinstance(p, float) and not p.is_integer():  # also NaN and infinities
-            raise ValueError(f"not a mag: {value!r}")
-        if int(p) < 1:
-            raise ValueError(f"mag factors must be at least 1: {value!r}")
-        if int(p) > MAX_FACTOR:
-            raise ValueError(f"mag factor {int(p)} is beyond {MAX_FACTOR}: {value!r}")
-        out.append(int(p))
-    return (out[0], out[1], out[2])
-
-
-def mag_name(mag: Sequence[int], short: bool = True) -> str:
-    """The folder name of a mag: ``2-2-1``; ``2`` when all factors are equal and ``short``."""
-    x, y, z = (int(m) for m in mag)
-    if short and x == y == z:
-        return str(x)
-    return f"{x}-{y}-{z}"
-
 
 def mag_folder_names(mag: Sequence[int]) -> list[str]:
     """Folder names under which a mag may be stored, preferred first."""
@@ -82,54 +42,86 @@ def mag_folder_names(mag: Sequence[int]) -> list[str]:
     return names
 
 
+#: Files that make a folder a mag of some format (WKW, zarr v3, zarr v2, N5).
+MAG_MARKERS = (HEADER_FILE, "zarr.json", ".zarray", "attributes.json")
+
+
 def is_mag_folder(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a WKW dataset folder (holds ``header.wkw``)."""
     return os.path.isfile(os.path.join(os.fspath(path), HEADER_FILE))
 
 
-class Mag:
-    """One mag of a layer: ``mag`` (x, y, z factors), its folder ``path``, and its WKW dataset.
+def is_any_mag_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds the metadata of an array of any format a layer may use."""
+    p = os.fspath(path)
+    return any(os.path.isfile(os.path.join(p, m)) for m in MAG_MARKERS)
+
+
+class Mag(BaseMag):
+    """One mag of a webKnossos layer: ``mag`` (x, y, z factors), its folder ``path``, its
+    ``volume`` (any format the registry reads, by the layer's ``dataFormat``) and, for a WKW
+    mag, its writable WKW ``dataset``.
 
     ``rel_path`` is the path as a webKnossos properties file writes it (``./color/2-2-1``) when
-    the folder lies inside the dataset, else the absolute path.  Opening the WKW dataset is lazy
-    and thread-safe; every method may be called from any thread.
+    the folder lies inside the dataset, else the absolute path.  ``bounds``: the layer's box at
+    this mag, as the volume's extent.  Opening is lazy and thread-safe; every method may be
+    called from any thread.
     """
 
     def __init__(self, mag: Sequence[int], path: str | os.PathLike[str], *, layer: str,
                  dtype: np.dtype[Any], num_channels: int, rel_path: str | None = None,
-                 cube_length: int | None = None) -> None:
-        self.mag: Vec3 = parse_mag(list(mag))
-        self.path = os.fspath(path)
-        self.layer = layer
-        self.dtype = dtype
-        self.num_channels = num_channels
-        self.rel_path = rel_path if rel_path is not None else self.path
-        self.cube_length = cube_length
+                 cube_length: int | None = None, data_format: str = "wkw",
+                 bounds: tuple[Vec3, Vec3] | None = None) -> None:
+        super().__init__(mag, path, layer=layer, dtype=dtype, num_channels=num_channels,
+                         rel_path=rel_path, cube_length=cube_length)
+        self.data_format = data_format
+        self.bounds = bounds
         self._dataset: Dataset | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """The mag's short name, as the status bar shows it (``1``, ``2-2-1``, ``4``)."""
-        return mag_name(self.mag)
+        self._ds_lock = threading.Lock()
 
     @property
     def is_open(self) -> bool:
-        return self._dataset is not None
+        return self._dataset is not None or super().is_open
 
     @property
     def dataset(self) -> Dataset:
-        """The mag's WKW dataset, opened on first use.
+        """The mag's WKW dataset (a ``wkw`` layer only), opened on first use.
 
         Raises ``MissingMagError`` when the folder or its header.wkw is gone, ``MagMismatchError``
         when header.wkw disagrees with the layer's element class, and the WKW ``FormatError`` of
         a damaged header.wkw."""
-        with self._lock:
+        with self._ds_lock:
             if self._dataset is None:
-                self._dataset = self._open()
+                self._dataset = self._open_wkw()
             return self._dataset
 
-    def _open(self) -> Dataset:
+    def _open_volume(self) -> Volume:
+        if self.data_format == "wkw":
+            return WkwVolume(self.dataset, self.bounds, own_dataset=False)
+        from viewer.format import registry
+        from viewer.format.dataset import select_mag
+
+        if not os.path.isdir(self.path):
+            raise MissingMagError("no mag folder", self.path, layer=self.layer, mag=self.mag)
+        try:
+            volume = select_mag(registry.open_dataset(self.path)).volume
+        except KeyError as exc:
+            raise MissingMagError(str(exc), self.path, layer=self.layer, mag=self.mag) from None
+        except FormatError as exc:
+            if isinstance(exc, MissingMagError):
+                raise
+            raise MagMismatchError(f"the {self.data_format} mag cannot be read: {exc.reason}",
+                                   exc.path or self.path, offset=exc.offset, layer=self.layer,
+                                   mag=self.mag) from exc
+        if volume.dtype != self.dtype or volume.num_channels != self.num_channels:
+            volume.close()
+            raise MagMismatchError(
+                f"the mag holds {volume.num_channels} x {volume.dtype.name}, the layer declares "
+                f"{self.num_channels} x {self.dtype.name}", self.path, layer=self.layer,
+                mag=self.mag)
+        return volume
+
+    def _open_wkw(self) -> Dataset:
         if not is_mag_folder(self.path):
             what = "no mag folder" if not os.path.isdir(self.path) else f"no {HEADER_FILE}"
             raise MissingMagError(what, self.path, layer=self.layer, mag=self.mag)
@@ -150,25 +142,13 @@ class Mag:
                 os.path.join(self.path, HEADER_FILE), offset=6, layer=self.layer, mag=self.mag)
         return ds
 
-    def check(self) -> FormatError | None:
-        """Open the mag now; the problem, if any, instead of raising it."""
-        try:
-            self.dataset
-        except FormatError as exc:
-            return exc
-        return None
-
-    def read(self, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]:
-        """The box ``[offset, offset + shape)`` in this mag's voxel coordinates, as
-        ``(C, X, Y, Z)`` Fortran order (uint24 layers: C = 3 uint8 channels R, G, B)."""
-        return self.dataset.read(offset, shape)
-
     def write(self, offset: Sequence[int], data: npt.NDArray[Any]) -> None:
         """Write ``(X, Y, Z)`` or ``(C, X, Y, Z)`` data at ``offset`` (this mag's coordinates)."""
         self.dataset.write(offset, data)
 
     def close(self) -> None:
-        with self._lock:
+        super().close()
+        with self._ds_lock:
             ds, self._dataset = self._dataset, None
         if ds is not None:
             ds.close()

@@ -28,6 +28,15 @@ import numpy as np
 
 from viewer.format import atomic, jsonsafe
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
+from viewer.format.geometry import (
+    MAX_COORDINATE,
+    UNIT_NANOMETERS,
+    BoundingBox,
+    VoxelSize,
+    _int_vec,
+    _is_int,
+    _plain_number,
+)
 from viewer.format.webknossos.mag import mag_name, parse_mag
 
 PROPERTIES_FILE = "datasource-properties.json"
@@ -51,17 +60,6 @@ ELEMENT_CLASSES: dict[str, tuple[np.dtype[Any], int]] = {
 #: Spellings some writers use for the same classes.
 _ELEMENT_CLASS_ALIASES = {"float32": "float", "float64": "double"}
 
-#: Length units of ``scale.unit`` in nanometres.
-UNIT_NANOMETERS: dict[str, float] = {
-    "yoctometer": 1e-15, "zeptometer": 1e-12, "attometer": 1e-9, "femtometer": 1e-6,
-    "picometer": 1e-3, "angstrom": 0.1, "nanometer": 1.0, "micrometer": 1e3,
-    "millimeter": 1e6, "centimeter": 1e7, "decimeter": 1e8, "meter": 1e9, "hectometer": 1e11,
-    "kilometer": 1e12, "megameter": 1e15, "gigameter": 1e18, "terameter": 1e21,
-    "petameter": 1e24, "exameter": 1e27, "zettameter": 1e30, "yottameter": 1e33,
-    "inch": 2.54e7, "foot": 3.048e8, "yard": 9.144e8, "mile": 1.609344e12,
-    "parsec": 3.0856775814913673e25,
-}
-
 CATEGORIES = ("color", "segmentation")
 #: Layers opened from one properties file; the rest are reported as a problem (2,001 layers
 #: made the window reserve tens of GB of address space for their loaders' threads).
@@ -77,69 +75,6 @@ def element_class_of(dtype: np.dtype[Any], num_channels: int) -> str:
         if channels == 1 and candidate == dt:
             return name
     raise ValueError(f"{dtype} has no webKnossos element class")
-
-
-@dataclass(frozen=True)
-class VoxelSize:
-    """The physical size of one mag-1 voxel: ``factor`` (x, y, z) in ``unit``."""
-
-    factor: tuple[float, float, float]
-    unit: str = "nanometer"
-
-    @property
-    def nanometers(self) -> tuple[float, float, float]:
-        """The voxel size in nanometres per axis."""
-        k = UNIT_NANOMETERS[self.unit]
-        return (self.factor[0] * k, self.factor[1] * k, self.factor[2] * k)
-
-    def to_json(self, legacy: bool = False) -> Any:
-        """``{"factor", "unit"}``, or with ``legacy`` the bare nanometre list."""
-        if legacy:
-            return [_plain_number(v) for v in self.nanometers]
-        return {"factor": [_plain_number(v) for v in self.factor], "unit": self.unit}
-
-
-@dataclass(frozen=True)
-class BoundingBox:
-    """A box of voxels: ``top_left`` (x, y, z) and ``size`` (width, height, depth)."""
-
-    top_left: Vec3
-    size: Vec3
-
-    @property
-    def end(self) -> Vec3:
-        """The exclusive far corner."""
-        return (self.top_left[0] + self.size[0], self.top_left[1] + self.size[1],
-                self.top_left[2] + self.size[2])
-
-    @property
-    def is_empty(self) -> bool:
-        return min(self.size) <= 0
-
-    def at_mag(self, mag: Sequence[int]) -> BoundingBox:
-        """The box of mag ``mag`` voxels that covers this mag-1 box (start floored, end
-        ceiled), because mag grids are aligned at the origin."""
-        lo = [self.top_left[a] // int(mag[a]) for a in range(3)]
-        hi = [-(-self.end[a] // int(mag[a])) for a in range(3)]
-        return BoundingBox((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"topLeft": list(self.top_left), "width": self.size[0],
-                "height": self.size[1], "depth": self.size[2]}
-
-    @classmethod
-    def from_json(cls, value: Any) -> BoundingBox:
-        """Parse ``{topLeft, width, height, depth}``; ``ValueError`` when malformed."""
-        if not isinstance(value, dict):
-            raise ValueError("boundingBox must be an object {topLeft, width, height, depth}")
-        top_left = _int_vec(value.get("topLeft"), "boundingBox.topLeft")
-        size: list[int] = []
-        for key in ("width", "height", "depth"):
-            v: Any = value.get(key)
-            if not _is_int(v) or int(v) < 0:
-                raise ValueError(f"boundingBox.{key} must be a non-negative integer, not {v!r}")
-            size.append(int(v))
-        return cls(top_left, (size[0], size[1], size[2]))
 
 
 @dataclass(frozen=True)
@@ -387,24 +322,6 @@ def write_properties(dataset_dir: str | os.PathLike[str], properties: DatasetPro
 
 
 # -- helpers ----------------------------------------------------------------------------------
-#: Bounds of voxel coordinates and sizes accepted in a properties file (far beyond any real
-#: dataset, and safely inside int64 arithmetic).
-MAX_COORDINATE = 1 << 40
-
-
-def _is_int(value: Any) -> bool:
-    """A JSON integer (or an integral float) within +-``MAX_COORDINATE``."""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return abs(value) <= MAX_COORDINATE
-    return isinstance(value, float) and value.is_integer() and abs(value) <= MAX_COORDINATE
-
-
-def _int_vec(value: Any, what: str) -> Vec3:
-    if not isinstance(value, list) or len(value) != 3 or not all(_is_int(v) for v in value):
-        raise ValueError(f"{what} must be three integers [x, y, z], not {value!r}")
-    return (int(value[0]), int(value[1]), int(value[2]))
 
 
 def _float_vec(value: Any, what: str, path: str | None) -> tuple[float, float, float]:
@@ -414,10 +331,6 @@ def _float_vec(value: Any, what: str, path: str | None) -> tuple[float, float, f
         raise PropertiesError(f"{what} must be three positive numbers [x, y, z], not {value!r}",
                               path)
     return (float(value[0]), float(value[1]), float(value[2]))
-
-
-def _plain_number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else float(value)
 
 
 __all__ = [

@@ -1,0 +1,137 @@
+"""The contract every format's ``Volume`` passes (like zarr-python's store test suite).
+
+Subclass ``VolumeContract`` in a format's tests and provide three fixtures:
+
+- ``contract_volume``: an open ``Volume`` of real data with at least one absent chunk when the
+  format can be sparse;
+- ``contract_truth``: the ``(C, X, Y, Z)`` array it must read as, over ``[0, shape)`` (absent
+  chunks hold the fill value);
+- ``contract_damaged``: ``(volume, chunk)`` — a volume with one chunk's stored bytes damaged,
+  and that chunk's global grid position.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from viewer.format import FormatError, Volume
+
+
+class VolumeContract:
+    def test_description(self, contract_volume: Volume, contract_truth: Any) -> None:
+        v = contract_volume
+        assert v.format
+        assert v.dtype == contract_truth.dtype
+        assert v.num_channels == contract_truth.shape[0]
+        assert len(v.chunk_shape) == 3 and min(v.chunk_shape) >= 1
+        assert len(v.unit_shape) == 3 and min(v.unit_shape) >= 1
+        lo, hi = v.bounds
+        assert tuple(h - lo_ for lo_, h in zip(lo, hi)) == tuple(v.shape)
+        assert all(h <= s for h, s in zip(hi, contract_truth.shape[1:]))
+        info = v.info()
+        assert info.format == v.format
+
+    def test_read_everything(self, contract_volume: Volume, contract_truth: Any) -> None:
+        got = contract_volume.read((0, 0, 0), contract_truth.shape[1:])
+        assert got.shape == contract_truth.shape
+        assert got.dtype == contract_truth.dtype
+        np.testing.assert_array_equal(got, contract_truth)
+
+    def test_reads_across_chunk_and_unit_edges(self, contract_volume: Volume,
+                                               contract_truth: Any) -> None:
+        v = contract_volume
+        full = contract_truth.shape[1:]
+        rng = np.random.default_rng(7)
+        edges = [max(1, c * u) for c, u in zip(v.chunk_shape, v.unit_shape)]
+        for _ in range(12):
+            lo = [int(rng.integers(0, max(1, f - 1))) for f in full]
+            size = [int(rng.integers(1, min(f - a, 2 * e) + 1)) for a, f, e in zip(lo, full,
+                                                                                  edges)]
+            got = v.read(lo, size)
+            want = contract_truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1],
+                                  lo[2]:lo[2] + size[2]]
+            np.testing.assert_array_equal(got, want)
+        # Straddling the first chunk corner on every axis at once.
+        c = v.chunk_shape
+        lo = [max(0, k - 1) for k in c]
+        got = v.read(lo, (2, 2, 2))
+        np.testing.assert_array_equal(got, contract_truth[:, lo[0]:lo[0] + 2, lo[1]:lo[1] + 2,
+                                                          lo[2]:lo[2] + 2])
+
+    def test_outside_reads_fill(self, contract_volume: Volume, contract_truth: Any) -> None:
+        v = contract_volume
+        far = [s + 5 * c for s, c in zip(contract_truth.shape[1:], v.chunk_shape)]
+        got = v.read(far, (3, 3, 3))
+        assert (got == v.fill_value).all()
+
+    def test_chunk_level(self, contract_volume: Volume, contract_truth: Any) -> None:
+        v = contract_volume
+        units = sorted(set(v.iter_units()))
+        assert units, "no storage unit listed"
+        cs = np.asarray(v.chunk_shape)
+        us = np.asarray(v.unit_shape)
+        seen = 0
+        for unit in units[:4]:
+            su = v.open_unit(unit)
+            assert su is not None
+            table = su.chunk_table()
+            assert len(table) == su.num_chunks == int(np.prod(us))
+            indices = np.flatnonzero(table.present)[:6].tolist()
+            local = v.chunk_local(np.asarray(indices, dtype=np.int64))
+            assert (v.chunk_index(local) == np.asarray(indices)).all()
+            results = su.read_chunks(indices)
+            for idx, loc, result in zip(indices, local, results):
+                if result is None:
+                    continue
+                assert not isinstance(result, FormatError), result
+                g = (np.asarray(unit) * us + loc) * cs
+                if (g >= np.asarray(contract_truth.shape[1:])).any():
+                    continue
+                assert result.shape == (v.num_channels, *v.chunk_shape)
+                part = contract_truth[:, g[0]:g[0] + cs[0], g[1]:g[1] + cs[1], g[2]:g[2] + cs[2]]
+                np.testing.assert_array_equal(result[:, :part.shape[1], :part.shape[2],
+                                                     :part.shape[3]], part)
+                seen += 1
+            v.done_with(su)
+        assert seen, "no chunk read"
+
+    def test_damaged_chunk_is_its_error(self, contract_damaged: Any) -> None:
+        v, chunk = contract_damaged
+        units, indices = v.locate(np.asarray([chunk], dtype=np.int64))
+        unit = v.open_unit(tuple(int(x) for x in units[0]))
+        assert unit is not None
+        [result] = unit.read_chunks([int(indices[0])])
+        assert isinstance(result, FormatError)
+        assert result.path
+        lo = [int(c) * k for c, k in zip(chunk, v.chunk_shape)]
+        with pytest.raises(FormatError):
+            v.read(lo, v.chunk_shape)
+
+    def test_concurrent_reads(self, contract_volume: Volume, contract_truth: Any) -> None:
+        full = contract_truth.shape[1:]
+        errors: list[BaseException] = []
+
+        def work(seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            try:
+                for _ in range(10):
+                    lo = [int(rng.integers(0, f)) for f in full]
+                    size = [int(rng.integers(1, f - a + 1)) for a, f in zip(lo, full)]
+                    got = contract_volume.read(lo, size)
+                    want = contract_truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1],
+                                          lo[2]:lo[2] + size[2]]
+                    if not np.array_equal(got, want):
+                        raise AssertionError(f"concurrent read of {lo} {size} differs")
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(s,)) for s in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors

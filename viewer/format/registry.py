@@ -1,0 +1,151 @@
+"""One registry of formats, and the two ways in: ``open_dataset`` and ``open_volume``.
+
+What a path is gets decided here, and only here, by looking at it (files present, magic bytes,
+metadata): each format joins with a ``FormatEntry`` whose ``detect`` answers cheaply whether a
+path is its own.  Entries are asked in order of ``priority`` (highest first), so a webKnossos
+dataset (a properties file) wins over the plain WKW dataset a mag folder of it also is.
+
+The window, the command line, the inspector and compare never test for a format themselves:
+they call ``open_dataset(path)`` (layers, mags, voxel size, problems) or
+``open_volume(path, layer, mag)`` (one array).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from viewer.format.dataset import Dataset, select_mag
+from viewer.format.errors import DatasetLayoutError, FormatError, UnsupportedFormatError
+from viewer.format.store import is_url
+from viewer.format.volume import Volume
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    """A format's place in the registry.
+
+    ``detect(path)``: whether ``path`` (a local path or URL, normalised) is this format's;
+    cheap (a stat, a small read), never raises for a path that is simply something else.
+    ``open_dataset(path)``: the dataset at ``path``; raises a ``FormatError`` when it cannot
+    be opened at all.  ``names``: the ``format`` values its volumes report."""
+
+    name: str
+    detect: Callable[[str], bool]
+    open_dataset: Callable[[str], Dataset]
+    priority: int = 0
+    names: tuple[str, ...] = ()
+    #: One line for ``--help`` and error messages: what paths this format opens.
+    describes: str = ""
+
+
+#: Environment variable naming extra modules (comma-separated) that register formats when the
+#: registry is first used: formats outside the package (the tests' toy format in a child
+#: process).
+PLUGINS_ENV = "WKW_VIEWER_FORMAT_PLUGINS"
+
+_entries: list[FormatEntry] = []
+_lock = threading.Lock()
+_builtins_loaded = False
+
+
+def register(entry: FormatEntry) -> None:
+    """Add (or replace, by name) a format."""
+    with _lock:
+        _entries[:] = [e for e in _entries if e.name != entry.name]
+        _entries.append(entry)
+        _entries.sort(key=lambda e: -e.priority)
+
+
+def formats() -> list[FormatEntry]:
+    """The registered formats, in the order they are asked."""
+    _load_builtins()
+    with _lock:
+        return list(_entries)
+
+
+def _load_builtins() -> None:
+    """Import the built-in formats (each registers itself on import)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    import importlib
+
+    import viewer.format.formats  # noqa: F401 - registers every built-in format
+
+    for name in os.environ.get(PLUGINS_ENV, "").split(","):
+        if name.strip():
+            importlib.import_module(name.strip())
+
+
+def normalise(path: str | os.PathLike[str]) -> str:
+    p = os.fspath(path)
+    if is_url(p):
+        return p
+    return os.path.normpath(p)
+
+
+def detect(path: str | os.PathLike[str]) -> FormatEntry:
+    """The format of ``path``; ``UnsupportedFormatError`` (or ``DatasetLayoutError`` for a
+    path that does not exist or cannot be read) naming what was looked for."""
+    p = normalise(path)
+    if not is_url(p):
+        if not os.path.exists(p):
+            raise DatasetLayoutError("no such file or directory", p)
+        if not os.access(p, os.R_OK) or (os.path.isdir(p) and not os.access(p, os.X_OK)):
+            raise DatasetLayoutError("permission denied", p)
+    for entry in formats():
+        try:
+            if entry.detect(p):
+                return entry
+        except PermissionError:
+            raise DatasetLayoutError("permission denied", p) from None
+        except OSError:
+            continue
+    known = "; ".join(e.describes for e in formats() if e.describes)
+    raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)
+
+
+def open_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """The dataset at ``path``, whatever its format (see the module docstring)."""
+    entry = detect(path)
+    try:
+        return entry.open_dataset(normalise(path))
+    except PermissionError as exc:
+        raise DatasetLayoutError("permission denied", exc.filename or normalise(path)) from None
+    except RecursionError:
+        raise DatasetLayoutError("metadata nested too deeply to read",
+                                 normalise(path)) from None
+
+
+def open_volume(path: str | os.PathLike[str], layer: str | None = None,
+                mag: Any = None) -> Volume:
+    """One chunked array: ``layer`` by name (default: the first color layer), ``mag`` as
+    ``(x, y, z)`` or ``"2-2-1"`` (default: the finest).  A ``FormatError`` when the path is
+    none of the formats, and ``KeyError`` naming what exists for an unknown layer or mag."""
+    dataset = open_dataset(path)
+    try:
+        chosen = select_mag(dataset, layer, mag)
+        volume = chosen.volume
+    except BaseException:
+        dataset.close()
+        raise
+    return volume
+
+
+def format_names() -> list[str]:
+    """Every ``format`` value a dataset or volume may report."""
+    out: list[str] = []
+    for entry in formats():
+        for name in (entry.name, *entry.names):
+            if name not in out:
+                out.append(name)
+    return out
+
+
+__all__ = ["FormatEntry", "register", "formats", "detect", "open_dataset", "open_volume",
+           "format_names", "FormatError"]

@@ -1,0 +1,151 @@
+"""Where stored bytes come from, apart from what they mean: a ``Store`` reads whole objects and
+byte ranges by key (a path relative to the store's root).
+
+Formats read their metadata and chunks through a store, never with ``open`` directly, so the
+same reader works on a local folder and (issue 16) over HTTP or S3.  ``open_store(path)`` gives
+the store of a local folder (``LocalStore``).  Keys use ``/`` whatever the platform.
+
+A missing object raises ``FileNotFoundError`` (the caller decides whether that means "absent",
+as for a sparse chunk, or an error); other I/O failures raise ``OSError``.  Thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+
+
+class Store(ABC):
+    """Bytes by key under one root (see the module docstring)."""
+
+    #: The root as given (a folder path or a URL).
+    root: str
+
+    @abstractmethod
+    def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        """The object's bytes ``[offset, offset + length)`` (``length`` None: to the end).  A
+        range past the end comes back short, as ``pread`` does."""
+
+    def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Several ``(offset, length)`` ranges of one object (a remote store merges them)."""
+        return [self.read(key, off, n) for off, n in ranges]
+
+    @abstractmethod
+    def size(self, key: str) -> int | None:
+        """The object's size in bytes, or None when there is no such object."""
+
+    def exists(self, key: str) -> bool:
+        return self.size(key) is not None
+
+    @abstractmethod
+    def is_dir(self, key: str) -> bool:
+        """Whether ``key`` names a folder (a prefix that holds objects)."""
+
+    @abstractmethod
+    def list_dir(self, key: str) -> list[str]:
+        """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder."""
+
+    @abstractmethod
+    def location(self, key: str) -> str:
+        """The full path or URL of ``key``, for messages and the inspector."""
+
+    def walk(self, key: str = "") -> Iterator[str]:
+        """Keys of every object below folder ``key``, depth first, sorted."""
+        for name in self.list_dir(key):
+            sub = f"{key}/{name}" if key else name
+            if self.is_dir(sub):
+                yield from self.walk(sub)
+            else:
+                yield sub
+
+
+class LocalStore(Store):
+    """A folder on a local file system, read with ``pread`` (no mapping: a file truncated by
+    another process while it is read gives short reads, never a signal)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+
+    def location(self, key: str) -> str:
+        if not key:
+            return self.root
+        return os.path.join(self.root, *key.split("/"))
+
+    def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        fd = os.open(self.location(key), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            if length is None:
+                length = max(os.fstat(fd).st_size - offset, 0)
+            return _pread_all(fd, length, offset)
+        finally:
+            os.close(fd)
+
+    def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        fd = os.open(self.location(key), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            return [_pread_all(fd, n, off) for off, n in ranges]
+        finally:
+            os.close(fd)
+
+    def size(self, key: str) -> int | None:
+        try:
+            st = os.stat(self.location(key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not os.path.isfile(self.location(key)):
+            return None
+        return st.st_size
+
+    def is_dir(self, key: str) -> bool:
+        return os.path.isdir(self.location(key))
+
+    def list_dir(self, key: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self.location(key)))
+        except (NotADirectoryError, FileNotFoundError):
+            return []
+
+    def __repr__(self) -> str:
+        return f"<LocalStore {self.root!r}>"
+
+
+def _pread_all(fd: int, length: int, offset: int) -> bytes:
+    """``length`` bytes at ``offset`` (fewer only at the end of the file)."""
+    data = os.pread(fd, length, offset)
+    if len(data) == length or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < length:
+        more = os.pread(fd, length - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` is a URL (``scheme://...``) rather than a local path."""
+    head, sep, _ = path.partition("://")
+    return bool(sep) and head.isalpha() and len(head) > 1
+
+
+def open_store(path: str | os.PathLike[str]) -> Store:
+    """The store rooted at ``path`` (a local folder; URLs once a remote store registers)."""
+    p = os.fspath(path)
+    if is_url(p):
+        from viewer.format.errors import UnsupportedFormatError
+        raise UnsupportedFormatError("remote URLs are not supported yet", p)
+    return LocalStore(p)
+
+
+def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
+    """``(store of the parent folder, name)`` of a local file or folder path."""
+    p = os.path.normpath(os.fspath(path))
+    parent, name = os.path.split(p)
+    return open_store(parent or "."), name
+
+
+__all__ = ["Store", "LocalStore", "open_store", "is_url", "split"]

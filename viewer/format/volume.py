@@ -1,0 +1,385 @@
+"""The chunked-volume interface: how every format meets the rest of the program.
+
+A ``Volume`` is one chunked 3-D array at one mag: a plain WKW dataset, one mag of a webKnossos
+layer, an N5 dataset, a zarr array, a zfpc file, one LOD of a VDS channel.  Above
+``viewer.format`` nothing knows which format it reads: the loader, the block cache, the
+inspector, compare and ``info`` see only this.
+
+Geometry, in (X, Y, Z) with X the axis that varies fastest on disk in the format's own
+convention (see ``viewer.format.axes``):
+
+* the **chunk grid**: chunk ``(i, j, k)`` holds voxels ``[i*cx, (i+1)*cx) x ...`` where
+  ``chunk_shape = (cx, cy, cz)``;
+* **storage units**: the chunks live in storage units (a WKW file, a zarr shard, an N5 chunk
+  file, a zfpc file), each holding a box of ``unit_shape`` chunks; unit ``u`` holds the chunks
+  ``u * unit_shape + (0..unit_shape)``.  Inside a unit a chunk has an *index* in the unit's own
+  order (WKW: Morton; zarr shard: C order of its inner grid; N5: always 0), given by
+  ``chunk_index``.  A unit's ``ChunkTable`` says where each chunk's stored bytes are.
+
+Reading stored bytes (``StorageUnit.read_stored``) stays apart from decoding them
+(``StorageUnit.decode``), so a remote store can fetch many byte ranges at once and decode as
+they come; ``read_chunks`` does both.  An absent chunk is ``None`` (it reads as
+``fill_value``); a damaged one is its own ``FormatError``, never zeros.
+
+Threads: every method of a ``Volume`` and of an open ``StorageUnit`` may be called from any
+thread, concurrently (the loader's workers share them).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format.errors import FormatError
+
+Vec3 = tuple[int, int, int]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+#: A decoded chunk ``(C, cx, cy, cz)`` (Fortran order), ``None`` (absent), or its error.
+ChunkResult = npt.NDArray[Any] | FormatError | None
+#: The stored bytes of a chunk, ``None`` (absent), or the error met reading them.
+StoredResult = bytes | memoryview | FormatError | None
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """Where the chunks of one storage unit are stored, in the unit's chunk order.
+
+    ``offsets[n]`` and ``nbytes[n]`` are chunk ``n``'s byte range in the unit; ``present[n]``
+    is false for an absent chunk (its offset is -1 and nbytes 0).  ``constant[n]`` marks a
+    chunk stored as one value and no bytes (VDS).  A WKW jump table, a zarr shard index, a
+    zfpc stream index and a VDS index page are all one of these."""
+
+    offsets: IntArray
+    nbytes: IntArray
+    present: BoolArray
+    constant: BoolArray | None = None
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0])
+
+    @classmethod
+    def single(cls, nbytes: int) -> ChunkTable:
+        """The table of a unit that is one chunk of ``nbytes`` stored bytes (an N5 chunk
+        file, a zarr v2 chunk)."""
+        return cls(np.zeros(1, np.int64), np.asarray([nbytes], np.int64),
+                   np.ones(1, np.bool_))
+
+
+class StorageUnit(ABC):
+    """One storage unit opened for reading: a file or an object (or a byte range of one)
+    holding the stored bytes of ``num_chunks`` chunks and, usually, an index of them."""
+
+    #: File path or URL of the unit.
+    path: str
+    #: Chunks the unit holds (``prod(volume.unit_shape)``).
+    num_chunks: int
+    #: Bytes of memory the unit keeps for its index (counted against the cache budget).
+    table_bytes: int = 0
+
+    @property
+    @abstractmethod
+    def size(self) -> int:
+        """The unit's size in bytes (a file's length)."""
+
+    @abstractmethod
+    def chunk_table(self) -> ChunkTable:
+        """Every chunk's byte range, in index order (parsed once, cheap to call again)."""
+
+    @abstractmethod
+    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        """The stored (encoded) bytes of each chunk asked for, in the order asked."""
+
+    @abstractmethod
+    def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
+        """Chunk ``index`` decoded from its stored bytes: a ``(C, cx, cy, cz)`` Fortran-order
+        array of the full chunk shape (an edge chunk padded with the fill value).  Raises the
+        chunk's ``FormatError`` when the bytes do not decode."""
+
+    def read_chunks(self, indices: Sequence[int]) -> list[ChunkResult]:
+        """Decoded chunks in the order asked: an array, ``None`` for an absent chunk, or the
+        chunk's ``FormatError`` (one damaged chunk does not hide the others)."""
+        out: list[ChunkResult] = []
+        for index, stored in zip(indices, self.read_stored(indices)):
+            if stored is None or isinstance(stored, FormatError):
+                out.append(stored)
+                continue
+            try:
+                out.append(self.decode(int(index), stored))
+            except FormatError as exc:
+                out.append(exc)
+        return out
+
+    def will_need(self, indices: Sequence[int]) -> None:
+        """Hint that these chunks will be read soon (read-ahead).  Default: nothing."""
+
+    def release_pages(self) -> None:
+        """Drop memory held for pages read so far (mapped files).  Default: nothing."""
+
+    def describe(self) -> dict[str, Any]:
+        """The unit's own header, for the inspector's Header tab: field -> value."""
+        return {}
+
+    def describe_chunk(self, index: int) -> dict[str, Any]:
+        """Format-specific facts about one stored chunk (an N5 chunk header, lz4-java frames,
+        a zfp stream's mode), for the inspector.  Default: none."""
+        return {}
+
+    def problems(self, decode: bool = True) -> list[FormatError]:
+        """Everything wrong with the unit; with ``decode`` every present chunk is decoded."""
+        table = self.chunk_table()
+        if not decode:
+            return []
+        found: list[FormatError] = []
+        indices = np.flatnonzero(table.present).tolist()
+        for start in range(0, len(indices), 64):
+            for result in self.read_chunks(indices[start:start + 64]):
+                if isinstance(result, FormatError):
+                    found.append(result)
+        return found
+
+    def close(self) -> None:  # noqa: B027 - most units hold nothing to release
+        """Release the unit's file descriptor or connection."""
+
+    def __enter__(self) -> StorageUnit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path!r}>"
+
+
+@dataclass(frozen=True)
+class VolumeInfo:
+    """What a volume is, for people: the format's name and header, shown by ``info`` and the
+    inspector's Header tab.  ``header`` is field -> value in the format's own words."""
+
+    format: str
+    compression: str
+    header: dict[str, Any] = field(default_factory=dict)
+
+
+class Volume(ABC):
+    """One chunked 3-D array (see the module docstring).  Thread-safe."""
+
+    #: The format's name as ``info`` prints it: "wkw", "n5", "zarr", "zarr3", "zfpc", "vds".
+    format: ClassVar[str] = ""
+
+    #: File path or URL the volume was opened from.
+    path: str
+    #: numpy dtype of one channel.
+    dtype: np.dtype[Any]
+    num_channels: int = 1
+    chunk_shape: Vec3
+    #: Chunks per storage unit along x, y, z.
+    unit_shape: Vec3 = (1, 1, 1)
+    fill_value: int | float = 0
+    #: Axis names and units along x, y, z as the format declares them (labels for the views).
+    axis_names: tuple[str, str, str] = ("x", "y", "z")
+    axis_units: tuple[str, str, str] | None = None
+    #: Declared value range ``(lo, hi)`` (sets the initial contrast), when the format has one.
+    value_range: tuple[float, float] | None = None
+
+    # -- extent ---------------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def shape(self) -> Vec3:
+        """The extent in voxels from ``origin`` (for a sparse WKW dataset: the box of the
+        files present, which may cost a listing the first time)."""
+
+    @property
+    def origin(self) -> Vec3:
+        """The first voxel of the extent (voxels before it are outside the data)."""
+        return (0, 0, 0)
+
+    @property
+    def bounds(self) -> tuple[Vec3, Vec3]:
+        """``(lo, hi)`` of the extent, ``hi`` exclusive."""
+        lo, size = self.origin, self.shape
+        return lo, (lo[0] + size[0], lo[1] + size[1], lo[2] + size[2])
+
+    @property
+    def unit_len_vx(self) -> Vec3:
+        """Voxels per storage unit along x, y, z."""
+        c, u = self.chunk_shape, self.unit_shape
+        return (c[0] * u[0], c[1] * u[1], c[2] * u[2])
+
+    @property
+    def chunk_nbytes(self) -> int:
+        """Bytes of one decoded chunk (all channels)."""
+        c = self.chunk_shape
+        return c[0] * c[1] * c[2] * self.num_channels * self.dtype.itemsize
+
+    # -- storage units ----------------------------------------------------------------------------
+    @abstractmethod
+    def unit_path(self, unit: Vec3) -> str:
+        """Path or URL of the storage unit at unit-grid position ``unit`` (present or not)."""
+
+    @abstractmethod
+    def open_unit(self, unit: Vec3) -> StorageUnit | None:
+        """The unit at ``unit`` opened, or ``None`` when it is absent (sparse data).  Raises a
+        ``FormatError`` when it is there but unreadable (its header or index damaged)."""
+
+    @abstractmethod
+    def iter_units(self) -> Iterator[Vec3]:
+        """Unit-grid positions of the units present (a listing: may take a while)."""
+
+    def chunk_index(self, local: IntArray) -> IntArray:
+        """Index inside its unit of each chunk at unit-local chunk coordinates ``local``
+        (``(N, 3)``).  Default: x fastest."""
+        u = self.unit_shape
+        return local[:, 0] + u[0] * (local[:, 1] + u[1] * local[:, 2])
+
+    def chunk_local(self, index: IntArray) -> IntArray:
+        """The inverse of ``chunk_index``: unit-local chunk coordinates ``(N, 3)``."""
+        u = self.unit_shape
+        idx = np.asarray(index, dtype=np.int64)
+        x = idx % u[0]
+        y = (idx // u[0]) % u[1]
+        z = idx // (u[0] * u[1])
+        return np.stack([x, y, z], axis=1)
+
+    def locate(self, chunks: IntArray) -> tuple[IntArray, IntArray]:
+        """``(units, indices)`` of global chunk coordinates ``chunks`` (``(N, 3)``)."""
+        u = np.asarray(self.unit_shape, dtype=np.int64)
+        units = chunks // u
+        return units, self.chunk_index(chunks - units * u)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read(self, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]:
+        """The box ``[offset, offset + shape)`` as a ``(C, X, Y, Z)`` Fortran-order array, like
+        ``wkw.Dataset.read``: absent chunks and voxels outside the data read as
+        ``fill_value``; a damaged chunk raises its ``FormatError``."""
+        off = _vec3(offset, "offset")
+        size = _vec3(shape, "shape")
+        out = np.empty((self.num_channels, *size), dtype=self.dtype, order="F")
+        out[...] = self.fill_value
+        if min(size) > 0:
+            self.read_into(out, off)
+        return out
+
+    def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``) into it, chunk by
+        chunk.  Absent chunks leave their part untouched."""
+        off = _vec3(offset, "offset")
+        size = out.shape[1:]
+        c = np.asarray(self.chunk_shape, dtype=np.int64)
+        lo = np.maximum(np.asarray(off, dtype=np.int64), 0)
+        hi = np.asarray(off, dtype=np.int64) + np.asarray(size, dtype=np.int64)
+        if (hi <= lo).any():
+            return
+        first, last = lo // c, (hi - 1) // c
+        grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
+                                    indexing="ij"), axis=-1).reshape(-1, 3)
+        units, indices = self.locate(grid)
+        by_unit: dict[Vec3, list[int]] = {}
+        for row, u in enumerate(map(tuple, units.tolist())):
+            by_unit.setdefault(u, []).append(row)
+        for u, rows in by_unit.items():
+            unit = self.open_unit(u)
+            if unit is None:
+                continue
+            try:
+                results = unit.read_chunks(indices[rows].tolist())
+            finally:
+                self.done_with(unit)
+            for row, result in zip(rows, results):
+                if result is None:
+                    continue
+                if isinstance(result, FormatError):
+                    raise result
+                g = grid[row] * c
+                s_lo = np.maximum(g, off)
+                s_hi = np.minimum(g + c, hi)
+                src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
+                dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
+                out[(slice(None), *dst)] = result[(slice(None), *src)]
+
+    def done_with(self, unit: StorageUnit) -> None:
+        """Called by ``read_into`` after it read from ``unit``: a volume that does not keep
+        units open closes it here.  Default: close."""
+        unit.close()
+
+    # -- description ------------------------------------------------------------------------------
+    @abstractmethod
+    def info(self) -> VolumeInfo:
+        """The format's name, compression and header fields."""
+
+    def problems(self) -> list[FormatError]:
+        """What is wrong with the volume's metadata (not its chunks).  Default: nothing."""
+        return []
+
+    def close(self) -> None:  # noqa: B027 - most volumes hold nothing to release
+        """Release open files."""
+
+    def __enter__(self) -> Volume:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} {self.path!r} {self.dtype.name} x{self.num_channels} "
+                f"chunks {self.chunk_shape}>")
+
+
+class UnitCache:
+    """Open storage units of one volume kept for reuse, at most ``limit`` (least recently used
+    closed first).  Formats whose units are cheap to keep open use it in ``open_unit``."""
+
+    def __init__(self, limit: int = 128) -> None:
+        self.limit = limit
+        self._units: dict[Vec3, StorageUnit | None] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Vec3) -> tuple[bool, StorageUnit | None]:
+        with self._lock:
+            if key in self._units:
+                unit = self._units.pop(key)
+                self._units[key] = unit
+                return True, unit
+        return False, None
+
+    def put(self, key: Vec3, unit: StorageUnit | None) -> None:
+        old: list[StorageUnit] = []
+        with self._lock:
+            self._units[key] = unit
+            while len(self._units) > self.limit:
+                first = next(iter(self._units))
+                gone = self._units.pop(first)
+                if gone is not None:
+                    old.append(gone)
+        for u in old:
+            u.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            units, self._units = list(self._units.values()), {}
+        for u in units:
+            if u is not None:
+                u.close()
+
+
+def _vec3(value: Sequence[int], what: str) -> Vec3:
+    v = tuple(int(x) for x in value)
+    if len(v) != 3:
+        raise ValueError(f"{what} must have 3 components (x, y, z), not {value!r}")
+    return (v[0], v[1], v[2])
+
+
+def fspath(path: str | os.PathLike[str]) -> str:
+    """A path or URL as a string (URLs pass through unchanged)."""
+    return os.fspath(path)
+
+
+__all__ = ["Volume", "StorageUnit", "ChunkTable", "VolumeInfo", "UnitCache", "ChunkResult",
+           "StoredResult", "Vec3"]
