@@ -157,6 +157,7 @@ def _child(target_name: str, sample: str, listing: str) -> int:
         expected = fingerprint(target.read(copy))
         victim = copy / target.victim
         original = victim.read_bytes()
+        print(json.dumps({"ready": True}), flush=True)
         for line in Path(listing).read_text().splitlines():
             k, path = line.split("\t", 1)
             victim.write_bytes(Path(path).read_bytes())
@@ -238,6 +239,7 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
         sel.register(child.stdout, selectors.EVENT_READ)
         buf = b""
         done_here: list[int] = []
+        ready = False
         timed_out = False
         deadline = time.monotonic() + timeout + 30.0  # the first also pays the start-up
         while True:
@@ -254,6 +256,9 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 rec = json.loads(line)
+                if "ready" in rec:
+                    ready = True
+                    continue
                 k = int(rec["k"])
                 results[k] = Result(target.name, k, rec["outcome"], rec["detail"], mutants[k])
                 done_here.append(k)
@@ -266,6 +271,9 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
         except subprocess.TimeoutExpired:
             child.kill()
             _, err = child.communicate()
+        if not ready:  # it could not even read the valid sample: not a mutant's doing
+            raise RuntimeError(f"the fuzzing child for {target.name} did not start (exit "
+                               f"{child.returncode}): {err.decode(errors='replace')[-3000:]}")
         finished = set(done_here)
         pending = [k for k in pending if k not in finished]
         if not pending:
