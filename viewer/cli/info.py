@@ -36,6 +36,8 @@ from viewer.format.wkw.validation import FileReport
 
 #: Problems printed per file in the text output (the JSON lists all).
 SHOWN_PROBLEMS = 20
+#: What "valid" can mean for WKW: it keeps no checksums, so damage that still decodes is unseen.
+STRUCTURE_ONLY = "structure only: this format has no checksums"
 #: Seconds between progress updates on a terminal.
 PROGRESS_EVERY = 0.25
 
@@ -237,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "files": files,
             "problems": problems,
             "valid": not problems,
+            "validity": STRUCTURE_ONLY,
         }
         if wk_dataset is not None:
             doc["path"] = given_path
@@ -246,4 +249,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         total = sum(f["file_size"] or 0 for f in files)
         out.write(f"{len(files)} data file{'s' if len(files) != 1 else ''}, {_size(total)} on "
                   f"disk; {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
+        if not problems:
+            out.write(f"valid ({STRUCTURE_ONLY}; wkw-viewer digest proves voxels)\n")
     return 1 if problems else 0
