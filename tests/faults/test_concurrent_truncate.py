@@ -142,3 +142,25 @@ def test_reads_survive_a_concurrent_truncate_and_rewrite(tmp_path: Path,
             totals[key] += n
     assert totals["mixed"] == 0, totals
     assert totals["reads"] + totals["named_errors"] > 0, totals
+
+
+def test_a_dataset_reads_a_file_rewritten_since_it_was_opened(tmp_path: Path) -> None:
+    """A file rewritten in place by another program after the dataset opened it: the read
+    notices (``FileChangedError``), opens the file again and returns the new voxels."""
+    header = wkw.Header(np.uint8, block_len=BLOCK_LEN, file_len=FILE_LEN,
+                        block_type=wkw.BLOCK_TYPE_LZ4)
+    root = tmp_path / "ds"
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), np.full((SIDE, SIDE, SIDE), 1, dtype=np.uint8))
+    other = tmp_path / "other"
+    with wkw.Dataset.create(str(other), header) as ds:
+        ds.write((0, 0, 0), np.full((SIDE, SIDE, SIDE), 2, dtype=np.uint8))
+    path = root / "z0" / "y0" / "x0.wkw"
+    with wkw.Dataset.open(root) as ds:
+        assert int(ds.read((0, 0, 0), (SIDE, SIDE, SIDE)).max()) == 1
+        new = (other / "z0" / "y0" / "x0.wkw").read_bytes()
+        with open(path, "r+b") as fh:  # in place, as a foreign tool would
+            fh.truncate(0)
+            fh.write(new)
+        got = ds.read((0, 0, 0), (SIDE, SIDE, SIDE))
+        assert np.unique(got).tolist() == [2]

@@ -228,17 +228,28 @@ class FileHandle:
         since the handle was opened (what was read may then mix two versions)."""
         fd = _POOL.acquire(self)
         try:
-            yield fd
-            if check:
-                self._check(fd)
+            try:
+                yield fd
+            except Exception as exc:
+                # A short read of a file that was truncated meanwhile, say: say what happened.
+                if check and not isinstance(exc, FileChangedError) and self._changed(fd):
+                    raise self._changed_error() from exc
+                raise
+            if check and self._changed(fd):
+                raise self._changed_error()
         finally:
             _POOL.release(self)
 
-    def _check(self, fd: int) -> None:
-        if _identity(os.fstat(fd)) != self.identity:
-            raise FileChangedError(
-                "file changed while it was read (rewritten or truncated by another program); "
-                "open it again", self.path)
+    def _changed(self, fd: int) -> bool:
+        try:
+            return _identity(os.fstat(fd)) != self.identity
+        except OSError:
+            return True
+
+    def _changed_error(self) -> FileChangedError:
+        return FileChangedError(
+            "file changed while it was read (rewritten or truncated by another program); "
+            "open it again", self.path)
 
     def check_unchanged(self) -> None:
         """Raise ``FileChangedError`` if the file changed since the handle was opened."""
