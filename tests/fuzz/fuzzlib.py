@@ -480,7 +480,7 @@ def _json_mutate(rng: random.Random, data: bytes) -> bytes:
 
 
 def _wk_read(folder: Path) -> Any:
-    from viewer.format.webknossos import open_dataset
+    from viewer.format import open_dataset  # the registry: what the window and CLI use
 
     ds = open_dataset(folder)
     try:
@@ -494,6 +494,30 @@ def _wk_read(folder: Path) -> Any:
         ds.close()
 
 
+def _volume_read(folder: Path) -> Any:
+    """Through the format-neutral interface: ``open_volume``, a box read, and the chunk level
+    the loader uses (each unit's chunk table and chunks)."""
+    from viewer.format import open_volume
+
+    volume = open_volume(folder)
+    try:
+        out: list[Any] = [volume.shape, volume.read((0, 0, 0), (16, 16, 16))]
+        for unit_pos in volume.iter_units():
+            unit = volume.open_unit(unit_pos)
+            if unit is None:
+                continue
+            try:
+                table = unit.chunk_table()
+                out.append(table.present.tolist())
+                for chunk in unit.read_chunks(list(range(unit.num_chunks))):
+                    out.append(chunk if isinstance(chunk, np.ndarray) else repr(type(chunk)))
+            finally:
+                volume.done_with(unit)
+        return out
+    finally:
+        volume.close()
+
+
 def _header_mutate(rng: random.Random, data: bytes) -> bytes:
     return mutate_bytes(rng, data, [(0, 16)])
 
@@ -502,6 +526,7 @@ register(Target("wkw-lz4hc-file", _wkw_make(3), "z0/y0/x0.wkw", _wkw_mutate, _wk
 register(Target("wkw-lz4-file", _wkw_make(2, channels=2), "z0/y0/x0.wkw", _wkw_mutate,
                 _wkw_read_file))
 register(Target("wkw-raw-file", _wkw_make(1), "z0/y0/x0.wkw", _wkw_mutate, _wkw_read_file))
+register(Target("wkw-volume", _wkw_make(2), "z0/y0/x0.wkw", _wkw_mutate, _volume_read))
 register(Target("wkw-header", _wkw_make(3), "header.wkw", _header_mutate, _wkw_read_dataset))
 register(Target("webknossos-properties", _wk_make, "datasource-properties.json",
                 _json_mutate, _wk_read))

@@ -436,9 +436,13 @@ def _read_raw_planes(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[i
     first = h.data_offset + z0 * b * b * h.voxel_size
     # The pool keeps the descriptor open while it is in use here, even if another thread
     # closes the file meanwhile (no read from a reused descriptor number).
+    preadv = getattr(os, "preadv", None)
     with f._reading() as fd:
         for k, index in enumerate(indices.tolist()):
-            got = readinto_fd(fd, view[k * n:k * n + n], first + index * bb)
+            part = view[k * n:k * n + n]
+            got = preadv(fd, [part], first + index * bb) if preadv is not None else 0
+            if got < n:  # a short read (or no preadv): finish it; less is a shorter file
+                got += readinto_fd(fd, part[got:], first + index * bb + got)
             if got < n:  # the file shrank since it was opened
                 start = h.data_offset + index * bb
                 raise f._short(index, start, start + bb)
