@@ -72,6 +72,16 @@ def evict_page_cache(root: Path) -> None:
 
 
 def peak_rss_mb() -> float:
+    """This process's own peak RSS (``VmHWM``).  ``ru_maxrss`` is not it: a child made by
+    fork and exec inherits its parent's high-water mark, so a child started right after the
+    parent built its dataset reported the parent's peak (474-512 MB instead of ~143)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 

@@ -1,0 +1,112 @@
+"""Exhaustive jobs on a Dask LocalCluster of 2 processes (127.0.0.1 only): the same answer as
+the local run, key for key; a worker killed mid-run; cancel; the hint without Dask."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from viewer.core import cluster
+from viewer.core.validate import validate
+from viewer.format import wkw
+
+pytestmark = pytest.mark.skipif(not cluster.dask_available(),
+                                reason="dask.distributed not installed (CI installs it)")
+
+
+def damaged_dataset(root: Path) -> Path:
+    """16 files of 16^3 uint16, LZ4HC; one block garbled, one file cut inside its table."""
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 900, (64, 64, 16)).astype(np.uint16)
+    header = wkw.Header(np.uint16, block_len=8, file_len=2, block_type=wkw.BLOCK_TYPE_LZ4HC)
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), data)
+        garbled = ds.file_path(1, 1, 0)
+        cut = ds.file_path(3, 2, 0)
+    with wkw.File.open(garbled) as f:
+        start, end = (int(v[3]) for v in f.block_ranges())
+    with open(garbled, "r+b") as fh:
+        fh.seek(start)
+        fh.write(b"\xff" * (end - start))
+    os.truncate(cut, 40)
+    return root
+
+
+@pytest.fixture(scope="module")
+def runner() -> Any:
+    with cluster.ClusterRunner("local:2") as r:
+        yield r
+
+
+def test_parse_scheduler() -> None:
+    assert cluster.parse_scheduler("local:3").local_workers == 3
+    assert cluster.parse_scheduler("tcp://10.0.0.1:8786").address == "tcp://10.0.0.1:8786"
+    for bad in ("local:0", "local:x", "nowhere", "tcp://"):
+        with pytest.raises(cluster.SchedulerError):
+            cluster.parse_scheduler(bad)
+
+
+def test_validation_on_the_cluster_equals_the_local_run(tmp_path: Path) -> None:
+    root = damaged_dataset(tmp_path / "ds")
+    local = validate(str(root))
+    assert any(s.problems for s in local)
+    assert len(local) == 16
+    remote = validate(str(root), scheduler="local:2", per_task=3)
+    assert remote == local
+
+
+def test_a_killed_worker_has_its_tasks_rerun(tmp_path: Path, runner: Any) -> None:
+    root = damaged_dataset(tmp_path / "ds")
+    from viewer.core.validate import shares, validate_share
+
+    work = shares(str(root), None, None, [(x, y, 0) for x in range(4) for y in range(4)],
+                  True, per_task=1)
+    results: dict[int, Any] = {}
+    killed = False
+    for k, got in runner.map(_slow_validate, work, key="kill"):
+        results[k] = got
+        if not killed:
+            victim = next(iter(runner._client.scheduler_info()["workers"]))
+            try:
+                runner._client.run(os._exit, 1, workers=[victim])
+            except Exception:  # noqa: BLE001 - the worker dies while answering
+                pass
+            killed = True
+    assert sorted(results) == list(range(len(work)))
+    assert [s for k in sorted(results) for s in results[k]] == \
+        [s for share in work for s in validate_share(share)]
+
+
+def _slow_validate(share: Any) -> Any:
+    import time
+
+    from viewer.core.validate import validate_share
+
+    time.sleep(0.2)
+    return validate_share(share)
+
+
+def test_cancel_stops_the_run(tmp_path: Path, runner: Any) -> None:
+    root = damaged_dataset(tmp_path / "ds")
+    from viewer.core.validate import shares
+
+    work = shares(str(root), None, None, [(x, y, 0) for x in range(4) for y in range(4)],
+                  True, per_task=1) * 4
+    got = 0
+    for _ in runner.map(_slow_validate, work, key="cancel"):
+        got += 1
+        if got == 2:
+            threading.Thread(target=runner.cancel).start()
+            break
+    runner.cancel()
+    assert runner.cancelled and got < len(work)
+
+
+def test_paths_the_workers_cannot_see_are_named_up_front(runner: Any, tmp_path: Path) -> None:
+    with pytest.raises(cluster.SchedulerError, match="cannot see"):
+        runner.check_paths([str(tmp_path / "nowhere")])

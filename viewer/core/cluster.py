@@ -1,0 +1,212 @@
+"""Exhaustive jobs on a Dask cluster: the same tasks as a local run, submitted through
+``dask.distributed``, results streamed back as they finish.
+
+``--scheduler`` takes ``tcp://HOST:PORT`` (an existing cluster's scheduler) or ``local:N`` (a
+``LocalCluster`` of N single-threaded worker processes on this machine).  Nothing is distributed
+by hand: Dask places the tasks, re-runs those of a worker that died, and cancels the futures
+when the caller cancels.  Only summaries travel (a task's result is a small picklable object:
+block results, problems), never voxels.
+
+Dask is an optional extra (``pip install 'wkw-viewer[dask]'``); without it ``ClusterRunner``
+raises ``SchedulerError`` saying how to get it.
+
+Threads: a ``ClusterRunner`` is used from one thread; ``cancel`` may be called from any.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: What ``--scheduler`` says when Dask is not installed.
+INSTALL_HINT = "--scheduler needs the dask extra: pip install 'wkw-viewer[dask]'"
+
+
+class SchedulerError(Exception):
+    """A scheduler that cannot be used: Dask missing, a bad address, a cluster that cannot be
+    reached, paths its workers cannot see."""
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """``address`` of an existing scheduler, or ``local_workers`` for a LocalCluster."""
+
+    address: str | None = None
+    local_workers: int = 0
+
+    @property
+    def is_local(self) -> bool:
+        return self.address is None
+
+
+def parse_scheduler(text: str) -> SchedulerSpec:
+    """``tcp://HOST:PORT`` (also ``tls://``, ``ws://``) or ``local:N``."""
+    text = text.strip()
+    if text.startswith("local:"):
+        count = text[len("local:"):]
+        if not count.isdigit() or int(count) < 1:
+            raise SchedulerError(f"--scheduler local:N needs a number of workers >= 1, not "
+                                 f"{text!r}")
+        return SchedulerSpec(local_workers=int(count))
+    if "://" in text and text.split("://", 1)[1]:
+        return SchedulerSpec(address=text)
+    raise SchedulerError(f"--scheduler takes tcp://HOST:PORT or local:N, not {text!r}")
+
+
+def dask_available() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _distributed() -> Any:
+    """The ``distributed`` module (untyped: taken as Any)."""
+    import importlib
+
+    return importlib.import_module("distributed")
+
+
+def _exists_all(paths: Sequence[str]) -> list[str]:
+    """On a worker: the paths it cannot see."""
+    return [p for p in paths if "://" not in p and not os.path.exists(p)]
+
+
+class ClusterRunner:
+    """A connection to a Dask cluster (or a LocalCluster it starts) that runs tasks.
+
+    ``map(fn, items)`` submits ``fn(item)`` for every item and yields ``(item index, result)``
+    as tasks finish, in any order; ``cancel()`` (any thread) cancels what is left.  Use as a
+    context manager: leaving it closes the client and a LocalCluster it started."""
+
+    def __init__(self, scheduler: str | SchedulerSpec, timeout_s: float = 30.0) -> None:
+        self.spec = parse_scheduler(scheduler) if isinstance(scheduler, str) else scheduler
+        self.timeout_s = timeout_s
+        self._client: Any = None
+        self._cluster: Any = None
+        self._futures: list[Any] = []
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+
+    # -- connection -------------------------------------------------------------------------------
+    def __enter__(self) -> ClusterRunner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if not dask_available():
+            raise SchedulerError(INSTALL_HINT)
+        dist = _distributed()
+        Client, LocalCluster = dist.Client, dist.LocalCluster
+
+        try:
+            if self.spec.is_local:
+                self._cluster = LocalCluster(n_workers=self.spec.local_workers,
+                                             threads_per_worker=1, processes=True,
+                                             dashboard_address=None, host="127.0.0.1")
+                self._client = Client(self._cluster, timeout=self.timeout_s)
+            else:
+                self._client = Client(self.spec.address, timeout=self.timeout_s)
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise SchedulerError(f"cannot reach the scheduler "
+                                 f"{self.spec.address or 'local'}: {exc}") from None
+
+    @property
+    def workers(self) -> int:
+        """Workers the cluster has now."""
+        if self._client is None:
+            return 0
+        return len(self._client.scheduler_info().get("workers", {}))
+
+    def check_paths(self, paths: Sequence[str]) -> None:
+        """``SchedulerError`` naming the paths some worker cannot see (checked up front on
+        every worker, so a run does not fail task by task)."""
+        if self._client is None:
+            raise SchedulerError("the cluster is not started")
+        missing: set[str] = set()
+        found = self._client.run(_exists_all, list(paths))
+        for worker_missing in found.values():
+            missing.update(worker_missing)
+        if missing:
+            raise SchedulerError("the cluster's workers cannot see "
+                                 + ", ".join(sorted(missing))
+                                 + " (give a path every worker can read: a shared file system "
+                                 "or a URL)")
+
+    # -- running ----------------------------------------------------------------------------------
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any],
+            key: str = "wkw-viewer") -> Iterator[tuple[int, Any]]:
+        """Submit ``fn(item)`` per item; yield ``(index, result)`` as they finish.  A task that
+        raised raises here (after cancelling the rest); a cancelled run stops yielding."""
+        as_completed = _distributed().as_completed
+        if self._client is None:
+            raise SchedulerError("the cluster is not started")
+        items = list(items)
+        futures = [self._client.submit(fn, item, key=f"{key}-{k}-{id(self)}", pure=False)
+                   for k, item in enumerate(items)]
+        index = {f.key: k for k, f in enumerate(futures)}
+        with self._lock:
+            self._futures = futures
+        if self._cancelled.is_set():
+            self._cancel_futures()
+            return
+        try:
+            for future in as_completed(futures):
+                if self._cancelled.is_set():
+                    break
+                if future.status == "error":
+                    exc = future.exception()
+                    self._cancel_futures()
+                    raise exc
+                if future.status == "cancelled":
+                    continue
+                yield index[future.key], future.result()
+                future.release()
+        finally:
+            if self._cancelled.is_set():
+                self._cancel_futures()
+
+    def cancel(self) -> None:
+        """Cancel every task not finished yet (any thread)."""
+        self._cancelled.set()
+        self._cancel_futures()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def _cancel_futures(self) -> None:
+        with self._lock:
+            futures, self._futures = self._futures, []
+        if futures and self._client is not None:
+            try:
+                self._client.cancel(futures)
+            except Exception:  # noqa: BLE001 - a closing client: nothing left to cancel
+                pass
+
+    def close(self) -> None:
+        self._cancel_futures()
+        client, self._client = self._client, None
+        cluster, self._cluster = self._cluster, None
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def chunked(items: Sequence[Any], per_task: int) -> list[list[Any]]:
+    """``items`` in lists of ``per_task`` (the last may be shorter): a task's share."""
+    step = max(1, int(per_task))
+    return [list(items[k:k + step]) for k in range(0, len(items), step)]
+
+
+__all__ = ["ClusterRunner", "SchedulerError", "SchedulerSpec", "parse_scheduler",
+           "dask_available", "chunked", "INSTALL_HINT"]

@@ -1,0 +1,425 @@
+"""An N5 dataset as a ``Volume``: a folder with ``attributes.json`` and one file per chunk.
+
+The storage unit is the chunk file: ``unit_shape`` is (1, 1, 1), a unit holds one chunk
+(index 0), its ``ChunkTable`` is the file's size, and the unit at grid position ``(i, j, k)``
+is the file ``i/j/k`` under the dataset (with ``/0`` appended for each N5 axis past Z: a
+channel axis held in one block, or axes of size 1).  A missing file is an absent chunk: N5
+datasets are sparse, and it reads as zeros.
+
+Edge chunks are stored truncated (Java's N5 writes the part inside the dataset) or padded
+(tensorstore writes the full ``blockSize``); both are read, and a header whose block size is
+neither is a ``HeaderError`` of that chunk.
+
+``read`` reads and decodes the chunks it needs on a small thread pool (zlib, bz2, lzma, lz4
+and blosc release the GIL), copying each straight into the result with the byte swap from
+big-endian done by that copy.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format.errors import (
+    ChunkDecodeError,
+    FormatError,
+    HeaderError,
+    MetadataError,
+)
+from viewer.format.n5 import codecs, header, lz4java
+from viewer.format.n5.attributes import (
+    ATTRIBUTES_FILE,
+    DatasetAttributes,
+    parse_dataset,
+    read_json,
+)
+from viewer.format.n5.header import ChunkHeader
+from viewer.format.store import Store, open_store
+from viewer.format.volume import ChunkTable, StorageUnit, StoredResult, Volume, VolumeInfo
+
+Vec3 = tuple[int, int, int]
+
+#: Largest header a chunk may have (read first by the inspector).
+MAX_HEADER_BYTES = 4 + 4 * header.MAX_NDIM + 4
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)),
+                                       thread_name_prefix="n5-read")
+        return _pool
+
+
+class N5Chunk(StorageUnit):
+    """One chunk file of an N5 dataset as a storage unit (one chunk, index 0)."""
+
+    num_chunks = 1
+
+    def __init__(self, volume: N5Volume, unit: Vec3, size: int) -> None:
+        self.volume = volume
+        self.unit = unit
+        self.key = volume.chunk_key(unit)
+        self.path = volume.store.location(self.key)
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def chunk_table(self) -> ChunkTable:
+        return ChunkTable.single(self._size)
+
+    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        out: list[StoredResult] = []
+        for index in indices:
+            if int(index) != 0:
+                out.append(FormatError(f"an N5 chunk file holds chunk 0 only, not {index}",
+                                       self.path, chunk=self.unit))
+                continue
+            out.append(self.volume.read_chunk_bytes(self.unit))
+        return out
+
+    def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
+        return self.volume.decode_chunk(self.unit, stored)
+
+    def describe(self) -> dict[str, Any]:
+        try:
+            head = self.volume.store.read(self.key, 0, MAX_HEADER_BYTES)
+        except OSError as exc:
+            return {"file_bytes": self._size, "problem": f"cannot read: {exc}"}
+        out: dict[str, Any] = {"file_bytes": self._size}
+        try:
+            h = header.parse(head, self.path, self.unit)
+        except FormatError as exc:
+            out["problem"] = exc.reason
+            return out
+        out.update(self.volume.header_facts(self.unit, h))
+        out["payload_bytes"] = self._size - h.size
+        return out
+
+    def describe_chunk(self, index: int) -> dict[str, Any]:
+        return self.volume.describe_chunk(self.unit)
+
+
+class N5Volume(Volume):
+    """An N5 dataset (see the module docstring).  ``store``: where its files are; ``key``:
+    the dataset's folder in the store (``""``: the store's root)."""
+
+    format = "n5"
+
+    def __init__(self, store: Store, key: str, attrs: DatasetAttributes,
+                 problems: Sequence[FormatError] = ()) -> None:
+        self.store = store
+        self.key = key.strip("/")
+        self.path = store.location(self.key)
+        self.attrs = attrs
+        self.dtype = attrs.dtype
+        self.num_channels = attrs.num_channels
+        self.chunk_shape = attrs.chunk_shape
+        self._stored_dtype = attrs.stored_dtype
+        self._problems = list(problems)
+        self._grid = np.asarray(attrs.grid_shape, dtype=np.int64)
+        self._dims = np.asarray(attrs.dimensions, dtype=np.int64)
+        self._block = np.asarray(attrs.block_size, dtype=np.int64)
+        # N5 axis for each of x, y, z (None: a 2-D dataset has no Z axis).
+        self._spatial: list[int | None] = [0, 1, 2 if attrs.ndim >= 3 else None]
+        names = attrs.raw.get("axes")
+        if isinstance(names, list) and len(names) == attrs.ndim and \
+                all(isinstance(a, str) for a in names):
+            self.axis_names = (str(names[0]), str(names[1]),
+                               str(names[2]) if attrs.ndim >= 3 else "z")
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> N5Volume:
+        """The N5 dataset in folder ``path``."""
+        store = open_store(path)
+        attrs = read_json(store, ATTRIBUTES_FILE)
+        if attrs is None:
+            raise MetadataError(f"no {ATTRIBUTES_FILE}: not an N5 dataset",
+                                store.location(ATTRIBUTES_FILE))
+        return cls(store, "", parse_dataset(attrs, store.location(ATTRIBUTES_FILE)))
+
+    # -- extent ---------------------------------------------------------------------------------
+    @property
+    def shape(self) -> Vec3:
+        return self.attrs.shape
+
+    # -- chunk grid ---------------------------------------------------------------------------------
+    def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]:
+        """The N5 grid position (all axes) of the chunk at (x, y, z) grid position ``unit``."""
+        pos = [int(unit[0]), int(unit[1])]
+        if self.attrs.ndim >= 3:
+            pos.append(int(unit[2]))
+        pos.extend([0] * (self.attrs.ndim - len(pos)))
+        return tuple(pos)
+
+    def chunk_key(self, unit: Sequence[int]) -> str:
+        rel = "/".join(map(str, self.grid_position(unit)))
+        return f"{self.key}/{rel}" if self.key else rel
+
+    def in_grid(self, unit: Sequence[int]) -> bool:
+        g = self.attrs.grid_shape
+        if self.attrs.ndim == 2 and int(unit[2]) != 0:
+            return False
+        return all(0 <= int(unit[a]) < g[a] for a in range(min(3, self.attrs.ndim)))
+
+    def unit_path(self, unit: Vec3) -> str:
+        return self.store.location(self.chunk_key(unit))
+
+    def open_unit(self, unit: Vec3) -> N5Chunk | None:
+        if not self.in_grid(unit):
+            return None
+        key = self.chunk_key(unit)
+        try:
+            size = self.store.size(key)
+        except OSError as exc:
+            raise ChunkDecodeError(f"cannot read: {exc}", self.store.location(key),
+                                   chunk=self.grid_position(unit)) from None
+        return None if size is None else N5Chunk(self, (int(unit[0]), int(unit[1]),
+                                                        int(unit[2])), size)
+
+    def iter_units(self) -> Iterator[Vec3]:
+        """The chunk files present, in grid order (a listing of the chunk folders; names that
+        are not grid positions inside the dataset are skipped)."""
+        grid = self.attrs.grid_shape
+        ndim = self.attrs.ndim
+
+        def numbers(key: str, axis: int) -> list[int]:
+            out = []
+            for name in self.store.list_dir(key):
+                if name.isdigit() and int(name) < grid[axis] and (axis < 3 or name == "0"):
+                    out.append(int(name))
+            return sorted(out)
+
+        def walk(key: str, axis: int, pos: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+            for n in numbers(key, axis):
+                sub = f"{key}/{n}" if key else str(n)
+                if axis == ndim - 1:
+                    yield (*pos, n)  # a listing, no stat per chunk file
+                else:
+                    yield from walk(sub, axis + 1, (*pos, n))
+
+        for p in walk(self.key, 0, ()):
+            yield (p[0], p[1], p[2] if ndim >= 3 else 0)
+
+    # -- decoding -----------------------------------------------------------------------------------
+    def read_chunk_bytes(self, unit: Vec3) -> StoredResult:
+        """The chunk file's bytes, ``None`` when it is absent, or the error reading it."""
+        key = self.chunk_key(unit)
+        try:
+            return self.store.read(key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
+                                    self.store.location(key), chunk=self.grid_position(unit))
+
+    def _expected_dims(self, unit: Sequence[int]) -> tuple[list[int], list[int]]:
+        """``(full, clipped)`` block sizes per N5 axis of the chunk at ``unit``."""
+        pos = np.asarray(self.grid_position(unit), dtype=np.int64)
+        clipped = np.minimum(self._block, self._dims - pos * self._block)
+        return self._block.tolist(), clipped.tolist()
+
+    def check_header(self, unit: Sequence[int], h: ChunkHeader, path: str) -> str:
+        """How the chunk's block is stored (``"full"``, ``"truncated"`` or ``"padded"``), or
+        the ``HeaderError`` / ``ChunkDecodeError`` when the header disagrees with the
+        dataset."""
+        grid = self.grid_position(unit)
+        if h.mode == header.MODE_OBJECT:
+            raise HeaderError("object-mode chunk in a numeric dataset", path, offset=0,
+                              chunk=grid)
+        full, clipped = self._expected_dims(unit)
+        if len(h.dims) != len(full):
+            raise HeaderError(f"chunk header has {len(h.dims)} dimensions, the dataset "
+                              f"{len(full)}", path, offset=2, chunk=grid)
+        dims = list(h.dims)
+        if dims == clipped:
+            kind = "full" if clipped == full else "truncated"
+        elif dims == full:
+            kind = "padded"
+        else:
+            want = f"{clipped}" if clipped == full else f"{clipped} (truncated) or {full}"
+            raise HeaderError(f"chunk header block size {dims} disagrees with the dataset: "
+                              f"expected {want}", path, offset=4, chunk=grid)
+        count = int(np.prod(dims, dtype=np.int64))
+        if h.num_elements != count:
+            raise ChunkDecodeError(f"varlength chunk holds {h.num_elements} elements, its "
+                                   f"block {'x'.join(map(str, dims))} has {count}", path,
+                                   offset=h.size - 4, chunk=grid)
+        return kind
+
+    def header_facts(self, unit: Sequence[int], h: ChunkHeader) -> dict[str, Any]:
+        """The chunk header as the inspector shows it."""
+        out: dict[str, Any] = {"mode": h.mode_name, "ndim": len(h.dims),
+                               "stored_block_size": list(h.dims),
+                               "num_elements": h.num_elements, "header_bytes": h.size}
+        full, clipped = self._expected_dims(unit)
+        out["block_size"] = full
+        if list(h.dims) == clipped:
+            out["edge"] = "full" if clipped == full else "truncated"
+        elif list(h.dims) == full:
+            out["edge"] = "padded"
+        else:
+            out["edge"] = "disagrees with the dataset"
+        return out
+
+    def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
+                     z_end: int | None = None) -> npt.NDArray[Any]:
+        """The chunk's elements as stored, ``(C, sx, sy, sz)`` big-endian (a view where the
+        codec allows).  ``z_end``: only the z slices below it are wanted (one channel): the
+        decoder stops once it has them and the view holds those slices only."""
+        grid = self.grid_position(unit)
+        h = header.parse(stored, path, grid)
+        self.check_header(unit, h, path)
+        itemsize = self._stored_dtype.itemsize
+        expected = h.num_elements * itemsize
+        dims = h.dims
+        ca = self.attrs.channel_axis
+        channels = dims[ca] if ca is not None else 1
+        sx, sy = dims[0], dims[1]
+        sz = dims[2] if len(dims) >= 3 else 1
+        prefix = None
+        if z_end is not None and ca is None and z_end < sz:
+            sz = max(1, z_end)
+            prefix = sx * sy * sz * itemsize
+        raw = codecs.decompress(self.attrs.compression, memoryview(stored)[h.size:], expected,
+                                path, grid, base=h.size, prefix=prefix)
+        flat = np.frombuffer(raw, dtype=self._stored_dtype, count=channels * sx * sy * sz)
+        # N5 is x fastest: C order over the reversed axes; channels vary slowest.
+        arr = flat.reshape(channels, sz, sy, sx)
+        return arr.transpose(0, 3, 2, 1)[:self.num_channels]
+
+    def decode_chunk(self, unit: Sequence[int], stored: bytes | memoryview
+                     ) -> npt.NDArray[Any]:
+        """The full chunk ``(C, cx, cy, cz)`` Fortran order, native byte order, an edge chunk
+        padded with the fill value."""
+        path = self.store.location(self.chunk_key(unit))
+        view = self._decode_view(unit, stored, path)
+        c = self.chunk_shape
+        if view.shape[1:] == c and view.shape[0] == self.num_channels:
+            return np.asarray(view, dtype=self.dtype, order="F")
+        out = np.empty((self.num_channels, *c), dtype=self.dtype, order="F")
+        out[...] = self.fill_value
+        sx, sy, sz = (min(a, b) for a, b in zip(view.shape[1:], c))
+        out[:, :sx, :sy, :sz] = view[:, :sx, :sy, :sz]
+        return out
+
+    # -- reading --------------------------------------------------------------------------------
+    def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``): the chunks it
+        cuts, read and decoded on a thread pool, each copied into its part of ``out``.
+        Absent chunks leave their part untouched; the first damaged chunk's error is raised
+        once every chunk is done.  A chunk is decoded only as far as the box needs (x varies
+        fastest, then y, then z: a plane near a chunk's start decodes a prefix of it); the
+        whole-chunk reads of the loader and the inspector decode and check every byte."""
+        off = np.asarray([int(v) for v in offset], dtype=np.int64)
+        size = np.asarray(out.shape[1:], dtype=np.int64)
+        shape = np.asarray(self.shape, dtype=np.int64)
+        lo = np.maximum(off, 0)
+        hi = np.minimum(off + size, shape)
+        if (hi <= lo).any():
+            return
+        c = np.asarray(self.chunk_shape, dtype=np.int64)
+        first, last = lo // c, (hi - 1) // c
+        units = [(i, j, k) for k in range(int(first[2]), int(last[2]) + 1)
+                 for j in range(int(first[1]), int(last[1]) + 1)
+                 for i in range(int(first[0]), int(last[0]) + 1)]
+
+        def one(unit: Vec3) -> FormatError | None:
+            stored = self.read_chunk_bytes(unit)
+            if stored is None:
+                return None
+            if isinstance(stored, FormatError):
+                return stored
+            g = np.asarray(unit, dtype=np.int64) * c
+            try:
+                view = self._decode_view(unit, stored, self.unit_path(unit),
+                                         z_end=int(hi[2] - g[2]))
+            except FormatError as exc:
+                return exc
+            s_lo = np.maximum(g, lo)
+            s_hi = np.minimum(np.minimum(g + c, hi), g + np.asarray(view.shape[1:]))
+            if (s_hi <= s_lo).any():
+                return None
+            src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
+            dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
+            out[(slice(None), *dst)] = view[(slice(None), *src)]
+            return None
+
+        if len(units) <= 1:
+            errors = [one(u) for u in units]
+        else:
+            errors = list(_executor().map(one, units))
+        for err in errors:
+            if err is not None:
+                raise err
+
+    # -- description ----------------------------------------------------------------------------
+    def describe_chunk(self, unit: Vec3) -> dict[str, Any]:
+        """Everything the inspector shows about one chunk file: grid position, file bytes,
+        the header (mode, stored block size and whether it is truncated or padded), payload
+        and uncompressed bytes, ratio, and for lz4 its frames; ``problem`` when it is
+        damaged."""
+        grid = self.grid_position(unit)
+        path = self.unit_path(unit)
+        facts: dict[str, Any] = {"grid": list(grid), "path": path,
+                                 "compression": self.attrs.compression.describe()}
+        stored = self.read_chunk_bytes(unit)
+        if stored is None:
+            facts["present"] = False
+            return facts
+        facts["present"] = True
+        if isinstance(stored, FormatError):
+            facts["problem"] = stored.reason
+            return facts
+        facts["file_bytes"] = len(stored)
+        try:
+            h = header.parse(stored, path, grid)
+        except FormatError as exc:
+            facts["problem"] = exc.reason
+            return facts
+        facts.update(self.header_facts(unit, h))
+        payload = memoryview(stored)[h.size:]
+        facts["payload_bytes"] = len(payload)
+        itemsize = self._stored_dtype.itemsize
+        facts["uncompressed_bytes"] = h.num_elements * itemsize
+        ctype = self.attrs.compression.type
+        try:
+            if ctype == "lz4":
+                facts["lz4_framing"] = codecs.lz4_framing(payload)
+            if ctype == "lz4" and facts["lz4_framing"] == "lz4-java":
+                frames, end = lz4java.parse_frames(payload, path, grid, base=h.size)
+                facts["lz4_frames"] = [f.to_json() for f in frames]
+                facts["lz4_trailing_bytes"] = len(payload) - end
+            elif ctype == "gzip":
+                facts["stream"] = codecs.stream_kind(self.attrs.compression, payload)
+            self.check_header(unit, h, path)
+            self._decode_view(unit, stored, path)
+        except FormatError as exc:
+            facts["problem"] = f"{type(exc).__name__}: {exc.reason}"
+        if len(payload):
+            facts["ratio"] = round(facts["uncompressed_bytes"] / len(payload), 3)
+        return facts
+
+    def info(self) -> VolumeInfo:
+        header_fields: dict[str, Any] = {
+            "attributes_file": self.store.location(
+                f"{self.key}/{ATTRIBUTES_FILE}" if self.key else ATTRIBUTES_FILE)}
+        header_fields.update(self.attrs.raw)
+        return VolumeInfo("n5", self.attrs.compression.describe(), header_fields)
+
+    def problems(self) -> list[FormatError]:
+        return list(self._problems)
+
+
+__all__ = ["N5Volume", "N5Chunk"]
