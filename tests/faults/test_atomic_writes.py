@@ -162,3 +162,20 @@ def test_screenshot_never_shows_a_torn_png(tmp_path: Path) -> None:
         assert data.startswith(PNG_MAGIC) and data.endswith(PNG_END)
     assert torn == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "shot.png"]
+
+
+def test_a_partial_raw_write_keeps_the_file_sparse(tmp_path: Path) -> None:
+    """The copy a partial raw write patches keeps the file's holes (a raw file is allocated to
+    full size, sparse): a small write into a big raw file does not fill it in."""
+    header = wkw.Header(np.uint8, block_len=32, file_len=8)  # 256^3 voxels: 16 MiB apparent
+    root = tmp_path / "ds"
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), np.full((32, 32, 32), 7, dtype=np.uint8))
+        ds.write((200, 200, 200), np.full((8, 8, 8), 9, dtype=np.uint8))
+        path = root / "z0" / "y0" / "x0.wkw"
+        st = os.stat(path)
+        assert st.st_size == 16 + 256 ** 3
+        assert st.st_blocks * 512 < 1 << 20  # two blocks of data, not 16 MiB
+        assert int(ds.read((0, 0, 0), (32, 32, 32)).min()) == 7
+        assert int(ds.read((200, 200, 200), (8, 8, 8)).min()) == 9
+        assert int(ds.read((100, 100, 100), (8, 8, 8)).max()) == 0

@@ -9,8 +9,11 @@ a kill or a power cut, finds the old version or the new one, never a torn one.
   ``open()`` and ``mkdir`` do (``tempfile.mkstemp``/``mkdtemp`` would make them 0600 / 0700,
   and the rename would keep that).
 - ``replace_copy`` is for changing part of an existing file (raw WKW writes): the file is
-  copied to a temporary (holes kept: a raw file is sparse), the caller patches the copy, and
-  the copy is renamed over the file.
+  copied to a temporary (a reflink where the file system makes them, else the data regions
+  copied in the kernel, holes kept: a raw file is sparse), the caller patches the copy, and
+  the copy is renamed over the file.  So a partial write into a raw file costs a copy of the
+  file's data on file systems without reflinks: write whole files (or boxes covering them) in
+  bulk.
 
 Qt-free; any thread (distinct destinations).
 """
@@ -161,8 +164,20 @@ def replace_copy(path: str | os.PathLike[str], size: int | None = None) -> Itera
     fsync_folder(folder)
 
 
+#: ``ioctl`` request that makes a file share another's blocks (a reflink: btrfs, xfs, ...).
+FICLONE = 0x40049409
+
+
 def _copy_sparse(src: int, dst: int, size: int) -> None:
-    """Copy ``size`` bytes from ``src`` to ``dst``, data regions only (holes stay holes)."""
+    """Copy ``size`` bytes from ``src`` to ``dst``: a reflink where the file system can (no
+    bytes copied), else the data regions only (holes stay holes), copied in the kernel."""
+    try:
+        import fcntl
+
+        fcntl.ioctl(dst, FICLONE, src)
+        return
+    except (ImportError, OSError):
+        pass
     os.ftruncate(dst, size)
     seek_data = getattr(os, "SEEK_DATA", None)
     seek_hole = getattr(os, "SEEK_HOLE", None)
@@ -185,9 +200,20 @@ def _copy_sparse(src: int, dst: int, size: int) -> None:
     else:
         regions = [(0, size)]
     step = 8 << 20
+    in_kernel = hasattr(os, "copy_file_range")
     for start, end in regions:
         at = start
         while at < end:
+            if in_kernel:
+                try:
+                    n = os.copy_file_range(src, dst, min(step, end - at), at, at)
+                except OSError:
+                    in_kernel = False
+                    continue
+                if n <= 0:
+                    return
+                at += n
+                continue
             chunk = os.pread(src, min(step, end - at), at)
             if not chunk:
                 return

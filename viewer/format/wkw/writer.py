@@ -75,7 +75,7 @@ def write_into_file(path: str, header: Header, local_offset: Sequence[int],
                                      f"file: {diffs}); not writing into it", path, offset=0)
         if header.block_type == Header.BLOCK_TYPE_RAW and (
                 existing is None or existing.header.block_type == Header.BLOCK_TYPE_RAW):
-            _write_raw_in_place(path, header, existing, local_offset, part)
+            _write_raw_patched(path, header, existing, local_offset, part)
         else:
             _rewrite_whole(path, header, existing, local_offset, part)
     finally:
@@ -106,7 +106,7 @@ def _patch(block: npt.NDArray[Any], coord: npt.NDArray[np.int64], b: int,
     return s == [0, 0, 0] and e == [b, b, b]
 
 
-def _write_raw_in_place(path: str, header: Header, existing: File | None,
+def _write_raw_patched(path: str, header: Header, existing: File | None,
                         lo: Sequence[int], part: npt.NDArray[Any]) -> None:
     """Patch the blocks ``part`` touches into a copy of the raw file (or a new one) and
     rename the copy over the file (``atomic.replace_copy``)."""
