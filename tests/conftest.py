@@ -1,6 +1,21 @@
-"""Shared test set-up: GUI tests run offscreen, with no display."""
+"""Shared test set-up: GUI tests run offscreen, with no display; the real-display tests
+(tests/display, the bundle's window) get an X server of their own.
+
+``x_display`` starts ``Xvfb`` once per session on a free display number (Xvfb picks it and
+says which through ``-displayfd``), waits at most ``START_TIMEOUT_S`` for it, and stops it at
+the end.  Without Xvfb those tests are skipped, except in CI (``CI`` set), where ``.ci/run``
+installs it: there they fail.
+"""
+
+from __future__ import annotations
 
 import os
+import select
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("WKW_VIEWER_NO_SETTINGS", "1")  # tests never touch the user's settings
@@ -12,3 +27,36 @@ if _root not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (_root, os.environ.get("PYTHONPATH", "")) if p)
 import toyformat  # noqa: E402,F401 - registers the toy format in this process
+
+START_TIMEOUT_S = 15.0
+SCREEN = "1600x1000x24"
+
+
+@pytest.fixture(scope="session")
+def x_display() -> Iterator[str]:
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        if os.environ.get("CI"):
+            pytest.fail("Xvfb is not installed (.ci/run installs the package xvfb)")
+        pytest.skip("Xvfb is not installed (Debian/Ubuntu: apt install xvfb)")
+    read_fd, write_fd = os.pipe()
+    server = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", SCREEN,
+                               "-nolisten", "tcp", "-noreset"], pass_fds=(write_fd,),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(write_fd)
+    try:
+        ready, _, _ = select.select([read_fd], [], [], START_TIMEOUT_S)
+        number = os.read(read_fd, 64).decode().strip() if ready else ""
+        if not number:
+            server.kill()
+            err = server.communicate(timeout=5)[1].decode(errors="replace")[-2000:]
+            pytest.fail(f"Xvfb did not start within {START_TIMEOUT_S} s: {err}")
+        yield f":{number}"
+    finally:
+        os.close(read_fd)
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)

@@ -39,6 +39,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="render the window offscreen to this PNG and exit")
     parser.add_argument("--cache-mb", type=int, default=None,
                         help="decoded-block cache budget in MiB (background loader)")
+    parser.add_argument("--no-settings", action="store_true",
+                        help="neither read nor write settings (recent datasets, window "
+                             "layout, each dataset's last view) in this run")
     parser.add_argument("--compare", metavar="B",
                         help="compare with dataset B: same cursor and zoom, compare modes, a "
                              "whole-dataset comparison in the background (Compare menu)")
@@ -72,12 +75,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wkw-viewer: no display found (DISPLAY is not set).  On a headless machine use "
               "--screenshot FILE, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
         return 2
+    from viewer.ui import xcb_libs  # Qt-free: before Qt, which would abort without them
+
+    if xcb_libs.uses_xcb():
+        problem = xcb_libs.check()
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
 
     from PySide6.QtWidgets import QApplication
 
+    from viewer.ui import settings
     from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
+    from viewer.ui.memory import install_memory
 
+    if args.screenshot or args.no_settings:
+        settings.disable()  # a screenshot run leaves no trace: no recent entry, no layout
+    _quiet_offscreen_warnings()
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "wkw-viewer"])
     app.setApplicationName("wkw-viewer")
     app.setOrganizationName("wkw-viewer")
@@ -91,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
     window.resize(*WINDOW_SIZE)
+    memory = install_memory(window)  # the remembered geometry and docks replace the defaults
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
@@ -119,7 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # views show without waiting for it.
         from PySide6.QtCore import QTimer
 
-        QTimer.singleShot(0, lambda: _install_inspector(window))
+        def mount_docks() -> None:
+            _install_inspector(window)
+            memory.restore_docks()  # the Layers dock exists now: put it where it was
+
+        QTimer.singleShot(0, mount_docks)
         return int(app.exec())
     finally:
         sys.excepthook = previous_hook
@@ -164,6 +184,25 @@ def _install_inspector(window: object) -> None:
         install_inspector(window)
     except Exception as exc:  # the views stay usable without it
         window.show_error("The inspector could not start", str(exc))  # type: ignore[attr-defined]
+
+
+#: Warnings of Qt's offscreen platform that say nothing to a person (it cannot pass a window's
+#: size hints to a window system it does not have).
+OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _quiet_offscreen_warnings() -> None:
+    """On the offscreen platform (``--screenshot``), drop ``OFFSCREEN_NOISE``; every other
+    message of Qt goes to stderr as before."""
+    if os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] != "offscreen":
+        return
+    from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
+
+    def handler(kind: object, context: object, text: str) -> None:
+        if text not in OFFSCREEN_NOISE:
+            sys.stderr.write(qFormatLogMessage(kind, context, text) + "\n")  # type: ignore[arg-type]
+
+    qInstallMessageHandler(handler)
 
 
 def _qt():  # type: ignore[no-untyped-def]

@@ -219,3 +219,17 @@ def test_background_run_and_cancel(copy):
     cancelled.cancel()
     result = cancelled.run()
     assert result.cancelled and not result.equal and result.pairs == []
+
+
+def test_empty_folder_against_a_dataset_exits_2_not_1(copy, tmp_path, capsys):
+    """An empty folder is not a dataset: that side cannot be opened, whichever side it is
+    (it used to be compared as a plain WKW dataset: "DIFFERENT ... 0 of 0 blocks", exit 1)."""
+    a = copy("a")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv, side in (((empty, a), "A"), ((a, empty), "B")):
+        code, report, err = run_json(capsys, *argv)
+        assert code == 2 and report is None
+        assert f"cannot read {side}" in err and "empty" in err
+        assert main([str(p) for p in argv]) == 2
+        assert "DIFFERENT" not in capsys.readouterr().out

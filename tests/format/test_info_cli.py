@@ -196,3 +196,32 @@ def test_info_via_python_m_viewer(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["header"]["voxel_type"] == "uint16" and len(doc["files"]) == 2
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix under which file permissions hold even for root (who reads anything):
+    ``setpriv`` drops the capabilities that override them."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("running as root without setpriv (util-linux): cannot test permissions")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+def test_unreadable_folder_says_permission_denied(tmp_path):
+    """A dataset folder without read permission: "permission denied", not "not a WKW
+    dataset (no header.wkw)" (the window already said it right)."""
+    ds = _dataset(tmp_path / "ds")
+    ds.close()
+    (tmp_path / "ds").chmod(0)
+    try:
+        run = subprocess.run([*_without_root_powers(), sys.executable, "-m", "viewer", "info",
+                              str(tmp_path / "ds")], capture_output=True, text=True, timeout=60)
+    finally:
+        (tmp_path / "ds").chmod(0o755)
+    assert run.returncode == 2
+    assert "permission denied" in run.stderr and "no header.wkw" not in run.stderr

@@ -335,3 +335,34 @@ def test_two_webknossos_datasets_compare_their_first_layer_voxel_for_voxel(
     c.close_b()
     qtbot.waitUntil(window.planes_complete, timeout=30000)
     assert window.views[XY].plane.mags[0] == (2, 2, 2)
+
+
+@pytest.mark.parametrize("mode", ["DIFFERENCE", "MASK", "FLICKER"])
+def test_scale_bar_stays_in_the_picture_modes(qtbot, window, tmp_path, mode):
+    """The pictures of the compare modes cover the view: the scale bar is drawn again on top
+    (it disappeared in Difference mode)."""
+    from viewer.format.webknossos import BoundingBox
+    from viewer.format.webknossos.writer import LayerSpec, create_dataset
+
+    data = _ramp()
+    roots = {}
+    for name in ("A", "B"):
+        ds = create_dataset(tmp_path / name, [LayerSpec("em", BoundingBox((0, 0, 0), (64,) * 3),
+                                                        mags=[(1, 1, 1)], block_len=8,
+                                                        file_len=4)],
+                            voxel_size=(10.0, 10.0, 25.0))
+        ds.layer("em").mag((1, 1, 1)).write((0, 0, 0), data)
+        ds.close()
+        roots[name] = tmp_path / name
+    c = _compare(window, roots["A"], roots["B"], pos=(32, 32, 32), zoom=4.0, start=False)
+    c.set_mode(getattr(c, mode))  # flicker starts by showing B
+    _settled(qtbot, window, c)
+    view = window.views[XY]
+    bar = view.scale_bar_now()
+    assert bar is not None
+    _, pixels, _ = bar
+    image = view.grab().toImage()
+    y = view.height() - 44 + 38 - 10  # the bar's line, as QtSliceView.paint_scale_bar draws it
+    row = [image.pixelColor(int(13 + pixels * f), y) for f in (0.2, 0.5, 0.8)]
+    assert all(min(p.red(), p.green(), p.blue()) >= 230 for p in row), \
+        [(p.red(), p.green(), p.blue()) for p in row]

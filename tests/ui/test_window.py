@@ -55,13 +55,13 @@ def test_wheel_moves_slice_and_shift_moves_ten(window, ramp_dataset, qtbot):
                             Qt.MouseButton.NoButton, mods, Qt.ScrollPhase.NoScrollPhase, False)
         QGuiApplication.sendEvent(view, event)
 
-    wheel(xy, 120)
+    wheel(xy, -120)  # towards oneself: forward, as Page Down
     assert window.state.cursor == (10, 10, 11)
-    wheel(xy, -240)
+    wheel(xy, 240)
     assert window.state.cursor == (10, 10, 9)
-    wheel(xy, 120, Qt.KeyboardModifier.ShiftModifier)
+    wheel(xy, -120, Qt.KeyboardModifier.ShiftModifier)
     assert window.state.cursor == (10, 10, 19)
-    wheel(window.views[YZ], 120)
+    wheel(window.views[YZ], -120)
     assert window.state.cursor == (11, 10, 19)
     # Ctrl+wheel zooms about the mouse: the dataset point under the mouse stays put
     at = QPointF(xy.width() * 0.25, xy.height() * 0.3)

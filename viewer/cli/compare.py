@@ -23,7 +23,7 @@ from typing import TextIO
 from viewer.core.compare import CompareJob, Summary
 from viewer.core.compare.model import Box
 from viewer.core.compare.webknossos import WkCompareJob, WkSummary, is_webknossos_input
-from viewer.format import FormatError
+from viewer.format import FormatError, wkw
 from viewer.format.webknossos import mag_name, parse_mag
 
 #: Mismatching blocks listed in the human-readable report (all of them go to --json).
@@ -164,6 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     job: CompareJob | WkCompareJob
     if is_webknossos_input(args.a) or is_webknossos_input(args.b):
+        for side, path in (("A", args.a), ("B", args.b)):  # the plain side must open at all
+            if not is_webknossos_input(path):
+                try:
+                    wkw.Dataset.open(path).close()
+                except (FormatError, OSError) as exc:
+                    sys.stderr.write(f"wkw-viewer compare: cannot read {side}: {exc}\n")
+                    return 2
         job = WkCompareJob(args.a, args.b, layer=args.layer, mag=args.mag, box=args.box,
                            tolerance=args.tolerance, workers=args.workers,
                            on_progress=progress)

@@ -177,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.path.exists(path):
         err.write(f"wkw-viewer info: {args.path}: no such file or directory\n")
         return 2
+    if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+        err.write(f"wkw-viewer info: {args.path}: permission denied\n")
+        return 2
     given_path = path
     try:  # a webKnossos dataset: list its layers, check its first color layer's finest mag
         path, wk_dataset = _webknossos(path)

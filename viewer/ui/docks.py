@@ -8,6 +8,10 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QFrame, QScrollArea, QWidget
 
+#: Pixels the holder adds beyond the panel and its scroll bar (the bar is drawn a little
+#: wider than its size hint under the window's style sheet).
+SLACK = 6
+
 
 def dock_beside_contrast(window: Any, title: str, name: str, panel: QWidget) -> QDockWidget:
     """Put ``panel`` in a dock ``title`` (object name ``name``) on ``window``'s right, tabbed
@@ -19,6 +23,10 @@ def dock_beside_contrast(window: Any, title: str, name: str, panel: QWidget) -> 
     holder.setFrameShape(QFrame.Shape.NoFrame)
     holder.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     holder.setWidget(panel)
+    # The holder scrolls only vertically: it must be as wide as the panel's narrowest layout,
+    # or the panel's right side (buttons, fields) is cut off.
+    holder.setMinimumWidth(panel.minimumSizeHint().width()
+                           + holder.verticalScrollBar().sizeHint().width() + SLACK)
     dock = QDockWidget(title, window)
     dock.setObjectName(name)
     dock.setWidget(holder)

@@ -184,7 +184,7 @@ class QtBackgroundLoading(QObject):
         self.bridge: QtLoadingBridge | None = None
         self.loader: LayeredSource | None = None
         self.status = QtLoaderStatus()
-        window.statusBar().addPermanentWidget(self.status)
+        window.add_status_widget(self.status, permanent=True)
 
     def make_source(self, layers: Sequence[SourceLayer],
                     on_close: Callable[[], None] | None = None) -> LayeredSource:

@@ -65,6 +65,7 @@ from viewer.ui.opening import (
 from viewer.ui.render import Palette
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
+from viewer.ui.theme import checkbox_style
 
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
@@ -86,6 +87,8 @@ QUICK_EXTENT_S = 0.15
 SEGMENTATION_OPACITY = 0.5
 #: The cursor is kept this far (fraction of the view) inside a view after a key move.
 EDGE_MARGIN = 0.08
+#: Each view's (row, column) in the 2x2 grid; the side panel has (1, 1).
+GRID_CELLS = {XY: (0, 0), YZ: (0, 1), XZ: (1, 0)}
 
 
 class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawingMixin,
@@ -153,9 +156,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self.grid = QGridLayout()
         self.grid.setSpacing(3)
         self.grid.setContentsMargins(3, 3, 3, 3)
-        self.grid.addWidget(self.views[XY], 0, 0)
-        self.grid.addWidget(self.views[YZ], 0, 1)
-        self.grid.addWidget(self.views[XZ], 1, 0)
+        for axis, (row, col) in GRID_CELLS.items():
+            self.grid.addWidget(self.views[axis], row, col)
         self.grid.addWidget(self.side_panel, 1, 1)
         for k in (0, 1):  # four equal quadrants, whatever the panels' own size hints
             self.grid.setRowStretch(k, 1)
@@ -189,7 +191,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self._histogram_timer.setInterval(HISTOGRAM_DELAY_MS)
         self._histogram_timer.timeout.connect(self._on_histogram_due)
         self.state.subscribe(self._on_state_changed)
-        self.setStyleSheet(STYLE)
+        self.setStyleSheet(STYLE + checkbox_style())
 
     # -- building ----------------------------------------------------------------------------
     def _placeholder_panel(self) -> QWidget:
@@ -363,6 +365,8 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         name = Path(path).name or path
         self.setWindowTitle(f"{name} \u2014 wkw-viewer")
         self._show_info()
+        #: Whether this opening was given a position and a zoom (a remembered view yields).
+        self.opened_with = (pos is not None, zoom is not None)
         self.dataset_opened.emit(path)
         if not self.position_field.hasFocus():
             self.views[self.state.focused].setFocus()  # arrows and PgUp/PgDn work at once
@@ -460,7 +464,9 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
             for view in self.views.values():
                 view.update()
         self._last_centers = dict(self.state.centers)
-        if self._hover is not None and st.CURSOR in changes:
+        if self._hover is not None and changes & {st.CURSOR, st.CENTER, st.ZOOM}:
+            for view in self.views.values():  # the voxel under a still mouse may be another
+                view.rehover()
             self._show_hover(self._hover)
 
     def planes_complete(self) -> bool:
@@ -557,6 +563,12 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         for axis, view in self.views.items():
             view.setVisible(layout is None or layout == axis)
         self._side_holder.setVisible(layout is None)
+        # A row or column whose widgets are all hidden still takes its stretch's share: the
+        # maximised view's row and column get all of it.
+        row, col = GRID_CELLS[layout] if layout is not None else (None, None)
+        for k in (0, 1):
+            self.grid.setRowStretch(k, 1 if row in (None, k) else 0)
+            self.grid.setColumnStretch(k, 1 if col in (None, k) else 0)
 
     def _keep_cursor_visible(self) -> None:
         """After the cursor moved, a view whose visible area no longer holds it follows it."""

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QMessageBox, QToolBar
 KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
 <tr><td><b>Drag</b> (any button)</td><td>pan the view</td></tr>
-<tr><td><b>Wheel</b> / <b>Shift+Wheel</b></td><td>next / previous slice (x10 with Shift)</td></tr>
+<tr><td><b>Wheel</b> down / up (Shift: x10)</td><td>next / previous slice, as PgDn / PgUp</td></tr>
 <tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
 <tr><td><b>1</b></td><td>one screen pixel per voxel (per smallest voxel side)</td></tr>
 <tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
@@ -28,6 +28,7 @@ KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Ctrl+G</b></td><td>go to a position (type or paste x, y, z)</td></tr>
 <tr><td><b>Ctrl+Shift+C</b></td><td>copy the cursor position</td></tr>
 <tr><td><b>Ctrl+O</b> / <b>Ctrl+Shift+O</b></td><td>open a dataset folder / a .wkw file</td></tr>
+<tr><td><b>Ctrl+E</b></td><td>export the focused view or all views as PNG (1x or 2x)</td></tr>
 </table>"""
 
 
@@ -77,6 +78,9 @@ class MenusMixin:
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._action("Open &Demo Dataset", self.open_demo, None, file_menu)
         file_menu.addSeparator()
+        self._action("&Export View\u2026", self._on_export_view, "Ctrl+E", file_menu,
+                     "Save the focused view or all views as a PNG (1x or 2x)")
+        file_menu.addSeparator()
         self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, file_menu)
         edit = bar.addMenu("&Edit")
         self._action("&Copy Position", self.copy_position, "Ctrl+Shift+C", edit)
@@ -101,6 +105,7 @@ class MenusMixin:
         view.addAction(self.contrast_dock.toggleViewAction())
         help_menu = bar.addMenu("&Help")
         self._action("&Keys and Mouse", self.show_keys, "F1", help_menu)
+        self._action("&About wkw-viewer", self._on_about, None, help_menu)
 
         tools = QToolBar("Position")
         tools.setObjectName("positionToolbar")
@@ -133,6 +138,16 @@ class MenusMixin:
         tools.addAction(auto)
         self.addToolBar(tools)
         self._update_recent_menu()
+
+    def _on_export_view(self) -> None:
+        from viewer.ui.export import choose_and_export
+
+        choose_and_export(self)
+
+    def _on_about(self) -> None:
+        from viewer.ui.about import show_about
+
+        show_about(self)
 
     def show_keys(self) -> None:
         from viewer.ui.layers_panel import KEYS_HELP_ROWS

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtCore import QObject, Signal
 
 from viewer.core import extent
+from viewer.ui import settings
 
 RECENT_MAX = 10
-
-
-def settings_enabled() -> bool:
-    return not os.environ.get("WKW_VIEWER_NO_SETTINGS")
 
 
 class QtExtentBridge(QObject):
@@ -36,19 +33,21 @@ class RecentDatasetsMixin:
 
     # -- recent datasets ---------------------------------------------------------------------
     def recent(self) -> list[str]:
-        if not settings_enabled():
+        store = settings.open_settings()
+        if store is None:
             return []
-        value = QSettings("wkw-viewer", "wkw-viewer").value("recent", [])
+        value = store.value("recent", [])
         if isinstance(value, str):
             value = [value]
         return [str(v) for v in (value or [])]
 
     def _add_recent(self, path: str) -> None:
-        if not settings_enabled():
+        store = settings.open_settings()
+        if store is None:
             return
         path = os.path.abspath(path)
         items = [path] + [p for p in self.recent() if p != path]
-        QSettings("wkw-viewer", "wkw-viewer").setValue("recent", items[:RECENT_MAX])
+        store.setValue("recent", items[:RECENT_MAX])
         self._update_recent_menu()
 
     def _update_recent_menu(self) -> None:

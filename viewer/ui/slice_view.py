@@ -89,6 +89,8 @@ class QtSliceView(QWidget):
         #: The layers' displays (``state.LayerDisplay``) the picture was drawn with.
         self.drawn_layers: tuple[object, ...] = ()
         self._press: QPointF | None = None
+        #: Where the mouse is over this view (widget pixels), None when it is elsewhere.
+        self._mouse_at: tuple[float, float] | None = None
         self._dragging = False
         self._last_drag: QPointF | None = None
         self.message = ""  # shown when there is no data at all (no dataset, an error)
@@ -99,6 +101,9 @@ class QtSliceView(QWidget):
         self._backdrop_pixmap: QPixmap | None = None
         #: The scale bar last painted: (length in nm, length in pixels, label), or None.
         self.scale_bar_shown: tuple[float, float, str] | None = None
+        #: Image pixels per widget pixel of the picture under the lines and labels: 2 while
+        #: File > Export View draws the view at twice the screen's resolution.
+        self.render_scale = 1.0
 
     # -- geometry ----------------------------------------------------------------------------
     def scales(self) -> tuple[float, float]:
@@ -223,7 +228,7 @@ class QtSliceView(QWidget):
         else:
             self._paint_crosshair(painter)
             self._paint_labels(painter)
-            self._paint_scale_bar(painter)
+            self.paint_scale_bar(painter)
         if self.message:
             painter.setPen(QColor(230, 230, 230))
             painter.drawText(self.rect().adjusted(12, 12, -12, -12),
@@ -236,16 +241,19 @@ class QtSliceView(QWidget):
     def _backdrop(self) -> QPixmap:
         """The scaled plane on its background, drawn once per plane, zoom, centre or size
         change; a cursor move that keeps the plane repaints with one unscaled copy of it."""
+        scale = self.render_scale
         key = (self._image_serial, self.message, self.state.zoom, self.state.centers.get(self.axis),
-               self.width(), self.height(), self.state.bounds, self.state.voxel_size_nm)
+               self.width(), self.height(), self.state.bounds, self.state.voxel_size_nm, scale)
         if self._backdrop_key == key and self._backdrop_pixmap is not None:
             return self._backdrop_pixmap
         w, h = self.width(), self.height()
         pixmap = self._backdrop_pixmap
-        if pixmap is None or pixmap.width() != w or pixmap.height() != h:
+        pw, ph = round(w * scale), round(h * scale)
+        if pixmap is None or pixmap.width() != pw or pixmap.height() != ph:
             # Reused while the size stays: besides the allocation, PySide6 6.11 leaks a few
             # references to None for every QPainter opened on a new paint device.
-            pixmap = QPixmap(w, h)
+            pixmap = QPixmap(pw, ph)
+            pixmap.setDevicePixelRatio(scale)
         painter = QPainter(pixmap)
         z = self.state.zoom
         zh, zv = self.scales()
@@ -353,7 +361,8 @@ class QtSliceView(QWidget):
         zh, _ = self.scales()
         return scale_bar(size[self.h_axis] / zh, min(SCALE_BAR_MAX, self.width() * 0.3))
 
-    def _paint_scale_bar(self, painter: QPainter) -> None:
+    def paint_scale_bar(self, painter: QPainter) -> None:
+        """Draw the scale bar bottom left (an overlay that covers the view draws it again)."""
         bar = self.scale_bar_shown = self.scale_bar_now()
         if bar is None:
             return
@@ -390,7 +399,14 @@ class QtSliceView(QWidget):
                 self._last_drag = pos
                 zh, zv = self.scales()
                 self.state.pan(self.axis, -d.x() / zh, -d.y() / zv)
+        self._mouse_at = (pos.x(), pos.y())
         self.hovered.emit(self.voxel_at(pos.x(), pos.y()))
+
+    def rehover(self) -> None:
+        """Say again which voxel is under the mouse (if it is over this view): the slice,
+        zoom or centre changed under a still mouse."""
+        if self._mouse_at is not None:
+            self.hovered.emit(self.voxel_at(*self._mouse_at))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if self._press is not None and not self._dragging \
@@ -409,6 +425,7 @@ class QtSliceView(QWidget):
         event.accept()
 
     def leaveEvent(self, event: object) -> None:
+        self._mouse_at = None
         self.hovered.emit(None)
 
     def wheelEvent(self, event: QWheelEvent) -> None:
@@ -425,9 +442,11 @@ class QtSliceView(QWidget):
             h, v = self.to_dataset(pos.x(), pos.y())
             self.state.zoom_by(notches, about=(self.axis, h, v))
         else:
+            # Turning the wheel towards oneself (down, negative) steps forward along the
+            # normal, as Page Down does: the same direction as scrolling down a page.
             step = 10 if mods & Qt.KeyboardModifier.ShiftModifier else 1
-            self.state.move_along(self.axis, int(round(notches)) * step or
-                                  (step if notches > 0 else -step))
+            self.state.move_along(self.axis, -(int(round(notches)) * step or
+                                               (step if notches > 0 else -step)))
         event.accept()
 
     def resizeEvent(self, event: object) -> None:

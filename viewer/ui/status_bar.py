@@ -2,7 +2,7 @@
 mouse, and the dataset summary (with physical units where the dataset has a voxel size).
 
 ``StatusBarMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on the
-window and use what the window holds (``state``, ``dataset``, ``views``, ``webknossos``).
+window and use what the window holds (``state``, ``dataset``, ``views``, ``opened``).
 With several layers the value under the mouse is given for each visible layer, and
 ``mag_label`` names the mag the focused view shows (``color: mag 4-4-2``).
 """
@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QWidget
 
 from viewer.core.multires import format_physical
 from viewer.core.slicing import IN_PLANE, Status
 from viewer.core.state import format_position
+from viewer.ui.flow_layout import QtFlowLayout
 
 
 class StatusBarMixin:
@@ -27,6 +28,16 @@ class StatusBarMixin:
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
+        # Every section sits in one flow that wraps onto a second line on a narrow window
+        # (QStatusBar itself cuts the sections' text short when they do not fit).
+        self.status_sections = QWidget()
+        self.status_sections.setObjectName("statusSections")
+        # the status bar's own colour shows through the sections (not the panels' colour)
+        self.status_sections.setStyleSheet(
+            "#statusSections, #statusSections > QWidget { background: transparent; }")
+        self._status_flow = QtFlowLayout(self.status_sections)
+        bar.addWidget(self.status_sections, 1)
+        bar.messageChanged.connect(self._on_status_message)
         self.cursor_label = QLabel()
         self.mouse_label = QLabel()
         self.value_label = QLabel()
@@ -39,8 +50,31 @@ class StatusBarMixin:
         for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label,
                       self.mag_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            bar.addWidget(label)
-        bar.addPermanentWidget(self.info_label)
+            self._status_flow.addWidget(label)
+        self._status_flow.addWidget(self.info_label)
+
+    def add_status_widget(self, widget: QWidget, permanent: bool = False) -> None:
+        """Add a section to the status bar: before the dataset summary, or (``permanent``)
+        at the end."""
+        flow = self._status_flow
+        if permanent:
+            flow.addWidget(widget)
+            return
+        at = flow.indexOf(self.info_label)
+        items = [flow.takeAt(flow.count() - 1) for _ in range(flow.count() - at)][::-1]
+        flow.addWidget(widget)
+        for item in items:
+            if item is not None:
+                flow.addItem(item)
+
+    def _on_status_message(self, text: str) -> None:
+        """While a message shows, the sections are hidden: the bar keeps their height so that
+        the views do not jump."""
+        bar = self.statusBar()
+        if text:
+            bar.setMinimumHeight(self.status_sections.height() + 4)
+        else:
+            bar.setMinimumHeight(0)
 
     def _show_info(self) -> None:
         """The status bar's dataset summary (size: what the files found so far span)."""

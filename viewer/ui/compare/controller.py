@@ -134,7 +134,7 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.hover_label = QLabel()
         self.hover_label.setObjectName("compareHover")
         self.hover_label.setTextFormat(Qt.TextFormat.RichText)
-        window.statusBar().addWidget(self.hover_label)
+        window.add_status_widget(self.hover_label)
         for view in window.views.values():
             view.hovered.connect(self._on_hovered)
             view.plane_wanted.connect(lambda *_: self._refresh_timer.start())

@@ -93,6 +93,7 @@ class QtCompareOverlay(QWidget):
             painter.drawImage(QRectF(x0, y0, image.width() * zh, image.height() * zv), image)
             self._paint_crosshair(painter)
             self._paint_frame(painter)
+            self.view.paint_scale_bar(painter)  # the picture covered the view's own
             painter.restore()
             if mode != c.SWIPE:
                 self._paint_label(painter)

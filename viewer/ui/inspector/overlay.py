@@ -212,6 +212,9 @@ class QtSliceOverlay(QWidget):
         view: Any = self.view
         painter = QPainter(self)
         zoom = float(view.state.zoom)
+        # Screen pixels per view voxel along the view's horizontal and vertical axes: the zoom
+        # times the stretch that draws anisotropic voxels in their physical shape.
+        zh, zv = view.scales() if hasattr(view, "scales") else (zoom, zoom)
         if self.show_map and self._image is not None and self.plane is not None:
             p = self.plane
             u_ax, v_ax = inspect.IN_PLANE[self.axis]
@@ -220,8 +223,8 @@ class QtSliceOverlay(QWidget):
             h0, v0 = origin[view.h_axis] * sh, origin[view.v_axis] * sv
             x0, y0 = view.to_widget(h0, v0)
             b = p.block_len
-            target = QRectF(x0, y0, self._image.width() * b * zoom * sh,
-                            self._image.height() * b * zoom * sv)
+            target = QRectF(x0, y0, self._image.width() * b * zh * sh,
+                            self._image.height() * b * zv * sv)
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
             painter.drawImage(target, self._image)
         if self.extent is not None:
@@ -233,7 +236,8 @@ class QtSliceOverlay(QWidget):
                     (self.show_block_grid, self.block_len, QColor(255, 255, 255, 70)),
                     (self.show_file_grid, self.file_side, QColor(255, 200, 0, 170))):
                 steps = (spacing * s[view.h_axis], spacing * s[view.v_axis])
-                if not show or spacing <= 0 or min(steps) * zoom < self.MIN_PIXELS:
+                if not show or spacing <= 0 or min(steps[0] * zh, steps[1] * zv) \
+                        < self.MIN_PIXELS:
                     continue
                 pen = QPen(colour)
                 pen.setCosmetic(True)
