@@ -164,3 +164,39 @@ def test_a_dataset_reads_a_file_rewritten_since_it_was_opened(tmp_path: Path) ->
             fh.write(new)
         got = ds.read((0, 0, 0), (SIDE, SIDE, SIDE))
         assert np.unique(got).tolist() == [2]
+
+
+def test_the_loader_reopens_a_file_rewritten_since_it_was_opened(tmp_path: Path) -> None:
+    """The window's loader keeps files open; one rewritten in place by another program is
+    noticed at the next read (``FileChangedError``), opened again, and its new voxels shown
+    (its blocks are not marked failed)."""
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, PlaneRequest, Status
+    from viewer.format import open_volume
+
+    header = wkw.Header(np.uint8, block_len=BLOCK_LEN, file_len=FILE_LEN,
+                        block_type=wkw.BLOCK_TYPE_LZ4)
+    root = tmp_path / "ds"
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), np.full((SIDE, SIDE, SIDE), 1, dtype=np.uint8))
+    other = tmp_path / "other"
+    with wkw.Dataset.create(str(other), header) as ds:
+        ds.write((0, 0, 0), np.full((SIDE, SIDE, SIDE), 2, dtype=np.uint8))
+    loader = Loader(open_volume(root), prefetch_enabled=False)
+    try:
+        first = PlaneRequest(XY, 0, (0, 0), (SIDE, SIDE))
+        loader.set_wanted([first], 0, (0, 0, 0))
+        assert loader.wait_idle(60)
+        assert np.unique(loader.plane(first).data).tolist() == [1]
+        new = (other / "z0" / "y0" / "x0.wkw").read_bytes()
+        with open(root / "z0" / "y0" / "x0.wkw", "r+b") as fh:  # in place
+            fh.truncate(0)
+            fh.write(new)
+        later = PlaneRequest(XY, SIDE - 1, (0, 0), (SIDE, SIDE))  # blocks not read yet
+        loader.set_wanted([later], 0, (0, 0, SIDE - 1))
+        assert loader.wait_idle(60)
+        plane = loader.plane(later)
+        assert (plane.status == Status.DATA).all()
+        assert np.unique(plane.data).tolist() == [2]
+    finally:
+        loader.close()
