@@ -33,7 +33,7 @@ import numpy as np
 
 from benchmarks.datasets import CACHE
 from viewer.core.synthetic import EMVolume
-from viewer.format import wkw
+from viewer.format import open_dataset, wkw
 from viewer.format.wkw import lz4block, morton, writer
 from viewer.format.wkw.header import HEADER_SIZE
 
@@ -173,7 +173,7 @@ def measure_show(app: object, root: Path, views: list[object]) -> tuple[float, f
     panel.tabs.setCurrentIndex(2)
     panel.show()
     app.processEvents()  # type: ignore[attr-defined]  # as in the app: built, then used
-    panel.set_dataset(wkw.Dataset.open(str(root)))
+    panel.set_dataset(open_dataset(str(root)), own=True)
     panel.show_cursor((512, 512, 512))
     wait_for(app, flags, ["file", "overlays"])
     app.processEvents()  # type: ignore[attr-defined]  # the paint of what arrived last
@@ -206,7 +206,7 @@ def measure_file_table(app: object, root: Path) -> tuple[float, float, int]:
     beat = Heartbeat()
     beat.start()
     t0 = time.perf_counter()
-    panel.set_dataset(wkw.Dataset.open(str(root)))
+    panel.set_dataset(open_dataset(str(root)), own=True)
     wait_for(app, flags, ["scan"])
     app.processEvents()  # type: ignore[attr-defined]
     elapsed = time.perf_counter() - t0

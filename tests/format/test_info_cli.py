@@ -1,4 +1,5 @@
-"""``wkw-viewer info``: text and JSON output, exit codes, streaming progress, on real files."""
+"""``wkw-viewer info``: text and JSON output, exit codes, streaming progress, on real files
+(WKW here; the toy format in ``test_info_any_format`` proves the command knows no format)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from viewer.cli import info as info_cli
 from viewer.cli import main
-from viewer.format import wkw
+from viewer.format import BlockDecodeError, ChecksumError, wkw
 
 HEADER_KEYS = {"version", "block_len", "file_len", "block_type", "voxel_type", "num_channels",
                "voxel_size"}
@@ -47,6 +48,16 @@ def test_info_json_valid_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (h["version"], h["block_len"], h["file_len"], h["block_type"]) == (1, 8, 2, 3)
     assert (h["voxel_type"], h["num_channels"], h["voxel_size"]) == ("uint16", 3, 6)
     assert len(doc["files"]) == 2
+    # The format-neutral keys (issue 12): the array, its chunk grid and stored bytes.
+    assert doc["format"] == "wkw" and doc["dtype"] == "uint16" and doc["num_channels"] == 3
+    assert doc["shape"] == [32, 16, 16] and doc["chunk_shape"] == [8, 8, 8]
+    every = []
+    for f in doc["files"]:
+        with wkw.File.open(f["path"]) as wf:
+            every.extend(wf.block_sizes().tolist())
+    assert doc["chunks"]["count"] == doc["chunks"]["present"] == 16 == len(every)
+    assert doc["chunks"]["stored_bytes"] == {"min": min(every), "median": float(np.median(every)),
+                                             "max": max(every), "total": sum(every)}
     for f in doc["files"]:
         assert FILE_KEYS <= set(f)
         assert f["block_type"] == 3 and f["problems"] == []
@@ -94,14 +105,19 @@ def test_info_reports_problems_with_exit_1(tmp_path: Path,
 
 def test_info_damaged_header_is_a_problem_not_a_crash(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A lone file whose header is damaged cannot be opened: exit 2 naming the file and the
+    header's fault (a damaged file inside a dataset is a problem of that unit: exit 1)."""
     _dataset(tmp_path).close()
     path = tmp_path / "z0" / "y0" / "x0.wkw"
     with open(path, "r+b") as fh:
         fh.write(b"PNG")
-    code, doc = _run_json(capsys, str(path))
-    assert code == 1 and doc["header"] is None
-    assert doc["files"][0]["problems"][0]["type"] == "HeaderError"
-    assert doc["files"][0]["problems"][0]["offset"] == 0
+    assert main(["info", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and str(path) in captured.err and "magic" in captured.err
+    code, doc = _run_json(capsys, str(tmp_path))
+    assert code == 1
+    bad = next(f for f in doc["files"] if f["path"] == str(path))
+    assert bad["problems"][0]["type"] == "HeaderError" and bad["problems"][0]["offset"] == 0
 
 
 def test_info_on_header_wkw_shows_the_dataset(tmp_path: Path,
@@ -115,11 +131,51 @@ def test_info_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     _dataset(tmp_path).close()
     assert main(["info", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "WKW dataset" in text
-    assert "block_len 8 voxels, file_len 2 blocks" in text
-    assert "block type 3 (LZ4HC)" in text and "voxel type uint16" in text
+    assert "wkw mag" in text and "array: wkw uint16 x3" in text
+    assert "block_len 8" in text and "file_len 2" in text
+    assert "block_type 3" in text and "LZ4HC" in text and "voxel_type uint16" in text
     assert "z0/y0/x0.wkw" in text and "z0/y0/x1.wkw" in text
-    assert "2 data files" in text and "0 problems" in text
+    assert "2 storage units" in text and "0 problems" in text
+    assert "valid (structure only: this format has no checksums)" in text
+
+
+def test_info_text_names_problems_and_checksum_failures() -> None:
+    checksum = info_cli.problem_fields(ChecksumError("crc32c mismatch", "a/c/0", offset=8))
+    other = info_cli.problem_fields(BlockDecodeError("does not decode", "a/c/1", block=1))
+    assert info_cli._verdict([checksum, other], True, True) == (
+        "INVALID (2 problems, 1 checksum failure)")
+    assert info_cli._verdict([], True, True) == "valid (every chunk decoded, checksums verified)"
+    assert info_cli._verdict([], True, False) == (
+        "valid (structure only: this format has no checksums)")
+    assert info_cli._verdict([], False, None).startswith("valid (structure only")
+
+
+def test_info_chunk_list_in_grid_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _dataset(tmp_path).close()
+    code, doc = _run_json(capsys, str(tmp_path), "--chunks")
+    assert code == 0
+    grids = [c["grid"] for c in doc["chunk_list"]]
+    assert grids == sorted(grids) and len(grids) == 16
+    assert grids[0] == [0, 0, 0] and grids[-1] == [3, 1, 1]
+    for c in doc["chunk_list"]:  # each chunk's stored bytes as the file's jump table says
+        unit = c["unit"]
+        with wkw.File.open(tmp_path / "z0" / "y0" / f"x{unit[0]}.wkw") as wf:
+            assert c["stored_bytes"] == int(wf.block_sizes()[c["index"]])
+            local = [g - 2 * u for g, u in zip(c["grid"], unit)]
+            assert c["index"] == int(wkw.morton.encode(*local))
+    sizes = [c["stored_bytes"] for c in doc["chunk_list"]]
+    assert doc["chunks"]["stored_bytes"]["total"] == sum(sizes)
+
+
+def test_info_sparse_counts_present_chunks(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    ds = _dataset(tmp_path, files=1)
+    ds.write((32, 0, 0), np.ones((3, 16, 16, 16), dtype=np.uint16))  # file x2: x1 absent
+    ds.close()
+    code, doc = _run_json(capsys, str(tmp_path))
+    assert code == 0 and len(doc["files"]) == 2
+    assert doc["shape"] == [48, 16, 16]  # the box of the files present
+    assert (doc["chunks"]["count"], doc["chunks"]["present"]) == (6 * 2 * 2, 2 * 8)
 
 
 @pytest.mark.parametrize("what", ["missing", "not_a_dataset"])
@@ -155,7 +211,7 @@ def test_info_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.Mo
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["info", str(tmp_path), "--json"]) == 0
-    assert "checked 3 files" in terminal.getvalue()
+    assert "checked 3 units" in terminal.getvalue()
     capsys.readouterr()
     pipe = io.StringIO()
     monkeypatch.setattr(sys, "stderr", pipe)
@@ -165,7 +221,7 @@ def test_info_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_info_streams_files_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """Each file is reported before the next one is checked (no listing up front)."""
+    """Each unit is reported before the next one is checked (no listing up front)."""
     _dataset(tmp_path, files=3).close()
     seen: list[str] = []
     original = info_cli._text_file
@@ -174,17 +230,17 @@ def test_info_streams_files_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         seen.append(fields["path"])
         original(fields, root, out)
 
-    from viewer.format.wkw import validation
     checked: list[str] = []
-    real_check = validation.check_file
+    real_check = info_cli.check_unit
 
-    def check(path: str, *args: object, **kwargs: object) -> validation.FileReport:
-        assert len(checked) == len(seen), "a file was checked before the last one was shown"
-        checked.append(path)
-        return real_check(path, *args, **kwargs)  # type: ignore[arg-type]
+    def check(volume, position, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert len(checked) == len(seen), "a unit was checked before the last one was shown"
+        report = real_check(volume, position, *args, **kwargs)
+        checked.append(report.fields["path"])
+        return report
 
     monkeypatch.setattr(info_cli, "_text_file", spy)
-    monkeypatch.setattr(validation, "check_file", check)
+    monkeypatch.setattr(info_cli, "check_unit", check)
     assert main(["info", str(tmp_path)]) == 0
     assert len(seen) == 3 and checked == seen
 

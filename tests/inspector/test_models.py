@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from viewer.core import inspect
-from viewer.format import wkw
+from viewer.format import open_volume, wkw
 from viewer.ui.inspector import QtInspectorPanel
 from viewer.ui.inspector.models import QtFilesModel
 
@@ -42,8 +42,7 @@ def _shown(model: QtFilesModel, row: int) -> list[str]:
 
 def test_files_model_formats_rows_on_demand_across_batches_and_sorts(many_files: Path,
                                                                      qapp) -> None:  # type: ignore[no-untyped-def]
-    ds = wkw.Dataset.open(str(many_files))
-    stats = inspect.scan_all(ds)
+    stats = inspect.scan_all(open_volume(many_files))
     assert len(stats) == 27
     model = QtFilesModel(str(many_files))
     for first, last in ((0, 6), (6, 12), (12, 19), (19, 20)):
@@ -53,7 +52,7 @@ def test_files_model_formats_rows_on_demand_across_batches_and_sorts(many_files:
         cells = _shown(model, row)
         assert cells[0] == str(Path(s.path).relative_to(many_files))
         assert cells[2] == f"{s.size_on_disk:,}"
-        assert cells[3] == f"{s.block_count:,}"
+        assert cells[3] == f"{s.chunk_count:,}"
         assert cells[6] == f"{s.size_max:,}"
     max_col = QtFilesModel.COLUMNS.index("max")
     model.sort(max_col, Qt.SortOrder.DescendingOrder)

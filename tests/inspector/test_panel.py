@@ -1,4 +1,5 @@
-"""The inspector panel on real files (pytest-qt, offscreen)."""
+"""The inspector panel on real WKW files, opened through the format registry like the window
+does (pytest-qt, offscreen)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from inspector_data import BLOCK_LEN, FILE_LEN, SIDE, damage_jump_table, parse_i
 from PySide6.QtCore import QPointF, Qt
 
 from viewer.core import inspect
-from viewer.format import wkw
+from viewer.format import Volume, open_dataset, wkw
 from viewer.ui.inspector import QtInspectorPanel
 from viewer.ui.inspector.models import SORT_ROLE, QtJumpTableModel
 from viewer.ui.inspector.overlay import colormap
@@ -30,11 +31,11 @@ def panel(qtbot) -> Iterator[QtInspectorPanel]:  # type: ignore[no-untyped-def]
     p.shutdown()
 
 
-def open_in(panel: QtInspectorPanel, qtbot, root: Path) -> wkw.Dataset:  # type: ignore[no-untyped-def]
-    ds = wkw.Dataset.open(str(root))
+def open_in(panel: QtInspectorPanel, qtbot, root: Path) -> Volume:  # type: ignore[no-untyped-def]
     with qtbot.waitSignals([panel.file_shown, panel.scan_finished], timeout=WAIT):
-        panel.set_dataset(ds)
-    return ds
+        panel.set_dataset(open_dataset(root), own=True)
+    assert panel.volume is not None
+    return panel.volume
 
 
 @pytest.mark.parametrize("which", ["known_dataset", "reference_dataset"])
@@ -53,6 +54,10 @@ def test_shows_header_and_jump_table_of_a_known_file(panel, qtbot, which: str,
                      "blockType": "3", "voxelType": "1", "voxelSize": "1",
                      "dataOffset": str(truth["data_offset"])}
     assert panel.header_diffs.text() == "matches header.wkw"
+    volume_header = {panel.volume_table.item(r, 0).text(): panel.volume_table.item(r, 1).text()
+                     for r in range(panel.volume_table.rowCount())}
+    assert volume_header["block_len"] == str(BLOCK_LEN)  # header.wkw, as Volume.info() says
+    assert volume_header["file_len"] == str(FILE_LEN)
     # Jump table: one row per block, sizes and ranges as the file's bytes say.
     model = panel.jump_model
     cols = QtJumpTableModel.COLUMNS
@@ -60,12 +65,12 @@ def test_shows_header_and_jump_table_of_a_known_file(panel, qtbot, which: str,
     for row in range(model.rowCount()):
         def cell(name: str, role: int = SORT_ROLE) -> object:
             return model.data(model.index(row, cols.index(name)), role)
-        assert cell("Morton") == row
-        assert cell("size") == truth["sizes"][row]  # type: ignore[index]
-        assert cell("start") == truth["starts"][row]  # type: ignore[index]
+        assert cell("index") == row
+        assert cell("stored bytes") == truth["sizes"][row]  # type: ignore[index]
+        assert cell("offset") == truth["starts"][row]  # type: ignore[index]
         assert cell("end") == truth["ends"][row]  # type: ignore[index]
-        assert cell("size", Qt.ItemDataRole.DisplayRole) == f"{truth['sizes'][row]:,}"  # type: ignore[index]
-    x, y, z = (model.data(model.index(8, cols.index(c)), SORT_ROLE) for c in ("bx", "by", "bz"))
+        assert cell("stored bytes", Qt.ItemDataRole.DisplayRole) == f"{truth['sizes'][row]:,}"  # type: ignore[index]
+    x, y, z = (model.data(model.index(8, cols.index(c)), SORT_ROLE) for c in ("cx", "cy", "cz"))
     assert (x, y, z) == (2, 0, 0)  # Morton index 8 is block (2, 0, 0)
 
 
@@ -102,9 +107,9 @@ def test_selecting_a_row_moves_the_cursor_and_the_cursor_selects_the_row(panel, 
 def test_sorting_the_jump_table_by_size(panel, qtbot, known_dataset) -> None:
     open_in(panel, qtbot, known_dataset)
     truth = parse_independently(known_dataset / "z0" / "y0" / "x0.wkw")
-    panel.jump_view.sortByColumn(QtJumpTableModel.COLUMNS.index("size"),
+    panel.jump_view.sortByColumn(QtJumpTableModel.COLUMNS.index("stored bytes"),
                                  Qt.SortOrder.DescendingOrder)
-    top = panel.jump_model.morton_of_row(0)
+    top = panel.jump_model.index_of_row(0)
     assert top == int(np.argmax(truth["sizes"]))  # type: ignore[arg-type]
     assert top == 1  # the random block
 
@@ -199,18 +204,18 @@ def test_problems_are_listed_and_one_click_from_their_block(panel, qtbot,
     qtbot.waitUntil(lambda: panel.current_path == str(path), timeout=WAIT)
     flags_col = QtJumpTableModel.COLUMNS.index("flags")
     model = panel.jump_model
-    assert model.data(model.index(model.row_of_morton(5), flags_col)) == "zero length"
+    assert model.data(model.index(model.row_of_index(5), flags_col)) == "zero length"
 
 
 def test_histogram_bar_lists_its_blocks(panel, qtbot, known_dataset) -> None:
     open_in(panel, qtbot, known_dataset)
     table = panel.current_table
     assert table is not None
-    edges = inspect.histogram_edges(table.header)
+    edges = inspect.histogram_edges(table.chunk_nbytes)
     random_bin = int(np.searchsorted(edges, table.sizes[1], side="right")) - 1
     panel.list_histogram_bin(random_bin)
     texts = [panel.hist_list.item(k).text() for k in range(panel.hist_list.count())]
-    assert texts == [f"block 1 (1, 0, 0): {int(table.sizes[1]):,} B"]
+    assert texts == [f"chunk 1 (1, 0, 0): {int(table.sizes[1]):,} B"]
     panel.tabs.setCurrentIndex(3)  # plots of hidden tabs are drawn when shown
     heights = panel.hist_bars.opts["height"]
     assert int(np.sum(heights)) == FILE_LEN ** 3
@@ -253,7 +258,7 @@ def test_byte_layout_highlights_the_blocks_each_plane_needs(panel, qtbot, known_
         expected = [m for m in range(FILE_LEN ** 3) if coords(m)[axis] == layer]
         assert xs.astype(int).tolist() == expected
         assert ys.astype(int).tolist() == [truth["starts"][m] for m in expected]  # type: ignore[index]
-    assert "XY plane z=25: 16 blocks" in panel.layout_text.text()
+    assert "XY plane z=25: 16 chunks" in panel.layout_text.text()
 
 
 def test_map_tab_colour_bar_spans_the_metric(panel, qtbot, known_dataset) -> None:

@@ -1,5 +1,6 @@
-"""The inspector on a webKnossos dataset: a layer and a mag combo box pick the WKW dataset it
-looks into; cursor positions are scaled between the window's voxels and the inspected mag's.
+"""The inspector on a webKnossos dataset (opened through the registry, as the neutral
+``Dataset``): a layer and a mag combo box pick the volume it looks into; cursor positions are
+scaled between the window's voxels and the inspected mag's.
 
 A real dataset on disk (64^3 voxels, mags 1, 2-2-1, 4-4-2, blocks of 8^3, files of 4^3 blocks:
 8 files at mag 1, 2 at 2-2-1, 1 at 4-4-2, per layer)."""
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from viewer.core.synthetic import EMVolume
-from viewer.format.webknossos import WkDataset
+from viewer.format import open_dataset
 from viewer.format.webknossos.writer import write_synthetic_dataset
 from viewer.ui.inspector import QtInspectorPanel, install_inspector
 
@@ -38,18 +39,18 @@ def panel(qtbot):  # type: ignore[no-untyped-def]
 
 
 def scanned_files(panel: QtInspectorPanel) -> list[str]:
-    return sorted(os.path.relpath(r.path, panel.dataset.root) for r in panel.files_model.rows)
+    return sorted(os.path.relpath(r.path, panel.volume.path) for r in panel.files_model.rows)
 
 
 def test_combo_boxes_pick_the_inspected_mag(panel, qtbot, wk_root: str) -> None:
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
-        panel.set_webknossos(WkDataset(wk_root), (1, 1, 1))
-    assert panel.wk_bar.isVisibleTo(panel)
+        panel.set_dataset(open_dataset(wk_root), (1, 1, 1), own=True)
+    assert panel.mag_bar.isVisibleTo(panel)
     assert [panel.layer_combo.itemData(i) for i in range(panel.layer_combo.count())] == [
         "color", "segmentation"]
     assert [panel.mag_combo.itemText(i) for i in range(panel.mag_combo.count())] == [
         "1-1-1", "2-2-1", "4-4-2"]
-    assert panel.dataset.root == os.path.join(wk_root, "color", "1")
+    assert panel.volume.path == os.path.join(wk_root, "color", "1")
     assert len(scanned_files(panel)) == 8
     # the mag combo switches the files table, header and scan to mag 2-2-1
     picked: list[tuple[str, tuple[int, int, int]]] = []
@@ -57,32 +58,33 @@ def test_combo_boxes_pick_the_inspected_mag(panel, qtbot, wk_root: str) -> None:
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
         panel.mag_combo.setCurrentIndex(1)
     assert picked == [("color", (2, 2, 1))]
-    assert panel.dataset.root == os.path.join(wk_root, "color", "2-2-1")
+    assert panel.volume.path == os.path.join(wk_root, "color", "2-2-1")
     assert scanned_files(panel) == [os.path.join("z0", "y0", "x0.wkw"),
                                     os.path.join("z1", "y0", "x0.wkw")]
     assert "color/2-2-1" in panel.title.text()
     # the layer combo keeps the mag and switches to the segmentation layer's files
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
         panel.layer_combo.setCurrentIndex(1)
-    assert panel.dataset.root == os.path.join(wk_root, "segmentation", "2-2-1")
-    assert panel.dataset.header.dtype == np.uint32
+    assert panel.volume.path == os.path.join(wk_root, "segmentation", "2-2-1")
+    assert panel.volume.dtype == np.uint32
     assert len(scanned_files(panel)) == 2
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
         panel.select_mag(mag="4-4-2")
-    assert panel.dataset.root == os.path.join(wk_root, "segmentation", "4-4-2")
+    assert panel.volume.path == os.path.join(wk_root, "segmentation", "4-4-2")
     assert scanned_files(panel) == [os.path.join("z0", "y0", "x0.wkw")]
 
 
 def test_cursor_is_scaled_between_window_and_mag(panel, qtbot, wk_root: str) -> None:
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
-        panel.set_webknossos(WkDataset(wk_root), (1, 1, 1), layer="color", mag=(2, 2, 1))
+        panel.set_dataset(open_dataset(wk_root), (1, 1, 1), layer="color", mag=(2, 2, 1),
+                          own=True)
     # window voxel (40, 10, 50) is mag-2-2-1 voxel (20, 5, 50): file z1/y0/x0, block (2, 0, 2)
     with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
         panel.show_cursor((40, 10, 50))
     assert panel.current_path == os.path.join(wk_root, "color", "2-2-1", "z1", "y0", "x0.wkw")
     # picking a block here moves the window to that block's centre in window voxels
     panel.tabs.setCurrentIndex(2)
-    row = panel.jump_model.row_of_morton(1)  # block (1, 0, 0) of file z1: mag voxels 8..15
+    row = panel.jump_model.row_of_index(1)  # block (1, 0, 0) of file z1: mag voxels 8..15
     with qtbot.waitSignal(panel.position_requested, timeout=WAIT) as moved:
         panel.select_block_row(row)
     # mag voxel centre (12, 4, 36) -> window voxel (24 + 0, 8 + 0, 36)
@@ -90,13 +92,12 @@ def test_cursor_is_scaled_between_window_and_mag(panel, qtbot, wk_root: str) -> 
 
 
 def test_plain_dataset_hides_the_combo_boxes(panel, qtbot, wk_root: str) -> None:
-    panel.set_webknossos(WkDataset(wk_root))
-    panel.set_webknossos(None)
-    from viewer.format import wkw
-
+    panel.set_dataset(open_dataset(wk_root), own=True)
+    panel.set_dataset(None)
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
-        panel.set_dataset(wkw.Dataset.open(os.path.join(wk_root, "color", "4-4-2")))
-    assert not panel.wk_bar.isVisibleTo(panel) and panel.webknossos is None
+        panel.set_dataset(open_dataset(os.path.join(wk_root, "color", "4-4-2")), own=True)
+    assert not panel.mag_bar.isVisibleTo(panel)
+    assert panel.dataset is not None and panel.dataset.format == "wkw"
     panel.show_cursor((1, 1, 1))  # scale 1 again: the plain dataset's own voxels
     qtbot.waitUntil(lambda: panel.current_path is not None, timeout=WAIT)
     assert panel._to_inspected((5, 6, 7)) == (5, 6, 7)
@@ -114,10 +115,10 @@ def test_window_opening_a_webknossos_dataset(qtbot, wk_root: str) -> None:
     try:
         with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
             assert window.open_path(wk_root, pos=(32, 32, 20), zoom=2.0)
-        assert panel.wk_bar.isVisibleTo(panel)
+        assert panel.mag_bar.isVisibleTo(panel)
         assert panel.layer_combo.currentData() == "color"
         assert tuple(panel.mag_combo.currentData()) == (1, 1, 1)
-        assert Path(panel.dataset.root) == Path(wk_root) / "color" / "1"
+        assert Path(panel.volume.path) == Path(wk_root) / "color" / "1"
         with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
             panel.select_mag(mag="2-2-1")
         assert len(panel.files_model.rows) == 2

@@ -40,6 +40,8 @@ def test_info_json_lists_the_layers(tmp_path: Path, capsys: pytest.CaptureFixtur
     # the files checked are those of the first color layer's finest mag
     assert doc["files"] and all(f["path"].startswith(str(tmp_path / "em" / "1"))
                                 for f in doc["files"])
+    assert doc["format"] == "webknossos" and (doc["layer"], doc["mag"]) == ("em", [1, 1, 1])
+    assert doc["dtype"] == "uint8" and doc["chunks"]["present"] > 0
 
 
 def test_info_reports_what_did_not_open(tmp_path: Path,

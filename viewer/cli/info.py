@@ -1,92 +1,181 @@
-"""``wkw-viewer info PATH [--json] [--quick]``: what a WKW file or dataset holds, and what is
-wrong with it.
+"""``wkw-viewer info PATH [--json] [--quick] [--chunks]``: what a dataset or array of any format
+holds, and what is wrong with it.
 
-Prints the header fields and geometry, then for each data file its block type, file size,
-compressed block sizes (min / median / max / total), compression ratio and validation problems
-(every block is decoded unless ``--quick``).  Files are walked lazily and reported as they are
-checked; on a terminal, progress goes to stderr.  ``--json`` prints one JSON document instead::
+The path opens through the format registry (``viewer.format.open_dataset``): a WKW dataset or
+file, a webKnossos dataset, and every other format the registry knows.  One array is checked:
+the path's own, or the dataset's first color layer at its finest mag.  Prints the dataset's
+summary (layers, voxel size, what did not open), the array's header (``Volume.info().header``,
+in the format's own words) and geometry, then each storage unit (a WKW file, a zarr shard, an
+N5 chunk file...) with its stored chunk sizes (min / median / max / total), compression ratio
+and problems: the unit's structure checks, and every chunk decoded unless ``--quick``.  Units
+are walked lazily and reported as they are checked; on a terminal, progress goes to stderr.
+``--json`` prints one JSON document instead::
 
-    {"path", "kind": "dataset" | "file",
-     "header": {version, block_len, file_len, block_type, voxel_type, num_channels, voxel_size,
-                block_type_name, voxel_type_code, data_offset} | null,
-     "geometry": {...} | null,
-     "files": [{path, block_type, file_size, block_sizes: {min, median, max, total}, ratio,
+    {"path", "format", "kind": "dataset" | "file",
+     "layers": [...]                                  (datasets of several arrays),
+     "layer", "mag"                                   (the array checked),
+     "dtype", "num_channels", "shape": [X, Y, Z], "chunk_shape": [X, Y, Z],
+     "chunks": {count, present, stored_bytes: {min, median, max, total}},
+     "header": {...the format's header fields...}, "geometry": {...},
+     "files": [{path, unit: [i, j, k], block_type, compression, file_size,
+                block_sizes: {min, median, max, total}, ratio, chunks: {count, present},
                 problems: [...]}],
-     "problems": [...], "valid": bool}
+     "chunk_list": [{grid: [i, j, k], stored_bytes, unit, index, offset}]   (--chunks),
+     "problems": [...], "valid": bool, "checked": "structure" | "decoded"}
 
-``block_len`` is in voxels, ``file_len`` in blocks, ``block_type`` the header's number,
-``voxel_type`` the numpy name.  A problem is ``{type, message, path, block, offset}``.  ``ratio``
-is uncompressed bytes / on-disk bytes of the blocks.  Exit status: 0 valid, 1 problems found,
-2 the path cannot be opened (missing, unreadable, or a directory that is not a dataset).
+``chunks`` counts the chunks of the array's grid and those present (stored); ``stored_bytes``
+is over the chunks present.  ``chunk_list`` lists the chunks present in grid order.  A problem
+is ``{type, message, path, block, offset, chunk}`` (``ChecksumError`` where the format keeps
+checksums and bytes fail them).  ``ratio`` is decoded bytes / stored bytes.  Exit status: 0
+valid, 1 problems found, 2 the path cannot be opened (missing, unreadable, permission denied,
+or not a dataset this program reads).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from viewer.format import FormatError, webknossos, wkw
-from viewer.format.wkw.header import Header
-from viewer.format.wkw.validation import FileReport
+import numpy as np
+import numpy.typing as npt
 
-#: Problems printed per file in the text output (the JSON lists all).
+from viewer.core import inspect
+from viewer.core.cluster import UNITS_PER_TASK, ClusterRunner, SchedulerError, chunked
+from viewer.format import (
+    ChecksumError,
+    Dataset,
+    FormatError,
+    Volume,
+    layers_json,
+    open_dataset,
+    open_volume,
+    select_mag,
+    summary_lines,
+)
+from viewer.format.store import is_url
+
+#: Problems printed per unit in the text output (the JSON lists all).
 SHOWN_PROBLEMS = 20
-#: What "valid" can mean for WKW: it keeps no checksums, so damage that still decodes is unseen.
-STRUCTURE_ONLY = "structure only: this format has no checksums"
 #: Seconds between progress updates on a terminal.
 PROGRESS_EVERY = 0.25
 
-
-def header_fields(h: Header) -> dict[str, Any]:
-    return {
-        "version": h.version,
-        "block_len": h.block_len,
-        "file_len": h.file_len,
-        "block_type": h.block_type,
-        "voxel_type": h.dtype.name,
-        "num_channels": h.num_channels,
-        "voxel_size": h.voxel_size,
-        "block_type_name": h.block_type_name,
-        "voxel_type_code": h.voxel_type_code,
-        "data_offset": h.data_offset,
-    }
-
-
-def geometry(h: Header) -> dict[str, Any]:
-    return {
-        "voxels_per_file_side": h.file_len_vx,
-        "blocks_per_file": h.num_blocks,
-        "block_bytes": h.block_bytes,
-        "file_bytes_uncompressed": h.num_blocks * h.block_bytes,
-        "dtype": h.dtype.str,
-    }
+Vec3 = tuple[int, int, int]
 
 
 def problem_fields(p: FormatError) -> dict[str, Any]:
     return {"type": type(p).__name__, "message": str(p), "path": p.path, "block": p.block,
-            "offset": p.offset}
+            "offset": p.offset, "chunk": list(p.chunk) if p.chunk is not None else None}
 
 
-def file_fields(report: FileReport) -> dict[str, Any]:
-    h = report.header
-    stats = report.block_stats
-    ratio = None
-    if h is not None and stats["total"]:
-        held = h.num_blocks if h.is_compressed else stats["total"] // h.block_bytes
-        ratio = round(held * h.block_bytes / stats["total"], 4)
+def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:
+    """min / median / max / total of stored sizes (None values when there are none)."""
+    if sizes is None or not len(sizes):
+        return {"min": None, "median": None, "max": None, "total": None}
+    return {"min": int(sizes.min()), "median": float(np.median(sizes)),
+            "max": int(sizes.max()), "total": int(sizes.sum())}
+
+
+def _scalars(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items()
+            if isinstance(v, (str, int, float, bool)) or v is None}
+
+
+def geometry(volume: Volume) -> dict[str, Any]:
+    """The array's chunk geometry (legacy WKW names kept beside the neutral ones)."""
+    side = volume.unit_len_vx
+    per_unit = volume.unit_shape[0] * volume.unit_shape[1] * volume.unit_shape[2]
+    cubic = side[0] == side[1] == side[2]
     return {
-        "path": report.path,
-        "block_type": h.block_type if h is not None else None,
-        "file_size": report.file_size,
-        "block_sizes": stats,
-        "ratio": ratio,
-        "problems": [problem_fields(p) for p in report.problems],
+        "voxels_per_unit": list(side),
+        "chunks_per_unit": per_unit,
+        "chunk_bytes": volume.chunk_nbytes,
+        "unit_bytes_decoded": per_unit * volume.chunk_nbytes,
+        "voxels_per_file_side": side[0] if cubic else list(side),
+        "blocks_per_file": per_unit,
+        "block_bytes": volume.chunk_nbytes,
+        "file_bytes_uncompressed": per_unit * volume.chunk_nbytes,
+        "dtype": volume.dtype.str,
     }
+
+
+class UnitReport:
+    """What checking one storage unit found: its JSON fields, the stored sizes of its chunks
+    present (for the array's totals) and, with ``--chunks``, its chunk list."""
+
+    def __init__(self, fields: dict[str, Any], sizes: npt.NDArray[np.int64],
+                 present: int, chunks: list[dict[str, Any]]) -> None:
+        self.fields = fields
+        self.sizes = sizes
+        self.present = present
+        self.chunks = chunks
+
+
+def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decode: bool,
+               list_chunks: bool = False) -> UnitReport:
+    """Check the unit at ``position``: its index and structure (no decoding), then, with
+    ``decode``, every chunk decoded (``StorageUnit.problems(decode=True)``)."""
+    path = volume.unit_path(position)
+    table, error = inspect.open_table(volume, position)
+    if table is None:
+        problems = [error or FormatError("absent", path)]
+        try:
+            size: int | None = os.path.getsize(path) if not is_url(path) else None
+        except OSError:
+            size = None
+        fields = {"path": path, "unit": list(position), "block_type": None,
+                  "compression": None, "file_size": size, "block_sizes": size_summary(None),
+                  "ratio": None, "chunks": {"count": 0, "present": 0},
+                  "problems": [problem_fields(p) for p in problems]}
+        return UnitReport(fields, np.zeros(0, np.int64), 0, [])
+    problems = list(table.problems)
+    extra = inspect.difference_problem(facts.header, table.description, table.path)
+    if extra is not None:
+        problems.insert(0, extra)
+    if decode and table.source is not None:
+        seen = {str(p) for p in problems}
+        try:
+            found = table.source.problems(decode=True)
+        except FormatError as exc:
+            found = [exc]
+        problems.extend(p for p in found if str(p) not in seen)
+        problems.sort(key=lambda p: (p.block if p.block is not None else -1))
+    stored = table.stored
+    sizes = table.sizes[stored]
+    present = int(np.count_nonzero((table.flags & inspect.ABSENT) == 0))
+    total = int(sizes.sum()) if len(sizes) else 0
+    ratio = round(table.chunk_nbytes * len(sizes) / total, 4) if total else None
+    desc = table.description
+    fields = {
+        "path": table.path,
+        "unit": list(position),
+        "block_type": desc.get("block_type", inspect.compression_of(table, facts.compression)),
+        "compression": inspect.compression_of(table, facts.compression),
+        "file_size": table.size,
+        "block_sizes": size_summary(sizes),
+        "ratio": ratio,
+        "chunks": {"count": table.num_chunks, "present": present},
+        "problems": [problem_fields(p) for p in problems],
+    }
+    chunks: list[dict[str, Any]] = []
+    if list_chunks:
+        base = np.asarray(position, dtype=np.int64) * np.asarray(volume.unit_shape, np.int64)
+        grid = table.coords + base
+        for index in np.flatnonzero((table.flags & inspect.ABSENT) == 0).tolist():
+            entry: dict[str, Any] = {
+                "grid": [int(v) for v in grid[index]], "stored_bytes": int(table.sizes[index]),
+                "unit": list(position), "index": int(index), "offset": int(table.starts[index])}
+            if table.flags[index] & inspect.STORED_CONSTANT:
+                entry["constant"] = True
+            chunks.append(entry)
+    inspect.volume_done_with(volume, table)
+    return UnitReport(fields, sizes.astype(np.int64), present, chunks)
 
 
 class _Progress:
@@ -98,12 +187,12 @@ class _Progress:
         self.last = 0.0
         self.shown = False
 
-    def update(self, files: int, problems: int) -> None:
+    def update(self, units: int, problems: int) -> None:
         now = time.monotonic()
         if self.on and now - self.last >= PROGRESS_EVERY:
             self.last = now
             self.shown = True
-            self.stream.write(f"\rchecked {files} files, {problems} problems")
+            self.stream.write(f"\rchecked {units} units, {problems} problems")
             self.stream.flush()
 
     def done(self) -> None:
@@ -121,29 +210,26 @@ def _size(n: int | None) -> str:
     return f"{n} B"
 
 
-def _text_header(h: Header | None, out: TextIO) -> None:
-    if h is None:
-        out.write("header: unreadable (see problems)\n")
-        return
-    out.write(
-        f"header: version {h.version}, block_len {h.block_len} voxels, file_len {h.file_len} "
-        f"blocks, block type {h.block_type} ({h.block_type_name}), voxel type {h.dtype.name} "
-        f"({h.voxel_type_code}), {h.num_channels} channel{'s' if h.num_channels > 1 else ''}, "
-        f"voxel size {h.voxel_size} byte{'s' if h.voxel_size > 1 else ''}\n")
-    out.write(
-        f"geometry: {h.file_len_vx}^3 voxels per file, {h.num_blocks} blocks of "
-        f"{h.block_bytes} bytes, {_size(h.num_blocks * h.block_bytes)} per file uncompressed\n")
+def _text_header(volume: Volume, header: dict[str, Any], compression: str, out: TextIO) -> None:
+    c, u = volume.chunk_shape, volume.unit_shape
+    channels = f" x{volume.num_channels}" if volume.num_channels > 1 else ""
+    out.write(f"array: {volume.format} {volume.dtype.name}{channels}, shape "
+              f"{'x'.join(map(str, volume.shape))}, chunks {'x'.join(map(str, c))} voxels, "
+              f"{'x'.join(map(str, u))} chunks per storage unit, compression {compression}\n")
+    if header:
+        out.write("header: " + ", ".join(f"{k} {v}" for k, v in header.items()) + "\n")
 
 
 def _text_file(fields: dict[str, Any], root: str, out: TextIO) -> None:
-    rel = os.path.relpath(fields["path"], root) if root else fields["path"]
+    rel = os.path.relpath(fields["path"], root) if root and not is_url(fields["path"]) \
+        else fields["path"]
     s = fields["block_sizes"]
-    kind = wkw.header.BLOCK_TYPE_NAMES.get(fields["block_type"], "?")
-    sizes = (f"blocks min {s['min']} / median {s['median']:g} / max {s['max']} / total "
-             f"{s['total']} bytes" if s["total"] is not None else "blocks: unknown")
+    sizes = (f"chunks min {s['min']} / median {s['median']:g} / max {s['max']} / total "
+             f"{s['total']} bytes" if s["total"] is not None else "chunks: none stored")
     ratio = f"ratio {fields['ratio']:.2f}" if fields["ratio"] is not None else "ratio ?"
     status = "ok" if not fields["problems"] else f"{len(fields['problems'])} problems"
-    out.write(f"  {rel}  {kind}  {_size(fields['file_size'])}  {sizes}  {ratio}  {status}\n")
+    out.write(f"  {rel}  {fields['compression'] or '?'}  {_size(fields['file_size'])}  {sizes}  "
+              f"{ratio}  {status}\n")
     for p in fields["problems"][:SHOWN_PROBLEMS]:
         out.write(f"    {p['type']}: {p['message']}\n")
     if len(fields["problems"]) > SHOWN_PROBLEMS:
@@ -151,107 +237,218 @@ def _text_file(fields: dict[str, Any], root: str, out: TextIO) -> None:
                   f"all)\n")
 
 
-def _webknossos(path: str) -> tuple[str, webknossos.WkDataset | None]:
-    """For a webKnossos dataset or layer folder: the WKW dataset to check (its first color
-    layer's finest mag) and the opened webKnossos dataset; other paths come back unchanged."""
-    if not os.path.isdir(path) or not webknossos.is_webknossos_dataset(path):
-        return path, None
-    dataset = webknossos.WkDataset(path)
-    return webknossos.select_mag(dataset).path, dataset
+def _fail(err: TextIO, given: str, exc: BaseException) -> int:
+    if isinstance(exc, FormatError):
+        reason = exc.reason
+        where = exc.path or given
+    else:
+        reason = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        where = given
+    err.write(f"wkw-viewer info: {where}: {reason}\n")
+    return 2
+
+
+def _verdict(problems: list[dict[str, Any]], decoded: bool, checksums: Any) -> str:
+    if problems:
+        failed = sum(1 for p in problems if p["type"] == ChecksumError.__name__)
+        extra = f", {failed} checksum failure{'s' if failed != 1 else ''}" if failed else ""
+        return f"INVALID ({len(problems)} problem{'s' if len(problems) != 1 else ''}{extra})"
+    if not decoded:
+        return "valid (structure only: --quick decodes no chunk)"
+    if checksums is False:
+        return "valid (structure only: this format has no checksums)"
+    if checksums is True:
+        return "valid (every chunk decoded, checksums verified)"
+    return "valid (every chunk decoded)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="wkw-viewer info",
-        description="Show what a WKW file or dataset holds and validate it.",
+        description="Show what a dataset or array holds and validate it (any format the "
+                    "program reads).",
         epilog="Exit status: 0 valid, 1 problems found, 2 the path cannot be opened.")
-    parser.add_argument("path", help="a dataset directory (with header.wkw) or a .wkw file")
+    parser.add_argument("path", help="a dataset or array: a folder, a file or a URL")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--quick", action="store_true",
-                        help="check headers and jump tables only; do not decode every block")
+                        help="check headers and chunk indexes only; do not decode every chunk")
+    parser.add_argument("--chunks", action="store_true",
+                        help="with --json: list every chunk present (chunk_list)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the validation on a Dask cluster: tcp://HOST:PORT of its "
+                             "scheduler, or local:N for N worker processes on this machine "
+                             "(the same report as the local run)")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out, err = sys.stdout, sys.stderr
-    path = os.path.abspath(args.path)
-    if os.path.basename(path) == "header.wkw":  # a dataset's header: show the dataset
-        path = os.path.dirname(path)
-    if not os.path.exists(path):
-        err.write(f"wkw-viewer info: {args.path}: no such file or directory\n")
-        return 2
-    if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
-        err.write(f"wkw-viewer info: {args.path}: permission denied\n")
-        return 2
-    given_path = path
-    try:  # a webKnossos dataset: list its layers, check its first color layer's finest mag
-        path, wk_dataset = _webknossos(path)
-    except (FormatError, KeyError) as exc:
-        err.write(f"wkw-viewer info: {args.path}: {exc}\n")
-        return 2
-    is_dataset = os.path.isdir(path)
-    if is_dataset and not os.path.exists(os.path.join(path, "header.wkw")):
-        err.write(f"wkw-viewer info: {args.path}: not a WKW dataset (no header.wkw)\n")
-        return 2
-    if not os.access(path, os.R_OK):
-        err.write(f"wkw-viewer info: {args.path}: permission denied\n")
-        return 2
-    root = path if is_dataset else ""
-    progress = _Progress(err)
-    files: list[dict[str, Any]] = []
-    problems: list[dict[str, Any]] = []
-    header: Header | None = None
-    if wk_dataset is not None:
-        problems.extend(problem_fields(p) for p in wk_dataset.problems)
-        if not args.json:
-            out.write("\n".join(webknossos.summary_lines(wk_dataset)) + "\n")
-    reports = wkw.iter_reports(path, decode=not args.quick)
-    if is_dataset:
-        head = next(reports)
-        header = head.header
-        problems.extend(problem_fields(p) for p in head.problems)
-        if not args.json:
-            out.write(f"{path}: WKW dataset\n")
-            _text_header(header, out)
-            for p in head.problems:
-                out.write(f"  {type(p).__name__}: {p}\n")
-            out.write("files:\n")
+    given = args.path
+    path = given if is_url(given) else os.path.abspath(given)
     try:
-        for report in reports:
-            if not is_dataset:
-                header = report.header
-                if not args.json:
-                    out.write(f"{path}: WKW data file\n")
-                    _text_header(header, out)
-            fields = file_fields(report)
-            files.append(fields)
-            problems.extend(fields["problems"])
+        dataset = open_dataset(path)
+    except (FormatError, OSError) as exc:
+        return _fail(err, given, exc)
+    try:
+        return _report(dataset, path, args, out, err)
+    finally:
+        dataset.close()
+
+
+def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
+            err: TextIO) -> int:
+    try:
+        mag = select_mag(dataset)
+        volume = mag.volume
+    except (FormatError, KeyError) as exc:
+        return _fail(err, args.path, exc)
+    try:
+        info = volume.info()
+        header, compression = _scalars(dict(info.header)), info.compression
+    except FormatError as exc:
+        return _fail(err, args.path, exc)
+    layer = dataset.layer(mag.layer) if mag.layer in {l.name for l in dataset.layers} else None
+    several = (dataset.format != volume.format or len(dataset.layers) > 1
+               or any(len(l.mags) > 1 for l in dataset.layers))
+    facts = inspect.VolumeFacts(dict(info.header), compression,
+                                inspect.histogram_edges(volume.chunk_nbytes))
+    is_file = dataset.kind == "file"
+    root = "" if is_file or is_url(volume.path) else volume.path
+    progress = _Progress(err)
+    problems: list[dict[str, Any]] = [problem_fields(p) for p in dataset.problems]
+    problems.extend(problem_fields(p) for p in volume.problems())
+    if not args.json:
+        out.write("\n".join(summary_lines(dataset)) + "\n")
+        if several and layer is not None:
+            out.write(f"checking layer {layer.name} mag {mag.name}: {volume.path}\n")
+        _text_header(volume, header, compression, out)
+        for p in volume.problems():
+            out.write(f"  {type(p).__name__}: {p}\n")
+        out.write("storage units:\n")
+    files: list[dict[str, Any]] = []
+    all_sizes: list[npt.NDArray[np.int64]] = []
+    present = 0
+    chunk_list: list[dict[str, Any]] = []
+    try:
+        for report in _unit_reports(volume, facts, args, path, mag.layer, mag.mag):
+            files.append(report.fields)
+            all_sizes.append(report.sizes)
+            present += report.present
+            chunk_list.extend(report.chunks)
+            problems.extend(report.fields["problems"])
             if not args.json:
                 progress.done()
-                _text_file(fields, root, out)
+                _text_file(report.fields, root, out)
                 out.flush()
             progress.update(len(files), len(problems))
     except KeyboardInterrupt:
         progress.done()
         err.write("wkw-viewer info: interrupted\n")
         return 130
+    except SchedulerError as exc:
+        progress.done()
+        err.write(f"wkw-viewer info: {exc}\n")
+        return 2
     progress.done()
+    if is_file:
+        header.update(_unit_header(volume, header))
+    sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
+    grid = [math.ceil(s / c) if c else 0 for s, c in zip(volume.shape, volume.chunk_shape)]
+    count = grid[0] * grid[1] * grid[2]
+    chunks = {"count": count, "present": present, "stored_bytes": size_summary(sizes)}
+    verdict = _verdict(problems, not args.quick, info.header.get("checksums"))
     if args.json:
-        doc = {
+        doc: dict[str, Any] = {
             "path": path,
-            "kind": "dataset" if is_dataset else "file",
-            "header": header_fields(header) if header is not None else None,
-            "geometry": geometry(header) if header is not None else None,
-            "files": files,
-            "problems": problems,
-            "valid": not problems,
-            "validity": STRUCTURE_ONLY,
+            "format": dataset.format,
+            "kind": "file" if is_file else "dataset",
         }
-        if wk_dataset is not None:
-            doc["path"] = given_path
-            doc["layers"] = webknossos.layers_json(wk_dataset)
+        if several:
+            doc["layers"] = layers_json(dataset)
+            doc["layer"] = mag.layer
+            doc["mag"] = list(mag.mag)
+        doc.update({
+            "dtype": volume.dtype.name,
+            "num_channels": volume.num_channels,
+            "shape": list(volume.shape),
+            "chunk_shape": list(volume.chunk_shape),
+            "chunks": chunks,
+            "header": header,
+            "geometry": geometry(volume),
+            "files": files,
+        })
+        if args.chunks:
+            doc["chunk_list"] = sorted(chunk_list, key=lambda c: c["grid"])
+        doc.update({"problems": problems, "valid": not problems,
+                    "checked": "structure" if args.quick else "decoded",
+                    "verdict": verdict})
         out.write(json.dumps(doc) + "\n")
     else:
         total = sum(f["file_size"] or 0 for f in files)
-        out.write(f"{len(files)} data file{'s' if len(files) != 1 else ''}, {_size(total)} on "
-                  f"disk; {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
-        if not problems:
-            out.write(f"valid ({STRUCTURE_ONLY}; wkw-viewer digest proves voxels)\n")
+        out.write(f"{len(files)} storage unit{'s' if len(files) != 1 else ''}, {_size(total)} "
+                  f"on disk; {present} of {count} chunks present; {len(problems)} "
+                  f"problem{'s' if len(problems) != 1 else ''}: {verdict}\n")
     return 1 if problems else 0
+
+
+@dataclass(frozen=True)
+class UnitShare:
+    """A task's share of the validation: the array (by path, layer and mag: a cluster worker
+    opens it itself) and the positions of its units."""
+
+    path: str
+    layer: str
+    mag: Vec3
+    positions: tuple[Vec3, ...]
+    decode: bool
+    list_chunks: bool
+
+
+def check_share(share: UnitShare) -> list[UnitReport]:
+    """``check_unit`` for each unit of ``share`` (the task a cluster worker runs)."""
+    volume = open_volume(share.path, share.layer, share.mag)
+    try:
+        info = volume.info()
+        facts = inspect.VolumeFacts(dict(info.header), info.compression,
+                                    inspect.histogram_edges(volume.chunk_nbytes))
+        return [check_unit(volume, p, facts, share.decode, share.list_chunks)
+                for p in share.positions]
+    finally:
+        volume.close()
+
+
+def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
+                  path: str, layer: str, mag: Vec3) -> Iterator[UnitReport]:
+    """Each unit's report in listing order: checked here, or with ``--scheduler`` on a Dask
+    cluster in tasks of a few units (reports are taken in order as tasks finish)."""
+    if not args.scheduler:
+        for position in volume.iter_units():
+            yield check_unit(volume, position, facts, not args.quick, args.chunks)
+        return
+    positions = list(volume.iter_units())
+    shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks)
+              for part in chunked(positions, UNITS_PER_TASK)]
+    done: dict[int, list[UnitReport]] = {}
+    next_share = 0
+    with ClusterRunner(args.scheduler) as runner:
+        runner.check_paths([path])
+        for k, reports in runner.map(check_share, shares, key="info"):
+            done[k] = reports
+            while next_share in done:
+                yield from done.pop(next_share)
+                next_share += 1
+
+
+def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:
+    """For a path that is one storage unit: the unit's own values of the header's keys (a WKW
+    file's data offset, where header.wkw has 0)."""
+    for position in volume.iter_units():
+        try:
+            unit = volume.open_unit(position)
+        except FormatError:
+            return {}
+        if unit is None:
+            return {}
+        try:
+            desc = unit.describe()
+        finally:
+            volume.done_with(unit)
+        return {k: v for k, v in _scalars(desc).items() if k in header}
+    return {}

@@ -79,7 +79,13 @@ def _load_builtins() -> None:
 
     for name in os.environ.get(PLUGINS_ENV, "").split(","):
         if name.strip():
-            importlib.import_module(name.strip())
+            try:
+                importlib.import_module(name.strip())
+            except ImportError as exc:  # a plugin that is not there must not stop the program
+                import sys
+
+                print(f"wkw-viewer: format plugin {name.strip()!r} not loaded: {exc}",
+                      file=sys.stderr)
 
 
 def normalise(path: str | os.PathLike[str]) -> str:

@@ -15,12 +15,15 @@ from viewer.format.wkw.volume import WkwVolume
 
 
 def detect(path: str) -> bool:
-    """A folder with ``header.wkw``, ``header.wkw`` itself, or a file starting with the WKW
-    magic."""
+    """A folder with ``header.wkw``, ``header.wkw`` itself, a file starting with the WKW
+    magic, or a ``.wkw`` file (whose damaged header then fails to open with its own
+    ``HeaderError``, rather than as "not a dataset")."""
     if os.path.isdir(path):
         return os.path.isfile(os.path.join(path, HEADER_FILE))
     if not os.path.isfile(path):
         return False
+    if path.endswith(".wkw"):
+        return True
     with open(path, "rb") as fh:
         return fh.read(3) == MAGIC
 

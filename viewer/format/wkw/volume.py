@@ -11,6 +11,7 @@ listing on first use, unless the opener declares it (a webKnossos layer's boundi
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,10 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import DatasetLayoutError, FormatError
-from viewer.format.wkw import morton
+from viewer.format.wkw import lz4block, morton
 from viewer.format.wkw.dataset import HEADER_FILE, Dataset
 from viewer.format.wkw.file import File
-from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE
+from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, MAGIC, VOXEL_TYPES, Header
 from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
@@ -91,21 +92,93 @@ class WkwUnit(StorageUnit):
         self.file.release_pages()
 
     def describe(self) -> dict[str, Any]:
+        """The header's fields (``block_type`` the number stored, as in ``info().header``); for
+        the inspector also ``compression`` (the block type's name),
+        ``raw_header`` (the 16 bytes as stored, hex), ``header_fields`` (each field's byte
+        range, raw value and meaning) and ``derived`` (geometry computed from the header)."""
         h = self.file.header
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read(HEADER_SIZE)
+        except OSError:
+            raw = h.to_bytes(h.data_offset)
         return {"magic": "WKW", "version": h.version, "block_len": h.block_len,
-                "file_len": h.file_len, "block_type": BLOCK_TYPE_NAMES.get(h.block_type,
-                                                                           h.block_type),
-                "voxel_type": h.dtype.name, "num_channels": h.num_channels,
+                "file_len": h.file_len, "block_type": h.block_type,
+                "block_type_name": BLOCK_TYPE_NAMES.get(h.block_type, str(h.block_type)),
+                "voxel_type": h.dtype.name, "voxel_type_code": h.voxel_type_code,
+                "num_channels": h.num_channels,
                 "voxel_size": h.voxel_size, "data_offset": h.data_offset,
                 "header_bytes": HEADER_SIZE,
                 "jump_table_bytes": 8 * h.num_blocks if h.is_compressed else 0,
-                "file_bytes": self.file.file_size}
+                "file_bytes": self.file.file_size,
+                "compression": BLOCK_TYPE_NAMES.get(h.block_type, str(h.block_type)),
+                "raw_header": raw.hex(" "),
+                "header_fields": header_fields(raw),
+                "derived": _derived(h, self.file.file_size)}
 
     def problems(self, decode: bool = True) -> list[FormatError]:
         return self.file.validate(decode)
 
     def close(self) -> None:
         """Nothing: the dataset owns its open files (closed with it)."""
+
+
+_FIELDS = struct.Struct("<3sBBBBBQ")
+
+
+def header_fields(raw: bytes) -> list[dict[str, Any]]:
+    """The 16 header bytes field by field, as found (also when invalid): ``name``,
+    ``first_byte``, ``length``, ``raw`` value, ``meaning`` and ``concerns`` (the ``describe``
+    keys the field encodes that must agree with header.wkw: not dataOffset)."""
+    if len(raw) < HEADER_SIZE:
+        return []
+    magic, version, per_dim, block_type, vtype, vsize, data_offset = _FIELDS.unpack(
+        raw[:HEADER_SIZE])
+    vt = VOXEL_TYPES.get(vtype)
+    rows = [
+        ("magic", 0, 3, magic, "WKW" if magic == MAGIC else f"{magic!r}: not a WKW file", ()),
+        ("version", 3, 1, version, "1" if version == 1 else "unknown version", ("version",)),
+        ("perDimLog2", 4, 1, per_dim,
+         f"block_len 2^{per_dim & 15} = {1 << (per_dim & 15)} voxels, "
+         f"file_len 2^{per_dim >> 4} = {1 << (per_dim >> 4)} blocks", ("block_len", "file_len")),
+        ("blockType", 5, 1, block_type, BLOCK_TYPE_NAMES.get(block_type, "unknown block type"),
+         ("block_type", "block_type_name")),
+        ("voxelType", 6, 1, vtype, str(vt) if vt is not None else "unknown voxel type",
+         ("voxel_type", "voxel_type_code")),
+        ("voxelSize", 7, 1, vsize,
+         f"{vsize // vt.itemsize} channel(s) of {vt}" if vt is not None and vt.itemsize
+         and vsize % vt.itemsize == 0 else f"{vsize} bytes per voxel",
+         ("num_channels", "voxel_size")),
+        ("dataOffset", 8, 8, data_offset,
+         "header.wkw (no data)" if data_offset == 0 else f"block 0 at byte {data_offset}", ()),
+    ]
+    return [{"name": n, "first_byte": b, "length": ln,
+             "raw": r.decode("latin-1") if isinstance(r, bytes) else r, "meaning": m,
+             "concerns": list(c)} for n, b, ln, r, m, c in rows]
+
+
+def _derived(h: Header, file_size: int) -> list[tuple[str, str]]:
+    """Geometry computed from a file's header, as the inspector lists it."""
+    expected = h.expected_data_offset
+    rows = [
+        ("voxel type", f"{h.dtype} x {h.num_channels} channel(s), {h.voxel_size} B/voxel"),
+        ("voxels per block", f"{h.block_len}^3 = {h.block_voxels:,}"),
+        ("voxels per file", f"{h.file_len_vx}^3 = {h.file_len_vx ** 3:,}"),
+        ("blocks per file", f"{h.file_len}^3 = {h.num_blocks:,}"),
+        ("block bytes", f"{h.block_bytes:,}"),
+        ("LZ4 bound per block", f"{lz4block.compress_bound(h.block_bytes):,}"
+         if h.is_compressed else "-"),
+        ("jump table", f"{h.num_blocks:,} x u64 = {8 * h.num_blocks:,} B"
+         if h.is_compressed else "none (raw)"),
+        ("expected data offset", f"{expected:,}"),
+        ("found data offset", f"{h.data_offset:,}" + (
+            "" if h.data_offset in (expected, 0) else "  (MISMATCH)")),
+        ("file size", f"{file_size:,} B"),
+    ]
+    if not h.is_compressed:
+        rows.append(("raw file size expected",
+                     f"{HEADER_SIZE + h.num_blocks * h.block_bytes:,} B"))
+    return rows
 
 
 class WkwVolume(Volume):
@@ -212,9 +285,12 @@ class WkwVolume(Volume):
             "header_file": os.path.join(self.dataset.root, HEADER_FILE)
             if self.dataset.single_file is None else self.dataset.single_file,
             "version": h.version, "block_len": h.block_len, "file_len": h.file_len,
-            "block_type": BLOCK_TYPE_NAMES.get(h.block_type, h.block_type),
+            "block_type": h.block_type,
             "voxel_type": h.dtype.name, "num_channels": h.num_channels,
-            "voxel_size": h.voxel_size})
+            "voxel_size": h.voxel_size,
+            "block_type_name": BLOCK_TYPE_NAMES.get(h.block_type, str(h.block_type)),
+            "voxel_type_code": h.voxel_type_code, "data_offset": h.data_offset,
+            "checksums": False})
 
     def close(self) -> None:
         if self._own:

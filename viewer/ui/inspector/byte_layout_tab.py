@@ -1,5 +1,5 @@
-"""The inspector's Byte layout tab: where each block lies in the file, and the blocks
-the cursor's planes need.
+"""The inspector's Byte layout tab: where each chunk lies in its unit, and the chunks the
+cursor's planes need.
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
@@ -20,6 +20,7 @@ from viewer.core import inspect
 AXIS_NAMES = {2: "XY", 1: "XZ", 0: "YZ"}
 AXIS_COLOURS = {2: (230, 60, 60), 1: (60, 200, 60), 0: (80, 120, 255)}
 
+
 class ByteLayoutTabMixin:
     """The Byte layout tab of ``QtInspectorPanel``."""
 
@@ -39,7 +40,7 @@ class ByteLayoutTabMixin:
     def _ensure_layout_plot(self) -> pg.PlotWidget:
         if self.layout_plot is None:
             self.layout_plot = pg.PlotWidget()
-            self.layout_plot.setLabel("bottom", "Morton index")
+            self.layout_plot.setLabel("bottom", "chunk index in the unit")
             self.layout_plot.setLabel("left", "byte offset", units="B")
             self.layout_curve = self.layout_plot.plot([], [],
                                                       pen=pg.mkPen((180, 180, 180), width=1))
@@ -61,21 +62,25 @@ class ByteLayoutTabMixin:
                 item.setData([], [])
             self.layout_text.setText("")
             return
-        self.layout_curve.setData(np.arange(t.num_blocks), t.starts.astype(np.float64))
+        starts = t.starts.astype(np.float64)
+        starts[(t.flags & (inspect.ABSENT | inspect.STORED_CONSTANT)) != 0] = np.nan
+        self.layout_curve.setData(np.arange(t.num_chunks), starts, connect="finite")
         self._update_layout_marks()
 
     def _update_layout_marks(self) -> None:
         t = self.current_table
-        if t is None or self._cursor is None or self.dataset is None:
+        if t is None or self._cursor is None or self.volume is None:
             return
-        side = self.dataset.header.file_len_vx
+        side = self.volume.unit_len_vx
+        stored = (t.flags & (inspect.ABSENT | inspect.STORED_CONSTANT)) == 0
         lines = []
         for axis, item in self.layout_marks.items():
-            need = inspect.plane_blocks(t, axis, self._cursor[axis] % side)
+            need = inspect.plane_chunks(t, axis, self._cursor[axis] % side[axis])
+            need = need[stored[need]]
             item.setData(need.astype(np.float64), t.starts[need].astype(np.float64))
             runs = inspect.read_runs(t, need)
             span = (int(t.ends[need].max() - t.starts[need].min()) if len(need) else 0)
             lines.append(f"{AXIS_NAMES[axis]} plane {'xyz'[axis]}={self._cursor[axis]}: "
-                         f"{len(need):,} blocks, {int(t.sizes[need].sum()):,} B in {runs:,} "
+                         f"{len(need):,} chunks, {int(t.sizes[need].sum()):,} B in {runs:,} "
                          f"read(s) over a {span:,} B span")
         self.layout_text.setText("\n".join(lines))

@@ -1,4 +1,5 @@
-"""The inspector's Files tab: one row per WKW file of the dataset, filled by the scan.
+"""The inspector's Files tab: one row per storage unit of the volume (a WKW file, a zarr
+shard, an N5 chunk file...), filled by the scan.
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
@@ -27,7 +28,7 @@ class FilesTabMixin:
         # Mouse and keyboard alike: the current row moving is the user's choice.
         self.files_view.selectionModel().currentRowChanged.connect(
             lambda cur, _prev: self._on_file_row_clicked(cur))
-        self.tabs.addTab(self.files_view, "Files")
+        self.tabs.addTab(self.files_view, "Units")
 
     def _on_file_row_clicked(self, index: QModelIndex) -> None:
         if self._syncing or not index.isValid():

@@ -1,10 +1,13 @@
-"""The inspector's Header tab: the current file's header bytes, fields, differences
-from header.wkw and derived geometry.
+"""The inspector's Header tab: the current unit's header bytes and fields (the format's own,
+from ``StorageUnit.describe()``), its differences from the volume's header, the geometry, and
+the volume's header itself (``Volume.info().header``).
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
 
 from __future__ import annotations
+
+import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -19,10 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from viewer.core import inspect
-from viewer.ui.inspector.loaded_file import _LoadedFile
+from viewer.ui.inspector.loaded_file import _LoadedUnit
 
 DIFF_BRUSH = QBrush(QColor(255, 215, 120))
+
 
 class HeaderTabMixin:
     """The Header tab of ``QtInspectorPanel``."""
@@ -44,7 +47,9 @@ class HeaderTabMixin:
         self.header_fields.setHorizontalHeaderLabels(["field", "bytes", "raw", "meaning"])
         self.geometry_table = QTableWidget(0, 2)
         self.geometry_table.setHorizontalHeaderLabels(["derived", "value"])
-        for table in (self.header_fields, self.geometry_table):
+        self.volume_table = QTableWidget(0, 2)
+        self.volume_table.setHorizontalHeaderLabels(["volume header", "value"])
+        for table in (self.header_fields, self.geometry_table, self.volume_table):
             self._compact_table(table)
         self.header_diffs = QLabel("")
         self.header_diffs.setWordWrap(True)
@@ -53,6 +58,7 @@ class HeaderTabMixin:
         v.addWidget(self.header_fields)
         v.addWidget(self.header_diffs)
         v.addWidget(self.geometry_table)
+        v.addWidget(self.volume_table)
         v.addStretch(1)
         # The tab scrolls as one page (the tables are as tall as their rows): no nested
         # scroll bars, and never a horizontal one.
@@ -63,7 +69,32 @@ class HeaderTabMixin:
         page.setWidget(w)
         self.tabs.addTab(page, "Header")
 
-    def _show_header(self, loaded: _LoadedFile) -> None:
+    def _show_volume_header(self) -> None:
+        """The volume's own header (``Volume.info().header``, e.g. header.wkw), once per
+        volume."""
+        rows = [(str(k), str(v)) for k, v in self._volume_header.items()]
+        self.volume_table.setRowCount(len(rows))
+        for r, (name, value) in enumerate(rows):
+            self.volume_table.setItem(r, 0, QTableWidgetItem(name))
+            item = QTableWidgetItem(value)
+            item.setToolTip(value)
+            self.volume_table.setItem(r, 1, item)
+        self._fit_table_height(self.volume_table)
+
+    def _volume_header_file(self) -> str:
+        """The metadata file the volume's header comes from, when it names one (a key
+        ``header_file``, ``attributes_file``, ...)."""
+        for key, value in self._volume_header.items():
+            if str(key).endswith("_file") and isinstance(value, str) and value:
+                return value
+        return ""
+
+    def _volume_header_name(self) -> str:
+        """What the differences are against: the volume's header file when it names one."""
+        named = self._volume_header_file()
+        return os.path.basename(named) if named else "the volume's header"
+
+    def _show_header(self, loaded: _LoadedUnit) -> None:
         rep = loaded.report
         self.header_fields.setRowCount(0)
         self.geometry_table.setRowCount(0)
@@ -71,37 +102,36 @@ class HeaderTabMixin:
         self._fit_table_height(self.geometry_table)
         if rep is None:
             self.header_path.setText(f"{loaded.path}\n" + (
-                "absent (sparse dataset: reads as zeros)" if loaded.error is None
+                "absent (sparse: reads as the fill value)" if loaded.error is None
                 else str(loaded.error)))
             self.header_hex.setText("")
             self.header_diffs.setText("")
             return
         text = rep.path
         if rep.error is not None:
-            text += f"\nheader error: {rep.error.reason}"
-        elif loaded.error is not None:
-            text += f"\nerror: {loaded.error.reason}"
+            text += f"\nerror: {rep.error.reason}"
         self.header_path.setText(text)
-        self.header_hex.setText("raw: " + rep.hex)
-        marked = {inspect.DIFFERENCE_FIELDS[name] for name in rep.differences}
+        self.header_hex.setText("raw: " + rep.hex if rep.raw else "")
+        marked = rep.marked_fields
         self.header_fields.setRowCount(len(rep.fields))
         for r, fld in enumerate(rep.fields):
             raw = fld.raw.decode("latin-1") if isinstance(fld.raw, bytes) else str(fld.raw)
-            cells = [fld.name, f"{fld.first_byte}..{fld.first_byte + fld.length - 1}", raw,
-                     fld.meaning]
+            cells = [fld.name, fld.bytes_text, raw, fld.meaning]
             for c, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 item.setToolTip(value)
                 if fld.name in marked:
                     item.setBackground(DIFF_BRUSH)
                 self.header_fields.setItem(r, c, item)
+        against = self._volume_header_name()
         if rep.differences:
-            self.header_diffs.setText("differs from header.wkw (header.wkw vs file): " + "; ".join(
+            self.header_diffs.setText(f"differs from {against} ({against} vs unit): " + "; ".join(
                 f"{k} {v}" for k, v in rep.differences.items()))
             self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
         else:
-            self.header_diffs.setText("matches header.wkw" if self.dataset is not None
-                                      and not self.dataset.single_file else "")
+            own = self._volume_header_file() == rep.path  # a lone file: nothing to match
+            self.header_diffs.setText(f"matches {against}" if rep.error is None and not own
+                                      else "")
             self.header_diffs.setStyleSheet("")
         self.geometry_table.setRowCount(len(rep.geometry))
         for r, (name, value) in enumerate(rep.geometry):

@@ -1,4 +1,5 @@
-"""The inspector's Jump table tab: the current file's blocks, and decoding them all.
+"""The inspector's Jump table tab: the current unit's chunk table (a WKW jump table, a zarr
+shard index, ...), and decoding its chunks on request.
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
@@ -22,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core import inspect
-from viewer.format import FormatError, wkw
+from viewer.format import FormatError
 from viewer.ui.inspector.models import QtJumpTableModel
 
 
@@ -38,8 +39,8 @@ class JumpTableTabMixin:
         self.blocks_summary.setSizePolicy(QSizePolicy.Policy.Ignored,
                                           QSizePolicy.Policy.Preferred)
         self.decode_button = QPushButton("Decode all")
-        self.decode_button.setToolTip("Decodes every block of this file in the background to "
-                                      "flag constant and all-zero blocks")
+        self.decode_button.setToolTip("Decodes every chunk of this unit in the background to "
+                                      "flag constant and all-zero chunks")
         self.decode_button.clicked.connect(self._on_decode_clicked)
         row.addWidget(self.blocks_summary, 1)
         row.addWidget(self.decode_button)
@@ -48,7 +49,7 @@ class JumpTableTabMixin:
         self.jump_view = QTableView()
         self.jump_view.setModel(self.jump_model)
         self._fast_table(self.jump_view)
-        # Narrow block coordinates, so that offsets and sizes fit the quadrant.
+        # Narrow chunk coordinates, so that offsets and sizes fit the quadrant.
         for c, width in enumerate((64, 34, 34, 34, 84, 84, 64, 50)):
             self.jump_view.horizontalHeader().resizeSection(c, width)
         self.jump_view.horizontalHeader().setStretchLastSection(True)
@@ -57,13 +58,13 @@ class JumpTableTabMixin:
         self.jump_view.selectionModel().currentRowChanged.connect(
             lambda cur, _prev: self._on_block_row_clicked(cur))
         v.addWidget(self.jump_view, 1)
-        self.tabs.addTab(w, "Jump table")
+        self.tabs.addTab(w, "Chunk table")
 
     def _select_block(self, index: int) -> None:
         t = self.jump_model.table
-        if t is None or not 0 <= index < t.num_blocks:
+        if t is None or not 0 <= index < t.num_chunks:
             return
-        row = self.jump_model.row_of_morton(index)
+        row = self.jump_model.row_of_index(index)
         self._syncing = True
         try:
             mi = self.jump_model.index(row, 0)
@@ -76,30 +77,37 @@ class JumpTableTabMixin:
         if (self._syncing or not index.isValid() or self._shown is None
                 or self.jump_model.table is None):
             return
-        self._go_to(self._shown.path, self.jump_model.morton_of_row(index.row()))
+        self._go_to(self._shown.path, self.jump_model.index_of_row(index.row()))
 
     def select_block_row(self, row: int) -> None:
-        """Select jump-table row ``row`` as a click would (moves the cursor to its block)."""
+        """Select chunk-table row ``row`` as a click would (moves the cursor to its chunk)."""
         self.jump_view.selectRow(row)
 
     def _on_decode_clicked(self) -> None:
         t = self.current_table
-        if t is None:
+        volume = self.volume
+        if t is None or volume is None:
             return
         if self._decode_cancel is not None:
             self._decode_cancel.set()
         cancel = threading.Event()
         self._decode_cancel = cancel
         token = self._next("decode")
-        path = t.path
         bridge = self._bridge
-        n = t.num_blocks
+        position = t.unit
+        wanted = np.flatnonzero((t.flags & (inspect.ABSENT | inspect.STORED_CONSTANT)) == 0)
 
         def run() -> None:
             try:
-                with wkw.File.open(path) as f:
-                    for part in inspect.scan_block_contents(f, np.arange(n), cancel):
+                unit = volume.open_unit(position)
+                if unit is None:
+                    raise FormatError("the unit is gone", volume.unit_path(position))
+                try:
+                    for part in inspect.scan_chunk_contents(unit, wanted, cancel):
                         bridge.deliver("decode", token, part)
+                finally:
+                    volume.done_with(unit)
+                bridge.deliver("decode", token, None)
             except (FormatError, OSError) as exc:
                 bridge.deliver("decode", token, exc)
 
@@ -114,17 +122,18 @@ class JumpTableTabMixin:
             return
         if t is None:
             return
+        if payload is None:  # every chunk asked for is decoded
+            self.decode_button.setEnabled(True)
+            decoded = t.flags & inspect.DECODED
+            self.blocks_summary.setText(
+                f"{int(np.count_nonzero(decoded)):,} chunks decoded: "
+                f"{int(np.count_nonzero(t.flags & inspect.ALL_ZERO))} all-zero, "
+                f"{int(np.count_nonzero((t.flags & inspect.CONSTANT) & ~(t.flags & inspect.ALL_ZERO)))}"
+                f" other constant, {int(np.count_nonzero(t.flags & inspect.DECODE_FAILED))} "
+                f"failed")
+            return
         indices, flags, errors = payload
         t.apply_content_flags(indices, flags)
         self.jump_model.flags_changed()
         if errors:
             self._add_problem_items(t.path, errors)
-        if len(indices) and int(indices[-1]) == t.num_blocks - 1:
-            self.decode_button.setEnabled(True)
-            decoded = t.flags & inspect.DECODED
-            self.blocks_summary.setText(
-                f"{t.num_blocks:,} blocks decoded: "
-                f"{int(np.count_nonzero(t.flags & inspect.ALL_ZERO))} all-zero, "
-                f"{int(np.count_nonzero((t.flags & inspect.CONSTANT) & ~(t.flags & inspect.ALL_ZERO)))}"
-                f" other constant, {int(np.count_nonzero(t.flags & inspect.DECODE_FAILED))} "
-                f"failed of {int(np.count_nonzero(decoded))}")

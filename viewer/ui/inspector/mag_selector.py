@@ -1,10 +1,14 @@
-"""The inspector's layer and mag selector (webKnossos datasets): the combo boxes, and the
-scale between the window's voxels and the inspected mag's.
+"""The inspector's layer and mag selector: the combo boxes, and the scale between the window's
+voxels and the inspected mag's.
 
-Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
-use the panel's state.  GUI thread only."""
+Works on the format-neutral ``viewer.format.Dataset`` (layers of mags of volumes), whatever
+the format; shown when the dataset offers more than one layer or mag.  Part of
+``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods use the
+panel's state.  GUI thread only."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -15,8 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from viewer.format import FormatError
-from viewer.format.webknossos import Layer, Mag, mag_name
+from viewer.core import inspect
+from viewer.format import Dataset, FormatError, Layer, Mag, mag_name, parse_mag
 from viewer.ui.inspector.loaded_file import Vec3
 
 
@@ -24,29 +28,29 @@ class MagSelectorMixin:
     """The layer/mag combo boxes of ``QtInspectorPanel``."""
 
     def _build_mag_selector(self, layout: QVBoxLayout) -> None:
-        """The layer and mag combo boxes on top of ``layout`` (hidden until a webKnossos
-        dataset is set)."""
-        self.wk_bar = QWidget()
-        bar = QHBoxLayout(self.wk_bar)
+        """The layer and mag combo boxes on top of ``layout`` (hidden until a dataset with
+        more than one layer or mag is set)."""
+        self.mag_bar = QWidget()
+        bar = QHBoxLayout(self.mag_bar)
         bar.setContentsMargins(0, 0, 0, 0)
         self.layer_combo = QComboBox()
-        self.layer_combo.setToolTip("webKnossos layer to inspect")
+        self.layer_combo.setToolTip("layer to inspect")
         self.mag_combo = QComboBox()
-        self.mag_combo.setToolTip("mag of the layer to inspect (its own WKW dataset)")
+        self.mag_combo.setToolTip("mag of the layer to inspect (its own volume)")
         bar.addWidget(QLabel("layer"))
         bar.addWidget(self.layer_combo, 1)
         bar.addWidget(QLabel("mag"))
         bar.addWidget(self.mag_combo)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
         self.mag_combo.currentIndexChanged.connect(self._on_mag_changed)
-        self.wk_bar.hide()
-        layout.addWidget(self.wk_bar)
+        self.mag_bar.hide()
+        layout.addWidget(self.mag_bar)
 
     @property
     def selected_layer(self) -> Layer | None:
-        if self.webknossos is None or self.layer_combo.currentIndex() < 0:
+        if self.dataset is None or self.layer_combo.currentIndex() < 0:
             return None
-        return self.webknossos.layer(str(self.layer_combo.currentData()))
+        return self.dataset.layer(str(self.layer_combo.currentData()))
 
     @property
     def selected_mag(self) -> Mag | None:
@@ -54,6 +58,36 @@ class MagSelectorMixin:
         if layer is None or self.mag_combo.currentIndex() < 0:
             return None
         return layer.mag(tuple(self.mag_combo.currentData()))
+
+    def _fill_layers(self, dataset: Dataset | None, layer: str | None, mag: Any) -> None:
+        """Offer ``dataset``'s layers and pick ``layer`` at ``mag`` (see ``set_dataset``)."""
+        self.layer_combo.blockSignals(True)
+        self.layer_combo.clear()
+        if dataset is None or not dataset.layers:
+            self.layer_combo.blockSignals(False)
+            self.mag_combo.blockSignals(True)
+            self.mag_combo.clear()
+            self.mag_combo.blockSignals(False)
+            self.mag_bar.hide()
+            self._set_volume(None)
+            if dataset is not None:
+                self.title.setText(f"{dataset.path}: no layer that opened")
+                for p in dataset.problems:
+                    self.problems_list.addItem(QListWidgetItem(str(p)))
+            return
+        for item in dataset.layers:
+            self.layer_combo.addItem(f"{item.name} ({item.category})", item.name)
+        names = [item.name for item in dataset.layers]
+        if layer is None or layer not in names:
+            layer = (dataset.layers[0] if len(dataset.layers) == 1 else
+                     (dataset.color_layers or dataset.layers)[0]).name
+        self.layer_combo.setCurrentIndex(names.index(layer))
+        self.layer_combo.blockSignals(False)
+        several = len(dataset.layers) > 1 or any(len(item.mags) > 1 for item in dataset.layers)
+        self.mag_bar.setVisible(several)
+        prefer = parse_mag(mag) if mag is not None else self._window_mag
+        self._fill_mags(dataset.layer(layer), prefer)
+        self._inspect_selected()
 
     def _fill_mags(self, layer: Layer, prefer: Vec3 | None) -> None:
         self.mag_combo.blockSignals(True)
@@ -78,26 +112,26 @@ class MagSelectorMixin:
         self._inspect_selected()
 
     def _inspect_selected(self) -> None:
-        """Inspect the WKW dataset of the selected layer and mag (opened now, from its
-        header.wkw: cheap); a mag that cannot be opened is shown as a problem."""
+        """Inspect the volume of the selected layer and mag (opened now: its metadata only);
+        a mag that cannot be opened is shown as a problem."""
         layer, mag = self.selected_layer, self.selected_mag
-        if layer is None or mag is None:
+        if layer is None or mag is None or self.dataset is None:
             return
         cursor = self._window_cursor
         self._scale = (mag.mag[0] / self._window_mag[0], mag.mag[1] / self._window_mag[1],
                        mag.mag[2] / self._window_mag[2])
         self._apply_scale()
         try:
-            dataset = mag.dataset
+            volume = mag.volume
         except FormatError as exc:
-            self.set_dataset(None)
+            self._set_volume(None)
             self.title.setText(f"{layer.name}/{mag.name}: cannot be opened")
             self.problems_list.addItem(QListWidgetItem(f"{mag.path}: {exc}"))
             return
         self._window_cursor = cursor
-        self.set_dataset(dataset)
-        self.title.setText(f"<b>{layer.name}/{mag_name(mag.mag, False)}</b> · "
-                           + self.title.text().split(" · ", 1)[-1])
+        label = f"{layer.name}/{mag_name(mag.mag, False)}" if not self.mag_bar.isHidden() \
+            else ""
+        self._set_volume(volume, inspect.Reopen(self.dataset.path, layer.name, mag.mag), label)
         self.mag_selected.emit(layer.name, mag.mag)
 
     def _apply_scale(self) -> None:

@@ -1,5 +1,5 @@
 """The inspector's Map tab: the compression map's metric and colour bar, and the toggles
-and spacing of the overlays (map, block grid, file grid) on the slice views.
+and spacing of the overlays (map, chunk grid, unit grid) on the slice views.
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
@@ -38,8 +38,8 @@ class MapTabMixin:
         self.metric_box = QComboBox()
         self.metric_box.addItems(["compressed size", "compression ratio"])
         self.metric_box.currentIndexChanged.connect(self._on_metric_changed)
-        self.block_grid_toggle = QCheckBox("block grid")
-        self.file_grid_toggle = QCheckBox("file grid")
+        self.block_grid_toggle = QCheckBox("chunk grid")
+        self.file_grid_toggle = QCheckBox("storage unit grid")
         for box in (self.block_grid_toggle, self.file_grid_toggle):
             box.toggled.connect(self._on_overlay_toggles)
         v.addWidget(self.map_toggle)
@@ -69,15 +69,15 @@ class MapTabMixin:
         self._refresh_overlays()
 
     def _update_colorbar(self) -> None:
-        if self.dataset is None:
+        if self.volume is None:
             return
         if self.tabs.currentIndex() != MAP_TAB and self.colorbar is None:
             self._dirty_tabs.add(MAP_TAB)
             return
         colorbar = self._ensure_colorbar()
-        lo, hi = metric_levels(self._metric, self.dataset.header.block_bytes)
+        lo, hi = metric_levels(self._metric, self.volume.chunk_nbytes)
         colorbar.setLevels((lo, hi))
-        colorbar.axis.setLabel("bytes per block" if self._metric == inspect.SIZE
+        colorbar.axis.setLabel("stored bytes per chunk" if self._metric == inspect.SIZE
                                     else "log2 compression ratio")
 
     def _on_overlay_toggles(self, *_args: Any) -> None:
@@ -94,22 +94,23 @@ class MapTabMixin:
                 w.update()
 
     def _update_grid_spacing(self) -> None:
-        if self.dataset is None:
+        if self.volume is None:
             return
-        h = self.dataset.header
-        for block, files in self._grids.values():
-            block.set_grid(h.block_len, block.extent)
-            files.set_grid(h.file_len_vx, files.extent)
+        chunk, unit = self.volume.chunk_shape, self.volume.unit_len_vx
+        for axis, (block, files) in self._grids.items():
+            u, v = inspect.IN_PLANE[axis]
+            block.set_grid((chunk[u], chunk[v]), block.extent)
+            files.set_grid((unit[u], unit[v]), files.extent)
         for widgets in self._view_overlays.values():
             for w in widgets:
-                w.set_grid(h.block_len, h.file_len_vx, self._extent)
+                w.set_grid(chunk, unit, self._extent)
 
     def _update_grid_extent(self, positions: set[Vec3]) -> None:
-        if self.dataset is None or not positions:
+        if self.volume is None or not positions:
             return
-        side = self.dataset.header.file_len_vx
-        lo = [min(p[a] for p in positions) * side for a in range(3)]
-        hi = [(max(p[a] for p in positions) + 1) * side for a in range(3)]
+        side = self.volume.unit_len_vx
+        lo = [min(p[a] for p in positions) * side[a] for a in range(3)]
+        hi = [(max(p[a] for p in positions) + 1) * side[a] for a in range(3)]
         extent = ((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
         if extent != self._extent:
             self._extent = extent

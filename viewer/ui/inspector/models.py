@@ -1,4 +1,5 @@
-"""Virtual table models of the inspector: the jump table of one file and the dataset's files.
+"""Virtual table models of the inspector: the chunk table of one storage unit and the volume's
+units.
 
 Both hold numpy arrays / row tuples and format a cell only when the view asks for it, so a
 32,768-row jump table costs nothing until it scrolls, and rows of the file table are appended in
@@ -47,95 +48,120 @@ class _QtColumnsModel(QAbstractTableModel):
 
 
 class QtJumpTableModel(_QtColumnsModel):
-    """One row per block of a ``BlockTable``: Morton index, block coordinates, byte range, size,
-    ratio, flags.  Sorting permutes a row-order array; the table itself is never copied."""
+    """One row per chunk of a ``UnitTable``: index in the unit, chunk position in the unit,
+    byte range, stored bytes, ratio, flags, then the format's own per-chunk columns
+    (``StorageUnit.describe_chunk``, fetched when a row is shown).  Sorting permutes a
+    row-order array; the table itself is never copied."""
 
-    COLUMNS = ("Morton", "bx", "by", "bz", "start", "end", "size", "ratio", "flags")
+    COLUMNS = ("index", "cx", "cy", "cz", "offset", "end", "stored bytes", "ratio", "flags")
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self.table: inspect.BlockTable | None = None
+        self.table: inspect.UnitTable | None = None
+        self.columns: tuple[str, ...] = self.COLUMNS
         self._order: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._row_of: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._extra: dict[int, dict[str, Any]] = {}
 
-    def set_table(self, table: inspect.BlockTable | None) -> None:
+    def set_table(self, table: inspect.UnitTable | None) -> None:
         self.beginResetModel()
         self.table = table
-        n = 0 if table is None else table.num_blocks
+        self.columns = self.COLUMNS + (table.chunk_columns if table is not None else ())
+        n = 0 if table is None else table.num_chunks
         self._order = np.arange(n, dtype=np.int64)
         self._row_of = np.arange(n, dtype=np.int64)
+        self._extra = {}
         self.endResetModel()
 
     def flags_changed(self) -> None:
         """Content flags were merged into the table: repaint the flags column."""
-        if self.table is not None and self.table.num_blocks:
-            col = self.COLUMNS.index("flags")
-            self.dataChanged.emit(self.index(0, col), self.index(self.table.num_blocks - 1, col))
+        if self.table is not None and self.table.num_chunks:
+            col = self.columns.index("flags")
+            self.dataChanged.emit(self.index(0, col), self.index(self.table.num_chunks - 1, col))
 
-    def morton_of_row(self, row: int) -> int:
+    def index_of_row(self, row: int) -> int:
+        """The chunk index shown in ``row``."""
         return int(self._order[row])
 
-    def row_of_morton(self, morton_index: int) -> int:
-        return int(self._row_of[morton_index])
+    def row_of_index(self, chunk_index: int) -> int:
+        """The row showing chunk ``chunk_index``."""
+        return int(self._row_of[chunk_index])
 
     # -- Qt overrides --------------------------------------------------------------------------
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() or self.table is None else self.table.num_blocks
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
 
-    def _value(self, block: int, col: int) -> Any:
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.columns[section] if 0 <= section < len(self.columns) else None
+        return None
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() or self.table is None else self.table.num_chunks
+
+    def _value(self, chunk: int, col: int) -> Any:
         t = self.table
         assert t is not None
-        name = self.COLUMNS[col]
-        if name == "Morton":
-            return block
-        if name in ("bx", "by", "bz"):
-            return int(t.coords[block, "xyz".index(name[1])])
-        if name == "start":
-            return int(t.starts[block])
+        name = self.columns[col]
+        if name == "index":
+            return chunk
+        if name in ("cx", "cy", "cz"):
+            return int(t.coords[chunk, "xyz".index(name[1])])
+        absent = int(t.flags[chunk]) & (inspect.ABSENT | inspect.STORED_CONSTANT)
+        if name == "offset":
+            return None if absent else int(t.starts[chunk])
         if name == "end":
-            return int(t.ends[block])
-        if name == "size":
-            return int(t.sizes[block])
+            return None if absent else int(t.ends[chunk])
+        if name == "stored bytes":
+            return None if absent else int(t.sizes[chunk])
         if name == "ratio":
-            return float(t.ratio[block])
-        return int(t.flags[block])
+            return None if absent else float(t.ratio[chunk])
+        if name == "flags":
+            return int(t.flags[chunk])
+        extra = self._extra.get(chunk)
+        if extra is None:
+            extra = self._extra[chunk] = {} if absent else t.describe_chunk(chunk)
+        return extra.get(name)
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
         if self.table is None or role not in (DISPLAY, SORT_ROLE, BACKGROUND, ALIGNMENT):
             return None
-        block = int(self._order[index.row()])
+        chunk = int(self._order[index.row()])
         col = index.column()
         if role == DISPLAY:
-            value = self._value(block, col)
-            name = self.COLUMNS[col]
+            value = self._value(chunk, col)
+            name = self.columns[col]
+            if value is None:
+                return ""
             if name == "ratio":
                 return "inf" if math.isinf(value) else f"{value:.2f}"
             if name == "flags":
                 return ", ".join(inspect.flag_names(value))
-            if name in ("start", "end", "size"):
+            if name in ("offset", "end", "stored bytes"):
                 return f"{value:,}"
             return str(value)
         if role == SORT_ROLE:
-            return self._value(block, col)
+            return self._value(chunk, col)
         if role == BACKGROUND:
-            return PROBLEM_BRUSH if int(self.table.flags[block]) & inspect.PROBLEM_FLAGS else None
-        if role == ALIGNMENT and col < len(self.COLUMNS) - 1:
+            return PROBLEM_BRUSH if int(self.table.flags[chunk]) & inspect.PROBLEM_FLAGS else None
+        if role == ALIGNMENT and self.columns[col] != "flags":
             return RIGHT
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         t = self.table
-        if t is None or column < 0:
-            return
-        name = self.COLUMNS[column]
+        if t is None or column < 0 or column >= len(self.COLUMNS):
+            return  # the format's own columns are fetched per row: not sortable
+        name = self.columns[column]
         keys: npt.NDArray[Any]
-        if name == "Morton":
-            keys = np.arange(t.num_blocks)
-        elif name in ("bx", "by", "bz"):
+        if name == "index":
+            keys = np.arange(t.num_chunks)
+        elif name in ("cx", "cy", "cz"):
             keys = t.coords[:, "xyz".index(name[1])]
         else:
-            keys = {"start": t.starts, "end": t.ends, "size": t.sizes, "ratio": t.ratio,
-                    "flags": t.flags}[name]
+            keys = {"offset": t.starts, "end": t.ends, "stored bytes": t.sizes,
+                    "ratio": t.ratio, "flags": t.flags}[name]
         self.beginResetModel()
         perm = np.argsort(keys, kind="stable").astype(np.int64)
         if order == Qt.SortOrder.DescendingOrder:
@@ -147,18 +173,18 @@ class QtJumpTableModel(_QtColumnsModel):
 
 
 class QtFilesModel(_QtColumnsModel):
-    """One row per data file (``FileStats``), appended in batches as a scan streams them in.
+    """One row per storage unit (``UnitStats``), appended in batches as a scan streams them in.
     A row's cells are formatted when a view first asks for them (appending a batch costs one
     list extend on the GUI thread, whatever its size).  Sorting is done in the model (a Python
     sort of the rows, fine for tens of thousands)."""
 
-    COLUMNS = ("file", "type", "size on disk", "blocks", "min", "median", "max", "ratio",
+    COLUMNS = ("unit", "compression", "size on disk", "chunks", "min", "median", "max", "ratio",
                "problems")
 
     def __init__(self, root: str = "", parent: Any = None) -> None:
         super().__init__(parent)
         self.root = root
-        self.rows: list[inspect.FileStats] = []
+        self.rows: list[inspect.UnitStats] = []
         #: Formatted cells per row, None until a view asks for the row.
         self._display: list[tuple[str, ...] | None] = []
         self._sort: tuple[int, Qt.SortOrder] | None = None
@@ -170,7 +196,7 @@ class QtFilesModel(_QtColumnsModel):
         self._display = []
         self.endResetModel()
 
-    def _format(self, row: inspect.FileStats) -> tuple[str, ...]:
+    def _format(self, row: inspect.UnitStats) -> tuple[str, ...]:
         out = []
         for col in range(len(self.COLUMNS)):
             value = self._value(row, col)
@@ -183,7 +209,7 @@ class QtFilesModel(_QtColumnsModel):
                 out.append(str(value))
         return tuple(out)
 
-    def append(self, rows: tuple[inspect.FileStats, ...] | list[inspect.FileStats]) -> None:
+    def append(self, rows: tuple[inspect.UnitStats, ...] | list[inspect.UnitStats]) -> None:
         """Append a batch of rows (one insert notification); a sorted table is re-sorted."""
         if not rows:
             return
@@ -211,8 +237,8 @@ class QtFilesModel(_QtColumnsModel):
             return path[len(root) + 1:]
         return path
 
-    def _value(self, row: inspect.FileStats, col: int) -> Any:
-        return (self._display_path(row.path), row.block_type, row.size_on_disk, row.block_count,
+    def _value(self, row: inspect.UnitStats, col: int) -> Any:
+        return (self._display_path(row.path), row.compression, row.size_on_disk, row.chunk_count,
                 row.size_min, row.size_median, row.size_max, row.ratio, row.problem_count)[col]
 
     # -- Qt overrides --------------------------------------------------------------------------
@@ -238,7 +264,7 @@ class QtFilesModel(_QtColumnsModel):
         return None
 
     def _sort_rows(self, column: int, order: Qt.SortOrder) -> None:
-        def key(r: inspect.FileStats) -> Any:
+        def key(r: inspect.UnitStats) -> Any:
             v = self._value(r, column)
             return (1, 0) if isinstance(v, float) and math.isnan(v) else (0, v)
 

@@ -1,4 +1,4 @@
-"""Overlays for the slice views: the compression map and the block and file grids.
+"""Overlays for the slice views: the compression map and the chunk and storage-unit grids.
 
 Coordinates: every overlay draws in the view's *in-plane voxel coordinates* (u, v) of the
 dataset, u along the view's horizontal data axis (XY: x; XZ: x; YZ: y) and v along the other,
@@ -23,7 +23,7 @@ from viewer.core import inspect
 
 #: The colour map of the compression overlay and its colour bar.
 COLORMAP_NAME = "viridis"
-#: Overlay opacity (0-255) of a block with a value; blocks without one are transparent.
+#: Overlay opacity (0-255) of a chunk with a value; chunks without one are transparent.
 OVERLAY_ALPHA = 150
 #: Ratios are coloured on a log2 scale from 1x to 2**RATIO_LOG2_MAX x.
 RATIO_LOG2_MAX = 8.0
@@ -33,29 +33,29 @@ def colormap() -> pg.ColorMap:
     return pg.colormap.get(COLORMAP_NAME)
 
 
-def metric_levels(metric: str, block_bytes: int) -> tuple[float, float]:
-    """The value range the colour bar spans: bytes 0..block_bytes (incompressible blocks and
+def metric_levels(metric: str, chunk_nbytes: int) -> tuple[float, float]:
+    """The value range the colour bar spans: bytes 0..chunk_nbytes (incompressible chunks and
     anything larger clip to the top), or log2 ratio 0..RATIO_LOG2_MAX."""
     if metric == inspect.SIZE:
-        return (0.0, float(block_bytes))
+        return (0.0, float(chunk_nbytes))
     return (0.0, RATIO_LOG2_MAX)
 
 
 def normalised(values: npt.NDArray[np.float64], metric: str,
-               block_bytes: int) -> npt.NDArray[np.float64]:
+               chunk_nbytes: int) -> npt.NDArray[np.float64]:
     """Values mapped to 0..1 along the colour bar (NaN stays NaN)."""
-    lo, hi = metric_levels(metric, block_bytes)
+    lo, hi = metric_levels(metric, chunk_nbytes)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = values if metric == inspect.SIZE else np.log2(np.where(np.isinf(values), 2.0 ** hi,
                                                                     values))
         return np.clip((v - lo) / (hi - lo), 0.0, 1.0)
 
 
-def colourise(values: npt.NDArray[np.float64], metric: str, block_bytes: int,
+def colourise(values: npt.NDArray[np.float64], metric: str, chunk_nbytes: int,
               alpha: int = OVERLAY_ALPHA) -> npt.NDArray[np.uint8]:
-    """RGBA uint8 image ``(U, V, 4)`` of per-block values; NaN (no file, damaged range) is
-    transparent."""
-    norm = normalised(values, metric, block_bytes)
+    """RGBA uint8 image ``(U, V, 4)`` of per-chunk values; NaN (nothing stored, damaged range)
+    is transparent."""
+    norm = normalised(values, metric, chunk_nbytes)
     nan = np.isnan(norm)
     lut = colormap().getLookupTable(0.0, 1.0, 256, alpha=True)
     idx = np.where(nan, 0, np.round(np.nan_to_num(norm) * 255)).astype(np.intp)
@@ -65,8 +65,8 @@ def colourise(values: npt.NDArray[np.float64], metric: str, block_bytes: int,
 
 
 class QtCompressionOverlay(pg.ImageItem):  # type: ignore[misc]
-    """Per-block compressed size or ratio on one view plane, one image pixel per block, scaled
-    to cover the blocks' voxels.  Built by ``QtInspectorPanel.compression_overlay(axis)``,
+    """Per-chunk stored size or ratio on one view plane, one image pixel per chunk, scaled to
+    cover the chunks' voxels (``chunk_size`` along u and v: chunks need not be cubes).  Built by ``QtInspectorPanel.compression_overlay(axis)``,
     which keeps it up to date as the cursor moves."""
 
     def __init__(self, axis: int) -> None:
@@ -82,22 +82,29 @@ class QtCompressionOverlay(pg.ImageItem):  # type: ignore[misc]
         if plane is None or plane.values.size == 0:
             self.clear()
             return
-        rgba = colourise(plane.values, plane.metric, plane.block_bytes)
+        rgba = colourise(plane.values, plane.metric, plane.chunk_nbytes)
         self.setImage(rgba, autoLevels=False, levels=None)
         nu, nv = plane.values.shape
-        b = plane.block_len
-        self.setRect(QRectF(plane.origin[0], plane.origin[1], nu * b, nv * b))
+        cu, cv = plane.chunk_size
+        self.setRect(QRectF(plane.origin[0], plane.origin[1], nu * cu, nv * cv))
+
+
+def _pair(spacing: int | tuple[int, int]) -> tuple[int, int]:
+    if isinstance(spacing, tuple):
+        return (max(1, int(spacing[0])), max(1, int(spacing[1])))
+    return (max(1, int(spacing)), max(1, int(spacing)))
 
 
 class QtGridOverlay(pg.GraphicsObject):  # type: ignore[misc]
-    """Lines every ``spacing`` voxels over ``extent`` (u0, v0, u1, v1), drawn only where they
-    are at least ``MIN_PIXELS`` apart on screen: the block grid or the file grid."""
+    """Lines every ``spacing`` (u, v) voxels over ``extent`` (u0, v0, u1, v1), drawn only where
+    they are at least ``MIN_PIXELS`` apart on screen: the chunk grid or the unit grid."""
 
     MIN_PIXELS = 4.0
 
-    def __init__(self, spacing: int, color: Any = (255, 255, 255, 90), width: float = 1.0) -> None:
+    def __init__(self, spacing: int | tuple[int, int], color: Any = (255, 255, 255, 90),
+                 width: float = 1.0) -> None:
         super().__init__()
-        self.spacing = int(spacing)
+        self.spacing = _pair(spacing)
         self.extent = QRectF()
         self._pen = QPen(QColor(*color) if isinstance(color, tuple) else QColor(color))
         self._pen.setCosmetic(True)
@@ -106,9 +113,9 @@ class QtGridOverlay(pg.GraphicsObject):  # type: ignore[misc]
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
 
-    def set_grid(self, spacing: int, extent: QRectF) -> None:
+    def set_grid(self, spacing: int | tuple[int, int], extent: QRectF) -> None:
         self.prepareGeometryChange()
-        self.spacing = max(1, int(spacing))
+        self.spacing = _pair(spacing)
         self.extent = QRectF(extent)
         self.update()
 
@@ -124,24 +131,24 @@ class QtGridOverlay(pg.GraphicsObject):  # type: ignore[misc]
         t = painter.transform()
         px_u = abs(t.m11()) + abs(t.m21())
         px_v = abs(t.m22()) + abs(t.m12())
-        s = self.spacing
+        su, sv = self.spacing
         painter.setPen(self._pen)
-        if s * px_u >= self.MIN_PIXELS:
-            u = np.ceil(rect.left() / s) * s
+        if su * px_u >= self.MIN_PIXELS:
+            u = np.ceil(rect.left() / su) * su
             while u <= rect.right():
                 painter.drawLine(pg.QtCore.QPointF(u, rect.top()),
                                  pg.QtCore.QPointF(u, rect.bottom()))
-                u += s
-        if s * px_v >= self.MIN_PIXELS:
-            v = np.ceil(rect.top() / s) * s
+                u += su
+        if sv * px_v >= self.MIN_PIXELS:
+            v = np.ceil(rect.top() / sv) * sv
             while v <= rect.bottom():
                 painter.drawLine(pg.QtCore.QPointF(rect.left(), v),
                                  pg.QtCore.QPointF(rect.right(), v))
-                v += s
+                v += sv
 
 
 class QtSliceOverlay(QWidget):
-    """The compression map and the block and file grids drawn over a QPainter-based slice view
+    """The compression map and the chunk and unit grids drawn over a QPainter-based slice view
     (``viewer.ui.slice_view.QtSliceView``) as a transparent child widget, so the view's own code
     is untouched.  It follows the view's geometry through an event filter and maps dataset
     coordinates with the view's ``to_widget``; the view's repaints repaint it too.
@@ -162,9 +169,10 @@ class QtSliceOverlay(QWidget):
         self.show_map = False
         self.show_block_grid = False
         self.show_file_grid = False
-        self.block_len = 0
-        self.file_side = 0
-        #: Dataset extent in voxels, (lo, hi) per axis, of the files known so far.
+        #: Chunk and storage-unit sizes in voxels along x, y, z (0: no grid).
+        self.chunk_shape: tuple[int, int, int] = (0, 0, 0)
+        self.unit_shape: tuple[int, int, int] = (0, 0, 0)
+        #: Volume extent in voxels, (lo, hi) per axis, of the units known so far.
         self.extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
         self.scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
         self._image: Any = None
@@ -192,7 +200,7 @@ class QtSliceOverlay(QWidget):
         else:
             u_ax, _ = inspect.IN_PLANE[self.axis]
             values = plane.values.T if self.view.h_axis == u_ax else plane.values  # type: ignore[attr-defined]
-            rgba = np.ascontiguousarray(colourise(values, plane.metric, plane.block_bytes))
+            rgba = np.ascontiguousarray(colourise(values, plane.metric, plane.chunk_nbytes))
             self._pixels = rgba
             rows, cols = rgba.shape[:2]
             self._image = QImage(rgba.data, cols, rows, cols * 4, QImage.Format.Format_RGBA8888)
@@ -203,9 +211,12 @@ class QtSliceOverlay(QWidget):
         self.scale = (float(scale[0]), float(scale[1]), float(scale[2]))
         self.update()
 
-    def set_grid(self, block_len: int, file_side: int,
+    def set_grid(self, chunk_shape: tuple[int, int, int], unit_shape: tuple[int, int, int],
                  extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None) -> None:
-        self.block_len, self.file_side, self.extent = block_len, file_side, extent
+        """Grid lines every chunk and every storage unit (voxels along x, y, z)."""
+        self.chunk_shape = (int(chunk_shape[0]), int(chunk_shape[1]), int(chunk_shape[2]))
+        self.unit_shape = (int(unit_shape[0]), int(unit_shape[1]), int(unit_shape[2]))
+        self.extent = extent
         self.update()
 
     def paintEvent(self, event: Any) -> None:
@@ -219,12 +230,12 @@ class QtSliceOverlay(QWidget):
             p = self.plane
             u_ax, v_ax = inspect.IN_PLANE[self.axis]
             origin = {u_ax: p.origin[0], v_ax: p.origin[1]}
+            size = {u_ax: p.chunk_size[0], v_ax: p.chunk_size[1]}
             sh, sv = self.scale[view.h_axis], self.scale[view.v_axis]
             h0, v0 = origin[view.h_axis] * sh, origin[view.v_axis] * sv
             x0, y0 = view.to_widget(h0, v0)
-            b = p.block_len
-            target = QRectF(x0, y0, self._image.width() * b * zh * sh,
-                            self._image.height() * b * zv * sv)
+            target = QRectF(x0, y0, self._image.width() * size[view.h_axis] * zh * sh,
+                            self._image.height() * size[view.v_axis] * zv * sv)
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
             painter.drawImage(target, self._image)
         if self.extent is not None:
@@ -233,10 +244,11 @@ class QtSliceOverlay(QWidget):
             lo = (int(lo_i[0] * s[0]), int(lo_i[1] * s[1]), int(lo_i[2] * s[2]))
             hi = (int(hi_i[0] * s[0]), int(hi_i[1] * s[1]), int(hi_i[2] * s[2]))
             for show, spacing, colour in (
-                    (self.show_block_grid, self.block_len, QColor(255, 255, 255, 70)),
-                    (self.show_file_grid, self.file_side, QColor(255, 200, 0, 170))):
-                steps = (spacing * s[view.h_axis], spacing * s[view.v_axis])
-                if not show or spacing <= 0 or min(steps[0] * zh, steps[1] * zv) \
+                    (self.show_block_grid, self.chunk_shape, QColor(255, 255, 255, 70)),
+                    (self.show_file_grid, self.unit_shape, QColor(255, 200, 0, 170))):
+                steps = (spacing[view.h_axis] * s[view.h_axis],
+                         spacing[view.v_axis] * s[view.v_axis])
+                if not show or min(steps) <= 0 or min(steps[0] * zh, steps[1] * zv) \
                         < self.MIN_PIXELS:
                     continue
                 pen = QPen(colour)

@@ -1,23 +1,25 @@
-"""The inspector panel: a look inside the WKW files of a dataset, from their jump tables.
+"""The inspector panel: a look inside the storage units of a volume, from their chunk tables.
 
-``QtInspectorPanel`` is a self-contained widget (the fourth quadrant of the main window).  Its
-interface to the window is narrow:
+Any format the registry opens (``viewer.format``): the "units" are WKW files, zarr shards, N5
+chunk files...; a unit's chunk table (a WKW jump table, a shard index) is what the Jump table
+tab shows.  ``QtInspectorPanel`` is a self-contained widget (the fourth quadrant of the main
+window).  Its interface to the window is narrow:
 
-- ``set_dataset(dataset)``: inspect a ``wkw.Dataset`` (starts the background file scan).
-- ``set_webknossos(wk, window_mag)``: the window shows a webKnossos dataset (whose voxels are
-  those of mag ``window_mag``): a layer and a mag combo box at the top pick the mag whose WKW
-  dataset is inspected; cursor positions and overlays are scaled between the window's voxels
-  and the inspected mag's.
-- ``show_cursor((x, y, z))``: the cursor moved; the panel shows the file under it, selects the
-  block under it, and updates the overlays and the byte-layout highlights.
-- signals ``block_selected(path, morton_index)`` and ``position_requested((x, y, z))``: the user
-  picked a block or a file here; the window moves its cursor (and calls ``show_cursor`` back,
+- ``set_dataset(dataset, window_mag, layer=None, mag=None)``: inspect a format-neutral
+  ``viewer.format.Dataset`` (the window's voxels are those of mag ``window_mag``).  When the
+  dataset has more than one layer or mag, a layer and a mag combo box at the top pick the mag
+  whose volume is inspected; cursor positions and overlays are scaled between the window's
+  voxels and the inspected mag's.  Starts the background scan of the volume's units.
+- ``show_cursor((x, y, z))``: the cursor moved; the panel shows the unit under it, selects the
+  chunk under it, and updates the overlays and the byte-layout highlights.
+- signals ``block_selected(path, chunk_index)`` and ``position_requested((x, y, z))``: the user
+  picked a chunk or a unit here; the window moves its cursor (and calls ``show_cursor`` back,
   which is then a no-op).
 - ``compression_overlay(axis)`` / ``grid_overlays(axis)``: items to add to the slice view whose
   normal is ``axis`` (0 x, 1 y, 2 z); see ``viewer.ui.inspector.overlay`` for coordinates.
 - ``shutdown()``: stop background work (call when the window closes).
 
-All file access runs on worker threads of ``viewer.core.inspect`` or a one-thread executor;
+All unit access runs on worker threads of ``viewer.core.inspect`` or a one-thread executor;
 results come back through ``QtResultBridge`` (queued), so the GUI thread only formats.
 
 This module holds the composition (state, signals, public interface, background work); each
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -48,14 +51,13 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core import inspect
-from viewer.format import FormatError, wkw
-from viewer.format.webknossos import WkDataset
+from viewer.format import Dataset, FormatError, Mag, Volume
 from viewer.ui.inspector.bridge import QtResultBridge
 from viewer.ui.inspector.byte_layout_tab import ByteLayoutTabMixin
 from viewer.ui.inspector.files_tab import FilesTabMixin
 from viewer.ui.inspector.header_tab import HeaderTabMixin
 from viewer.ui.inspector.jump_table_tab import JumpTableTabMixin
-from viewer.ui.inspector.loaded_file import Vec3, _LoadedFile
+from viewer.ui.inspector.loaded_file import Vec3, _LoadedUnit
 from viewer.ui.inspector.mag_selector import MagSelectorMixin
 from viewer.ui.inspector.map_tab import MapTabMixin
 from viewer.ui.inspector.overlay import (
@@ -68,44 +70,52 @@ from viewer.ui.inspector.sizes_tab import SizesTabMixin
 from viewer.ui.inspector.tab_index import LAYOUT_TAB, MAP_TAB, SIZES_TAB
 from viewer.ui.inspector.table_style import TableStyleMixin
 
-#: Rows of the file table arrive at most this often (each arrival repaints the table).
+#: Rows of the unit table arrive at most this often (each arrival repaints the table).
 SCAN_BATCH_SECONDS = 0.25
 
 
 class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTabMixin,
                        ByteLayoutTabMixin, ProblemsTabMixin, MapTabMixin, MagSelectorMixin,
                        TableStyleMixin, QWidget):
-    """Header, files, jump table, block sizes, byte layout, problems and the compression map of
-    a WKW dataset.  GUI thread only."""
+    """Header, units, chunk table, chunk sizes, byte layout, problems and the compression map
+    of one volume of a dataset.  GUI thread only."""
 
-    #: The user picked a block here: (file path, Morton index).
+    #: The user picked a chunk here: (unit path, chunk index in the unit).
     block_selected = Signal(str, int)
-    #: The user asked to move the cursor to dataset voxel (x, y, z) (a tuple).
+    #: The user asked to move the cursor to window voxel (x, y, z) (a tuple).
     position_requested = Signal(object)
-    #: The current file's header and jump table are shown (its path; "" when absent).
+    #: The current unit's header and chunk table are shown (its path; "" when absent).
     file_shown = Signal(str)
     #: Every compression overlay shows the planes through the current cursor.
     overlays_updated = Signal()
-    #: The file scan ended (number of files).
+    #: The unit scan ended (number of units).
     scan_finished = Signal(int)
-    #: A webKnossos layer and mag are now inspected: (layer name, (x, y, z) mag).
+    #: A layer and mag are now inspected: (layer name, (x, y, z) mag).
     mag_selected = Signal(str, object)
 
-    def __init__(self, dataset: wkw.Dataset | None = None, parent: QWidget | None = None) -> None:
+    def __init__(self, dataset: Dataset | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.dataset: wkw.Dataset | None = None
+        #: The dataset whose layers and mags the combo boxes offer.
+        self.dataset: Dataset | None = None
+        self._own_dataset = False
+        #: The volume inspected (one mag of one layer of ``dataset``).
+        self.volume: Volume | None = None
+        self._volume_header: Mapping[str, Any] = {}
+        self._reopen: inspect.Reopen | None = None
         self._bridge = QtResultBridge(self)
         self._bridge.result_arrived.connect(self._on_result)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector")
         self._cache = inspect.TableCache()
-        self._scan: inspect.FileScan | None = None
+        self._scan: inspect.UnitScan | None = None
         self._decode_cancel: threading.Event | None = None
         self._tokens: dict[str, int] = {}
         self._positions: set[Vec3] = set()
+        #: Unit path -> unit-grid position, of every unit scanned or shown.
+        self._unit_of_path: dict[str, Vec3] = {}
         self._cursor: Vec3 | None = None
         self._file_pos: Vec3 | None = None
         self._loading_pos: Vec3 | None = None
-        self._shown: _LoadedFile | None = None
+        self._shown: _LoadedUnit | None = None
         self._pending_block: int | None = None
         self._syncing = False
         self._metric = inspect.SIZE
@@ -118,8 +128,6 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         self._extent: tuple[Vec3, Vec3] | None = None
         self._grids: dict[int, tuple[QtGridOverlay, QtGridOverlay]] = {}
         self._hist_edges: np.ndarray[Any, Any] | None = None
-        #: The webKnossos dataset whose layers and mags the combo boxes offer (None: plain).
-        self.webknossos: WkDataset | None = None
         #: The mag of the window's voxels, and window voxels per inspected voxel per axis.
         self._window_mag: Vec3 = (1, 1, 1)
         self._scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
@@ -141,7 +149,7 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
-        self.progress.setFormat("files %v / %m")
+        self.progress.setFormat("units %v / %m")
         # Showing or hiding the bar must not re-lay out the panel: that repaints every tab
         # page (a 32,768-row table included) for a bar that changed.
         keep = self.progress.sizePolicy()
@@ -167,110 +175,33 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         self._build_problems_tab()
         self._build_map_tab()
 
-
-
-
-
-
-
-
-
-
-
-
-
-
     # == public interface =====================================================================
-    def set_dataset(self, dataset: wkw.Dataset | None) -> None:
-        """Inspect ``dataset`` (None: nothing).  Starts the background scan of its files."""
-        self._stop_work()
-        self._cache.clear()
+    def set_dataset(self, dataset: Dataset | None, window_mag: Vec3 = (1, 1, 1),
+                    layer: str | None = None, mag: Any = None, own: bool = False) -> None:
+        """Inspect ``dataset`` (None: nothing): ``layer`` (default: the first color layer) at
+        ``mag`` (default: the window's mag if that layer has it, else its finest).
+        ``window_mag``: the mag whose voxels the window's cursor is in.  ``own``: the panel
+        closes the dataset when it is replaced (it opened it)."""
+        old = self.dataset
+        if old is not None and old is not dataset:
+            self._set_volume(None)
+            if self._own_dataset:
+                old.close()
         self.dataset = dataset
-        self._positions = set()
-        self._file_pos = self._loading_pos = None
-        self._shown = None
-        self._cursor = None
-        self._overlay_keys.clear()
-        self._overlays_pending.clear()
-        self.files_model.clear(dataset.root if dataset is not None else "")
-        self.problems_list.clear()
-        self.jump_model.set_table(None)
-        self._extent = None
-        for ov in self._overlays.values():
-            ov.set_plane(None)
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.set_plane(None)
-                w.set_grid(0, 0, None)
-        if dataset is None:
-            self.title.setText("no dataset")
-            return
-        h = dataset.header
-        where = dataset.single_file or dataset.root
-        self.title.setText(f"<b>{os.path.basename(os.path.normpath(where))}</b> \u00b7 "
-                           f"{h.block_type_name}, {h.dtype} x{h.num_channels}, "
-                           f"block {h.block_len}\u00b3, file {h.file_len}\u00b3 blocks")
-        self.title.setToolTip(where)
-        self._hist_edges = inspect.histogram_edges(h)
-        self._update_colorbar()
-        self._update_grid_spacing()
-        self.progress.setRange(0, 0)
-        self.progress.show()
-        token = self._next("scan")
-        self._scan = inspect.FileScan(
-            dataset, lambda batch: self._bridge.deliver("scan", token, batch),
-            batch_seconds=SCAN_BATCH_SECONDS)
-        self._scan.start()
-        cursor = self._window_cursor if self.webknossos is not None else None
-        self._show_cursor_at(self._to_inspected(cursor) if cursor is not None else (0, 0, 0))
-
-    # -- webKnossos datasets: one layer and mag at a time ----------------------------------------
-    def set_webknossos(self, wk: WkDataset | None, window_mag: Vec3 = (1, 1, 1),
-                       layer: str | None = None, mag: Vec3 | None = None) -> None:
-        """Offer ``wk``'s layers and mags in the combo boxes and inspect ``layer``/``mag``
-        (default: the first color layer, the window's mag if that layer has it, else its
-        finest).  ``window_mag``: the mag whose voxels the window's cursor is in.  None hides
-        the combo boxes and inspects whatever ``set_dataset`` is given next at scale 1."""
-        old = self.webknossos
-        if old is not None and old is not wk:
-            if self.dataset is not None and wk is None:
-                self.set_dataset(None)  # it is one of the old dataset's mags, closed now
-            self._stop_work()
-            old.close()
-        self.webknossos = wk
-        self._window_mag = window_mag
+        self._own_dataset = own and dataset is not None
+        self._window_mag = (int(window_mag[0]), int(window_mag[1]), int(window_mag[2]))
         self._window_cursor = None
         self._scale = (1.0, 1.0, 1.0)
         self._apply_scale()
-        self.layer_combo.blockSignals(True)
-        self.layer_combo.clear()
-        if wk is None or not wk.layers:
-            self.layer_combo.blockSignals(False)
-            self.mag_combo.blockSignals(True)
-            self.mag_combo.clear()
-            self.mag_combo.blockSignals(False)
-            self.wk_bar.hide()
-            return
-        for item in wk.layers:
-            self.layer_combo.addItem(f"{item.name} ({item.category})", item.name)
-        names = [item.name for item in wk.layers]
-        if layer is None or layer not in names:
-            layer = (wk.color_layers or wk.layers)[0].name
-        self.layer_combo.setCurrentIndex(names.index(layer))
-        self.layer_combo.blockSignals(False)
-        self.wk_bar.show()
-        self._fill_mags(wk.layer(layer), mag if mag is not None else window_mag)
-        self._inspect_selected()
-
-
+        self._fill_layers(dataset, layer, mag)
 
     def select_mag(self, layer: str | None = None, mag: Any = None) -> None:
         """Pick ``layer`` (by name) and ``mag`` (any spelling) as the combo boxes would."""
-        wk = self.webknossos
-        if wk is None:
+        ds = self.dataset
+        if ds is None:
             return
         if layer is not None:
-            names = [item.name for item in wk.layers]
+            names = [item.name for item in ds.layers]
             self.layer_combo.setCurrentIndex(names.index(layer))
         if mag is not None:
             current = self.selected_layer
@@ -280,32 +211,82 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
                 if tuple(self.mag_combo.itemData(i)) == target:
                     self.mag_combo.setCurrentIndex(i)
 
-
-
-
-
-
-
+    def _set_volume(self, volume: Volume | None, reopen: inspect.Reopen | None = None,
+                    label: str = "") -> None:
+        """Inspect ``volume`` (None: nothing).  Starts the background scan of its units."""
+        self._stop_work()
+        self._cache.reset(volume)
+        self.volume = volume
+        self._reopen = reopen
+        self._positions = set()
+        self._unit_of_path = {}
+        self._file_pos = self._loading_pos = None
+        self._shown = None
+        self._cursor = None
+        self._overlay_keys.clear()
+        self._overlays_pending.clear()
+        self.files_model.clear(volume.path if volume is not None else "")
+        self.problems_list.clear()
+        self.tabs.setTabText(5, "Problems")
+        self.jump_model.set_table(None)
+        self._extent = None
+        for ov in self._overlays.values():
+            ov.set_plane(None)
+        for widgets in self._view_overlays.values():
+            for w in widgets:
+                w.set_plane(None)
+                w.set_grid((0, 0, 0), (0, 0, 0), None)
+        if volume is None:
+            self.title.setText("no dataset")
+            self._volume_header = {}
+            self._show_volume_header()
+            return
+        try:
+            info = volume.info()
+            self._volume_header, compression = dict(info.header), info.compression
+        except FormatError:
+            self._volume_header, compression = {}, "?"
+        self._show_volume_header()
+        c, u = volume.chunk_shape, volume.unit_shape
+        name = os.path.basename(os.path.normpath(volume.path)) if "://" not in volume.path \
+            else volume.path.rstrip("/").rsplit("/", 1)[-1]
+        prefix = f"<b>{label}</b> \u00b7 " if label else ""
+        self.title.setText(f"{prefix}<b>{name}</b> \u00b7 {volume.format} {compression}, "
+                           f"{volume.dtype} x{volume.num_channels}, chunk "
+                           f"{c[0]}\u00d7{c[1]}\u00d7{c[2]}, unit "
+                           f"{u[0]}\u00d7{u[1]}\u00d7{u[2]} chunks")
+        self.title.setToolTip(volume.path)
+        self._hist_edges = inspect.histogram_edges(volume.chunk_nbytes)
+        self._update_colorbar()
+        self._update_grid_spacing()
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        token = self._next("scan")
+        self._scan = inspect.UnitScan(
+            volume, lambda batch: self._bridge.deliver("scan", token, batch),
+            batch_seconds=SCAN_BATCH_SECONDS, reopen=reopen)
+        self._scan.start()
+        cursor = self._window_cursor
+        self._show_cursor_at(self._to_inspected(cursor) if cursor is not None else (0, 0, 0))
 
     def show_cursor(self, position: tuple[int, int, int] | list[int]) -> None:
-        """The window's cursor is at its voxel ``position`` (the inspected dataset's voxel
-        unless a webKnossos mag other than the window's is inspected): show its file, select
-        its block, and update the overlays and byte-layout highlights (work runs in the
-        background)."""
+        """The window's cursor is at its voxel ``position``: show the unit holding it (in the
+        inspected mag), select its chunk, and update the overlays and byte-layout highlights
+        (work runs in the background)."""
         pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
         self._window_cursor = pos
         self._show_cursor_at(self._to_inspected(pos))
 
     def _show_cursor_at(self, pos: Vec3) -> None:
-        """``show_cursor`` in the inspected dataset's own voxels."""
-        if self.dataset is None:
+        """``show_cursor`` in the inspected volume's own voxels."""
+        if self.volume is None:
             return
         self._cursor = pos
-        fpos, index = inspect.block_at(self.dataset.header, pos)
+        upos, index = inspect.chunk_at(self.volume, pos)
         self._pending_block = index
-        if fpos != self._file_pos and fpos != self._loading_pos:
-            self._load_file(fpos)
-        elif fpos == self._file_pos:
+        if upos != self._file_pos and upos != self._loading_pos:
+            self._load_file(upos)
+        elif upos == self._file_pos:
             self._select_block(index)
             self._dirty_tabs.add(LAYOUT_TAB)
             self._update_visible_tab()
@@ -324,8 +305,8 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         return self._overlays[axis]
 
     def grid_overlays(self, axis: int) -> tuple[QtGridOverlay, QtGridOverlay]:
-        """(block grid, file grid) items for the view whose normal is ``axis``; add both to the
-        view's ViewBox like the compression overlay."""
+        """(chunk grid, unit grid) items for the view whose normal is ``axis``; add both to
+        the view's ViewBox like the compression overlay."""
         if axis not in self._grids:
             block = QtGridOverlay(32, (255, 255, 255, 70))
             files = QtGridOverlay(1024, (255, 200, 0, 160), width=1.5)
@@ -355,17 +336,26 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         return sorted(set(self._overlays) | set(self._view_overlays))
 
     def shutdown(self) -> None:
-        """Stop the scan and any decoding; release the worker."""
+        """Stop the scan and any decoding; release the worker (and the dataset when the
+        panel opened it)."""
         self._stop_work()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._own_dataset and self.dataset is not None:
+            self._own_dataset = False
+            self.dataset.close()
 
     @property
-    def current_table(self) -> inspect.BlockTable | None:
+    def current_table(self) -> inspect.UnitTable | None:
         return self._shown.table if self._shown is not None else None
 
     @property
     def current_path(self) -> str | None:
         return self._shown.path if self._shown is not None else None
+
+    @property
+    def current_mag(self) -> Mag | None:
+        """The mag inspected (None when nothing is)."""
+        return self.selected_mag
 
     # == background work ======================================================================
     def _next(self, kind: str) -> int:
@@ -382,42 +372,41 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
         for kind in list(self._tokens):
             self._next(kind)
 
-    def _load_file(self, fpos: Vec3) -> None:
-        assert self.dataset is not None
-        ds = self.dataset
+    def _load_file(self, upos: Vec3) -> None:
+        """Load the unit at unit-grid position ``upos`` (header report and chunk table) in
+        the background."""
+        assert self.volume is not None
+        volume = self.volume
         cache = self._cache
-        self._loading_pos = fpos
+        header = self._volume_header
+        self._loading_pos = upos
         if self._decode_cancel is not None:
             self._decode_cancel.set()
             self._decode_cancel = None
         token = self._next("file")
-        path = ds.file_path(*fpos)
+        path = volume.unit_path(upos)
 
-        def job() -> _LoadedFile:
-            if not os.path.exists(path):
-                return _LoadedFile(fpos, path, None, None, None)
-            try:
-                report: inspect.HeaderReport | None = inspect.header_report(
-                    path, None if ds.single_file else ds.header)
-            except OSError as exc:
-                return _LoadedFile(fpos, path, None, None, FormatError(str(exc), path))
-            table, error = cache.get(path)
-            return _LoadedFile(fpos, path, report, table, error)
+        def job() -> _LoadedUnit:
+            table, error = cache.get(upos)
+            if table is None and error is None:
+                return _LoadedUnit(upos, path, None, None, None)
+            report = inspect.header_report(volume, path, table, error, header)
+            return _LoadedUnit(upos, table.path if table is not None else path, report, table,
+                               error)
 
         self._bridge.deliver_future("file", token, self._executor.submit(job))
 
     def _refresh_overlays(self) -> None:
-        if self.dataset is None or self._cursor is None or not self._wanted_axes():
+        if self.volume is None or self._cursor is None or not self._wanted_axes():
             return
-        ds = self.dataset
-        h = ds.header
+        volume = self.volume
         positions = set(self._positions)
-        fpos, _ = inspect.block_at(h, self._cursor)
-        positions.add(fpos)
+        upos, _ = inspect.chunk_at(volume, self._cursor)
+        positions.add(upos)
         frozen = frozenset(positions)
         for axis in self._wanted_axes():
             index = self._cursor[axis]
-            key = (index // h.block_len, self._metric, len(frozen))
+            key = (index // volume.chunk_shape[axis], self._metric, len(frozen))
             if self._overlay_keys.get(axis) == key:
                 continue
             self._overlay_keys[axis] = key
@@ -427,7 +416,7 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
             cache = self._cache
             self._bridge.deliver_future(
                 f"overlay{axis}", token, self._executor.submit(
-                    inspect.compression_plane, ds, axis, index, frozen, metric, cache))
+                    inspect.compression_plane, volume, axis, index, frozen, metric, cache))
         self._update_grid_extent(positions)
 
     def _on_result(self, kind: str, token: int, payload: Any) -> None:
@@ -464,8 +453,10 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
             self.progress.setValue(batch.done)
             self.progress.setUpdatesEnabled(True)
         self.files_model.append(batch.rows)
-        new_positions = [r.position for r in batch.rows if r.position is not None]
-        self._positions.update(new_positions)  # type: ignore[arg-type]
+        for r in batch.rows:
+            if r.position is not None:
+                self._positions.add(r.position)
+                self._unit_of_path[r.path] = r.position
         self._add_problems(batch.rows)
         if batch.finished:
             self.progress.hide()
@@ -476,27 +467,33 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
                 self._update_visible_tab()
             self.scan_finished.emit(batch.total or 0)
 
-
-
-    # == the current file =====================================================================
-    def _on_file_loaded(self, loaded: _LoadedFile) -> None:
+    # == the current unit =====================================================================
+    def _on_file_loaded(self, loaded: _LoadedUnit) -> None:
         self._shown = loaded
         self._file_pos = loaded.position
         self._loading_pos = None
+        self._unit_of_path[loaded.path] = loaded.position
         self._show_header(loaded)
         self.jump_model.set_table(loaded.table)
         t = loaded.table
         if t is not None:
-            sizes = t.sizes
-            self.blocks_summary.setText(
-                f"{t.num_blocks:,} blocks, {int(sizes.sum()):,} B of blocks; size min "
-                f"{int(sizes.min()):,} / median {float(np.median(sizes)):,.0f} / max "
-                f"{int(sizes.max()):,} B; {int(np.count_nonzero(t.flags & inspect.PROBLEM_FLAGS))}"
-                f" damaged")
+            stored = t.stored
+            sizes = t.sizes[stored]
+            damaged = int(np.count_nonzero(t.flags & inspect.PROBLEM_FLAGS))
+            if len(sizes):
+                self.blocks_summary.setText(
+                    f"{t.num_chunks:,} chunks ({len(sizes):,} stored), {int(sizes.sum()):,} B "
+                    f"stored; size min {int(sizes.min()):,} / median "
+                    f"{float(np.median(sizes)):,.0f} / max {int(sizes.max()):,} B; "
+                    f"{damaged} damaged")
+            else:
+                self.blocks_summary.setText(f"{t.num_chunks:,} chunks, none stored; "
+                                            f"{damaged} damaged")
         else:
-            self.blocks_summary.setText("file absent (sparse: reads as zeros)"
+            self.blocks_summary.setText("unit absent (sparse: reads as the fill value)"
                                         if loaded.error is None else str(loaded.error))
-        self.decode_button.setEnabled(t is not None and t.header.is_compressed)
+        self.decode_button.setEnabled(t is not None and bool(
+            np.any((t.flags & (inspect.ABSENT | inspect.STORED_CONSTANT)) == 0)))
         self._dirty_tabs.update({SIZES_TAB, LAYOUT_TAB})
         self._update_visible_tab()
         if self._pending_block is not None:
@@ -510,8 +507,6 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
                 self._syncing = False
         self.file_shown.emit(loaded.path if t is not None else "")
 
-
-
     def _update_visible_tab(self) -> None:
         current = self.tabs.currentIndex()
         if current in self._dirty_tabs:
@@ -523,48 +518,35 @@ class QtInspectorPanel(HeaderTabMixin, FilesTabMixin, JumpTableTabMixin, SizesTa
             elif current == MAP_TAB:
                 self._update_colorbar()
 
-
-
-
-
-
-
-
-
-
-
     # == user actions =========================================================================
+    def _unit_position(self, path: str) -> Vec3 | None:
+        found = self._unit_of_path.get(path)
+        if found is None and self._shown is not None and self._shown.path == path:
+            found = self._shown.position
+        return found
+
     def _go_to(self, path: str, block: int | None) -> None:
-        """Move to ``block`` of the file at ``path`` (its centre when block is None)."""
-        if self.dataset is None:
+        """Move to chunk ``block`` of the unit at ``path`` (its centre when block is None)."""
+        if self.volume is None:
             return
-        try:
-            fpos = self.dataset.file_position(path)
-        except FormatError:
+        upos = self._unit_position(path)
+        if upos is None:
             return
-        h = self.dataset.header
         if block is None:
-            side = h.file_len_vx
-            pos: Vec3 = (fpos[0] * side + side // 2, fpos[1] * side + side // 2,
-                         fpos[2] * side + side // 2)
+            pos = inspect.unit_center(self.volume, upos)
         else:
-            pos = inspect.block_center(h, fpos, block)
+            pos = inspect.chunk_center(self.volume, upos, block)
             self.block_selected.emit(path, int(block))
         self._show_cursor_at(pos)
         window_pos = self._to_window(pos)
         self._window_cursor = window_pos
         self.position_requested.emit(window_pos)
 
-
-
-
     def _on_target_item_clicked(self, item: QListWidgetItem) -> None:
         target = item.data(Qt.ItemDataRole.UserRole)
         if target:
             path, block = target
             self._go_to(path, block)
-
-
 
 
 __all__ = ["QtInspectorPanel"]

@@ -1,4 +1,4 @@
-"""The inspector's Problems tab: damage found by the scan and by decoding.
+"""The inspector's Problems tab: damage found by the unit scan and by decoding.
 
 Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
 use the panel's state.  GUI thread only."""
@@ -24,7 +24,7 @@ class ProblemsTabMixin:
         self.problems_list.itemClicked.connect(self._on_target_item_clicked)
         self.tabs.addTab(self.problems_list, "Problems")
 
-    def _add_problems(self, rows: tuple[inspect.FileStats, ...]) -> None:
+    def _add_problems(self, rows: tuple[inspect.UnitStats, ...]) -> None:
         if not any(r.problems for r in rows):
             return
         for r in rows:
