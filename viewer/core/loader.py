@@ -61,6 +61,7 @@ from viewer.core.cache import BlockCache, BlockKey, BlockValue, CacheStats
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
 from viewer.core.cache import ABSENT
 from viewer.format import BlockDecodeError, DatasetLayoutError, FormatError, StorageUnit, Volume
+from viewer.format.errors import FileChangedError
 
 log = logging.getLogger(__name__)
 
@@ -829,6 +830,19 @@ class Loader:
             self.cache.account_file(file_key, state.table_bytes)
         return state
 
+    def _reopen(self, pos: Vec3, old: StorageUnit) -> FileState:
+        """Forget the unit at ``pos`` (``old``, which another program changed) and open it
+        again.  ``old`` is not closed here: other workers may still be reading from it (their
+        reads fail on their own); it goes when the last of them lets go."""
+        with self._lock:
+            if self._file_states.get(pos) is old:
+                self._file_states.pop(pos, None)
+                self._open_files.pop(pos, None)
+        forget = getattr(self.volume, "forget_unit", None)
+        if forget is not None:
+            forget(pos)
+        return self._resolve(pos)
+
     def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray, state: Any) -> None:
         if state is _UNKNOWN:
             state = self._resolve(task.file)
@@ -840,8 +854,18 @@ class Loader:
                 task.hinted = True
                 state.will_need([key[3] for key in keys])
             try:
-                got = state.read_chunks([key[3] for key in keys])
+                try:
+                    got = state.read_chunks([key[3] for key in keys])
+                except FileChangedError:
+                    # Another program rewrote the file since it was opened: open it again and
+                    # read from the new one (once; a second change is the blocks' error).
+                    state = self._reopen(task.file, state)
+                    if not isinstance(state, StorageUnit):
+                        raise
+                    got = state.read_chunks([key[3] for key in keys])
                 results = [ABSENT if value is None else value for value in got]
+            except FileChangedError as exc:
+                results = [exc] * len(keys)
             except OSError as exc:
                 results = [BlockDecodeError(f"read failed: {exc.strerror or exc}", state.path,
                                             block=key[3]) for key in keys]

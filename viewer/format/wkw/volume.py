@@ -67,14 +67,16 @@ class WkwUnit(StorageUnit):
         return out
 
     def read_range(self, offset: int, nbytes: int) -> bytes | memoryview | None:
-        """A slice of the file's mapping (no copy; the mapping stays alive while the view
-        does), or a ``pread`` where the file is not mapped."""
+        """One ``pread`` of the range (None past the end of the file, or when it came back
+        short: the file changed meanwhile; the caller then reads chunk by chunk, which reports
+        why)."""
         if offset < 0 or nbytes < 0 or offset + nbytes > self.file.file_size:
             return None
-        data = self.file._mapping()
-        if data is not None:
-            return memoryview(data)[offset:offset + nbytes]  # type: ignore[arg-type]
-        raw = os.pread(self.file._fd, nbytes, offset)
+        try:
+            with self.file._reading() as fd:
+                raw = os.pread(fd, nbytes, offset)
+        except (OSError, ValueError, FormatError):
+            return None
         return raw if len(raw) == nbytes else None
 
     def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
