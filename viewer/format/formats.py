@@ -3,3 +3,4 @@
 
 from viewer.format.webknossos import entry as _webknossos  # noqa: F401
 from viewer.format.wkw import entry as _wkw  # noqa: F401
+from viewer.format.remote import entry as _remote  # noqa: F401
