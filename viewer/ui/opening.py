@@ -12,6 +12,7 @@ import os
 from PySide6.QtCore import QObject, QSettings, Signal
 
 from viewer.core import extent
+from viewer.format.store import is_url
 
 RECENT_MAX = 10
 
@@ -46,7 +47,7 @@ class RecentDatasetsMixin:
     def _add_recent(self, path: str) -> None:
         if not settings_enabled():
             return
-        path = os.path.abspath(path)
+        path = path if is_url(path) else os.path.abspath(path)
         items = [path] + [p for p in self.recent() if p != path]
         QSettings("wkw-viewer", "wkw-viewer").setValue("recent", items[:RECENT_MAX])
         self._update_recent_menu()
