@@ -27,7 +27,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         prog="wkw-viewer",
         description="Browse a WKW dataset in three linked orthogonal views.  Subcommands: "
                     "info, compare, demo (see wkw-viewer SUBCOMMAND --help).")
-    parser.add_argument("path", nargs="?", help="dataset folder or .wkw file (default: the demo)")
+    parser.add_argument("path", nargs="?",
+                        help="dataset folder, .wkw file or URL (http(s)://, s3://, gs://; "
+                             "--anon: a public bucket without credentials) (default: the demo)")
     parser.add_argument("--pos", help="cursor position X,Y,Z in voxels")
     parser.add_argument("--zoom", type=float, help="screen pixels per voxel (e.g. 2 or 0.5)")
     parser.add_argument("--screenshot", metavar="FILE",

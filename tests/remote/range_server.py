@@ -3,7 +3,8 @@
 It serves the files below ``root`` (GET and HEAD; ``Range: bytes=a-b``, ``bytes=a-`` and
 ``bytes=-n``, one range per request) and counts requests and bytes sent.  Faults, for tests:
 ``fail_next`` answers that many requests with 500 before serving again; ``hang`` makes every
-request wait (until ``release()`` or ``hang_seconds``) before it answers; ``ignore_range``
+request wait (until ``release()`` or ``hang_seconds``) before it answers (both only for paths
+holding ``fault_match`` when it is set); ``ignore_range``
 answers every GET with the whole file and 200, as a server without range support does.
 """
 
@@ -35,6 +36,10 @@ class RangeServer(ThreadingHTTPServer):
         self.ignore_range = False
         self.hang = False
         self.hang_seconds = 30.0
+        #: Only requests whose path holds this hang / fail (None: every request).
+        self.fault_match: str | None = None
+        #: Requests waiting in a hang right now.
+        self.hanging = 0
         #: Seconds every request waits before it answers (latency).
         self.delay = 0.0
         self._released = threading.Event()
@@ -95,13 +100,19 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests += 1
             srv.log.append((self.command, self.path, rng))
-            fail = srv.fail_next > 0
+            targeted = srv.fault_match is None or srv.fault_match in self.path
+            fail = srv.fail_next > 0 and targeted
             if fail:
                 srv.fail_next -= 1
+            hang = srv.hang and targeted
+            if hang:
+                srv.hanging += 1
         if srv.delay:
             time.sleep(srv.delay)
-        if srv.hang:
+        if hang:
             srv._released.wait(srv.hang_seconds)
+            with srv.lock:
+                srv.hanging -= 1
         if fail:
             self._empty(srv.fail_status)
             return
@@ -151,3 +162,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+
+def main() -> None:
+    """``python range_server.py ROOT [DELAY_S]``: serve ROOT until killed; prints the URL."""
+    import sys
+
+    srv = RangeServer(sys.argv[1])
+    if len(sys.argv) > 2:
+        srv.delay = float(sys.argv[2])
+    print(srv.url, flush=True)
+    srv.serve_forever(poll_interval=0.2)
+
+
+if __name__ == "__main__":
+    main()

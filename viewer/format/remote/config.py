@@ -8,9 +8,10 @@ the same way as its parent:
 ``WKW_VIEWER_ANON``             ``1``: unsigned requests (public buckets; ``--anon``)  off
 ``WKW_VIEWER_REMOTE_TIMEOUT``   seconds one request may take before it is retried      20
 ``WKW_VIEWER_REMOTE_RETRIES``   retries of a timeout, 5xx or dropped connection        3
-``WKW_VIEWER_REMOTE_REQUESTS``  requests in flight at once (per process)               32
+``WKW_VIEWER_REMOTE_REQUESTS``  requests in flight at once (per process)               64
 ``WKW_VIEWER_REMOTE_CACHE_MB``  size of the on-disk cache of fetched bytes (0: none)   4096
 ``WKW_VIEWER_REMOTE_CACHE_DIR`` where it lives                     the user's cache folder
+``WKW_VIEWER_REMOTE_MERGE_GAP`` ranges closer than this (bytes) are one request          4096
 =============================== ===================================================== =========
 
 ``configure(...)`` changes them for this process (the command line's ``--anon``); stores
@@ -30,6 +31,7 @@ RETRIES_ENV = "WKW_VIEWER_REMOTE_RETRIES"
 REQUESTS_ENV = "WKW_VIEWER_REMOTE_REQUESTS"
 CACHE_MB_ENV = "WKW_VIEWER_REMOTE_CACHE_MB"
 CACHE_DIR_ENV = "WKW_VIEWER_REMOTE_CACHE_DIR"
+MERGE_GAP_ENV = "WKW_VIEWER_REMOTE_MERGE_GAP"
 
 DEFAULT_CACHE_MB = 4096
 
@@ -42,7 +44,7 @@ class RemoteConfig:
     #: Times a timeout, a 5xx answer or a dropped connection is retried (with back-off).
     retries: int = 3
     #: Requests in flight at once, over every remote store of the process.
-    max_requests: int = 32
+    max_requests: int = 64
     #: Bytes of the on-disk range cache (0: no cache).
     cache_bytes: int = DEFAULT_CACHE_MB << 20
     #: Its folder (None: ``platformdirs.user_cache_dir("wkw-viewer")/remote``).
@@ -69,6 +71,7 @@ def from_env() -> RemoteConfig:
         max_requests=max(1, int(_env_float(REQUESTS_ENV, base.max_requests))),
         cache_bytes=max(0, int(_env_float(CACHE_MB_ENV, DEFAULT_CACHE_MB))) << 20,
         cache_dir=os.environ.get(CACHE_DIR_ENV) or None,
+        merge_gap=max(0, int(_env_float(MERGE_GAP_ENV, base.merge_gap))),
     )
 
 

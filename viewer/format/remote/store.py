@@ -10,7 +10,8 @@ signing with the usual AWS environment variables, ``AWS_ENDPOINT_URL``).  On top
   with the whole object is detected and named (``RangeNotSupportedError``).
 * **Many requests in flight**: one process-wide pool of ``max_requests`` threads, each waiting
   on one request (the GIL is released while it waits).  Reads someone waits for go before
-  read-ahead (``prefetch``), and a range already being fetched is never asked for twice.
+  read-ahead (``prefetch``), in the order asked; read-ahead newest first; a range already being
+  fetched is never asked for twice.
 * **A bounded on-disk cache** of the fetched ranges (``diskcache.RangeCache``), so a second
   visit, in this run or a later one, costs no request; objects found missing are remembered for
   the run.
@@ -135,8 +136,11 @@ class _Pool:
             t.start()
 
     def submit(self, job: _Job, priority: int) -> None:
+        seq = next(self._seq)
         with self._cv:
-            heapq.heappush(self._heap, (priority, next(self._seq), job))
+            # Reads in the order asked; read-ahead newest first (older hints are for places
+            # the cursor has probably left).
+            heapq.heappush(self._heap, (priority, seq if priority == READ else -seq, job))
             self._cv.notify()
 
     def queued(self) -> int:
