@@ -23,6 +23,9 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 class RangeServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    #: Connections waiting to be accepted (the default 5 drops bursts of new connections, and
+    #: the client then waits a second to retry).
+    request_queue_size = 256
 
     def __init__(self, root: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -30,6 +30,7 @@ def test_urls_are_urls() -> None:
 
 def test_neighbouring_ranges_are_one_request_and_a_revisit_none(
         http: RangeServer, data_root: Path) -> None:
+    configure(merge_gap=4096)
     whole = _bytes(data_root)
     store = open_store(http.url)
     ranges = [(100, 50), (150, 70), (220, 10), (9000, 100)]

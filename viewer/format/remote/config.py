@@ -11,7 +11,7 @@ the same way as its parent:
 ``WKW_VIEWER_REMOTE_REQUESTS``  requests in flight at once (per process)               64
 ``WKW_VIEWER_REMOTE_CACHE_MB``  size of the on-disk cache of fetched bytes (0: none)   4096
 ``WKW_VIEWER_REMOTE_CACHE_DIR`` where it lives                     the user's cache folder
-``WKW_VIEWER_REMOTE_MERGE_GAP`` ranges closer than this (bytes) are one request          4096
+``WKW_VIEWER_REMOTE_MERGE_GAP`` ranges closer than this (bytes) are one request         65536
 =============================== ===================================================== =========
 
 ``configure(...)`` changes them for this process (the command line's ``--anon``); stores
@@ -50,7 +50,7 @@ class RemoteConfig:
     #: Its folder (None: ``platformdirs.user_cache_dir("wkw-viewer")/remote``).
     cache_dir: str | None = None
     #: Neighbouring byte ranges less than this far apart are fetched in one request.
-    merge_gap: int = 4096
+    merge_gap: int = 64 << 10
     #: A merged request is at most this long (longer runs are split and fetched in parallel).
     max_request_bytes: int = 8 << 20
 
