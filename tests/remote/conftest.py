@@ -77,7 +77,7 @@ def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     """Each test its own range cache, short timeouts, and settings read afresh."""
     monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
     monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
-    monkeypatch.delenv(remote_config.ANON_ENV, raising=False)
+    monkeypatch.setenv(remote_config.ANON_ENV, "0")  # undone after the test, whatever it set
     remote_config.reset()
     yield
     remote_config.reset()

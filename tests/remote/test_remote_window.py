@@ -35,12 +35,14 @@ def window(qtbot):
 class _Ticks:
     """A timer on the GUI thread that notes whether it ran while the server held requests."""
 
-    def __init__(self, srv: RangeServer) -> None:
+    def __init__(self, srv: RangeServer, window: object) -> None:
         from PySide6.QtCore import QTimer
 
         self.srv = srv
         self.during_hang = 0
-        self.timer = QTimer()
+        # Owned by the window (deleted with it on the GUI thread), never by the garbage
+        # collector, which may run on any thread.
+        self.timer = QTimer(window)
         self.timer.setInterval(20)
         self.timer.timeout.connect(self._tick)
         self.timer.start()
@@ -71,7 +73,7 @@ def test_hanging_blocks_fail_after_the_timeout_and_the_window_stays_responsive(
     configure(timeout_s=0.5, retries=0)
     http.fault_match = "/x"  # the data files hang; the metadata answers
     http.hang = True
-    ticks = _Ticks(http)
+    ticks = _Ticks(http, window)
     assert window.open_path(f"{http.url}/ds", pos=(20, 30, 10))
     qtbot.waitUntil(window.planes_complete, timeout=WAIT_MS)  # failed is not pending
     plane = window.views[2].plane
@@ -98,7 +100,7 @@ def test_opening_a_url_that_hangs_returns_and_keeps_the_window_alive(
         qtbot, window, http: RangeServer, data_root: Path) -> None:
     configure(timeout_s=0.5, retries=0)
     http.hang = True
-    ticks = _Ticks(http)
+    ticks = _Ticks(http, window)
     assert not window.open_path(f"{http.url}/ds")
     assert ticks.during_hang > 0
     assert window.errors and "Cannot open" in window.errors[-1]

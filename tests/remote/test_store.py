@@ -200,3 +200,35 @@ def test_anon_reads_a_public_bucket(s3: dict, data_root: Path,
     assert os.environ["WKW_VIEWER_ANON"] == "1"  # child processes read the same way
     store = open_store("s3://bkt/data")
     assert store.read(KEY, 0, 16) == _bytes(data_root)[:16]
+
+
+def test_anon_flag_of_any_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from viewer.cli import main
+    from viewer.format.remote import current
+
+    assert main(["--anon", "info", str(tmp_path / "nothing")]) == 2
+    assert current().anon and os.environ["WKW_VIEWER_ANON"] == "1"
+    assert "--anon" not in capsys.readouterr().err
+
+
+def test_queued_read_ahead_is_dropped_when_cancelled(http: RangeServer, data_root: Path) -> None:
+    from viewer.format.remote.store import COUNTERS
+
+    configure(merge_gap=0, timeout_s=30)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    http.fault_match = "x0.wkw"
+    http.hang = True
+    ranges = [(200 * k, 50) for k in range(100)]  # more than the 64 requests in flight
+    store.prefetch(KEY, ranges)  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while http.hanging < 64 and time.monotonic() < deadline:  # 64 on the wire, 36 queued
+        time.sleep(0.01)
+    store.cancel_prefetch()  # type: ignore[attr-defined]
+    http.release()
+    while (stats().in_flight or stats().queued) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 64 <= http.requests < 100
+    assert COUNTERS.in_flight == 0
+    # What was dropped is fetched again when read.
+    assert store.read_ranges(KEY, ranges[-3:]) == [whole[o:o + n] for o, n in ranges[-3:]]

@@ -6,7 +6,7 @@ the same way as its parent:
 
 =============================== ===================================================== =========
 ``WKW_VIEWER_ANON``             ``1``: unsigned requests (public buckets; ``--anon``)  off
-``WKW_VIEWER_REMOTE_TIMEOUT``   seconds one request may take before it is retried      20
+``WKW_VIEWER_REMOTE_TIMEOUT``   seconds one request may take before it is retried      10
 ``WKW_VIEWER_REMOTE_RETRIES``   retries of a timeout, 5xx or dropped connection        3
 ``WKW_VIEWER_REMOTE_REQUESTS``  requests in flight at once (per process)               64
 ``WKW_VIEWER_REMOTE_CACHE_MB``  size of the on-disk cache of fetched bytes (0: none)   4096
@@ -40,7 +40,7 @@ DEFAULT_CACHE_MB = 4096
 class RemoteConfig:
     anon: bool = False
     #: Seconds one request may take (connecting included) before it counts as failed.
-    timeout_s: float = 20.0
+    timeout_s: float = 10.0
     #: Times a timeout, a 5xx answer or a dropped connection is retried (with back-off).
     retries: int = 3
     #: Requests in flight at once, over every remote store of the process.

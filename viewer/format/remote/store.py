@@ -10,8 +10,9 @@ signing with the usual AWS environment variables, ``AWS_ENDPOINT_URL``).  On top
   with the whole object is detected and named (``RangeNotSupportedError``).
 * **Many requests in flight**: one process-wide pool of ``max_requests`` threads, each waiting
   on one request (the GIL is released while it waits).  Reads someone waits for go before
-  read-ahead (``prefetch``), in the order asked; read-ahead newest first; a range already being
-  fetched is never asked for twice.
+  read-ahead (``prefetch``), in the order asked; read-ahead newest first, and dropped when it
+  waited more than ``STALE_PREFETCH_S`` or its volume closed (unless a read took it over); a
+  range already being fetched is never asked for twice.
 * **A bounded on-disk cache** of the fetched ranges (``diskcache.RangeCache``), so a second
   visit, in this run or a later one, costs no request; objects found missing are remembered for
   the run.
@@ -114,17 +115,31 @@ COUNTERS = _Counters()
 
 
 # -- the request pool -----------------------------------------------------------------------------
-class _Job:
-    __slots__ = ("fn", "future", "started")
+#: Read-ahead still queued after this many seconds is dropped (the cursor has moved on).
+STALE_PREFETCH_S = 3.0
 
-    def __init__(self, fn: Callable[[], bytes]) -> None:
+
+class _Dropped(Exception):
+    """A queued read-ahead request dropped before it started (stale, or its volume closed)."""
+
+
+class _Job:
+    __slots__ = ("fn", "future", "started", "wanted", "cancelled", "queued_at", "on_drop")
+
+    def __init__(self, fn: Callable[[], bytes], on_drop: Callable[[_Job], None]) -> None:
         self.fn = fn
         self.future: Future[bytes] = Future()
         self.started = False
+        #: Someone waits for it (a read): never dropped.
+        self.wanted = False
+        self.cancelled = False
+        self.queued_at = time.monotonic()
+        self.on_drop = on_drop
 
 
 class _Pool:
-    """Threads that each run one request at a time, by priority then age."""
+    """Threads that each run one request at a time: reads in the order asked, then read-ahead
+    newest first; read-ahead nobody waits for is dropped when stale or cancelled."""
 
     def __init__(self, threads: int) -> None:
         self._heap: list[tuple[int, int, _Job]] = []
@@ -156,6 +171,12 @@ class _Pool:
                 if job.started:
                     continue  # queued twice (raised to READ priority) and taken already
                 job.started = True
+                drop = not job.wanted and (
+                    job.cancelled or time.monotonic() - job.queued_at > STALE_PREFETCH_S)
+            if drop:
+                job.on_drop(job)
+                job.future.set_exception(_Dropped())
+                continue
             try:
                 job.future.set_result(job.fn())
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
@@ -320,8 +341,10 @@ class RemoteStore(Store):
                 for fs, fe, job in flying:
                     if fs <= s and e <= fe:
                         out[i] = (job, fs)
-                        if priority == READ and not job.started:
-                            raise_.append(job)
+                        if priority == READ:
+                            job.wanted = True
+                            if not job.started:
+                                raise_.append(job)
                         break
                 else:
                     new.append(i)
@@ -338,7 +361,8 @@ class RemoteStore(Store):
                 groups.append((s, e, [i]))
             jobs: list[_Job] = []
             for gs, ge, members in groups:
-                job = _Job(self._fetcher(key, gs, ge))
+                job = _Job(self._fetcher(key, gs, ge), self._forget_job(key, gs, ge))
+                job.wanted = priority == READ
                 flying.append((gs, ge, job))
                 for i in members:
                     out[i] = (job, gs)
@@ -350,14 +374,28 @@ class RemoteStore(Store):
         return [o for o in out if o is not None]
 
     def _fetcher(self, key: str, start: int, end: int) -> Callable[[], bytes]:
+        forget = self._forget_job(key, start, end)
+
         def run() -> bytes:
             try:
                 return self._request(key, start, end)
             finally:
-                with self._lock:
-                    flying = self._flying.get(key, [])
-                    flying[:] = [f for f in flying if not (f[0] == start and f[1] == end)]
+                forget(None)
         return run
+
+    def _forget_job(self, key: str, start: int, end: int) -> Callable[[_Job | None], None]:
+        def forget(_: _Job | None) -> None:
+            with self._lock:
+                flying = self._flying.get(key, [])
+                flying[:] = [f for f in flying if not (f[0] == start and f[1] == end)]
+        return forget
+
+    def cancel_prefetch(self) -> None:
+        """Drop this store's queued read-ahead that nobody waits for (its volume closed)."""
+        with self._lock:
+            for flying in self._flying.values():
+                for _, _, job in flying:
+                    job.cancelled = True
 
     def _wait(self, job: _Job) -> bytes:
         cfg = self.config
@@ -397,12 +435,19 @@ class RemoteStore(Store):
             return out
         scheduled = self._schedule(key, [(s, e) for _, s, e in todo], READ)
         for (i, off, end), (job, fs) in zip(todo, scheduled):
-            try:
-                data = self._wait(job)
-            except (OSError, FormatError) as exc:
-                out[i] = exc
-                continue
-            out[i] = data[off - fs:end - fs]
+            for _ in range(3):
+                try:
+                    data = self._wait(job)
+                except _Dropped:  # read-ahead dropped just as we took it over: ask again
+                    job, fs = self._schedule(key, [(off, end)], READ)[0]
+                    continue
+                except (OSError, FormatError) as exc:
+                    out[i] = exc
+                    break
+                out[i] = data[off - fs:end - fs]
+                break
+            else:
+                out[i] = RemoteIOError("read-ahead dropped repeatedly", url)
         return out
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:

@@ -472,14 +472,15 @@ class StoreWkwVolume(Volume):
                             yield (x, y, z)
 
     def _probed(self) -> Iterator[Vec3]:
-        """Files present, found by HEAD requests from the grid's corner outwards."""
+        """Files present, found by HEAD requests from the grid's corner outwards; yielded batch
+        by batch (a caller wanting one file stops after the first answers)."""
         seen: set[Vec3] = set()
-        present: list[Vec3] = []
         frontier = [(x, y, z) for z in range(4) for y in range(4) for x in range(4)]
         probes = 0
         with ThreadPoolExecutor(16, thread_name_prefix="wkw-probe") as pool:
             while frontier and probes < MAX_PROBES:
-                batch = [p for p in frontier if p not in seen][:MAX_PROBES - probes]
+                batch = list(dict.fromkeys(p for p in frontier if p not in seen))
+                batch = batch[:MAX_PROBES - probes]
                 seen.update(batch)
                 probes += len(batch)
                 found = list(pool.map(self._exists, batch))
@@ -489,7 +490,7 @@ class StoreWkwVolume(Volume):
                         with self._lock:
                             self._absent.add(pos)
                         continue
-                    present.append(pos)
+                    yield pos
                     x, y, z = pos
                     for d in ((1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1),
                               (0, 0, -1)):
@@ -501,7 +502,6 @@ class StoreWkwVolume(Volume):
                 f"the extent was probed with {MAX_PROBES} requests and is not complete (the "
                 "server cannot list files; open the dataset through its properties file)",
                 self.path)
-        yield from sorted(present, key=lambda p: (p[2], p[1], p[0]))
 
     def _exists(self, pos: Vec3) -> bool:
         try:
@@ -532,6 +532,9 @@ class StoreWkwVolume(Volume):
     def close(self) -> None:
         with self._lock:
             self._units.clear()
+        cancel = getattr(self.store, "cancel_prefetch", None)
+        if cancel is not None:
+            cancel()  # its queued read-ahead is of no use any more
 
 
 def _coordinate(name: str, prefix: str) -> int | None:
