@@ -476,7 +476,7 @@ class StoreWkwVolume(Volume):
         by batch (a caller wanting one file stops after the first answers)."""
         seen: set[Vec3] = set()
         frontier = [(x, y, z) for z in range(4) for y in range(4) for x in range(4)]
-        probes = 0
+        probes = failed = 0
         with ThreadPoolExecutor(16, thread_name_prefix="wkw-probe") as pool:
             while frontier and probes < MAX_PROBES:
                 batch = list(dict.fromkeys(p for p in frontier if p not in seen))
@@ -486,6 +486,9 @@ class StoreWkwVolume(Volume):
                 found = list(pool.map(self._exists, batch))
                 frontier = []
                 for pos, ok in zip(batch, found):
+                    if ok is None:  # the request failed: neither present nor absent
+                        failed += 1
+                        continue
                     if not ok:
                         with self._lock:
                             self._absent.add(pos)
@@ -502,12 +505,18 @@ class StoreWkwVolume(Volume):
                 f"the extent was probed with {MAX_PROBES} requests and is not complete (the "
                 "server cannot list files; open the dataset through its properties file)",
                 self.path)
+        elif failed:
+            self.probe_problem = DatasetLayoutError(
+                f"{failed} files could not be checked while probing the extent (requests "
+                "failed): the extent may be too small", self.path)
 
-    def _exists(self, pos: Vec3) -> bool:
+    def _exists(self, pos: Vec3) -> bool | None:
+        """Whether the file at ``pos`` is there; None when the request failed (a failed
+        request must not make a file absent: its blocks would read as the fill value)."""
         try:
             return self.store.exists(self.unit_key(pos))
         except OSError:
-            return False
+            return None
 
     def chunk_index(self, local: IntArray) -> IntArray:
         return morton.encode(local[:, 0], local[:, 1], local[:, 2])
