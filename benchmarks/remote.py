@@ -218,12 +218,25 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
     first = stats()
     jump_ms: list[float] = []
     jump_requests: list[int] = []
+    from viewer.core.slicing import Status
+
+    def looks() -> list[int]:
+        """Pixels of the views failed, absent (for a dataset with every file present)."""
+        out = [0, 0]
+        for v in views:
+            if v.plane is not None:
+                out[0] += int((v.plane.status == Status.FAILED).sum())
+                out[1] += int((v.plane.status == Status.ABSENT).sum())
+        return out
+
+    first_looks: list[list[int]] = []
     for pos in jumps:
         before = stats().requests
         began = time.perf_counter()
         window.state.jump_to(pos)
         jump_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
         jump_requests.append(stats().requests - before)
+        first_looks.append(looks())
         idle(loading)
     after = stats()
     window.close()
@@ -254,12 +267,14 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
     revisit_requests = 0
     revisit_after_idle = 0
     revisit_ms: list[float] = []
+    revisit_looks: list[list[int]] = []
     for pos in jumps[:REVISITS]:
         before = stats().requests
         began = time.perf_counter()
         window.state.jump_to(pos)
         revisit_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
         revisit_requests += stats().requests - before
+        revisit_looks.append(looks())
         idle(loading)
         revisit_after_idle += stats().requests - before
     window.close()
@@ -278,6 +293,8 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         "revisit_requests_until_idle": revisit_after_idle,
         "revisit_ms": [round(j, 1) for j in revisit_ms],
         "revisit_requested": [list(r) for r in requested[:12]],
+        "failed_absent_pixels": first_looks,
+        "revisit_failed_absent_pixels": revisit_looks,
     }
 
 
