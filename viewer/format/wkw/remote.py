@@ -21,6 +21,7 @@ file found, at most ``MAX_PROBES`` requests.  Never by downloading files.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -282,12 +283,20 @@ class StoreWkwUnit(StorageUnit):
         if self._loaded:
             self._prefetch_blocks(wanted)
         else:
-            _background().submit(self._load_then_prefetch, wanted)
+            _background().submit(self._load_then_prefetch, wanted, time.monotonic())
 
-    def _load_then_prefetch(self, indices: list[int]) -> None:
+    def _load_then_prefetch(self, indices: list[int], asked_at: float) -> None:
+        """A hint for a unit whose jump table was not there yet: the blocks' ranges once it
+        is, unless the hint went stale meanwhile or the volume closed."""
+        from viewer.format.remote.store import STALE_PREFETCH_S
+
+        if self.volume.closed or time.monotonic() - asked_at > STALE_PREFETCH_S:
+            return
         try:
             self._load()
         except FormatError:
+            return
+        if self.volume.closed or time.monotonic() - asked_at > STALE_PREFETCH_S:
             return
         self._prefetch_blocks(indices)
 
@@ -354,6 +363,8 @@ class StoreWkwVolume(Volume):
         self._units: dict[Vec3, StoreWkwUnit] = {}
         self._absent: set[Vec3] = set()
         self.probe_problem: FormatError | None = None
+        #: Set by ``close``: read-ahead still pending for it is dropped.
+        self.closed = False
 
     @classmethod
     def open(cls, store: Store, bounds: tuple[Vec3, Vec3] | None = None) -> StoreWkwVolume:
@@ -539,6 +550,7 @@ class StoreWkwVolume(Volume):
         return [self.probe_problem] if self.probe_problem is not None else []
 
     def close(self) -> None:
+        self.closed = True
         with self._lock:
             self._units.clear()
         cancel = getattr(self.store, "cancel_prefetch", None)
