@@ -28,7 +28,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         description="Browse a chunked volume dataset (WKW, webKnossos, and every other format "
                     "the program reads) in three linked orthogonal views.  Subcommands: "
                     "info, compare, demo (see wkw-viewer SUBCOMMAND --help).")
-    parser.add_argument("path", nargs="?", help="dataset folder or file (default: the demo)")
+    parser.add_argument("path", nargs="?",
+                        help="dataset folder, .wkw file or URL (http(s)://, s3://, gs://; "
+                             "--anon: a public bucket without credentials) (default: the demo)")
     parser.add_argument("--layer", help="the layer to make active (default: the first color "
                                         "layer)")
     parser.add_argument("--mag", help="lock the active layer's mag, e.g. 2-2-1 (default: "

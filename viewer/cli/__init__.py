@@ -3,7 +3,8 @@
 ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]`` opens the window (no PATH:
 the built-in demo dataset).  Subcommands, each a module of this package with ``main(argv)``:
 ``info``, ``compare``, ``demo``, ``digest``, ``install-desktop``.  Exit codes: 0 ok, 1 a finding,
-2 bad input.
+2 bad input.  A PATH may be a URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any
+command) reads public buckets without credentials.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--anon" in args:  # any command: unsigned requests to public buckets (remote datasets)
+        from viewer.format.remote import configure
+
+        args = [a for a in args if a != "--anon"]
+        configure(anon=True)
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]])
         try:

@@ -7,3 +7,4 @@ from viewer.format.n5 import entry as _n5  # noqa: F401
 from viewer.format.zfpc import entry as _zfpc  # noqa: F401
 from viewer.format.vds import entry as _vds  # noqa: F401
 from viewer.format.zarr import entry as _zarr  # noqa: F401
+from viewer.format.remote import entry as _remote  # noqa: F401

@@ -104,14 +104,18 @@ def detect(path: str | os.PathLike[str]) -> FormatEntry:
             raise DatasetLayoutError("no such file or directory", p)
         if not os.access(p, os.R_OK) or (os.path.isdir(p) and not os.access(p, os.X_OK)):
             raise DatasetLayoutError("permission denied", p)
+    failed: OSError | None = None
     for entry in formats():
         try:
             if entry.detect(p):
                 return entry
         except PermissionError:
             raise DatasetLayoutError("permission denied", p) from None
-        except OSError:
+        except OSError as exc:
+            failed = exc
             continue
+    if failed is not None and is_url(p):  # the network, not the data: say so
+        raise DatasetLayoutError(f"cannot read: {failed.strerror or failed}", p)
     known = "; ".join(e.describes for e in formats() if e.describes)
     raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)
 

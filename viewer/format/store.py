@@ -129,15 +129,17 @@ def _pread_all(fd: int, length: int, offset: int) -> bytes:
 def is_url(path: str) -> bool:
     """Whether ``path`` is a URL (``scheme://...``) rather than a local path."""
     head, sep, _ = path.partition("://")
-    return bool(sep) and head.isalpha() and len(head) > 1
+    return (bool(sep) and len(head) > 1 and head[0].isalpha()
+            and all(c.isalnum() or c in "+-." for c in head))
 
 
 def open_store(path: str | os.PathLike[str]) -> Store:
-    """The store rooted at ``path`` (a local folder; URLs once a remote store registers)."""
+    """The store rooted at ``path``: a local folder, or a URL (``http(s)://``, ``s3://``,
+    ``gs://``: ``viewer.format.remote``)."""
     p = os.fspath(path)
     if is_url(p):
-        from viewer.format.errors import UnsupportedFormatError
-        raise UnsupportedFormatError("remote URLs are not supported yet", p)
+        from viewer.format.remote.store import open_remote_store
+        return open_remote_store(p)
     return LocalStore(p)
 
 

@@ -62,6 +62,7 @@ from viewer.ui.opening import (
     QtExtentBridge,
     RecentDatasetsMixin,
 )
+from viewer.ui import remote as remote_ui
 from viewer.ui.render import Palette
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
@@ -185,6 +186,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         self.resizeDocks([dock], [CONTRAST_DOCK_WIDTH], Qt.Orientation.Horizontal)
 
         self._build_status_bar()
+        remote_ui.install(self)
         self._build_actions()
         self._histogram_timer = QTimer(self)
         self._histogram_timer.setSingleShot(True)
@@ -232,7 +234,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
         scan: extent.ExtentScan | None = None
         opened: Dataset | None = None
         try:
-            opened = open_dataset(path)
+            opened = remote_ui.open_dataset(path)  # a URL: on a thread
             layers, bounds, scan = self._open_layers(opened, pos, notes)
             dataset = layers[0].finest
         except Exception as exc:  # whatever it is, a message in the window, not a crash

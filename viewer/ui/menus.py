@@ -12,6 +12,8 @@ from typing import Any
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QLineEdit, QMessageBox, QToolBar
 
+from viewer.ui import remote as remote_ui
+
 KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
 <tr><td><b>Drag</b> (any button)</td><td>pan the view</td></tr>
@@ -75,6 +77,8 @@ class MenusMixin:
         self.open_action = self._action("&Open Dataset Folder\u2026", self.choose_folder,
                                         QKeySequence.StandardKey.Open, file_menu)
         self._action("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
+        self._action("Open &URL\u2026", lambda: remote_ui.choose_url(self), "Ctrl+U", file_menu,
+                     "A dataset over HTTP(S), S3 or GCS")
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._action("Open &Demo Dataset", self.open_demo, None, file_menu)
         file_menu.addSeparator()

@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, Signal
 
 from viewer.core import extent
 from viewer.ui import settings
+from viewer.format.store import is_url
 
 RECENT_MAX = 10
 
@@ -45,7 +46,7 @@ class RecentDatasetsMixin:
         store = settings.open_settings()
         if store is None:
             return
-        path = os.path.abspath(path)
+        path = path if is_url(path) else os.path.abspath(path)
         items = [path] + [p for p in self.recent() if p != path]
         store.setValue("recent", items[:RECENT_MAX])
         self._update_recent_menu()

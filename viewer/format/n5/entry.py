@@ -32,7 +32,7 @@ from viewer.format.n5.attributes import (
 from viewer.format.n5.multiscale import Level, level_factors, level_index, voxel_size
 from viewer.format.n5.volume import N5Volume
 from viewer.format.registry import FormatEntry, register
-from viewer.format.store import Store, open_store
+from viewer.format.store import Store, is_url, open_store
 
 #: How deep and how wide the walk of a container goes.
 MAX_DEPTH = 8
@@ -64,6 +64,8 @@ def detect(path: str) -> bool:
     """A folder holding ``attributes.json`` (a dataset, a group or a root), the file itself,
     or a folder without one whose child groups (two levels down at most) hold N5 datasets
     (tensorstore writes no root attributes)."""
+    if is_url(path):  # remote: the attributes through the store
+        return open_store(path).exists(ATTRIBUTES_FILE)
     if os.path.isfile(path):
         return os.path.basename(path) == ATTRIBUTES_FILE
     if not os.path.isdir(path):

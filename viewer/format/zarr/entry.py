@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from viewer.format.store import is_url, open_store
 from viewer.format.registry import FormatEntry, register
 from viewer.format.zarr.dataset import open_dataset
 from viewer.format.zarr.node import MARKERS
@@ -15,6 +16,9 @@ FILES = (*MARKERS, ".zattrs")
 
 
 def detect(path: str) -> bool:
+    if is_url(path):  # a remote array or group: its metadata through the store
+        store = open_store(path)
+        return any(store.exists(m) for m in MARKERS)
     if os.path.isfile(path):
         return os.path.basename(path) in FILES and any(
             os.path.isfile(os.path.join(os.path.dirname(path) or ".", m)) for m in MARKERS)

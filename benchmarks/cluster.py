@@ -1,0 +1,116 @@
+"""Exhaustive jobs on a Dask cluster against the local run (issue 17).
+
+Two EM-like 1024^3 uint8 WKW LZ4 datasets of 128^3-voxel files (512 files each; B is A with a
+few voxels changed in one file), built once into ``benchmarks/.cache``.  Timed, interleaved,
+``--rounds`` times each:
+
+- ``info --json`` (the full validation: every block decoded) and ``compare --json``, locally
+  (one thread, as the command runs without ``--scheduler``);
+- the same with ``--scheduler tcp://...`` of a ``LocalCluster`` of 1 and of 2 single-threaded
+  worker processes, started before the timing (its start-up is not the job's cost).
+
+Figures (medians): ``info_speedup_2_workers`` and ``compare_speedup_2_workers`` (1 worker's
+time over 2 workers'), ``overhead_ratio_1_worker`` (1 worker's time over the local run's, the
+larger of info's and compare's).  Targets: speedup >= 1.7, overhead <= 1.15.
+``python -m benchmarks.cluster [--json] [--rounds N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.datasets import CACHE, em_dataset
+from viewer.format import wkw
+
+SHAPE = (1024, 1024, 1024)
+
+
+def datasets() -> tuple[Path, Path]:
+    a = em_dataset("cluster-a-1024", SHAPE, block_type=wkw.BLOCK_TYPE_LZ4, file_len=4,
+                   block_len=32)
+    b = CACHE / "cluster-b-1024"
+    if not (b / ".complete").exists():
+        if b.exists():
+            shutil.rmtree(b)
+        shutil.copytree(a, b)
+        with wkw.Dataset.open(str(b)) as ds:
+            box = ds.read((384, 512, 640), (128, 128, 128))
+            box[0, 10, 20, 30] ^= 0xFF
+            box[0, 100, 5, 7] ^= 0x0F
+            ds.write((384, 512, 640), box)
+        (b / ".complete").write_text("ok\n")
+    return a, b
+
+
+def run(command: str, args: list[str]) -> float:
+    """Seconds one in-process run of ``wkw-viewer COMMAND ARGS --json`` takes."""
+    if command == "info":
+        from viewer.cli.info import main
+    else:
+        from viewer.cli.compare import main  # type: ignore[assignment]
+    out = io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main([*args, "--json"])
+    elapsed = time.perf_counter() - started
+    if code not in (0, 1):
+        raise SystemExit(f"{command} {args} exited {code}")
+    json.loads(out.getvalue())
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    from viewer.core.cluster import _distributed
+
+    a, b = datasets()
+    dist = _distributed()
+    clusters = {n: dist.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                     dashboard_address=None, host="127.0.0.1")
+                for n in (1, 2)}
+    times: dict[str, list[float]] = {}
+    jobs = {"info": [str(a)], "compare": [str(a), str(b)]}
+    try:
+        for _ in range(args.rounds):
+            for job, paths in jobs.items():
+                times.setdefault(f"{job}_local", []).append(run(job, paths))
+                for n, cluster in clusters.items():
+                    times.setdefault(f"{job}_{n}", []).append(
+                        run(job, [*paths, "--scheduler", cluster.scheduler_address]))
+    finally:
+        for cluster in clusters.values():
+            cluster.close()
+    med = {k: statistics.median(v) for k, v in times.items()}
+    figures: dict[str, Any] = {
+        "info_speedup_2_workers": med["info_1"] / med["info_2"],
+        "compare_speedup_2_workers": med["compare_1"] / med["compare_2"],
+        "overhead_ratio_1_worker": max(med["info_1"] / med["info_local"],
+                                       med["compare_1"] / med["compare_local"]),
+        "seconds": {k: round(v, 3) for k, v in med.items()},
+        "rounds": args.rounds,
+    }
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        for k, v in figures.items():
+            print(f"{k}: {v}")
+        print("targets: speedup >= 1.7, overhead <= 1.15", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

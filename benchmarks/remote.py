@@ -1,0 +1,423 @@
+"""Remote benchmark: the browse benchmark's far jumps on its WKW LZ4HC dataset, read over
+loopback HTTP through a proxy that adds 20 ms of latency to every request.
+
+``python -m benchmarks.remote [--json] [--rounds N] [--delay-ms 20] [--quick]``
+
+Set-up: the dataset of ``benchmarks.browse`` (1024 x 1024 x 512 uint8, 32^3 blocks, 256^3-voxel
+files) is served by the tests' range-capable HTTP server (``tests/remote/range_server.py``, its
+own process) behind ``benchmarks.latency_proxy`` (asyncio, its own process).  Each round runs
+one child process per reader, interleaved:
+
+* **ours**: the real window (offscreen, 1280 x 860, zoom 1, the loader) opens the dataset's URL
+  with an empty on-disk range cache, then jumps to the browse benchmark's far positions; a jump
+  is timed from setting the cursor to all three views complete; after each jump the loader is
+  let finish its prefetch.  Then the dataset is opened again (fresh loaders, their prefetch
+  off: nothing in memory but the on-disk cache and the store's knowledge of sizes) and the
+  first jumps are revisited, counting the requests made until the views are complete.
+* **tensorstore** (context, when it is installed): a zarr3 copy of the dataset (shards of the
+  same 256^3 voxels, 32^3 inner chunks, blosc-lz4), read over the same proxy with no cache:
+  per jump, the three 448 x 448 planes around the position (as ``browse``'s loader-only jumps),
+  read concurrently; our ``Loader`` alone (no window) is timed on the same planes.
+
+Figures (``--json``): ``jump_complete_ms_p50``/``_p95`` (ours, window, all rounds),
+``bytes_fetched_over_needed`` (bytes fetched, every header, jump table and merged gap included,
+over the stored bytes of the blocks the loader asked for — shown and prefetched),
+``revisit_requests`` (requests made while the revisited jumps completed, summed).  Targets:
+p95 <= 250 ms, <= 1.3, 0.  Detail: per-round figures, tensorstore's and our loader-only jump
+times.  The machine's other load makes the figures noisy: run it a few times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.browse import JUMPS, SHAPE, percentile
+from benchmarks.browse import dataset as browse_dataset
+from benchmarks.datasets import CACHE
+
+HERE = Path(__file__).resolve().parent
+SERVER = HERE.parent / "tests" / "remote" / "range_server.py"
+START = (512, 512, 256)
+REVISITS = 6
+JUMP_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 10.0
+ZARR_NAME = "browse-f8-zarr3"
+
+
+# -- the servers ---------------------------------------------------------------------------------
+class Servers:
+    """The file server and the latency proxy in front of it, each in its own process."""
+
+    def __init__(self, root: Path, delay_ms: float) -> None:
+        self.server = subprocess.Popen([sys.executable, str(SERVER), str(root)],
+                                       stdout=subprocess.PIPE, text=True)
+        upstream = self._url(self.server)
+        self.proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.latency_proxy", upstream,
+                                       "--delay-ms", str(delay_ms)], stdout=subprocess.PIPE,
+                                      text=True, cwd=HERE.parent)
+        self.url = self._url(self.proxy)
+
+    @staticmethod
+    def _url(proc: subprocess.Popen[str]) -> str:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if not line.startswith("http://"):
+            raise SystemExit(f"a server did not start: {line!r}")
+        return line
+
+    def close(self) -> None:
+        for proc in (self.proxy, self.server):
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+# -- the zarr3 copy --------------------------------------------------------------------------------
+def zarr3_copy(root: Path) -> Path | None:
+    """A zarr3 copy of the dataset (written once with tensorstore), or None without it."""
+    try:
+        import tensorstore as ts
+    except ImportError:
+        return None
+    out = CACHE / ZARR_NAME
+    if (out / ".complete").exists():
+        return out
+    from viewer.format import open_volume
+
+    vol = open_volume(root)
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(out)},
+            "metadata": {"shape": list(SHAPE), "data_type": "uint8",
+                         "chunk_grid": {"name": "regular",
+                                        "configuration": {"chunk_shape": [256, 256, 256]}},
+                         "codecs": [{"name": "sharding_indexed", "configuration": {
+                             "chunk_shape": [32, 32, 32],
+                             "codecs": [{"name": "bytes"},
+                                        {"name": "blosc", "configuration": {
+                                            "cname": "lz4", "clevel": 9, "shuffle": "noshuffle",
+                                            "typesize": 1, "blocksize": 0}}],
+                             "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}]},
+            "create": True, "delete_existing": True}
+    arr = ts.open(spec).result()
+    side = 256
+    for z in range(0, SHAPE[2], side):
+        for y in range(0, SHAPE[1], side):
+            for x in range(0, SHAPE[0], side):
+                block = vol.read((x, y, z), (side, side, side))[0]
+                arr[x:x + side, y:y + side, z:z + side].write(block).result()
+    vol.close()
+    (out / ".complete").write_text("ok\n")
+    return out
+
+
+# -- our reader, in a child process ----------------------------------------------------------------
+def plane_boxes(pos: tuple[int, int, int]) -> list[tuple[int, int, tuple[int, int], tuple[int, int]]]:
+    """(axis, index, lo, hi) of the three 448 x 448 planes around ``pos`` (browse's)."""
+    def span(c: int, n: int) -> tuple[int, int]:
+        return max(0, c - 224) // 64 * 64, min(n, (c + 224 + 63) // 64 * 64)
+    (x0, x1), (y0, y1), (z0, z1) = (span(c, n) for c, n in zip(pos, SHAPE))
+    x, y, z = pos
+    return [(2, z, (x0, y0), (x1, y1)), (1, y, (x0, z0), (x1, z1)), (0, x, (y0, z0), (y1, z1))]
+
+
+def run_ours(url: str, quick: bool) -> dict[str, Any]:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from viewer.core.slicing import XY, XZ, YZ
+    from viewer.core.state import ViewerState
+    from viewer.format.remote import stats
+    from viewer.format.wkw.remote import StoreWkwUnit
+    from viewer.ui.loading import install_background_loading
+    from viewer.ui.main_window import QtMainWindow
+
+    # Which blocks the loader asked for (read or read ahead): the bytes it needed.
+    asked: dict[int, tuple[StoreWkwUnit, set[int]]] = {}
+    read_stored, will_need = StoreWkwUnit.read_stored, StoreWkwUnit.will_need
+
+    def note(unit: StoreWkwUnit, indices: Any) -> None:
+        asked.setdefault(id(unit), (unit, set()))[1].update(int(i) for i in indices)
+
+    def counting_read(self: StoreWkwUnit, indices: Any) -> Any:
+        note(self, indices)
+        return read_stored(self, indices)
+
+    def counting_need(self: StoreWkwUnit, indices: Any) -> None:
+        note(self, indices)
+        will_need(self, indices)
+
+    from viewer.format.remote.store import RemoteStore
+
+    requested: list[tuple[str, int, int | None]] = []
+    real_request = RemoteStore._request
+
+    def logged_request(self: RemoteStore, key: str, start: int, end: int | None) -> bytes:
+        requested.append((key, start, end))
+        return real_request(self, key, start, end)
+
+    RemoteStore._request = logged_request  # type: ignore[method-assign]
+    StoreWkwUnit.read_stored = counting_read  # type: ignore[method-assign]
+    StoreWkwUnit.will_need = counting_need  # type: ignore[method-assign]
+
+    app = QApplication.instance() or QApplication(["remote-benchmark"])
+    jumps = JUMPS[:4] if quick else JUMPS
+
+    def session() -> tuple[Any, Any, list[Any]]:
+        window = QtMainWindow(ViewerState())
+        loading = install_background_loading(window, budget_bytes=256 << 20)
+        window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+        window.resize(1280, 860)
+        window.show()
+        if not window.open_path(url, pos=START, zoom=1.0):
+            raise SystemExit(f"cannot open {url}: {window.errors}")
+        # The extent (probed over HTTP, files cannot be listed) before any jump: a jump made
+        # while it is provisional is clamped to it.
+        deadline = time.perf_counter() + JUMP_TIMEOUT_S
+        while getattr(window, "_extent_scan", None) is not None \
+                and time.perf_counter() < deadline:
+            app.processEvents()
+            time.sleep(0.002)
+        app.processEvents()
+        return window, loading, [window.views[a] for a in (XY, XZ, YZ)]
+
+    def wait(cond: Any, timeout: float, began: float | None = None) -> float:
+        began = time.perf_counter() if began is None else began
+        while not cond():
+            app.processEvents()
+            if time.perf_counter() - began > timeout:
+                return float("inf")
+            time.sleep(0.0005)
+        return time.perf_counter() - began
+
+    def idle(loading: Any) -> None:
+        deadline = time.perf_counter() + IDLE_TIMEOUT_S
+        while time.perf_counter() < deadline:
+            app.processEvents()
+            if loading.loader is not None and not loading.loader.stats().busy \
+                    and not stats().in_flight and not stats().queued:
+                return
+            time.sleep(0.005)
+
+    window, loading, views = session()
+
+    def complete() -> bool:
+        return all(v.plane is not None and v.plane.complete for v in views)
+
+    wait(complete, JUMP_TIMEOUT_S)
+    idle(loading)
+    first = stats()
+    jump_ms: list[float] = []
+    jump_requests: list[int] = []
+    from viewer.core.slicing import Status
+
+    def looks() -> list[int]:
+        """Pixels of the views failed, absent (for a dataset with every file present)."""
+        out = [0, 0]
+        for v in views:
+            if v.plane is not None:
+                out[0] += int((v.plane.status == Status.FAILED).sum())
+                out[1] += int((v.plane.status == Status.ABSENT).sum())
+        return out
+
+    first_looks: list[list[int]] = []
+    for pos in jumps:
+        before = stats().requests
+        began = time.perf_counter()
+        window.state.jump_to(pos)
+        jump_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
+        jump_requests.append(stats().requests - before)
+        first_looks.append(looks())
+        idle(loading)
+    after = stats()
+    window.close()
+    app.processEvents()
+    needed = 0
+    for unit, indices in list(asked.values()):
+        table = unit.chunk_table()
+        needed += int(sum(int(table.nbytes[i]) for i in list(indices) if table.present[i]))
+    # Requests of the first pass still on the wire finish before the revisit is counted.
+    deadline = time.perf_counter() + JUMP_TIMEOUT_S
+    while (stats().in_flight or stats().queued) and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    # Revisit with fresh loaders: only the on-disk cache (and the store's sizes) remain.  The
+    # loaders' prefetch is off, so the requests counted are those for what the views show (with
+    # it on, a fresh loader's prefetch reaches blocks the first pass never fetched: its cache
+    # was full then).
+    import functools
+
+    import viewer.ui.loading as loading_module
+
+    loading_module.Loader = functools.partial(  # type: ignore[misc]
+        loading_module.Loader, prefetch_enabled=False)
+    window, loading, views = session()
+    reopen_requests = stats().requests - after.requests
+    del requested[:]
+    wait(complete, JUMP_TIMEOUT_S)
+    idle(loading)
+    revisit_requests = 0
+    revisit_after_idle = 0
+    revisit_ms: list[float] = []
+    revisit_looks: list[list[int]] = []
+    for pos in jumps[:REVISITS]:
+        before = stats().requests
+        began = time.perf_counter()
+        window.state.jump_to(pos)
+        revisit_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
+        revisit_requests += stats().requests - before
+        revisit_looks.append(looks())
+        idle(loading)
+        revisit_after_idle += stats().requests - before
+    window.close()
+    app.processEvents()
+    end = stats()
+    return {
+        "jump_ms": [round(j, 1) for j in jump_ms],
+        "jump_requests": jump_requests,
+        "bytes_fetched": after.bytes_fetched,
+        "bytes_needed": needed,
+        "bytes_at_first_screen": first.bytes_fetched,
+        "requests": after.requests,
+        "errors": end.errors,
+        "reopen_requests": reopen_requests,
+        "revisit_requests": revisit_requests,
+        "revisit_requests_until_idle": revisit_after_idle,
+        "revisit_ms": [round(j, 1) for j in revisit_ms],
+        "revisit_requested": [list(r) for r in requested[:12]],
+        "failed_absent_pixels": first_looks,
+        "revisit_failed_absent_pixels": revisit_looks,
+    }
+
+
+def run_loader_only(url: str, quick: bool) -> list[float]:
+    """Our ``Loader`` alone on the three 448 x 448 planes of each jump (empty caches)."""
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import PlaneRequest
+    from viewer.format import open_volume
+
+    volume = open_volume(url)
+    volume.bounds  # the extent (probed over HTTP) before the clock starts
+    loader = Loader(volume, budget_bytes=256 << 20)
+    out: list[float] = []
+    try:
+        for pos in JUMPS[:4] if quick else JUMPS:
+            loader.wait_idle(JUMP_TIMEOUT_S)
+            reqs = [PlaneRequest(a, i, lo, hi) for a, i, lo, hi in plane_boxes(pos)]
+            began = time.perf_counter()
+            loader.set_wanted(reqs, 0, pos)
+            while not all(loader.plane(r).complete for r in reqs):
+                if time.perf_counter() - began > JUMP_TIMEOUT_S:
+                    break
+                time.sleep(0.0005)
+            out.append(round((time.perf_counter() - began) * 1e3, 1))
+    finally:
+        loader.close()
+    return out
+
+
+def run_tensorstore(url: str, quick: bool) -> list[float]:
+    import tensorstore as ts
+
+    arr = ts.open({"driver": "zarr3", "kvstore": {"driver": "http", "base_url": url,
+                                                  "path": f"/{ZARR_NAME}/"},
+                   "context": {"cache_pool": {"total_bytes_limit": 0}}}).result()
+    out: list[float] = []
+    for pos in JUMPS[:4] if quick else JUMPS:
+        began = time.perf_counter()
+        futures = []
+        for axis, index, lo, hi in plane_boxes(pos):
+            sl: list[Any] = [slice(None)] * 3
+            sl[axis] = index
+            other = [a for a in range(3) if a != axis]
+            sl[other[0]] = slice(lo[0], hi[0])
+            sl[other[1]] = slice(lo[1], hi[1])
+            futures.append(arr[tuple(sl)].read())
+        for f in futures:
+            f.result()
+        out.append(round((time.perf_counter() - began) * 1e3, 1))
+    return out
+
+
+def child(mode: str, url: str, quick: bool) -> Any:
+    with tempfile.TemporaryDirectory(prefix="wkw-remote-bench-") as cache:
+        env = dict(os.environ, WKW_VIEWER_REMOTE_CACHE_DIR=cache, WKW_VIEWER_NO_SETTINGS="1")
+        cmd = [sys.executable, "-m", "benchmarks.remote", "--child", mode, "--url", url] + \
+            (["--quick"] if quick else [])
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env,
+                             cwd=HERE.parent).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.remote")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--delay-ms", type=float, default=20.0)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--child", choices=["ours", "loader", "tensorstore"])
+    p.add_argument("--url")
+    args = p.parse_args(argv)
+    if args.child:
+        fn = {"ours": run_ours, "loader": run_loader_only, "tensorstore": run_tensorstore}
+        print(json.dumps(fn[args.child](args.url, args.quick)))
+        return 0
+    root = browse_dataset()
+    zarr = zarr3_copy(root)
+    servers = Servers(CACHE, args.delay_ms)
+    rounds: list[dict[str, Any]] = []
+    try:
+        for _ in range(args.rounds):
+            one: dict[str, Any] = {"ours": child("ours", f"{servers.url}/{root.name}",
+                                                 args.quick)}
+            if zarr is not None:
+                one["tensorstore_ms"] = child("tensorstore", servers.url, args.quick)
+            one["loader_only_ms"] = child("loader", f"{servers.url}/{root.name}", args.quick)
+            rounds.append(one)
+    finally:
+        servers.close()
+    jumps = [j for r in rounds for j in r["ours"]["jump_ms"]]
+    fetched = sum(r["ours"]["bytes_fetched"] for r in rounds)
+    needed = sum(r["ours"]["bytes_needed"] for r in rounds)
+    ts_ms = [j for r in rounds for j in r.get("tensorstore_ms", [])]
+    lo_ms = [j for r in rounds for j in r["loader_only_ms"]]
+    result = {
+        "jump_complete_ms_p50": percentile(jumps, 50),
+        "jump_complete_ms_p95": percentile(jumps, 95),
+        "bytes_fetched_over_needed": round(fetched / needed, 4) if needed else float("nan"),
+        "revisit_requests": max(r["ours"]["revisit_requests"] for r in rounds),
+        "detail": {
+            "delay_ms": args.delay_ms,
+            "rounds": rounds,
+            "loader_only_ms_p50_p95": [percentile(lo_ms, 50), percentile(lo_ms, 95)],
+            "tensorstore_ms_p50_p95": [percentile(ts_ms, 50), percentile(ts_ms, 95)]
+            if ts_ms else None,
+        },
+    }
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"remote browse jumps over loopback + {args.delay_ms:.0f} ms per request, "
+          f"{args.rounds} rounds")
+    print(f"  jump to complete (window) p50/p95: {result['jump_complete_ms_p50']:.0f}/"
+          f"{result['jump_complete_ms_p95']:.0f} ms   (target p95 <= 250)")
+    print(f"  bytes fetched / needed: {result['bytes_fetched_over_needed']:.3f}   "
+          "(target <= 1.3)")
+    print(f"  requests on revisit: {result['revisit_requests']}   (target 0)")
+    print(f"  three 448^2 planes per jump p50/p95: ours (loader alone) "
+          f"{percentile(lo_ms, 50):.0f}/{percentile(lo_ms, 95):.0f} ms"
+          + (f", tensorstore zarr3 {percentile(ts_ms, 50):.0f}/{percentile(ts_ms, 95):.0f} ms"
+             if ts_ms else ", tensorstore not installed"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

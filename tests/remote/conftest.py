@@ -1,0 +1,124 @@
+"""Fixtures of the remote tests: datasets written by the reference ``wkw`` library, a
+range-capable HTTP server on 127.0.0.1 (``range_server.py``) serving them, an S3 server
+(``moto`` in server mode, on 127.0.0.1) holding the same files, and a fresh on-disk range cache
+per test (never the user's)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from range_server import RangeServer
+
+from viewer.format.remote import config as remote_config
+
+#: The test volume: 2 x 2 x 1 files of 4^3 blocks of 8^3 voxels, one file absent.
+SHAPE = (64, 64, 32)
+ABSENT_FILE = (1, 1, 0)
+
+
+def truth_volume() -> np.ndarray:
+    rng = np.random.default_rng(16)
+    vol = rng.integers(0, 60000, SHAPE, dtype=np.uint16)
+    vol[32:64, 32:64, 0:32] = 0  # the absent file
+    return vol
+
+
+def write_reference(path: Path, vol: np.ndarray, block_type: str = "lz4hc") -> None:
+    """A WKW dataset written by the reference library (LZ4HC or raw), without ABSENT_FILE."""
+    import wkw as reference
+
+    bt = {"lz4hc": reference.Header.BLOCK_TYPE_LZ4HC, "raw": reference.Header.BLOCK_TYPE_RAW}
+    header = reference.Header(vol.dtype.type, block_len=8, file_len=4, block_type=bt[block_type])
+    with reference.Dataset.create(str(path), header) as ds:
+        for fx in range(2):
+            for fy in range(2):
+                if (fx, fy, 0) == ABSENT_FILE:
+                    continue
+                ds.write((32 * fx, 32 * fy, 0),
+                         np.ascontiguousarray(vol[32 * fx:32 * fx + 32, 32 * fy:32 * fy + 32]))
+
+
+def write_properties(root: Path) -> None:
+    """A webKnossos dataset around ``color/1`` (declared box smaller than the files)."""
+    doc = {"id": {"name": "remote", "team": ""}, "scale": {"factor": [11.2, 11.2, 25.0],
+                                                          "unit": "nanometer"},
+           "dataLayers": [{"name": "color", "category": "color", "dataFormat": "wkw",
+                           "elementClass": "uint16",
+                           "boundingBox": {"topLeft": [3, 2, 1], "width": 60, "height": 61,
+                                           "depth": 30},
+                           "mags": [{"mag": [1, 1, 1], "path": "./color/1"}]}]}
+    (root / "datasource-properties.json").write_text(json.dumps(doc))
+
+
+@pytest.fixture(scope="session")
+def truth() -> np.ndarray:
+    return truth_volume()
+
+
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory: pytest.TempPathFactory, truth: np.ndarray) -> Path:
+    """``ds/`` (webKnossos: ``color/1`` LZ4HC), ``raw/`` (a raw WKW dataset)."""
+    root = tmp_path_factory.mktemp("remote-data")
+    (root / "ds" / "color").mkdir(parents=True)
+    write_reference(root / "ds" / "color" / "1", truth)
+    write_properties(root / "ds")
+    write_reference(root / "raw", truth, "raw")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test its own range cache, short timeouts, and settings read afresh."""
+    monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
+    monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
+    monkeypatch.setenv(remote_config.ANON_ENV, "0")  # undone after the test, whatever it set
+    remote_config.reset()
+    yield
+    remote_config.reset()
+
+
+@pytest.fixture
+def http(data_root: Path) -> Iterator[RangeServer]:
+    with RangeServer(str(data_root)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def moto_server(data_root: Path) -> Iterator[dict[str, Any]]:
+    """An S3 server on 127.0.0.1 with bucket ``bkt`` holding ``data_root`` under ``data/``."""
+    moto_server_mod = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
+    srv = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    srv.start()
+    host, port = srv.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3.create_bucket(Bucket="bkt")
+    for dirpath, _, files in os.walk(data_root):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            key = "data/" + os.path.relpath(full, data_root).replace(os.sep, "/")
+            s3.upload_file(full, "bkt", key, ExtraArgs={"ACL": "public-read"})
+    try:
+        yield {"endpoint": endpoint, "env": env, "client": s3}
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def s3(moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for k, v in moto_server["env"].items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    remote_config.reset()
+    return moto_server

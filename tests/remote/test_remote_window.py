@@ -1,0 +1,106 @@
+"""The window on datasets at a URL (pytest-qt): it opens one and shows its data; File > Open
+URL is Ctrl+U; blocks whose requests hang fail after the timeout (hatched red) while the window
+keeps handling events; a failing server's HTTP status shows in the status bar; opening a URL
+from a server that hangs returns with a message, the window handling events meanwhile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from range_server import RangeServer
+
+from viewer.core.slicing import Status
+from viewer.format.remote import configure
+
+WAIT_MS = 60_000
+
+
+@pytest.fixture
+def window(qtbot):
+    from viewer.ui.loading import install_background_loading
+    from viewer.ui.main_window import QtMainWindow
+
+    w = QtMainWindow()
+    w.resize(700, 600)
+    qtbot.addWidget(w)
+    install_background_loading(w, budget_bytes=32 << 20)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()
+
+
+class _Ticks:
+    """A timer on the GUI thread that notes whether it ran while the server held requests."""
+
+    def __init__(self, srv: RangeServer, window: object) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.srv = srv
+        self.during_hang = 0
+        # Owned by the window (deleted with it on the GUI thread), never by the garbage
+        # collector, which may run on any thread.
+        self.timer = QTimer(window)
+        self.timer.setInterval(20)
+        self.timer.timeout.connect(self._tick)
+        self.timer.start()
+
+    def _tick(self) -> None:
+        if self.srv.hanging:
+            self.during_hang += 1
+
+
+def test_window_opens_a_url_and_shows_its_data(qtbot, window, http: RangeServer,
+                                               truth: np.ndarray) -> None:
+    assert window.open_path(f"{http.url}/ds", pos=(20, 30, 10))
+    qtbot.waitUntil(window.planes_complete, timeout=WAIT_MS)
+    view = window.views[2]  # XY at z = 10
+    plane = view.plane
+    assert plane is not None and plane.request.index == 10
+    at = plane.pixel_index(20, 30)
+    assert at is not None and int(plane.status[at]) == Status.DATA
+    assert int(plane.data[0, at[0], at[1]]) == int(truth[20, 30, 10])
+    qtbot.waitUntil(lambda: "net" in window.remote_status.text(), timeout=WAIT_MS)
+    assert window.remote_status.isVisible()
+    actions = {a.text(): a for a in window.findChildren(type(window.open_action))}
+    assert actions["Open &URL\u2026"].shortcut().toString() == "Ctrl+U"
+
+
+def test_hanging_blocks_fail_after_the_timeout_and_the_window_stays_responsive(
+        qtbot, window, http: RangeServer) -> None:
+    configure(timeout_s=0.5, retries=0)
+    http.fault_match = "/x"  # the data files hang; the metadata answers
+    http.hang = True
+    ticks = _Ticks(http, window)
+    assert window.open_path(f"{http.url}/ds", pos=(20, 30, 10))
+    qtbot.waitUntil(window.planes_complete, timeout=WAIT_MS)  # failed is not pending
+    plane = window.views[2].plane
+    assert plane is not None and (plane.status == Status.FAILED).any()
+    assert plane.errors and "timed out" in str(next(iter(plane.errors.values())))
+    assert ticks.during_hang > 0  # the GUI thread ran while requests hung
+    assert "errors" in window.remote_status.text()
+    assert any("timed out" in e for e in window.errors)
+
+
+def test_a_failing_server_shows_its_http_status(qtbot, window, http: RangeServer) -> None:
+    configure(retries=0)
+    http.fault_match = "/x"
+    http.fail_next = 1000
+    http.fail_status = 503
+    assert window.open_path(f"{http.url}/ds", pos=(20, 30, 10))
+    qtbot.waitUntil(window.planes_complete, timeout=WAIT_MS)
+    assert (window.views[2].plane.status == Status.FAILED).any()
+    qtbot.waitUntil(lambda: "HTTP 503" in window.remote_status.text(), timeout=WAIT_MS)
+    assert any("HTTP 503" in e for e in window.errors)
+
+
+def test_opening_a_url_that_hangs_returns_and_keeps_the_window_alive(
+        qtbot, window, http: RangeServer, data_root: Path) -> None:
+    configure(timeout_s=0.5, retries=0)
+    http.hang = True
+    ticks = _Ticks(http, window)
+    assert not window.open_path(f"{http.url}/ds")
+    assert ticks.during_hang > 0
+    assert window.errors and "Cannot open" in window.errors[-1]

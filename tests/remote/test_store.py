@@ -1,0 +1,234 @@
+"""The remote store against real servers on 127.0.0.1: range reads merged, a revisit served by
+the on-disk cache (in this run and the next), 404 as missing, retries of 500s, a hanging server
+bounded by the timeout, a server that ignores Range named, S3 through moto, counters."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from range_server import RangeServer
+
+from viewer.format.remote import RangeNotSupportedError, RemoteIOError, configure, stats
+from viewer.format.remote.diskcache import RangeCache
+from viewer.format.remote.store import RemoteStore, aws_config, range_cache
+from viewer.format.store import is_url, open_store
+
+KEY = "ds/color/1/z0/y0/x0.wkw"
+
+
+def _bytes(data_root: Path, key: str = KEY) -> bytes:
+    return (data_root / key).read_bytes()
+
+
+def test_urls_are_urls() -> None:
+    assert is_url("s3://bucket/x") and is_url("https://h/x") and is_url("gs://b")
+    assert not is_url("/tmp/x") and not is_url("C://x") and not is_url("relative/path")
+
+
+def test_neighbouring_ranges_are_one_request_and_a_revisit_none(
+        http: RangeServer, data_root: Path) -> None:
+    configure(merge_gap=4096)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    ranges = [(100, 50), (150, 70), (220, 10), (9000, 100)]
+    got = store.read_ranges(KEY, ranges)
+    assert got == [whole[o:o + n] for o, n in ranges]
+    gets = [r for r in http.log if r[0] == "GET"]
+    assert sorted(r[2] for r in gets) == ["bytes=100-229", "bytes=9000-9099"]
+    assert all(r[2] is not None for r in http.log)  # never a whole-file GET
+    http.reset_counts()
+    assert store.read_ranges(KEY, [(160, 20), (9010, 5)]) == [whole[160:180], whole[9010:9015]]
+    assert http.requests == 0
+    # A later run (a new store, the same cache folder) does not ask again either.
+    again = RemoteStore(http.url)
+    assert again.read(KEY, 100, 130) == whole[100:230]
+    assert http.requests == 0
+
+
+def test_read_past_the_end_is_short_as_pread(http: RangeServer, data_root: Path) -> None:
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    assert store.read(KEY, len(whole) - 10, 100) == whole[-10:]
+    assert store.read(KEY, len(whole) + 10, 5) == b""
+    assert store.size(KEY) == len(whole)
+
+
+def test_missing_object_is_file_not_found_and_remembered(http: RangeServer) -> None:
+    store = open_store(http.url)
+    with pytest.raises(FileNotFoundError):
+        store.read("ds/nope.wkw", 0, 10)
+    assert store.size("ds/nope.wkw") is None and not store.exists("ds/nope.wkw")
+    before = http.requests
+    with pytest.raises(FileNotFoundError):
+        store.read("ds/nope.wkw", 0, 10)
+    assert http.requests == before
+
+
+def test_two_500s_then_success_is_retried(http: RangeServer, data_root: Path) -> None:
+    http.fail_next = 2
+    store = open_store(http.url)
+    assert store.read(KEY, 0, 16) == _bytes(data_root)[:16]
+    assert http.requests == 3
+
+
+def test_a_server_that_keeps_failing_is_a_named_error_with_its_status(
+        http: RangeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    configure(retries=1)
+    http.fail_next = 100
+    http.fail_status = 503
+    store = open_store(http.url)
+    errors_before = stats().errors
+    with pytest.raises(RemoteIOError) as info:
+        store.read(KEY, 0, 16)
+    assert info.value.status == 503
+    assert "HTTP 503" in str(info.value) and http.url in str(info.value)
+    assert http.requests == 2  # one retry
+    assert stats().errors == errors_before + 1
+    assert "503" in (stats().last_error or "")
+
+
+def test_a_hanging_server_times_out(http: RangeServer) -> None:
+    configure(timeout_s=0.5, retries=1)
+    http.hang = True
+    store = open_store(http.url)
+    started = time.monotonic()
+    with pytest.raises(RemoteIOError) as info:
+        store.read(KEY, 0, 16)
+    assert time.monotonic() - started < 30  # bounded (not a speed assertion: hangs are 30 s)
+    assert info.value.status is None
+    assert "timed out" in str(info.value)
+
+
+def test_a_server_that_ignores_range_is_named(http: RangeServer) -> None:
+    http.ignore_range = True
+    store = open_store(http.url)
+    with pytest.raises(RangeNotSupportedError) as info:
+        store.read(KEY, 100, 16)
+    assert "ignores Range" in str(info.value)
+    assert info.value.path == f"{http.url}/{KEY}"
+
+
+def test_prefetch_fetches_ahead_and_reads_then_cost_nothing(
+        http: RangeServer, data_root: Path) -> None:
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    store.prefetch(KEY, [(0, 100), (1000, 100)])  # type: ignore[attr-defined]
+    cache = range_cache()
+    assert cache is not None
+    url = f"{http.url}/{KEY}"
+    deadline = time.monotonic() + 30
+    while not (cache.covers(url, 0, 100) and cache.covers(url, 1000, 1100)) \
+            and time.monotonic() < deadline:
+        time.sleep(0.01)
+    n = http.requests
+    assert n == 1  # the two ranges, 900 bytes apart, in one request
+    assert store.read_ranges(KEY, [(10, 50), (1000, 100)]) == [whole[10:60], whole[1000:1100]]
+    assert http.requests == n
+
+
+def test_no_cache_when_its_size_is_zero(http: RangeServer) -> None:
+    configure(cache_bytes=0)
+    store = open_store(http.url)
+    store.read(KEY, 0, 16)
+    store.read(KEY, 0, 16)
+    assert http.requests == 2
+
+
+def test_cache_is_bounded_and_drops_least_recently_used(tmp_path: Path) -> None:
+    cache = RangeCache(str(tmp_path / "c"), budget_bytes=250)
+    for k in range(4):
+        cache.put("http://h/o", 100 * k, bytes([k]) * 100)
+    assert cache.used_bytes <= 250
+    assert cache.get("http://h/o", 0, 100) is None  # the oldest went
+    assert cache.get("http://h/o", 300, 400) == bytes([3]) * 100
+    assert sum(len(f) for _, _, f in os.walk(tmp_path / "c")) <= 2 + 2  # ranges + meta
+    # A second cache on the same folder (the next run) finds what is there, pieces joined.
+    cache.put("http://h/o", 400, bytes([4]) * 50)
+    later = RangeCache(str(tmp_path / "c"), budget_bytes=1000)
+    assert later.get("http://h/o", 350, 420) == bytes([3]) * 50 + bytes([4]) * 20
+
+
+def test_cache_drops_an_object_that_changed(tmp_path: Path) -> None:
+    cache = RangeCache(str(tmp_path / "c"), budget_bytes=10_000)
+    cache.put("http://h/o", 0, b"a" * 10, size=100, etag="v1")
+    assert cache.get("http://h/o", 0, 10) == b"a" * 10
+    cache.put("http://h/o", 50, b"b" * 10, size=100, etag="v2")
+    assert cache.get("http://h/o", 0, 10) is None
+    assert cache.get("http://h/o", 50, 60) == b"b" * 10
+
+
+def test_s3_range_reads_through_moto(s3: dict, data_root: Path) -> None:
+    whole = _bytes(data_root)
+    store = open_store("s3://bkt/data")
+    assert store.read_ranges(KEY, [(0, 16), (500, 100)]) == [whole[:16], whole[500:600]]
+    assert store.size(KEY) == len(whole)
+    assert store.list_dir("ds") == ["color", "datasource-properties.json"]
+    assert store.is_dir("ds/color") and not store.is_dir("ds/nothing")
+    with pytest.raises(FileNotFoundError):
+        store.read("ds/nope", 0, 1)
+
+
+def test_s3_credentials_from_the_shared_files(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "credentials").write_text(
+        "[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
+        "[other]\naws_access_key_id = C\naws_secret_access_key = D\n")
+    (tmp_path / "config").write_text("[profile other]\nregion = eu-west-1\n"
+                                     "endpoint_url = http://127.0.0.1:9\n")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+                 "AWS_ENDPOINT", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    assert aws_config(False) == {"aws_access_key_id": "A", "aws_secret_access_key": "B"}
+    monkeypatch.setenv("AWS_PROFILE", "other")
+    assert aws_config(False) == {"aws_access_key_id": "C", "aws_secret_access_key": "D",
+                                 "aws_region": "eu-west-1",
+                                 "aws_endpoint": "http://127.0.0.1:9"}
+    anon = aws_config(True)
+    assert anon["skip_signature"] is True and "aws_access_key_id" not in anon
+
+
+def test_anon_reads_a_public_bucket(s3: dict, data_root: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    configure(anon=True)
+    assert os.environ["WKW_VIEWER_ANON"] == "1"  # child processes read the same way
+    store = open_store("s3://bkt/data")
+    assert store.read(KEY, 0, 16) == _bytes(data_root)[:16]
+
+
+def test_anon_flag_of_any_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from viewer.cli import main
+    from viewer.format.remote import current
+
+    assert main(["--anon", "info", str(tmp_path / "nothing")]) == 2
+    assert current().anon and os.environ["WKW_VIEWER_ANON"] == "1"
+    assert "--anon" not in capsys.readouterr().err
+
+
+def test_queued_read_ahead_is_dropped_when_cancelled(http: RangeServer, data_root: Path) -> None:
+    from viewer.format.remote.store import COUNTERS
+
+    configure(merge_gap=0, timeout_s=30)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    http.fault_match = "x0.wkw"
+    http.hang = True
+    ranges = [(200 * k, 50) for k in range(100)]  # more than the 64 requests in flight
+    store.prefetch(KEY, ranges)  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while http.hanging < 64 and time.monotonic() < deadline:  # 64 on the wire, 36 queued
+        time.sleep(0.01)
+    store.cancel_prefetch()  # type: ignore[attr-defined]
+    http.release()
+    while (stats().in_flight or stats().queued) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 64 <= http.requests < 100
+    assert COUNTERS.in_flight == 0
+    # What was dropped is fetched again when read.
+    assert store.read_ranges(KEY, ranges[-3:]) == [whole[o:o + n] for o, n in ranges[-3:]]

@@ -1,0 +1,13 @@
+"""Reading datasets over HTTP(S), S3 and GCS (issue 16): a remote ``Store`` with range reads,
+many requests in flight, retries, an on-disk cache of fetched bytes and counters
+(``store.py``); settings (``config.py``); WKW and webKnossos datasets at a URL (``entry.py``,
+``viewer.format.wkw.remote``).  ``viewer.format.store.open_store`` hands URLs here."""
+
+from __future__ import annotations
+
+from viewer.format.remote.config import RemoteConfig, configure, current
+from viewer.format.remote.errors import RangeNotSupportedError, RemoteError, RemoteIOError
+from viewer.format.remote.store import RemoteStats, RemoteStore, stats
+
+__all__ = ["RemoteConfig", "configure", "current", "RemoteStore", "RemoteStats", "stats",
+           "RemoteError", "RemoteIOError", "RangeNotSupportedError"]

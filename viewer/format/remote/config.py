@@ -1,0 +1,114 @@
+"""Settings of remote reading: timeouts, retries, requests in flight, anonymous access, and the
+on-disk cache of fetched bytes.
+
+Defaults come from the environment, so a child process (``info``, the window's helpers) reads
+the same way as its parent:
+
+=============================== ===================================================== =========
+``WKW_VIEWER_ANON``             ``1``: unsigned requests (public buckets; ``--anon``)  off
+``WKW_VIEWER_REMOTE_TIMEOUT``   seconds one request may take before it is retried      10
+``WKW_VIEWER_REMOTE_RETRIES``   retries of a timeout, 5xx or dropped connection        3
+``WKW_VIEWER_REMOTE_REQUESTS``  requests in flight at once (per process)               64
+``WKW_VIEWER_REMOTE_CACHE_MB``  size of the on-disk cache of fetched bytes (0: none)   4096
+``WKW_VIEWER_REMOTE_CACHE_DIR`` where it lives                     the user's cache folder
+``WKW_VIEWER_REMOTE_MERGE_GAP`` ranges closer than this (bytes) are one request         65536
+=============================== ===================================================== =========
+
+``configure(...)`` changes them for this process (the command line's ``--anon``); stores
+opened afterwards use the new values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from dataclasses import dataclass
+
+ANON_ENV = "WKW_VIEWER_ANON"
+TIMEOUT_ENV = "WKW_VIEWER_REMOTE_TIMEOUT"
+RETRIES_ENV = "WKW_VIEWER_REMOTE_RETRIES"
+REQUESTS_ENV = "WKW_VIEWER_REMOTE_REQUESTS"
+CACHE_MB_ENV = "WKW_VIEWER_REMOTE_CACHE_MB"
+CACHE_DIR_ENV = "WKW_VIEWER_REMOTE_CACHE_DIR"
+MERGE_GAP_ENV = "WKW_VIEWER_REMOTE_MERGE_GAP"
+
+DEFAULT_CACHE_MB = 4096
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    anon: bool = False
+    #: Seconds one request may take (connecting included) before it counts as failed.
+    timeout_s: float = 10.0
+    #: Times a timeout, a 5xx answer or a dropped connection is retried (with back-off).
+    retries: int = 3
+    #: Requests in flight at once, over every remote store of the process.
+    max_requests: int = 64
+    #: Bytes of the on-disk range cache (0: no cache).
+    cache_bytes: int = DEFAULT_CACHE_MB << 20
+    #: Its folder (None: ``platformdirs.user_cache_dir("wkw-viewer")/remote``).
+    cache_dir: str | None = None
+    #: Neighbouring byte ranges less than this far apart are fetched in one request.
+    merge_gap: int = 64 << 10
+    #: A merged request is at most this long (longer runs are split and fetched in parallel).
+    max_request_bytes: int = 8 << 20
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ[name])
+    except (KeyError, ValueError):
+        return default
+
+
+def from_env() -> RemoteConfig:
+    base = RemoteConfig()
+    return RemoteConfig(
+        anon=os.environ.get(ANON_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
+        timeout_s=max(0.1, _env_float(TIMEOUT_ENV, base.timeout_s)),
+        retries=max(0, int(_env_float(RETRIES_ENV, base.retries))),
+        max_requests=max(1, int(_env_float(REQUESTS_ENV, base.max_requests))),
+        cache_bytes=max(0, int(_env_float(CACHE_MB_ENV, DEFAULT_CACHE_MB))) << 20,
+        cache_dir=os.environ.get(CACHE_DIR_ENV) or None,
+        merge_gap=max(0, int(_env_float(MERGE_GAP_ENV, base.merge_gap))),
+    )
+
+
+_lock = threading.Lock()
+_current: RemoteConfig | None = None
+
+
+def current() -> RemoteConfig:
+    global _current
+    with _lock:
+        if _current is None:
+            _current = from_env()
+        return _current
+
+
+def configure(**changes: object) -> RemoteConfig:
+    """Change settings for this process (fields of ``RemoteConfig``); returns the new ones.
+    ``anon`` is also put in the environment, so child processes inherit it."""
+    global _current
+    with _lock:
+        base = _current if _current is not None else from_env()
+        _current = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+        if "anon" in changes:
+            os.environ[ANON_ENV] = "1" if _current.anon else "0"
+        return _current
+
+
+def reset() -> None:
+    """Forget ``configure`` changes: read the environment again (tests)."""
+    global _current
+    with _lock:
+        _current = None
+
+
+def cache_dir(config: RemoteConfig) -> str:
+    if config.cache_dir:
+        return config.cache_dir
+    import platformdirs
+
+    return os.path.join(platformdirs.user_cache_dir("wkw-viewer", appauthor=False), "remote")

@@ -1,0 +1,611 @@
+"""``RemoteStore``: a ``Store`` over HTTP(S), S3 (and S3-compatible endpoints) and GCS.
+
+Requests go through ``obstore`` (Rust's ``object_store``: connection pooling, retries with
+exponential back-off of timeouts, 5xx answers and dropped connections, request timeouts, S3
+signing with the usual AWS environment variables, ``AWS_ENDPOINT_URL``).  On top of it:
+
+* **Range reads only.**  Chunks are read by byte range; ranges asked for together that lie
+  less than ``merge_gap`` apart are fetched in one request (and runs longer than
+  ``max_request_bytes`` split and fetched in parallel).  A server that answers a range request
+  with the whole object is detected and named (``RangeNotSupportedError``).
+* **Many requests in flight**: one process-wide pool of ``max_requests`` threads, each waiting
+  on one request (the GIL is released while it waits).  Reads someone waits for go before
+  read-ahead (``prefetch``), in the order asked; read-ahead newest first, and dropped when it
+  waited more than ``STALE_PREFETCH_S`` or its volume closed (unless a read took it over); a
+  range already being fetched is never asked for twice.
+* **A bounded on-disk cache** of the fetched ranges (``diskcache.RangeCache``), so a second
+  visit, in this run or a later one, costs no request; objects found missing are remembered for
+  the run.
+* **Counters** (``stats()``): requests made and in flight, bytes fetched, throughput over the
+  last seconds, errors and the last of them, cache hits.
+
+Keys are paths below the URL given (``s3://bucket/prefix`` + ``key``).  A missing object raises
+``FileNotFoundError``; a request that failed for good ``RemoteIOError`` (an ``OSError`` with the
+URL and HTTP status).  Plain HTTP cannot list folders: ``list_dir`` is empty and ``is_dir`` only
+true for the root; S3 and GCS list.
+"""
+
+from __future__ import annotations
+
+import configparser
+import heapq
+import itertools
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from viewer.format.errors import FormatError
+from viewer.format.remote import config as _config
+from viewer.format.remote.diskcache import RangeCache
+from viewer.format.remote.errors import RangeNotSupportedError, RemoteIOError, describe
+from viewer.format.store import Store
+
+SCHEMES = ("http", "https", "s3", "gs", "gcs")
+
+#: Priorities of queued requests (lower first).
+READ, PREFETCH = 0, 1
+
+
+# -- counters -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RemoteStats:
+    """A snapshot of remote reading in this process (for the status bar and benchmarks)."""
+
+    requests: int  #: requests made (each retry inside the client counts once)
+    in_flight: int  #: requests on the wire right now
+    queued: int  #: requests waiting for a free slot
+    bytes_fetched: int
+    errors: int  #: requests that failed for good (after their retries)
+    cache_hits: int  #: ranges served from the on-disk cache
+    cache_bytes: int  #: bytes served from it
+    bytes_per_s: float  #: fetched over the last few seconds
+    last_error: str | None
+    stores: int  #: remote stores opened (0: nothing remote was read)
+
+
+class _Counters:
+    WINDOW_S = 3.0
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = self.in_flight = self.bytes = self.errors = 0
+        self.hits = self.hit_bytes = 0
+        self.stores = 0
+        self.last_error: str | None = None
+        self.recent: deque[tuple[float, int]] = deque()
+
+    def begin(self) -> None:
+        with self.lock:
+            self.requests += 1
+            self.in_flight += 1
+
+    def end(self, nbytes: int, error: str | None = None) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.in_flight -= 1
+            self.bytes += nbytes
+            if nbytes:
+                self.recent.append((now, nbytes))
+            if error is not None:
+                self.errors += 1
+                self.last_error = error
+
+    def hit(self, nbytes: int) -> None:
+        with self.lock:
+            self.hits += 1
+            self.hit_bytes += nbytes
+
+    def snapshot(self, queued: int) -> RemoteStats:
+        now = time.monotonic()
+        with self.lock:
+            while self.recent and self.recent[0][0] < now - self.WINDOW_S:
+                self.recent.popleft()
+            rate = sum(n for _, n in self.recent) / self.WINDOW_S
+            return RemoteStats(self.requests, self.in_flight, queued, self.bytes, self.errors,
+                               self.hits, self.hit_bytes, rate, self.last_error, self.stores)
+
+
+COUNTERS = _Counters()
+
+
+# -- the request pool -----------------------------------------------------------------------------
+#: Read-ahead still queued after this many seconds is dropped (the cursor has moved on).
+STALE_PREFETCH_S = 3.0
+
+
+class _Dropped(Exception):
+    """A queued read-ahead request dropped before it started (stale, or its volume closed)."""
+
+
+class _Job:
+    __slots__ = ("fn", "future", "started", "wanted", "cancelled", "queued_at", "on_drop")
+
+    def __init__(self, fn: Callable[[], bytes], on_drop: Callable[[_Job], None]) -> None:
+        self.fn = fn
+        self.future: Future[bytes] = Future()
+        self.started = False
+        #: Someone waits for it (a read): never dropped.
+        self.wanted = False
+        self.cancelled = False
+        self.queued_at = time.monotonic()
+        self.on_drop = on_drop
+
+
+class _Pool:
+    """Threads that each run one request at a time: reads in the order asked, then read-ahead
+    newest first; read-ahead nobody waits for is dropped when stale or cancelled."""
+
+    def __init__(self, threads: int) -> None:
+        self._heap: list[tuple[int, int, _Job]] = []
+        self._seq = itertools.count()
+        self._cv = threading.Condition()
+        self._threads = [threading.Thread(target=self._run, name=f"wkw-remote-{n}", daemon=True)
+                         for n in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, job: _Job, priority: int) -> None:
+        seq = next(self._seq)
+        with self._cv:
+            # Reads in the order asked; read-ahead newest first (older hints are for places
+            # the cursor has probably left).
+            heapq.heappush(self._heap, (priority, seq if priority == READ else -seq, job))
+            self._cv.notify()
+
+    def queued(self) -> int:
+        with self._cv:
+            return sum(1 for _, _, j in self._heap if not j.started)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._heap:
+                    self._cv.wait()
+                _, _, job = heapq.heappop(self._heap)
+                if job.started:
+                    continue  # queued twice (raised to READ priority) and taken already
+                job.started = True
+                drop = not job.wanted and (
+                    job.cancelled or time.monotonic() - job.queued_at > STALE_PREFETCH_S)
+            if drop:
+                job.on_drop(job)
+                job.future.set_exception(_Dropped())
+                continue
+            try:
+                job.future.set_result(job.fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                job.future.set_exception(exc)
+
+
+_pool: _Pool | None = None
+_cache: RangeCache | None = None
+_shared_lock = threading.Lock()
+
+
+def _shared() -> tuple[_Pool, RangeCache | None]:
+    global _pool, _cache
+    with _shared_lock:
+        cfg = _config.current()
+        if _pool is None:
+            _pool = _Pool(cfg.max_requests)
+        want_dir = _config.cache_dir(cfg) if cfg.cache_bytes > 0 else None
+        if want_dir is None:
+            _cache = None
+        elif _cache is None or _cache.root != want_dir:
+            _cache = RangeCache(want_dir, cfg.cache_bytes)
+        else:
+            _cache.budget = cfg.cache_bytes
+        return _pool, _cache
+
+
+_stores: dict[tuple[str, _config.RemoteConfig], RemoteStore] = {}
+
+
+def open_remote_store(url: str) -> RemoteStore:
+    """The store of ``url`` with the current settings: one per URL and settings in a process
+    (its client, connections and knowledge of missing objects are shared)."""
+    cfg = _config.current()
+    key = (url.rstrip("/"), cfg)
+    with _shared_lock:
+        found = _stores.get(key)
+    if found is not None:
+        return found
+    made = RemoteStore(url, cfg)
+    with _shared_lock:
+        return _stores.setdefault(key, made)
+
+
+def stats() -> RemoteStats:
+    """Counters of remote reading in this process (see ``RemoteStats``)."""
+    pool = _pool
+    return COUNTERS.snapshot(pool.queued() if pool is not None else 0)
+
+
+def range_cache() -> RangeCache | None:
+    """The on-disk range cache remote stores use now (None: disabled)."""
+    return _shared()[1]
+
+
+# -- the store ------------------------------------------------------------------------------------
+class RemoteStore(Store):
+    """A ``Store`` rooted at a URL (see the module docstring)."""
+
+    def __init__(self, url: str, config: _config.RemoteConfig | None = None) -> None:
+        self.root = url.rstrip("/")
+        self.config = config or _config.current()
+        scheme, _, rest = self.root.partition("://")
+        self.scheme = scheme.lower()
+        if self.scheme not in SCHEMES:
+            from viewer.format.errors import UnsupportedFormatError
+            raise UnsupportedFormatError(
+                f"unsupported URL scheme {scheme!r} (reads: http, https, s3, gs)", url)
+        self._store = _make_store(self.scheme, self.root, rest, self.config)
+        self._pool, self._cache = _shared()
+        self._lock = threading.Lock()
+        #: key -> [(start, end, job)] fetches under way
+        self._flying: dict[str, list[tuple[int, int, _Job]]] = {}
+        self._missing: set[str] = set()
+        self._sizes: dict[str, int] = {}
+        with COUNTERS.lock:
+            COUNTERS.stores += 1
+
+    def __repr__(self) -> str:
+        return f"<RemoteStore {self.root!r}>"
+
+    def location(self, key: str) -> str:
+        return f"{self.root}/{key}" if key else self.root
+
+    def _path(self, key: str) -> str:
+        return key.strip("/")
+
+    # -- one request ----------------------------------------------------------------------------
+    def _request(self, key: str, start: int, end: int | None) -> bytes:
+        """Fetch ``[start, end)`` (``end`` None: to the end of the object): one request."""
+        import obstore
+        from obstore.exceptions import NotSupportedError
+
+        url = self.location(key)
+        options: Any = None
+        if end is not None:
+            options = {"range": (start, end)}
+        elif start:
+            options = {"range": {"offset": start}}
+        COUNTERS.begin()
+        got = 0
+        error: str | None = None
+        try:
+            result = obstore.get(self._store, self._path(key), options=options)
+            meta = result.meta
+            data = bytes(result.bytes())
+            got = len(data)
+            size = meta.get("size")
+            etag = meta.get("e_tag")
+            if end is not None and got > end - start:
+                raise RangeNotSupportedError(
+                    f"the server ignores Range requests (asked for {end - start} bytes at "
+                    f"{start}, got {got}): reading through it would download whole files",
+                    url)
+        except FileNotFoundError:
+            with self._lock:
+                self._missing.add(key)
+            raise FileNotFoundError(2, "no such object (HTTP 404)", url) from None
+        except NotSupportedError as exc:
+            error = "the server ignores Range requests"
+            raise RangeNotSupportedError(
+                "the server ignores Range requests (answers with the whole object): reading "
+                "through it would download whole files", url) from exc
+        except FormatError as exc:
+            error = exc.reason
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client's errors: named and typed here
+            message, status = describe(exc)
+            if status == 416:  # the range starts past the end: an empty read, as pread
+                return b""
+            error = message
+            raise RemoteIOError(message, url, status) from None
+        finally:
+            COUNTERS.end(got, error)
+        if isinstance(size, int):
+            with self._lock:
+                self._sizes[key] = size
+        if self._cache is not None:
+            self._cache.put(url, start, data, size if isinstance(size, int) else None,
+                            etag if isinstance(etag, str) else None)
+        return data
+
+    def _known_size(self, key: str) -> int | None:
+        with self._lock:
+            size = self._sizes.get(key)
+        if size is None and self._cache is not None:
+            value = self._cache.meta(self.location(key)).get("size")
+            size = value if isinstance(value, int) else None
+        return size
+
+    # -- scheduling -----------------------------------------------------------------------------
+    def _schedule(self, key: str, ranges: Sequence[tuple[int, int]], priority: int
+                  ) -> list[tuple[_Job, int]]:
+        """A fetch for every ``(start, end)`` (shared with one under way when it covers it):
+        ``(job, start of the job's bytes)`` each."""
+        out: list[tuple[_Job, int] | None] = [None] * len(ranges)
+        new: list[int] = []
+        raise_: list[_Job] = []
+        with self._lock:
+            flying = self._flying.setdefault(key, [])
+            for i, (s, e) in enumerate(ranges):
+                for fs, fe, job in flying:
+                    if fs <= s and e <= fe:
+                        out[i] = (job, fs)
+                        if priority == READ:
+                            job.wanted = True
+                            if not job.started:
+                                raise_.append(job)
+                        break
+                else:
+                    new.append(i)
+            new.sort(key=lambda i: ranges[i][0])
+            groups: list[tuple[int, int, list[int]]] = []
+            cfg = self.config
+            for i in new:
+                s, e = ranges[i]
+                if groups:
+                    gs, ge, members = groups[-1]
+                    if s - ge <= cfg.merge_gap and max(e, ge) - gs <= cfg.max_request_bytes:
+                        groups[-1] = (gs, max(ge, e), members + [i])
+                        continue
+                groups.append((s, e, [i]))
+            jobs: list[_Job] = []
+            for gs, ge, members in groups:
+                job = _Job(self._fetcher(key, gs, ge), self._forget_job(key, gs, ge))
+                job.wanted = priority == READ
+                flying.append((gs, ge, job))
+                for i in members:
+                    out[i] = (job, gs)
+                jobs.append(job)
+        for job in jobs:
+            self._pool.submit(job, priority)
+        for job in raise_:
+            self._pool.submit(job, READ)
+        return [o for o in out if o is not None]
+
+    def _fetcher(self, key: str, start: int, end: int) -> Callable[[], bytes]:
+        forget = self._forget_job(key, start, end)
+
+        def run() -> bytes:
+            try:
+                return self._request(key, start, end)
+            finally:
+                forget(None)
+        return run
+
+    def _forget_job(self, key: str, start: int, end: int) -> Callable[[_Job | None], None]:
+        def forget(_: _Job | None) -> None:
+            with self._lock:
+                flying = self._flying.get(key, [])
+                flying[:] = [f for f in flying if not (f[0] == start and f[1] == end)]
+        return forget
+
+    def cancel_prefetch(self) -> None:
+        """Drop this store's queued read-ahead that nobody waits for (its volume closed)."""
+        with self._lock:
+            for flying in self._flying.values():
+                for _, _, job in flying:
+                    job.cancelled = True
+
+    def _wait(self, job: _Job) -> bytes:
+        cfg = self.config
+        bound = (cfg.timeout_s + 2.0) * (cfg.retries + 1) * 4 + 30.0
+        try:
+            return job.future.result(timeout=bound)
+        except TimeoutError:
+            raise RemoteIOError("timed out waiting for a free request slot", self.root) from None
+
+    # -- Store ------------------------------------------------------------------------------------
+    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]]
+                            ) -> list[bytes | OSError | FormatError]:
+        """Each ``(offset, length)`` range's bytes, or the error met fetching it (one failed
+        request does not fail the others)."""
+        url = self.location(key)
+        out: list[bytes | OSError | FormatError] = [b""] * len(ranges)
+        with self._lock:
+            missing = key in self._missing
+        if missing:
+            return [FileNotFoundError(2, "no such object (HTTP 404)", url) for _ in ranges]
+        size = self._known_size(key)
+        todo: list[tuple[int, int, int]] = []
+        for i, (off, n) in enumerate(ranges):
+            end = off + max(int(n), 0)
+            if size is not None:
+                end = min(end, size)
+            if end <= off:
+                continue
+            if self._cache is not None:
+                hit = self._cache.get(url, off, end)
+                if hit is not None:
+                    COUNTERS.hit(len(hit))
+                    out[i] = hit
+                    continue
+            todo.append((i, off, end))
+        if not todo:
+            return out
+        scheduled = self._schedule(key, [(s, e) for _, s, e in todo], READ)
+        for (i, off, end), (job, fs) in zip(todo, scheduled):
+            for _ in range(3):
+                try:
+                    data = self._wait(job)
+                except _Dropped:  # read-ahead dropped just as we took it over: ask again
+                    job, fs = self._schedule(key, [(off, end)], READ)[0]
+                    continue
+                except (OSError, FormatError) as exc:
+                    out[i] = exc
+                    break
+                out[i] = data[off - fs:end - fs]
+                break
+            else:
+                out[i] = RemoteIOError("read-ahead dropped repeatedly", url)
+        return out
+
+    def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        got = self.read_ranges_results(key, ranges)
+        for g in got:
+            if isinstance(g, BaseException):
+                raise g
+        return [g for g in got if isinstance(g, bytes)]
+
+    def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        if length is not None:
+            return self.read_ranges(key, [(offset, length)])[0]
+        size = self._known_size(key)
+        if size is not None:
+            return self.read_ranges(key, [(offset, size - offset)])[0]
+        with self._lock:
+            if key in self._missing:
+                raise FileNotFoundError(2, "no such object (HTTP 404)", self.location(key))
+        return self._request(key, offset, None)
+
+    def prefetch(self, key: str, ranges: Sequence[tuple[int, int]]) -> None:
+        """Start fetching these ``(offset, length)`` ranges (read-ahead) and return at once."""
+        url = self.location(key)
+        with self._lock:
+            if key in self._missing:
+                return
+        todo = [(off, off + n) for off, n in ranges if n > 0 and
+                (self._cache is None or not self._cache.covers(url, off, off + n))]
+        if todo:
+            self._schedule(key, todo, PREFETCH)
+
+    def size(self, key: str) -> int | None:
+        import obstore
+
+        with self._lock:
+            if key in self._missing:
+                return None
+        known = self._known_size(key)
+        if known is not None:
+            return known
+        COUNTERS.begin()
+        error: str | None = None
+        try:
+            meta = obstore.head(self._store, self._path(key))
+        except FileNotFoundError:
+            with self._lock:
+                self._missing.add(key)
+            return None
+        except Exception as exc:  # noqa: BLE001
+            message, status = describe(exc)
+            error = message
+            raise RemoteIOError(message, self.location(key), status) from None
+        finally:
+            COUNTERS.end(0, error)
+        size = int(meta["size"])
+        with self._lock:
+            self._sizes[key] = size
+        if self._cache is not None:
+            etag = meta.get("e_tag")
+            self._cache.note_meta(self.location(key), size, etag if isinstance(etag, str)
+                                  else None)
+        return size
+
+    @property
+    def can_list(self) -> bool:
+        return self.scheme not in ("http", "https")
+
+    def list_dir(self, key: str) -> list[str]:
+        if not self.can_list:
+            return []
+        import obstore
+
+        prefix = self._path(key)
+        COUNTERS.begin()
+        error: str | None = None
+        try:
+            found = obstore.list_with_delimiter(self._store, prefix + "/" if prefix else None)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:  # noqa: BLE001
+            message, status = describe(exc)
+            error = message
+            raise RemoteIOError(message, self.location(key), status) from None
+        finally:
+            COUNTERS.end(0, error)
+        names = {p.rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"]}
+        names.update(str(o["path"]).rsplit("/", 1)[-1] for o in found["objects"])
+        return sorted(n for n in names if n)
+
+    def is_dir(self, key: str) -> bool:
+        if not key:
+            return True
+        if not self.can_list:
+            return False
+        return bool(self.list_dir(key))
+
+
+# -- building the client --------------------------------------------------------------------------
+def _make_store(scheme: str, url: str, rest: str, cfg: _config.RemoteConfig) -> Any:
+    from obstore.store import GCSStore, HTTPStore, S3Store
+
+    retry: Any = {
+        "max_retries": cfg.retries,
+        "backoff": {"init_backoff": timedelta(milliseconds=100),
+                    "max_backoff": timedelta(seconds=2), "base": 2.0},
+        "retry_timeout": timedelta(seconds=cfg.timeout_s * (cfg.retries + 1) + 10),
+    }
+    client: Any = {"allow_http": True, "timeout": timedelta(seconds=cfg.timeout_s),
+                   "connect_timeout": timedelta(seconds=min(cfg.timeout_s, 10.0))}
+    if scheme in ("http", "https"):
+        return HTTPStore.from_url(url, client_options=client, retry_config=retry)
+    bucket, _, tail = rest.partition("/")
+    prefix = tail.strip("/") or None
+    if scheme == "s3":
+        s3: Any = aws_config(cfg.anon)
+        return S3Store(bucket, prefix=prefix, config=s3,
+                       client_options=client, retry_config=retry)
+    gcs: Any = {"skip_signature": True} if cfg.anon else {}
+    return GCSStore(bucket, prefix=prefix, config=gcs, client_options=client,
+                    retry_config=retry)
+
+
+def aws_config(anon: bool) -> dict[str, Any]:
+    """S3 settings the client does not read itself: credentials, region and endpoint from the
+    shared AWS files (``~/.aws/credentials``, ``~/.aws/config``, ``AWS_PROFILE``), for what the
+    environment does not set; ``anon``: unsigned requests."""
+    env = os.environ
+    out: dict[str, Any] = {}
+    if anon:
+        out["skip_signature"] = True
+    profile = env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE") or "default"
+    home = os.path.expanduser("~")
+    if not anon and not env.get("AWS_ACCESS_KEY_ID"):
+        creds = _ini(env.get("AWS_SHARED_CREDENTIALS_FILE")
+                     or os.path.join(home, ".aws", "credentials"), profile)
+        for name in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token"):
+            if creds.get(name):
+                out[name] = creds[name]
+    conf = _ini(env.get("AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config"),
+                profile if profile == "default" else f"profile {profile}")
+    if not (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")) and conf.get("region"):
+        out["aws_region"] = conf["region"]
+    if env.get("AWS_DEFAULT_REGION") and not env.get("AWS_REGION"):
+        out["aws_region"] = env["AWS_DEFAULT_REGION"]
+    if not (env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT")) and conf.get("endpoint_url"):
+        out["aws_endpoint"] = conf["endpoint_url"]
+    return out
+
+
+def _ini(path: str, section: str) -> dict[str, str]:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (OSError, configparser.Error):
+        return {}
+    if not parser.has_section(section):
+        return {}
+    return {k: v.strip() for k, v in parser.items(section)}
+
+
+__all__ = ["RemoteStore", "open_remote_store", "RemoteStats", "stats", "range_cache", "aws_config", "SCHEMES"]
