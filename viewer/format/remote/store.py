@@ -547,7 +547,14 @@ class RemoteStore(Store):
 
 # -- building the client --------------------------------------------------------------------------
 def _make_store(scheme: str, url: str, rest: str, cfg: _config.RemoteConfig) -> Any:
-    from obstore.store import GCSStore, HTTPStore, S3Store
+    try:
+        from obstore.store import GCSStore, HTTPStore, S3Store
+    except ImportError:  # the bundle leaves the client out (packaging/wkw-viewer.spec)
+        from viewer.format.errors import UnsupportedFormatError
+
+        raise UnsupportedFormatError("opening a URL needs the obstore package "
+                                     "(pip install obstore; the stand-alone bundle has no "
+                                     "remote client)", url) from None
 
     retry: Any = {
         "max_retries": cfg.retries,
