@@ -29,7 +29,7 @@ How work is organised, and why:
 * **Cold reads overlap.**  A worker taking a batch asks the kernel for the pages of the next
   ``LOOKAHEAD_TASKS`` batches' blocks (``StorageUnit.will_need``) before decoding its own, so
   a cold screen's disk reads run together rather than one page fault after another.  Only
-  while reads wait for the disk (``COLD_WAIT_S``): on pages in memory a hint is pure cost.
+  while reads go to the disk (``HINT_MEMORY``): on pages in memory a hint is pure cost.
 * **Many small units.**  A batch may span several storage units (an N5 or Zarr v2 dataset is
   one chunk per file), so the cost per task is shared by up to a batch of blocks; open units
   are kept (``open_units_limit``, sized from ``RLIMIT_NOFILE``) rather than closed and opened
@@ -123,12 +123,65 @@ PREFETCH_HOLD_S = 0.15
 #: Measured on the multires benchmark's cold zoom-out: the workers' wall time was ~4x their
 #: CPU time (waiting for pages) before.
 LOOKAHEAD_TASKS = 16
-#: Read-ahead hints (``StorageUnit.will_need``) are given while reads wait for the disk: a task
-#: whose wall time exceeds its CPU time by more than ``COLD_WAIT_S`` and its CPU time turns
-#: them on for the next ``HINT_MEMORY`` tasks.  On pages already in memory a hint is pure
-#: cost (issue 20: 5.7 us a block of ``MADV_WILLNEED`` on resident pages).
-COLD_WAIT_S = 0.002
+#: Read-ahead hints (``StorageUnit.will_need``) are given only while reads go to the disk: a
+#: task during which the worker's thread had to read from the disk (its ``ru_inblock`` or
+#: ``ru_majflt`` grew: ``getrusage(RUSAGE_THREAD)``) turns them on for the next
+#: ``HINT_MEMORY`` tasks.  On pages already in memory a hint is pure cost (issue 20: 5.7 us a
+#: block of ``MADV_WILLNEED`` on resident pages).  (Wall time against CPU time is no signal on
+#: a shared machine: there a worker waits for a core far more than for the disk.)
 HINT_MEMORY = 16
+
+
+def _disk_reads() -> int:
+    """Blocks this thread read from the disk so far (input blocks and major page faults), or
+    -1 where the system does not say."""
+    if _RUSAGE_THREAD is None:
+        return -1
+    try:
+        r = _resource.getrusage(_RUSAGE_THREAD)
+    except (OSError, ValueError):
+        return -1
+    return int(r.ru_inblock + r.ru_majflt)
+
+
+#: Freed memory the C heap keeps for reuse instead of giving it back to the system at once
+#: (glibc's ``M_TRIM_THRESHOLD``), and the size from which an allocation gets pages of its own
+#: (``M_MMAP_THRESHOLD``).  Decoded blocks come and go by the thousand (the cache evicts, a
+#: jump drops a screen): with glibc's defaults the freed blocks' pages went back to the system
+#: and the next blocks were decoded into fresh pages the kernel had to fault in and zero, which
+#: cost more than the decoding (measured: 30 us a 32^3 block against 12 us with the pages
+#: kept; liblz4 alone 11 us).
+HEAP_KEEP_BYTES = 64 << 20
+HEAP_MMAP_FROM_BYTES = 4 << 20
+_heap_tuned = False
+
+
+def keep_freed_memory() -> bool:
+    """Tune glibc's allocator once per process (see ``HEAP_KEEP_BYTES``); False where there
+    is no glibc ``mallopt``.  Any thread."""
+    global _heap_tuned
+    if _heap_tuned:
+        return True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    ok = bool(mallopt(m_trim_threshold, HEAP_KEEP_BYTES)) and \
+        bool(mallopt(m_mmap_threshold, HEAP_MMAP_FROM_BYTES))
+    _heap_tuned = ok
+    return ok
+
+
+try:
+    import resource as _resource
+
+    _RUSAGE_THREAD: int | None = getattr(_resource, "RUSAGE_THREAD", None)
+except ImportError:  # pragma: no cover - not POSIX
+    _RUSAGE_THREAD = None
 
 _UNKNOWN: Any = object()
 
@@ -249,6 +302,7 @@ class Loader:
         self._close_dataset = close_dataset
         self.prefetch_enabled = prefetch_enabled
 
+        keep_freed_memory()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queue: list[tuple[tuple[int, ...], int, _Task]] = []
@@ -275,8 +329,9 @@ class Loader:
         self._hold_until = 0.0
         #: Open units kept, at most this many (``open_units_limit``).
         self.open_units_limit = open_units_limit()
-        #: Tasks left that give read-ahead hints (see ``COLD_WAIT_S``); cold at first.
-        self._hint_tasks = HINT_MEMORY
+        #: Tasks left that give read-ahead hints (see ``HINT_MEMORY``); where the system
+        #: cannot say whether reads went to the disk, always (-1).
+        self._hint_tasks = 0 if _RUSAGE_THREAD is not None else -1
 
         # GUI-thread state.
         self._planes: OrderedDict[PlaneRequest, _PlaneEntry] = OrderedDict()
@@ -809,7 +864,7 @@ class Loader:
                     in_flight.update(keys)
                     file_states = self._file_states
                     states = {key[2]: file_states.get(key[2], _UNKNOWN) for key in keys}
-                    hinting = self._hint_tasks > 0
+                    hinting = self._hint_tasks != 0
                     ahead = self._upcoming_locked() if hinting else []
             if plan is not None:
                 ranked: list[_Ranked] = []
@@ -901,6 +956,7 @@ class Loader:
         """Read and decode ``keys`` (grouped by unit), cache them, tell the listeners."""
         started = time.perf_counter()
         cpu_started = time.thread_time()
+        disk_started = _disk_reads()
         owned: list[tuple[BlockKey, BlockValue]] = []
         decoded = read = 0
         start = 0
@@ -944,6 +1000,7 @@ class Loader:
             self.cache.put_many(owned)
         elapsed = time.perf_counter() - started
         cpu = time.thread_time() - cpu_started
+        from_disk = _disk_reads() != disk_started
         with self._lock:
             visible = self._visible
             if read:
@@ -951,10 +1008,11 @@ class Loader:
                 self._bytes_decoded += decoded
                 self._decode_seconds += elapsed
                 self._decode_cpu_seconds += cpu
-                if elapsed - cpu > max(COLD_WAIT_S, cpu):  # waited for the disk
-                    self._hint_tasks = HINT_MEMORY
-                elif self._hint_tasks:
-                    self._hint_tasks -= 1
+                if self._hint_tasks >= 0:
+                    if from_disk:  # cold: ask ahead for the next tasks' pages
+                        self._hint_tasks = HINT_MEMORY
+                    elif self._hint_tasks:
+                        self._hint_tasks -= 1
             shown = [k for k, key in enumerate(keys) if key in visible]
             if task.prefetch and read:
                 self._prefetched_total += read
