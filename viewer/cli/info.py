@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core import inspect
+from viewer.core.parallel import ordered_map
 from viewer.format import (
     ChecksumError,
     Dataset,
@@ -320,8 +321,13 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     present = 0
     chunk_list: list[dict[str, Any]] = []
     try:
-        for position in volume.iter_units():
-            report = check_unit(volume, position, facts, not args.quick, args.chunks)
+        # With --json (one document at the end) the units are checked on every core
+        # (decoding releases the GIL); the text report shows each unit before the next one
+        # is checked.
+        for report in ordered_map(
+                lambda position: check_unit(volume, position, facts, not args.quick,
+                                            args.chunks), volume.iter_units(),
+                threads=None if args.json else 1):
             files.append(report.fields)
             all_sizes.append(report.sizes)
             present += report.present
