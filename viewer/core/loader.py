@@ -144,38 +144,6 @@ def _disk_reads() -> int:
     return int(r.ru_inblock + r.ru_majflt)
 
 
-#: Freed memory the C heap keeps for reuse instead of giving it back to the system at once
-#: (glibc's ``M_TRIM_THRESHOLD``), and the size from which an allocation gets pages of its own
-#: (``M_MMAP_THRESHOLD``).  Decoded blocks come and go by the thousand (the cache evicts, a
-#: jump drops a screen): with glibc's defaults the freed blocks' pages went back to the system
-#: and the next blocks were decoded into fresh pages the kernel had to fault in and zero, which
-#: cost more than the decoding (measured: 30 us a 32^3 block against 12 us with the pages
-#: kept; liblz4 alone 11 us).
-HEAP_KEEP_BYTES = 64 << 20
-HEAP_MMAP_FROM_BYTES = 4 << 20
-_heap_tuned = False
-
-
-def keep_freed_memory() -> bool:
-    """Tune glibc's allocator once per process (see ``HEAP_KEEP_BYTES``); False where there
-    is no glibc ``mallopt``.  Any thread."""
-    global _heap_tuned
-    if _heap_tuned:
-        return True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    ok = bool(mallopt(m_trim_threshold, HEAP_KEEP_BYTES)) and \
-        bool(mallopt(m_mmap_threshold, HEAP_MMAP_FROM_BYTES))
-    _heap_tuned = ok
-    return ok
-
-
 try:
     import resource as _resource
 
@@ -302,7 +270,6 @@ class Loader:
         self._close_dataset = close_dataset
         self.prefetch_enabled = prefetch_enabled
 
-        keep_freed_memory()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queue: list[tuple[tuple[int, ...], int, _Task]] = []
