@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.wkw import lz4block, morton
+from viewer.format.wkw import directread, lz4block, morton
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -176,13 +176,15 @@ def _read_shared(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
     for the batch the helper is in the middle of."""
     counter = itertools.count()
     stop = threading.Event()
+    # Compressed blocks whole along x: decoded block by block straight into out.
+    read = directread.read_batch if directread.applicable(f, out_t, lo, hi) else _read_batch
 
     def work() -> None:
         while not stop.is_set():
             k = next(counter)
             if k >= len(batches):
                 return
-            _read_batch(f, out_t, lo, hi, shift, batches[k][0], batches[k][1])
+            read(f, out_t, lo, hi, shift, batches[k][0], batches[k][1])
 
     future = _decode_helper().submit(work)
     try:
