@@ -931,6 +931,7 @@ class Loader:
         cpu_started = time.thread_time()
         disk_started = _disk_reads()
         owned: list[tuple[BlockKey, BlockValue]] = []
+        touched: list[StorageUnit] = []
         decoded = read = 0
         start = 0
         n = len(keys)
@@ -960,7 +961,7 @@ class Loader:
                     return
                 results = [BlockDecodeError(str(exc), state.path, block=i) for i in indices]
             read += len(run_keys)
-            self._release_pages(state, len(run_keys))
+            touched.append(state)
             for key, value in zip(run_keys, results):
                 if value is None:
                     owned.append((key, ABSENT))
@@ -972,6 +973,8 @@ class Loader:
                     owned.append((key, value))
         if owned:
             self.cache.put_many(owned)
+        if touched:
+            self._release_pages(touched, read)
         elapsed = time.perf_counter() - started
         cpu = time.thread_time() - cpu_started
         from_disk = _disk_reads() != disk_started
@@ -1003,12 +1006,13 @@ class Loader:
                 except Exception:
                     log.exception("loader listener failed")
 
-    def _release_pages(self, file: StorageUnit, blocks: int) -> None:
+    def _release_pages(self, units: list[StorageUnit], blocks: int) -> None:
         """Drop the mapped pages of the units read from (they are page cache, not the
         process's memory) once every ``RELEASE_EVERY`` blocks read: a ``madvise`` over a whole
         file per batch cost ~0.1 ms of a worker's time with the GIL held."""
         with self._lock:
-            self._touched[id(file)] = file
+            for unit in units:
+                self._touched[id(unit)] = unit
             self._touched_blocks += blocks
             if self._touched_blocks < RELEASE_EVERY:
                 return
