@@ -268,8 +268,16 @@ def _screenshot(app: object, window: object, filename: str) -> int:
     window._on_histogram_due()  # type: ignore[attr-defined]  # the histogram timer has not fired yet
     app.processEvents()  # type: ignore[attr-defined]
     image = window.grab()  # type: ignore[attr-defined]
-    if not image.save(filename, "PNG"):
-        print(f"wkw-viewer: cannot write {filename}", file=sys.stderr)
+    from viewer.format import atomic  # written beside FILE, then renamed over it: never torn
+
+    tmp = atomic.temp_name(filename)
+    try:
+        if not image.save(tmp, "PNG"):
+            raise OSError("the PNG could not be written")
+        atomic.commit_file(tmp, filename)
+    except OSError as exc:
+        atomic.discard(tmp)
+        print(f"wkw-viewer: cannot write {filename}: {exc}", file=sys.stderr)
         return 2
     errors = window.errors  # type: ignore[attr-defined]
     for message in errors:

@@ -1,18 +1,21 @@
 """Exhaustive jobs on a Dask LocalCluster of 2 processes (127.0.0.1 only): the same answer as
-the local run, key for key; a worker killed mid-run; cancel; the hint without Dask."""
+the local run, key for key; a worker killed mid-run; cancel; paths the workers cannot see."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from viewer.cli import info
 from viewer.core import cluster
-from viewer.core.validate import validate
 from viewer.format import wkw
 
 pytestmark = pytest.mark.skipif(not cluster.dask_available(),
@@ -37,6 +40,19 @@ def damaged_dataset(root: Path) -> Path:
     return root
 
 
+def run_info(*args: str) -> tuple[int, Any]:
+    out = io.StringIO()
+    import sys
+
+    saved = sys.stdout
+    sys.stdout = out
+    try:
+        code = info.main([*args, "--json"])
+    finally:
+        sys.stdout = saved
+    return code, json.loads(out.getvalue())
+
+
 @pytest.fixture(scope="module")
 def runner() -> Any:
     with cluster.ClusterRunner("local:2") as r:
@@ -51,24 +67,38 @@ def test_parse_scheduler() -> None:
             cluster.parse_scheduler(bad)
 
 
-def test_validation_on_the_cluster_equals_the_local_run(tmp_path: Path) -> None:
+def test_info_on_the_cluster_equals_the_local_run(tmp_path: Path) -> None:
     root = damaged_dataset(tmp_path / "ds")
-    local = validate(str(root))
-    assert any(s.problems for s in local)
-    assert len(local) == 16
-    remote = validate(str(root), scheduler="local:2", per_task=3)
+    code, local = run_info(str(root), "--chunks")
+    assert code == 1 and local["problems"]
+    rcode, remote = run_info(str(root), "--chunks", "--scheduler", "local:2")
+    assert rcode == code
     assert remote == local
+
+
+def _slow_check(share: Any) -> Any:
+    time.sleep(0.2)
+    return info.check_share(share)
+
+
+def _shares(root: Path) -> list[Any]:
+    from viewer.format import open_volume
+
+    vol = open_volume(root)
+    try:
+        positions = sorted(vol.iter_units())
+        layer = os.path.basename(str(root))
+    finally:
+        vol.close()
+    return [info.UnitShare(str(root), layer, (1, 1, 1), (p,), True, True) for p in positions]
 
 
 def test_a_killed_worker_has_its_tasks_rerun(tmp_path: Path, runner: Any) -> None:
     root = damaged_dataset(tmp_path / "ds")
-    from viewer.core.validate import shares, validate_share
-
-    work = shares(str(root), None, None, [(x, y, 0) for x in range(4) for y in range(4)],
-                  True, per_task=1)
+    work = _shares(root)
     results: dict[int, Any] = {}
     killed = False
-    for k, got in runner.map(_slow_validate, work, key="kill"):
+    for k, got in runner.map(_slow_check, work, key="kill"):
         results[k] = got
         if not killed:
             victim = next(iter(runner._client.scheduler_info()["workers"]))
@@ -78,27 +108,16 @@ def test_a_killed_worker_has_its_tasks_rerun(tmp_path: Path, runner: Any) -> Non
                 pass
             killed = True
     assert sorted(results) == list(range(len(work)))
-    assert [s for k in sorted(results) for s in results[k]] == \
-        [s for share in work for s in validate_share(share)]
-
-
-def _slow_validate(share: Any) -> Any:
-    import time
-
-    from viewer.core.validate import validate_share
-
-    time.sleep(0.2)
-    return validate_share(share)
+    local = [info.check_share(share) for share in work]
+    assert [[r.fields for r in results[k]] for k in sorted(results)] == \
+        [[r.fields for r in part] for part in local]
 
 
 def test_cancel_stops_the_run(tmp_path: Path, runner: Any) -> None:
     root = damaged_dataset(tmp_path / "ds")
-    from viewer.core.validate import shares
-
-    work = shares(str(root), None, None, [(x, y, 0) for x in range(4) for y in range(4)],
-                  True, per_task=1) * 4
+    work = _shares(root) * 4
     got = 0
-    for _ in runner.map(_slow_validate, work, key="cancel"):
+    for _ in runner.map(_slow_check, work, key="cancel"):
         got += 1
         if got == 2:
             threading.Thread(target=runner.cancel).start()
@@ -110,3 +129,14 @@ def test_cancel_stops_the_run(tmp_path: Path, runner: Any) -> None:
 def test_paths_the_workers_cannot_see_are_named_up_front(runner: Any, tmp_path: Path) -> None:
     with pytest.raises(cluster.SchedulerError, match="cannot see"):
         runner.check_paths([str(tmp_path / "nowhere")])
+
+
+def test_without_dask_the_scheduler_option_says_how_to_get_it(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(cluster, "dask_available", lambda: False)
+    root = damaged_dataset(tmp_path / "ds")
+    import contextlib
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = info.main([str(root), "--scheduler", "local:2"])
+    assert code == 2 and "pip install 'wkw-viewer[dask]'" in err.getvalue()

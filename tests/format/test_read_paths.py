@@ -22,7 +22,6 @@ wkw_ref = pytest.importorskip("wkw")
 
 from viewer.format import BlockDecodeError, wkw  # noqa: E402
 from viewer.format.wkw import boxread  # noqa: E402
-from viewer.format.wkw import file as file_module  # noqa: E402
 
 BLOCK_LEN, FILE_LEN = 8, 4  # 32 voxels per file side; a 2 x 2 x 2 file grid
 SIDE = BLOCK_LEN * FILE_LEN
@@ -79,16 +78,6 @@ def _check_all_boxes(root: Path, data: np.ndarray) -> None:
 
 def test_few_block_reads_match_the_reference(written: tuple[Path, np.ndarray]) -> None:
     _check_all_boxes(*written)
-
-
-def test_few_block_reads_without_mmap_match_the_reference(
-        written: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(file_module, "USE_MMAP", False)
-    root, data = written
-    with wkw.Dataset.open(root) as ours:
-        f = ours.get_file(0, 0, 0)
-        assert f is not None and f._data is None  # really the pread path
-    _check_all_boxes(root, data)
 
 
 def test_gathered_reads_match_the_few_block_path(written: tuple[Path, np.ndarray],
@@ -196,10 +185,8 @@ def test_small_read_names_the_lowest_damaged_block(tmp_path: Path, shape: tuple[
         assert f.read((0, 0, 0), (8, 8, 8)).shape == (1, 8, 8, 8)
 
 
-@pytest.mark.parametrize("mapped", [True, False], ids=["mmap", "pread"])
-def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path, mapped: bool,
+def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(file_module, "USE_MMAP", mapped)
     header = wkw_ref.Header(np.uint8, block_len=BLOCK_LEN, file_len=FILE_LEN)
     with wkw_ref.Dataset.create(str(tmp_path), header) as ref:
         ref.write((0, 0, 0), np.ones((SIDE, SIDE, SIDE), dtype=np.uint8))

@@ -206,7 +206,7 @@ def test_layer_whose_every_mag_is_missing_is_reported(tmp_path: Path) -> None:
     assert [type(p) for p in ds.problems] == [MissingMagError] * 3 + [NoMagsError]
 
 
-def test_zarr3_layer_is_reported_not_opened(tmp_path: Path) -> None:
+def test_layers_of_formats_not_read_are_reported_not_opened(tmp_path: Path) -> None:
     written = _build(tmp_path)
     doc = json.loads((tmp_path / "datasource-properties.json").read_text())
     (tmp_path / "em_zarr" / "1").mkdir(parents=True)
@@ -216,17 +216,28 @@ def test_zarr3_layer_is_reported_not_opened(tmp_path: Path) -> None:
                                            wk4.mags_entry(name, [(1, 1, 1)]), data_format=fmt))
     (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
     ds = WkDataset(tmp_path)
-    assert [layer.name for layer in ds.layers] == ["color", "segmentation"]
-    # a format the registry reads (N5 since issue 13) is no longer unsupported: its layer
-    # without a mag folder has a missing mag, and so no mags
+    # a format the registry reads (N5 since issue 13, zarr since issue 14) is no longer
+    # unsupported: its layer without a mag folder has a missing mag, and so no mags; the zarr3
+    # layer whose mag folder is there opens, and its incomplete zarr.json is that mag's
+    # problem once opened
     from viewer.format.registry import format_names
 
+    zarr3 = "zarr3" in format_names()
+    assert [layer.name for layer in ds.layers] == ["color", "segmentation"] + \
+        (["em_zarr"] if zarr3 else [])
     want: list[type] = []
     for fmt in ("zarr3", "n5", "zarr"):
+        if fmt == "zarr3" and zarr3:
+            continue
         want += ([MissingMagError, NoMagsError] if fmt in format_names()
                  else [UnsupportedLayerError])
     assert [type(p) for p in ds.problems] == want
-    assert "zarr3" in ds.problems[0].reason and ds.problems[0].path == str(tmp_path / "em_zarr")
+    if zarr3:
+        [problem] = ds.layer("em_zarr").check()
+        assert isinstance(problem, FormatError) and "zarr.json" in str(problem)
+    else:
+        assert "zarr3" in ds.problems[0].reason
+        assert ds.problems[0].path == str(tmp_path / "em_zarr")
     _check_voxels(ds, written)
 
 

@@ -2,7 +2,8 @@
 
 ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]`` opens the window (no PATH:
 the built-in demo dataset).  Subcommands, each a module of this package with ``main(argv)``:
-``info``, ``compare``, ``demo``, ``install-desktop``.  Exit codes: 0 ok, 1 a finding, 2 bad input.
+``info``, ``compare``, ``demo``, ``digest``, ``install-desktop``.  Exit codes: 0 ok, 1 a finding,
+2 bad input.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ COMMANDS = {
     "compare": "viewer.cli.compare",
     "demo": "viewer.cli.demo",
     "install-desktop": "viewer.cli.desktop",
+    "digest": "viewer.cli.digest",
 }
 
 

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
+from viewer.format import atomic
+
 DESKTOP_NAME = "wkw-viewer.desktop"
 ICON_SIZE = "256x256"
 ICON_NAME = "wkw-viewer.png"
@@ -90,8 +92,9 @@ def install(home: Path | None = None, command: Sequence[str] | None = None) -> l
     entry_path, icon_path = targets(home)
     entry_path.parent.mkdir(parents=True, exist_ok=True)
     icon_path.parent.mkdir(parents=True, exist_ok=True)
-    entry_path.write_text(desktop_entry(command or program_command()), "utf-8")
-    icon_path.write_bytes(resources.files("viewer.resources").joinpath("icon.png").read_bytes())
+    atomic.write_atomically(entry_path, desktop_entry(command or program_command()).encode())
+    atomic.write_atomically(
+        icon_path, resources.files("viewer.resources").joinpath("icon.png").read_bytes())
     _refresh_caches(entry_path.parents[1])
     return [entry_path, icon_path]
 

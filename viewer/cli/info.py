@@ -39,13 +39,15 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
 import numpy.typing as npt
 
 from viewer.core import inspect
+from viewer.core.cluster import UNITS_PER_TASK, ClusterRunner, SchedulerError, chunked
 from viewer.core.parallel import ordered_map
 from viewer.format import (
     ChecksumError,
@@ -54,6 +56,7 @@ from viewer.format import (
     Volume,
     layers_json,
     open_dataset,
+    open_volume,
     select_mag,
     summary_lines,
 )
@@ -272,6 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="check headers and chunk indexes only; do not decode every chunk")
     parser.add_argument("--chunks", action="store_true",
                         help="with --json: list every chunk present (chunk_list)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the validation on a Dask cluster: tcp://HOST:PORT of its "
+                             "scheduler, or local:N for N worker processes on this machine "
+                             "(the same report as the local run)")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out, err = sys.stdout, sys.stderr
     given = args.path
@@ -321,13 +328,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     present = 0
     chunk_list: list[dict[str, Any]] = []
     try:
-        # With --json (one document at the end) the units are checked on every core
-        # (decoding releases the GIL); the text report shows each unit before the next one
-        # is checked.
-        for report in ordered_map(
-                lambda position: check_unit(volume, position, facts, not args.quick,
-                                            args.chunks), volume.iter_units(),
-                threads=None if args.json else 1):
+        for report in _unit_reports(volume, facts, args, path, mag.layer, mag.mag):
             files.append(report.fields)
             all_sizes.append(report.sizes)
             present += report.present
@@ -342,6 +343,10 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         progress.done()
         err.write("wkw-viewer info: interrupted\n")
         return 130
+    except SchedulerError as exc:
+        progress.done()
+        err.write(f"wkw-viewer info: {exc}\n")
+        return 2
     progress.done()
     if is_file:
         header.update(_unit_header(volume, header))
@@ -382,6 +387,58 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
                   f"on disk; {present} of {count} chunks present; {len(problems)} "
                   f"problem{'s' if len(problems) != 1 else ''}: {verdict}\n")
     return 1 if problems else 0
+
+
+@dataclass(frozen=True)
+class UnitShare:
+    """A task's share of the validation: the array (by path, layer and mag: a cluster worker
+    opens it itself) and the positions of its units."""
+
+    path: str
+    layer: str
+    mag: Vec3
+    positions: tuple[Vec3, ...]
+    decode: bool
+    list_chunks: bool
+
+
+def check_share(share: UnitShare) -> list[UnitReport]:
+    """``check_unit`` for each unit of ``share`` (the task a cluster worker runs)."""
+    volume = open_volume(share.path, share.layer, share.mag)
+    try:
+        info = volume.info()
+        facts = inspect.VolumeFacts(dict(info.header), info.compression,
+                                    inspect.histogram_edges(volume.chunk_nbytes))
+        return [check_unit(volume, p, facts, share.decode, share.list_chunks)
+                for p in share.positions]
+    finally:
+        volume.close()
+
+
+def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
+                  path: str, layer: str, mag: Vec3) -> Iterator[UnitReport]:
+    """Each unit's report in listing order: checked here, or with ``--scheduler`` on a Dask
+    cluster in tasks of a few units (reports are taken in order as tasks finish)."""
+    if not args.scheduler:
+        # With --json (one document at the end) the units are checked on every core
+        # (decoding releases the GIL); the text report shows each unit before the next one
+        # is checked.
+        yield from ordered_map(
+            lambda position: check_unit(volume, position, facts, not args.quick, args.chunks),
+            volume.iter_units(), threads=None if args.json else 1)
+        return
+    positions = list(volume.iter_units())
+    shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks)
+              for part in chunked(positions, UNITS_PER_TASK)]
+    done: dict[int, list[UnitReport]] = {}
+    next_share = 0
+    with ClusterRunner(args.scheduler) as runner:
+        runner.check_paths([path])
+        for k, reports in runner.map(check_share, shares, key="info"):
+            done[k] = reports
+            while next_share in done:
+                yield from done.pop(next_share)
+                next_share += 1
 
 
 def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:

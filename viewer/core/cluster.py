@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+#: Storage units per task (a few files or shards: seconds of work, not milliseconds, so the
+#: scheduler's cost per task (~1 ms) stays small).
+UNITS_PER_TASK = 4
 #: What ``--scheduler`` says when Dask is not installed.
 INSTALL_HINT = "--scheduler needs the dask extra: pip install 'wkw-viewer[dask]'"
 
@@ -209,4 +212,4 @@ def chunked(items: Sequence[Any], per_task: int) -> list[list[Any]]:
 
 
 __all__ = ["ClusterRunner", "SchedulerError", "SchedulerSpec", "parse_scheduler",
-           "dask_available", "chunked", "INSTALL_HINT"]
+           "dask_available", "chunked", "INSTALL_HINT", "UNITS_PER_TASK"]

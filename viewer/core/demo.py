@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from viewer.core.synthetic import EMVolume
-from viewer.format import DEMO_MAGS, PROPERTIES_FILE, write_synthetic_dataset
+from viewer.format import DEMO_MAGS, PROPERTIES_FILE, atomic, write_synthetic_dataset
 
 #: Bumped whenever the demo's content changes, so an old cached copy is not reused.
 DEMO_NAME = "demo-wk-v2"
@@ -78,7 +77,9 @@ def build_demo(path: str | os.PathLike[str], progress: Progress | None = None,
     target = Path(path)
     shape = shape if shape is not None else DEMO_SHAPE
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    # Built beside the target under a temporary name (mode from the umask; the temporaries
+    # of a killed build are removed first) and renamed into place when complete.
+    tmp = Path(atomic.make_temp_folder(target))
     try:
         write_synthetic_dataset(
             tmp, EMVolume(DEMO_SEED), shape=shape, voxel_size=DEMO_VOXEL_SIZE, mags=DEMO_MAGS,

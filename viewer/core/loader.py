@@ -65,6 +65,7 @@ from viewer.core.cache import BlockCache, BlockKey, BlockValue, CacheStats
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
 from viewer.core.cache import ABSENT
 from viewer.format import BlockDecodeError, DatasetLayoutError, FormatError, StorageUnit, Volume
+from viewer.format.errors import FileChangedError
 
 log = logging.getLogger(__name__)
 
@@ -924,6 +925,19 @@ class Loader:
             self.cache.account_file(file_key, state.table_bytes)
         return state
 
+    def _reopen(self, pos: Vec3, old: StorageUnit) -> FileState:
+        """Forget the unit at ``pos`` (``old``, which another program changed) and open it
+        again.  ``old`` is not closed here: other workers may still be reading from it (their
+        reads fail on their own); it goes when the last of them lets go."""
+        with self._lock:
+            if self._file_states.get(pos) is old:
+                self._file_states.pop(pos, None)
+                self._open_files.pop(pos, None)
+        forget = getattr(self.volume, "forget_unit", None)
+        if forget is not None:
+            forget(pos)
+        return self._resolve(pos)
+
     def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray,
              states: dict[Vec3, Any], hinting: bool) -> None:
         """Read and decode ``keys`` (grouped by unit), cache them, tell the listeners."""
@@ -952,7 +966,17 @@ class Loader:
                 state.will_need(indices)
             results: Sequence[Any]
             try:
-                results = state.read_chunks(indices)
+                try:
+                    results = state.read_chunks(indices)
+                except FileChangedError:
+                    # Another program rewrote the file since it was opened: open it again and
+                    # read from the new one (once; a second change is the blocks' error).
+                    state = self._reopen(pos, state)
+                    if not isinstance(state, StorageUnit):
+                        raise
+                    results = state.read_chunks(indices)
+            except FileChangedError as exc:
+                results = [exc] * len(indices)
             except OSError as exc:
                 results = [BlockDecodeError(f"read failed: {exc.strerror or exc}", state.path,
                                             block=i) for i in indices]

@@ -86,6 +86,11 @@ class UnsupportedFormatError(FormatError):
     a compression, a data type) that it does not read."""
 
 
+class FileChangedError(FormatError):
+    """A file changed (rewritten, truncated or replaced by another program) while it was open
+    for reading: what was read may mix two versions, so it is refused; open the file again."""
+
+
 def _rebuild(cls: type[FormatError], reason: str, path: str | None, block: int | None,
              offset: int | None, chunk: tuple[int, ...] | None,
              state: dict[str, Any]) -> FormatError:

@@ -4,3 +4,6 @@
 from viewer.format.webknossos import entry as _webknossos  # noqa: F401
 from viewer.format.wkw import entry as _wkw  # noqa: F401
 from viewer.format.n5 import entry as _n5  # noqa: F401
+from viewer.format.zfpc import entry as _zfpc  # noqa: F401
+from viewer.format.vds import entry as _vds  # noqa: F401
+from viewer.format.zarr import entry as _zarr  # noqa: F401

@@ -66,8 +66,16 @@ def export_view(window: Any, path: str, which: str = FOCUSED, scale: int = 1) ->
         window.statusBar().showMessage(f"Nothing to export: {exc}", 6000)
         return False
     image.setDevicePixelRatio(1.0)
-    if not image.save(path, "PNG"):
-        window.show_error("Could not export the view", f"cannot write {path}")
+    from viewer.format import atomic  # beside the target, then renamed over it: never torn
+
+    tmp = atomic.temp_name(path)
+    try:
+        if not image.save(tmp, "PNG"):
+            raise OSError("the PNG could not be written")
+        atomic.commit_file(tmp, path)
+    except OSError as exc:
+        atomic.discard(tmp)
+        window.show_error("Could not export the view", f"cannot write {path}: {exc}")
         return False
     window.statusBar().showMessage(f"exported {image.width()} \u00d7 {image.height()} pixels "
                                    f"to {path}", 6000)

@@ -1,13 +1,14 @@
 """Block-by-block comparison of one pair of data files (or one file against an absent one).
 
 The unit of work is a *chunk*: a run of blocks of one file position, sized so that a task is
-worth a thread hop (megabytes, not one block).  Files are memory-mapped read-only and their
-bytes compared and decoded in place.  When both files are LZ4-compressed, blocks whose stored
+worth a thread hop (megabytes, not one block).  A chunk's stored bytes are read with one
+``pread`` per side into a per-thread buffer (never mapped: a file truncated by another program
+while it is compared gives errors, not a SIGBUS) and compared and decoded there.  When both
+files are LZ4-compressed, blocks whose stored
 bytes are identical are equal without decoding (a whole chunk is one ``memcmp`` when its jump
 table entries agree); every other block is decoded (raw blocks are used in place) and compared
 with ``memcmp``, and only blocks that differ get their voxels counted.  Block ranges are
-checked against the file size before any byte is touched (a file truncated *while* it is
-being compared is the one case the mapping cannot survive).  A block whose bytes cannot be read or decoded
+checked against the file size before any byte is used.  A block whose bytes cannot be read or decoded
 is reported as that block's problem, never taken for zeros.  Worker threads run these functions;
 they touch nothing shared but the read-only plan.
 """
@@ -16,8 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import mmap
-import os
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +29,7 @@ from viewer.core.compare.diff import abs_difference
 from viewer.core.compare.model import BlockResult, Vec3
 from viewer.format import FormatError
 from viewer.format.errors import BlockDecodeError
+from viewer.format.handles import readinto_fd
 from viewer.format.wkw import File, lz4block, morton
 
 
@@ -62,10 +63,12 @@ def same_bytes(a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8]) -> bool:
 
 @dataclass
 class Side:
-    """One dataset's data file at a file position: the parsed ``File`` (header, jump table)
-    and the file's bytes, memory-mapped read-only, so that stored bytes are compared and
-    decoded in place instead of being copied through a read buffer (twice as fast on a warm
-    page cache).  Read-only once built; shared by workers."""
+    """One dataset's data file at a file position: the parsed ``File`` (header, jump table).
+    Its stored bytes are read per chunk of blocks with ``pread`` (``window``), never mapped:
+    a file truncated by another program during a compare must give an error, not a SIGBUS.
+    ``data`` holds the bytes from file offset ``base`` on, and ``address`` is the address file
+    offset 0 would have (``address + offset`` is where byte ``offset`` is).  Read-only once
+    built; shared by workers."""
 
     file: File
     data: npt.NDArray[np.uint8]
@@ -73,28 +76,26 @@ class Side:
     size: int
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
-    mapping: mmap.mmap | None
+    base: int = 0
 
     @classmethod
     def open(cls, file: File) -> Side:
         starts, ends = file.block_ranges()
-        with open(file.path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-        data = (np.frombuffer(mapping, dtype=np.uint8) if mapping is not None
-                else np.zeros(0, dtype=np.uint8))
-        return cls(file, data, int(data.ctypes.data) if data.size else 0,
-                   min(size, file.file_size), starts, ends, mapping)
+        return cls(file, np.zeros(0, dtype=np.uint8), 0, file.file_size, starts, ends)
+
+    def window(self, lo: int, hi: int, slot: str) -> Side:
+        """The bytes ``[lo, hi)`` read into the thread's scratch buffer ``slot``, as a Side of
+        its own; ``size`` is cut where the file now ends (blocks past it are errors).  A file
+        changed by another program raises ``FileChangedError``."""
+        buf = scratch(slot, max(hi - lo, 0))
+        with self.file._reading() as fd:
+            got = readinto_fd(fd, buf, lo) if hi > lo else 0
+        return dataclasses.replace(self, data=buf, address=int(buf.ctypes.data) - lo if
+                                   buf.size else 0, size=min(self.size, lo + got), base=lo)
 
     def close(self) -> None:
         self.data = np.zeros(0, dtype=np.uint8)
         self.address = 0
-        if self.mapping is not None:
-            try:
-                self.mapping.close()
-            except BufferError:  # a view still lives somewhere: unmapped when it goes
-                pass
-            self.mapping = None
 
 
 @dataclass
@@ -203,7 +204,7 @@ def _decoded(side: Side, starts: list[int], sizes: list[int], errors: dict[int, 
     if not f.header.is_compressed:
         for k in ks:
             out.append(errors[k] if k in errors
-                       else (side.data, starts[k], side.address + starts[k]))
+                       else (side.data, starts[k] - side.base, side.address + starts[k]))
         return out
     dst = scratch(slot, len(ks) * block_bytes)
     dst_address = int(dst.ctypes.data) if dst.size else 0
@@ -214,7 +215,7 @@ def _decoded(side: Side, starts: list[int], sizes: list[int], errors: dict[int, 
             continue
         o, n = starts[k], sizes[k]
         at = j * block_bytes
-        src: Any = data[o:o + n]  # a numpy slice serves as the buffer (only its length is read)
+        src: Any = data[o - side.base:o - side.base + n]  # only its length is read
         try:
             lz4block.decode_into(src, dst[at:at + block_bytes], src_address=side.address + o)
         except lz4block.LZ4Error as exc:
@@ -242,6 +243,13 @@ def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
     n = len(idx)
     ks = list(range(n))
     a, b = plan.a, plan.b
+    try:
+        a = _window(a, idx, "stored a") if a is not None else None
+        b = _window(b, idx, "stored b") if b is not None else None
+    except FormatError as exc:  # a file changed under the compare: its blocks failed
+        failed = [BlockResult(plan.name, int(i), _position(plan, int(i)), None, None, str(exc))
+                  for i in idx.tolist()]
+        return ChunkOutcome(failed, n, True, 0)
     ca = _check(a, idx) if a is not None else None
     cb = _check(b, idx) if b is not None else None
     if (a is not None and b is not None and ca is not None and cb is not None
@@ -249,13 +257,13 @@ def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
         # Identical stored bytes decode to identical voxels: only the rest is decoded.
         (sa, za, ea), (sb, zb, eb) = ca, cb
         if (not ea and not eb and za == zb and _contiguous(sa, za) and _contiguous(sb, zb)
-                and _same((a.data, sa[0], a.address + sa[0]),
-                          (b.data, sb[0], b.address + sb[0]), sum(za))):
+                and _same((a.data, sa[0] - a.base, a.address + sa[0]),
+                          (b.data, sb[0] - b.base, b.address + sb[0]), sum(za))):
             ks = []
         else:
             ks = [k for k in ks if k in ea or k in eb or za[k] != zb[k]
-                  or not _same((a.data, sa[k], a.address + sa[k]),
-                               (b.data, sb[k], b.address + sb[k]), za[k])]
+                  or not _same((a.data, sa[k] - a.base, a.address + sa[k]),
+                               (b.data, sb[k] - b.base, b.address + sb[k]), za[k])]
     zeros = np.zeros(bb, dtype=np.uint8)
     zero: Decoded = (zeros, 0, int(zeros.ctypes.data))
     va = (_decoded(a, *ca, idx, ks, bb, "decoded a") if a is not None and ca is not None
@@ -294,6 +302,17 @@ def compare_chunk(plan: FilePlan, idx: npt.NDArray[np.int64]) -> ChunkOutcome:
             results.append(BlockResult(plan.name, index, _position(plan, index), count,
                                        peak_value))
     return ChunkOutcome(results, n, any_difference, top)
+
+
+def _window(side: Side, idx: npt.NDArray[np.int64], slot: str) -> Side:
+    """``side`` with the stored bytes of blocks ``idx`` read (one ``pread`` of the span of
+    those whose range lies inside the file)."""
+    starts = side.starts[idx]
+    ends = side.ends[idx]
+    ok = (ends > starts) & (starts >= 0) & (ends <= side.size)
+    if not ok.any():
+        return side.window(0, 0, slot)
+    return side.window(int(starts[ok].min()), int(ends[ok].max()), slot)
 
 
 def _contiguous(starts: list[int], sizes: list[int]) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from viewer.format import atomic, jsonsafe
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.geometry import (
     MAX_COORDINATE,
@@ -60,6 +61,9 @@ ELEMENT_CLASSES: dict[str, tuple[np.dtype[Any], int]] = {
 _ELEMENT_CLASS_ALIASES = {"float32": "float", "float64": "double"}
 
 CATEGORIES = ("color", "segmentation")
+#: Layers opened from one properties file; the rest are reported as a problem (2,001 layers
+#: made the window reserve tens of GB of address space for their loaders' threads).
+MAX_LAYERS = 64
 
 
 def element_class_of(dtype: np.dtype[Any], num_channels: int) -> str:
@@ -169,13 +173,8 @@ def read_properties(path: str | os.PathLike[str]
     whole is unusable, and ``FileNotFoundError`` when it does not exist."""
     path = os.fspath(path)
     with open(path, "rb") as fh:
-        raw_bytes = fh.read()
-    try:
-        doc = json.loads(raw_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        offset = getattr(exc, "pos", None)
-        raise PropertiesError(f"not valid JSON: {exc}", path,
-                              offset=offset if isinstance(offset, int) else None) from None
+        raw_bytes = fh.read(jsonsafe.MAX_BYTES + 1)
+    doc = jsonsafe.loads(raw_bytes, path, PropertiesError)  # bounded depth and size
     return parse_properties(doc, path)
 
 
@@ -192,6 +191,11 @@ def parse_properties(doc: Any, path: str | None = None
     layers: list[LayerProperties] = []
     seen: set[str] = set()
     for index, entry in enumerate(layers_doc):
+        if len(layers) >= MAX_LAYERS:
+            problems.append(PropertiesError(
+                f"{len(layers_doc) - index} more dataLayers entries are not opened (at most "
+                f"{MAX_LAYERS} layers: each costs worker threads and memory)", path))
+            break
         try:
             layer = parse_layer(entry, path, index)
         except PropertiesError as exc:
@@ -312,11 +316,8 @@ def write_properties(dataset_dir: str | os.PathLike[str], properties: DatasetPro
     """Write ``datasource-properties.json`` into ``dataset_dir`` (atomically); its path."""
     path = os.path.join(os.fspath(dataset_dir), PROPERTIES_FILE)
     os.makedirs(os.fspath(dataset_dir), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(properties.to_json(legacy), fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    text = json.dumps(properties.to_json(legacy), indent=2) + "\n"
+    atomic.write_atomically(path, text.encode("utf-8"))
     return path
 
 

@@ -5,17 +5,19 @@ docstring says what was measured):
 
 - A few blocks (at most ``PER_BLOCK_COPY``): plain-int index arithmetic and range checks, each
   block decoded into one small per-thread buffer (only as far as the box needs) and its part
-  copied out at once; raw parts are copied straight from the mapping.
+  copied out at once; raw blocks are read (just the z planes needed) with one pread each.
 - One batch (a plane, a medium box): every block decoded into a staging buffer laid out as the
   block grid, then one numpy copy moves the box out.  From ``PARALLEL_BYTES`` of blocks the
   decoding alone is shared with one helper thread, ``SHARED_DECODE_BLOCKS`` blocks at a time.
-  Raw XY planes are read with one pread per block; other aligned raw cubes of the block grid
-  are one strided copy from the mapping.
+  Raw XY planes are read with one pread per block (just the planes needed); other raw
+  batches with one ``preadv`` per run of consecutive blocks, scattered straight into the
+  staging buffer.
 - Several batches (a full read): batches of block layers that the caller and the helper take in
   turn.
 
-Functions here take the ``File`` they read from; they use its mapping, descriptor and range
-checks, and never change it.
+Functions here take the ``File`` they read from; they use its descriptor and range checks, and
+never change it.  Stored bytes come from ``pread`` into per-thread buffers (``source_buffer``),
+never from a mapping (``file.py`` says why).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.handles import readinto_fd
 from viewer.format.wkw import directread, lz4block, morton
 
 if TYPE_CHECKING:
@@ -79,23 +82,15 @@ def _decode_helper() -> ThreadPoolExecutor:
 
 
 def _drop(data: object) -> None:
-    """Nothing: the helper's reference to ``data`` goes when this returns."""
-
-
-def release_later(data: npt.NDArray[np.uint8]) -> None:
-    """Let the helper thread drop a closed file's mapping (``data``): unmapping the pages a
-    read touched costs about 0.5 ms for a plane, which the closing thread need not wait for.
-    The mapping is read-only and holds no descriptor, so when it goes does not matter."""
-    try:
-        _decode_helper().submit(_drop, data)
-    except RuntimeError:  # interpreter shutting down: dropped here
-        pass
+    """Nothing (a marker task for ``wait_for_helper``)."""
 
 
 def wait_for_helper() -> None:
-    """Return when the helper thread has done everything handed to it so far (unmappings
-    included): a benchmark calls it, untimed, so that work left by one round does not slow the
-    next."""
+    """Return when the helper thread has done everything handed to it so far: a benchmark
+    calls it, untimed, so that work left by one round does not slow the next.  (Nothing is
+    left to it at close any more: files are not mapped.  Closing a file must never submit
+    work here: a file closed by the garbage collector while this thread is inside ``submit``
+    would wait for the lock it holds.)"""
     _decode_helper().submit(_drop, None).result()
 
 
@@ -118,6 +113,18 @@ def _staging(nbytes: int) -> npt.NDArray[np.uint8]:
     buf = np.empty(max(nbytes, 1 << 16), dtype=np.uint8)
     if nbytes <= 2 * STAGING_BYTES:
         _local.staging = buf
+    return buf
+
+
+def source_buffer(nbytes: int) -> npt.NDArray[np.uint8]:
+    """A per-thread reusable uint8 buffer of at least ``nbytes`` for stored (compressed) bytes
+    read with ``pread`` (apart from ``_staging``, which holds decoded ones)."""
+    buf: npt.NDArray[np.uint8] | None = getattr(_local, "source", None)
+    if buf is not None and buf.nbytes >= nbytes:
+        return buf
+    buf = np.empty(max(nbytes, 1 << 16), dtype=np.uint8)
+    if nbytes <= 2 * STAGING_BYTES:
+        _local.source = buf
     return buf
 
 
@@ -223,8 +230,8 @@ def _read_batch(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
     (x0, x1), (y0, y1), (z0, z1) = rng
     indices = morton.box_indices(blo, bhi)
     c = h.num_channels
-    if not h.is_compressed and f._data is not None:
-        # Raw and mapped: one comparison with plain ints says whether every block is there.
+    if not h.is_compressed:
+        # Raw: one comparison with plain ints says whether every block is there.
         if h.data_offset + (int(indices.max()) + 1) * h.block_bytes > f.file_size:
             starts, ends = f._ranges_of(indices)
             problem = f._first_problem(indices, starts, ends)
@@ -265,30 +272,11 @@ def _read_batch(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
                                      prefixes[k] if partial else block_bytes, partial)
         blocks = staging[:count * slot].view(h.dtype).reshape(nbz, nby, nbx, z1, b, b, c)
     else:
-        data = f._mapping()
-        if data is None:
-            src, keep = f._sources(starts, ends, indices)
-            bb = h.block_bytes
-            count = len(indices)
-            staging = _staging(count * bb)
-            lz4block.copy_many(src, list(range(staging.ctypes.data,
-                                               staging.ctypes.data + count * bb, bb)), bb)
-            del keep
-            blocks = staging[:count * bb].view(h.dtype).reshape(nbz, nby, nbx, b, b, b, c)
-        else:
-            present = min(h.num_blocks, (f.file_size - h.data_offset) // h.block_bytes)
-            whole = data[h.data_offset:h.data_offset + present * h.block_bytes]
-            grid = whole.view(h.dtype).reshape(present, b, b, b, c)
-            if len(indices) <= PER_BLOCK_COPY:
-                _copy_blocks(f, out_t, lo, hi, shift, blo, bhi, grid, indices.tolist())
-                return
-            if _copy_morton_aligned(f, out_t, lo, hi, shift, blo, bhi, rng, grid):
-                return
-            # One gather of just the voxels the box needs from each block (whole blocks
-            # cost 32x more on a plane; a loop of memmoves cost more than the gather).
-            part = grid[indices.reshape(nbz, nby, nbx), z0:z1, y0:y1, x0:x1]
-            _place(f, out_t, lo, hi, shift, blo, rng, part)
-            return
+        bb = h.block_bytes
+        count = len(indices)
+        staging = _staging(count * bb)
+        _read_raw_blocks(f, indices, staging)
+        blocks = staging[:count * bb].view(h.dtype).reshape(nbz, nby, nbx, b, b, b, c)
     if len(indices) <= PER_BLOCK_COPY and blocks.shape[3:6] == (z1, b, b):
         flat = blocks.reshape(nbz * nby * nbx, *blocks.shape[3:])
         _copy_blocks(f, out_t, lo, hi, shift, blo, bhi, flat, range(len(indices)))
@@ -302,7 +290,7 @@ def _read_few(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
 
     Plain Python ints for the index arithmetic: for a handful of blocks (a 64^3 box
     touches 8 to 27) numpy's per-call overhead costs more than the arithmetic.  Raw
-    blocks are copied straight from the mapping (no scratch)."""
+    blocks are read plane range by plane range into a small buffer."""
     h = f.header
     b = h.block_len
     # Per axis: (Morton bits of the block coordinate, block-local lo and hi, where the
@@ -334,15 +322,8 @@ def _read_few(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
             problem = f._range_problem(blocks[k][0], start, end)
             if problem is not None:
                 raise problem
-    data = f._mapping()
-    keep: Any
-    if data is not None:
-        base = data.ctypes.data
-        src = [base + start for start in starts]
-        keep = data
-    else:
-        src, keep = f._sources(np.array(starts, dtype=np.int64),
-                                  np.array(ends, dtype=np.int64), idx)
+    src, keep = f._sources(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+                           idx)
     sizes = [end - start for start, end in zip(starts, ends)]
     scratch = _staging(bb)
     dst = scratch.ctypes.data
@@ -385,29 +366,57 @@ def _copy_raw_few(f: File, out_t: npt.NDArray[Any],
             start = h.data_offset + index * bb
             if start + bb > f.file_size:
                 raise f._short(index, start, start + bb)
-    data = f._mapping()
-    if data is not None:
-        end = h.data_offset + (last + 1) * bb
-        grid = data[h.data_offset:end].view(h.dtype).reshape(last + 1, b, b, b, c)
-        for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
-            out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
-                grid[index, z0:z1, y0:y1, x0:x1, :]
-        return
     scratch = _staging(bb)
-    for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
-        start = h.data_offset + index * bb + z0 * plane
-        n = (z1 - z0) * plane
-        if hasattr(os, "preadv"):
-            got = os.preadv(f._fd, [cast(Any, scratch[:n])], start)
-        else:  # pragma: no cover - platforms without preadv
-            raw = os.pread(f._fd, n, start)
-            got = len(raw)
-            scratch[:got] = np.frombuffer(raw, dtype=np.uint8)
-        if got < n:  # the file shrank since it was opened
-            raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
-        part = scratch[:n].view(h.dtype).reshape(z1 - z0, b, b, c)
-        out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
-            part[:, y0:y1, x0:x1, :]
+    with f._reading() as fd:
+        for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
+            start = h.data_offset + index * bb + z0 * plane
+            n = (z1 - z0) * plane
+            got = readinto_fd(fd, scratch[:n], start)
+            if got < n:  # the file shrank since it was opened
+                raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
+            part = scratch[:n].view(h.dtype).reshape(z1 - z0, b, b, c)
+            out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
+                part[:, y0:y1, x0:x1, :]
+
+
+def _read_raw_blocks(f: File, indices: npt.NDArray[np.int64],
+                     staging: npt.NDArray[np.uint8]) -> None:
+    """Read raw blocks ``indices`` (already checked to be in the file) whole into
+    ``staging``, block ``k`` at ``k * block_bytes``: one ``preadv`` per run of blocks
+    consecutive in the file, scattered straight into their places."""
+    h = f.header
+    bb = h.block_bytes
+    idx = indices.tolist()
+    order = sorted(range(len(idx)), key=idx.__getitem__)
+    view = memoryview(staging)  # type: ignore[arg-type]
+    iov_max = 512
+    with f._reading() as fd:
+        k = 0
+        while k < len(order):
+            first = idx[order[k]]
+            run = [order[k]]
+            k += 1
+            while k < len(order) and idx[order[k]] == first + len(run) and len(run) < iov_max:
+                run.append(order[k])
+                k += 1
+            bufs = [view[j * bb:(j + 1) * bb] for j in run]
+            start = h.data_offset + first * bb
+            if hasattr(os, "preadv"):
+                got = os.preadv(fd, bufs, start)
+                if got < len(run) * bb:  # a short read: finish it, or name the block
+                    done = got
+                    while done < len(run) * bb:
+                        j = run[done // bb]
+                        more = readinto_fd(fd, bufs[done // bb][done % bb:], start + done)
+                        if more <= 0:
+                            raise f._short(idx[j], start + (done // bb) * bb,
+                                           start + (done // bb + 1) * bb)
+                        done += more
+            else:  # pragma: no cover - platforms without preadv
+                for m, j in enumerate(run):
+                    if readinto_fd(fd, bufs[m], start + m * bb) < bb:
+                        raise f._short(idx[j], start + m * bb, start + (m + 1) * bb)
+
 
 def _read_raw_planes(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
                      shift: list[int], blo: Vec3, bhi: Vec3, rng: list[tuple[int, int]],
@@ -427,81 +436,21 @@ def _read_raw_planes(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[i
     staging = _staging(count * n)
     view = memoryview(staging)  # type: ignore[arg-type]
     first = h.data_offset + z0 * b * b * h.voxel_size
+    # The pool keeps the descriptor open while it is in use here, even if another thread
+    # closes the file meanwhile (no read from a reused descriptor number).
     preadv = getattr(os, "preadv", None)
-    # A descriptor of our own: a close() in another thread during the read must not let
-    # us read from a reused descriptor number (the mapping has no such risk).
-    with f._lock:
-        if f._closed:
-            raise ValueError(f"{f.path} is closed")
-        fd = os.dup(f._fd)
-    try:
+    with f._reading() as fd:
         for k, index in enumerate(indices.tolist()):
-            if preadv is not None:
-                got = preadv(fd, [view[k * n:k * n + n]], first + index * bb)
-            else:  # pragma: no cover - platforms without preadv
-                raw = os.pread(fd, n, first + index * bb)
-                got = len(raw)
-                view[k * n:k * n + got] = raw
+            part = view[k * n:k * n + n]
+            got = preadv(fd, [part], first + index * bb) if preadv is not None else 0
+            if got < n:  # a short read (or no preadv): finish it; less is a shorter file
+                got += readinto_fd(fd, part[got:], first + index * bb + got)
             if got < n:  # the file shrank since it was opened
                 start = h.data_offset + index * bb
                 raise f._short(index, start, start + bb)
-    finally:
-        os.close(fd)
     blocks = staging[:count * n].view(h.dtype).reshape(nbz, nby, nbx, z1 - z0, b, b,
                                                        h.num_channels)
     _place(f, out_t, lo, hi, shift, blo, rng, blocks[:, :, :, :, y0:y1, x0:x1, :])
-
-def _copy_morton_aligned(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
-                         shift: list[int], blo: Vec3, bhi: Vec3,
-                         rng: list[tuple[int, int]], grid: npt.NDArray[Any]) -> bool:
-    """Copy a batch of mapped raw blocks into ``out_t`` with one numpy assignment and no
-    intermediate array, when the batch is an aligned power-of-two cube of the block grid
-    along every axis (a plane of a whole file, say) and the box covers its blocks exactly
-    (or the batch is one block thick).  Then the blocks, in Morton order, form a regular
-    strided array: bit ``i`` of the block coordinate along axis ``a`` is an axis of two
-    entries ``2**(3i + a)`` blocks apart.  Returns False (nothing copied) otherwise."""
-    b = f.header.block_len
-    bits = []
-    for a in range(3):
-        n = bhi[a] - blo[a]
-        if n & (n - 1) or blo[a] % n:
-            return False
-        if n > 1 and (lo[a] > blo[a] * b or hi[a] < bhi[a] * b):
-            return False
-        bits.append(n.bit_length() - 1)
-    first = (morton.spread_int(blo[0]) | morton.spread_int(blo[1]) << 1
-             | morton.spread_int(blo[2]) << 2)
-    last = first + sum(((1 << 3 * i) << a) for a in range(3) for i in range(bits[a]))
-    if last >= len(grid):  # checked by the caller; never read past the mapping
-        return False
-    (x0, x1), (y0, y1), (z0, z1) = rng
-    src0 = grid[first, z0:z1, y0:y1, x0:x1, :]
-    block_stride = grid.strides[0]
-    extent = (x1 - x0, y1 - y0, z1 - z0)
-    # Where the batch's first voxel lands in out_t, per axis.
-    at = [blo[a] * b + rng[a][0] + shift[a] for a in range(3)]
-    dst0 = out_t[at[2]:at[2] + extent[2], at[1]:at[1] + extent[1],
-                 at[0]:at[0] + extent[0], :]
-    shape: list[int] = []
-    src_strides: list[int] = []
-    dst_strides: list[int] = []
-    for a, axis in ((2, 0), (1, 1), (0, 2)):  # z, y, x: the axes of out_t and src0
-        for i in reversed(range(bits[a])):  # the block coordinate's bits, high first
-            shape.append(2)
-            src_strides.append(block_stride << (3 * i + a))
-            dst_strides.append(dst0.strides[axis] * extent[a] << i)
-        shape.append(extent[a])
-        src_strides.append(src0.strides[axis])
-        dst_strides.append(dst0.strides[axis])
-    shape.append(grid.shape[4])
-    src_strides.append(src0.strides[3])
-    dst_strides.append(dst0.strides[3])
-    src = np.lib.stride_tricks.as_strided(src0, shape=shape, strides=src_strides,
-                                          writeable=False)
-    dst = np.lib.stride_tricks.as_strided(dst0, shape=shape, strides=dst_strides,
-                                          writeable=True)
-    dst[...] = src
-    return True
 
 def _place(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int], shift: list[int],
            blo: Vec3, rng: list[tuple[int, int]], part: npt.NDArray[Any]) -> None:

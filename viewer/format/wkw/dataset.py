@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import DatasetLayoutError, FormatError, HeaderError
+from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError, HeaderError
 from viewer.format.wkw import writer
 from viewer.format.wkw.file import File, check_limits
 from viewer.format.wkw.header import HEADER_SIZE, Header
@@ -212,24 +212,34 @@ class Dataset:
         shape = out.shape[1:]
         side = self.file_len_vx
         for fx, fy, fz in self.files_in_box(offset, shape):
-            f = self.get_file(fx, fy, fz)
             origin = (fx * side, fy * side, fz * side)
             local = [int(o) - g for o, g in zip(offset, origin)]
             out_off = [max(-lv, 0) for lv in local]
-            if f is None:
-                if zero_absent:
-                    end = [min(side - lv, int(s)) for lv, s in zip(local, shape)]
-                    out[:, out_off[0]:end[0], out_off[1]:end[1], out_off[2]:end[2]] = 0
-                continue
-            f.read_into(out, [max(lv, 0) for lv in local], out_off,
-                        [int(s) - oo for s, oo in zip(shape, out_off)])
+            for attempt in (0, 1):
+                f = self.get_file(fx, fy, fz)
+                if f is None:
+                    if zero_absent:
+                        end = [min(side - lv, int(s)) for lv, s in zip(local, shape)]
+                        out[:, out_off[0]:end[0], out_off[1]:end[1], out_off[2]:end[2]] = 0
+                    break
+                try:
+                    f.read_into(out, [max(lv, 0) for lv in local], out_off,
+                                [int(s) - oo for s, oo in zip(shape, out_off)])
+                    break
+                except FileChangedError:
+                    # Another program rewrote the file since it was opened: open it again
+                    # (its new header and jump table) and read once more.
+                    self.forget_file(fx, fy, fz)
+                    if attempt:
+                        raise
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, offset: Sequence[int], data: npt.NDArray[Any]) -> None:
         """Write ``data`` (``(X, Y, Z)`` or ``(C, X, Y, Z)``) at voxel ``offset``.
 
-        Raw files are written in place; LZ4/LZ4HC files are rebuilt whole in a temporary file
-        and renamed over the old one, merging what the file already held outside the box."""
+        Every file is written atomically: a raw file's blocks are patched into a copy of it,
+        an LZ4/LZ4HC file is rebuilt whole (merging what it held outside the box), each in a
+        temporary file renamed over the old one (``viewer.format.atomic``)."""
         if self.single_file is not None:
             raise DatasetLayoutError("writing to a single opened file is not supported; open "
                                      "its dataset directory", self.single_file)

@@ -5,61 +5,49 @@ and sizes of blocks are computed from it vectorised, and the range checks of a r
 vectorised pass over the wanted blocks (only a damaged block costs Python work, to word its
 error).
 
-The file is memory-mapped read-only (falling back to ``os.pread`` where mmap is unavailable):
-a compressed block is decoded straight from the mapping by the system liblz4 (``lz4block``,
-via ctypes, the GIL released), and raw blocks are copied straight from the mapping.  Box
-reads (``File.read_into``) go through ``boxread``, which picks one of three paths by size.
+Stored bytes are read with ``os.pread``/``preadv`` through a ``handles.FileHandle`` (never a
+memory mapping): neighbouring blocks are merged into one read into a per-thread buffer, and
+compressed blocks are decoded from it by the system liblz4 (``lz4block``, via ctypes, the GIL
+released).  Box reads (``File.read_into``) go through ``boxread``, which picks one of three
+paths by size.  Why not a mapping (the reader mapped files until issue 21): a file truncated
+by another process while it is mapped kills the reading process with SIGBUS, which no Python
+code can catch; a short ``pread`` is an ordinary error.  Unmapping also cost the helper thread
+about 0.5 ms per plane and made closing depend on that thread.  The copy out of the page
+cache that ``pread`` costs is about what the page faults and unmapping of a mapping cost
+(``python -m benchmarks.format``, README).
 
-Measured (``python -m benchmarks.format`` and CPU time per call, 2 shared cores): mmap against
-pread 0.55x on an LZ4HC XY plane, 0.75x XZ, 0.86x on a full read; on a 64^3 box pread of
-merged ranges and a fresh mapping cost the same; on raw planes pread of whole blocks costs
-1.5-2x the mapping, pread of just the needed planes 0.5x (XY).  Decoding into a small
-buffer or in smaller batches gained nothing on planes: the work is the decoding.  Planes
-where every block is decoded whole (XZ, YZ) cost about 1.25x the reference on one thread
-(its overhead per read is smaller: no page faults or unmapping, copies in compiled code) and
-beat it only with the helper on the second core.  Two threads decoding at once each run about
-20% slower here (measured on pure decoding, no Python between blocks), and with any other
-load the helper often gets no core.  The mapping is made with libc's mmap (no descriptor of
-its own), so ``close`` closes the descriptor at once and leaves the unmapping (about 0.5 ms
-for a plane's pages) to the helper thread.  Measured and not kept: ``pread`` of the blocks
-into a per-thread buffer instead of decoding from the mapping (the copy costs what the page
-faults and unmapping cost), MADV_POPULATE_READ of the needed ranges (no gain), sharing the
-copy out of a plane with the helper (slower), 2-16 blocks per shared chunk (no difference).  The 64^3 box stays at about 1.3x (LZ4HC)
-and 1.6x (raw): numpy's copy costs about 10 ns per row of at most a block's width, and
-opening a file costs about 0.08 ms against the reference's 0.02.
+The descriptor belongs to the handle pool (``viewer.format.handles``): the number of open
+files is bounded by ``RLIMIT_NOFILE``, and a file whose descriptor the pool closed is opened
+again on its next read (checked to be the same file).  Every read ends with an ``fstat``: a
+file changed by another program since it was opened raises ``FileChangedError`` (the bytes
+read may mix two versions); a file replaced by a rename keeps reading its old version.
 
 A damaged block raises ``BlockDecodeError`` or ``JumpTableError`` naming the file, the block and
-the byte offset.  A foreign process that truncates a file while it is mapped can still make the
-process fault (SIGBUS); the project's own writer never does (it renames compressed files into
-place and only ever grows raw ones).
+the byte offset.  ``close`` and the collector's ``__del__`` never wait for another thread and
+take no lock the collector could interrupt (``__del__`` takes none).
 """
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import BlockDecodeError, FormatError, HeaderError, JumpTableError
+from viewer.format.handles import FileHandle, readinto_fd
 from viewer.format.wkw import boxread, lz4block
 from viewer.format.wkw.header import HEADER_SIZE, Header
 
-#: Neighbouring byte ranges closer than this are fetched with one read (pread fallback).
+#: Neighbouring byte ranges closer than this are fetched with one read.
 MERGE_GAP = 4096
-#: Upper bound of one merged read (pread fallback).
+#: Upper bound of one merged read.
 MAX_RUN_BYTES = 8 << 20
-#: Memory-map files (False: read with pread).  Read at open.
-USE_MMAP = os.environ.get("WKW_VIEWER_NO_MMAP", "") == ""
-#: ``close`` leaves the unmapping (about 0.5 ms for the pages a plane touched, more for a
-#: whole file) to the helper thread instead of making the caller wait for it.
-UNMAP_IN_BACKGROUND = True
+#: ``posix_fadvise`` is available (read-ahead hints).
+_FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_WILLNEED")
 #: Largest block this reader accepts (what LZ4 can encode; no real dataset comes near).
 MAX_BLOCK_BYTES = 0x7E000000
 
@@ -68,10 +56,10 @@ Vec3 = tuple[int, int, int]
 class File:
     """An open WKW data file.  Safe to share between threads once opened."""
 
-    def __init__(self, path: str | os.PathLike[str], fd: int, header: Header, file_size: int,
-                 jump_table: npt.NDArray[np.uint64] | None) -> None:
+    def __init__(self, path: str | os.PathLike[str], handle: FileHandle, header: Header,
+                 file_size: int, jump_table: npt.NDArray[np.uint64] | None) -> None:
         self.path = os.fspath(path)
-        self._fd = fd
+        self._handle = handle
         self.header = header
         self.file_size = file_size
         #: ``[dataOffset, end of block 0, end of block 1, ...]`` (N+1 entries); compressed only.
@@ -80,18 +68,6 @@ class File:
             jump_table.view(np.int64) if jump_table is not None else None)
         self._closed = False
         self._lock = threading.Lock()
-        self._mmap: mmap.mmap | None = None
-        #: The mapping as uint8 (keeps the mapping alive while a read uses it).
-        self._data: npt.NDArray[np.uint8] | None = None
-        if USE_MMAP and file_size > 0:
-            self._data = _map_pages(fd, file_size)
-            if self._data is None:
-                try:
-                    self._mmap = mmap.mmap(fd, file_size, access=mmap.ACCESS_READ)
-                    self._data = np.frombuffer(self._mmap, dtype=np.uint8)
-                except (OSError, ValueError):
-                    self._mmap = None
-                    self._data = None
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -99,16 +75,17 @@ class File:
         """Open a data file, parse its header and jump table.  Raises FileNotFoundError when the
         file does not exist and a FormatError subclass when it is not a valid WKW data file."""
         path = os.fspath(path)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        handle = FileHandle(path)
         try:
-            file_size = os.fstat(fd).st_size
-            header = Header.from_bytes(os.pread(fd, HEADER_SIZE, 0), path)
-            check_limits(header, path)
-            jump_table = cls._read_jump_table(fd, path, header, file_size)
+            with handle.reading() as fd:
+                file_size = handle.size
+                header = Header.from_bytes(os.pread(fd, HEADER_SIZE, 0), path)
+                check_limits(header, path)
+                jump_table = cls._read_jump_table(fd, path, header, file_size)
         except BaseException:
-            os.close(fd)
+            handle.close()
             raise
-        return cls(path, fd, header, file_size, jump_table)
+        return cls(path, handle, header, file_size, jump_table)
 
     @staticmethod
     def _read_jump_table(fd: int, path: str, header: Header,
@@ -120,6 +97,9 @@ class File:
             if header.data_offset < HEADER_SIZE:
                 raise HeaderError(f"dataOffset {header.data_offset} lies inside the header",
                                   path, offset=8)
+            if header.data_offset + header.num_blocks * header.block_bytes >= 1 << 62:
+                raise HeaderError(f"dataOffset {header.data_offset} puts the blocks past any "
+                                  f"possible file size", path, offset=8)
             return None
         expected = header.expected_data_offset
         if header.data_offset != expected:
@@ -141,29 +121,15 @@ class File:
         return table
 
     def release_pages(self) -> None:
-        """Drop this process's mapping of the pages reads touched (they stay in the page cache
-        and are mapped again on the next read).  Without it every page a long-running reader
-        ever touched counts in its RSS until the file is closed.  Any thread; safe during
-        reads (the mapping is shared and read-only, so a dropped page reads back the same)."""
-        with self._lock:
-            if self._closed or self._data is None or not hasattr(mmap, "MADV_DONTNEED"):
-                return
-            if self._mmap is None:
-                _LIBC.madvise(self._data.ctypes.data, self._data.nbytes, mmap.MADV_DONTNEED)
-                return
-            try:
-                self._mmap.madvise(mmap.MADV_DONTNEED)
-            except OSError:
-                pass
+        """Nothing to release: files are read with ``pread``, never mapped (kept for callers
+        written when they were).  Any thread."""
 
     def will_need(self, indices: Sequence[int] | npt.NDArray[np.integer[Any]]) -> None:
-        """Hint that blocks ``indices`` are about to be read: their pages are asked for all
-        at once (``MADV_WILLNEED``, contiguous ranges merged), so that a cold read's disk
-        requests run in parallel instead of one page fault after another.  Only a hint: it
-        never fails, and does nothing without a libc mapping.  Any thread."""
-        data = self._data
-        if self._closed or data is None or _LIBC is None or self._mmap is not None \
-                or not hasattr(mmap, "MADV_WILLNEED"):
+        """Hint that blocks ``indices`` are about to be read: their byte ranges are asked for
+        all at once (``posix_fadvise(WILLNEED)``, ranges closer than a page merged), so that a
+        cold read's disk requests run in parallel instead of one after another.  Only a hint:
+        it never fails.  Any thread."""
+        if self._closed or not _FADVISE:
             return
         idx = np.asarray(indices, dtype=np.int64)
         idx = idx[(idx >= 0) & (idx < self.header.num_blocks)]
@@ -174,41 +140,29 @@ class File:
         starts, ends = starts[ok], ends[ok]
         if not starts.size:
             return
-        page = mmap.PAGESIZE
-        starts = starts - starts % page
-        # merge ranges closer than a page apart (sorted by block index = by offset)
+        page = 4096
         order = np.argsort(starts, kind="stable")
         starts, ends = starts[order], np.maximum.accumulate(ends[order])
         cut = np.flatnonzero(starts[1:] > ends[:-1] + page) + 1
-        base = data.ctypes.data
-        with self._lock:
-            if self._closed:
-                return
-            for a, b in zip(np.split(starts, cut), np.split(ends, cut)):
-                lo, hi = int(a[0]), int(b[-1])
-                _LIBC.madvise(base + lo, hi - lo, mmap.MADV_WILLNEED)
+        try:
+            with self._handle.reading(check=False) as fd:
+                for a, b in zip(np.split(starts, cut), np.split(ends, cut)):
+                    lo, hi = int(a[0]), int(b[-1])
+                    os.posix_fadvise(fd, lo, hi - lo, os.POSIX_FADV_WILLNEED)
+        except (OSError, ValueError, FormatError):
+            pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            mm, self._mmap = self._mmap, None
-            data, self._data = self._data, None
-            os.close(self._fd)
-        if mm is not None:
-            try:
-                mm.close()
-            except BufferError:
-                pass  # a read in another thread still uses it: unmapped when that read ends
-        elif data is not None:
-            if UNMAP_IN_BACKGROUND:
-                boxread.release_later(data)  # the last reference dropped on the helper
-            del data  # the last reference (unless a read still uses it): unmapped now
+        """Close the file (its descriptor goes at once, or when a read in another thread that
+        still uses it ends).  Reads after ``close`` raise ``ValueError``."""
+        self._closed = True
+        self._handle.close()
 
     def __del__(self) -> None:
+        # The collector may run this on any thread at any point, also while that thread holds
+        # a lock the closing would need: hand the descriptor over without taking any lock.
         try:
-            self.close()
+            self._handle.release_from_gc()
         except Exception:
             pass
 
@@ -327,10 +281,12 @@ class File:
         return self._range_problem(int(indices[k]), int(starts[k]), int(ends[k]))
 
     # -- bytes --------------------------------------------------------------------------------
-    def _mapping(self) -> npt.NDArray[np.uint8] | None:
+    def _reading(self, check: bool = True) -> Any:
+        """``with f._reading() as fd``: the descriptor for a read (``ValueError`` when closed;
+        ``FileChangedError`` at the end when another program changed the file meanwhile)."""
         if self._closed:
             raise ValueError(f"{self.path} is closed")
-        return self._data
+        return self._handle.reading(check)
 
     def _fetch(self, indices: npt.NDArray[np.int64]
                ) -> Iterator[tuple[int, int, memoryview | FormatError]]:
@@ -349,25 +305,17 @@ class File:
     def _read_ranges(self, indices: npt.NDArray[np.int64], lo: npt.NDArray[np.int64],
                      hi: npt.NDArray[np.int64]
                      ) -> Iterator[tuple[int, int, memoryview | FormatError]]:
-        """The byte ranges ``[lo, hi)`` of blocks ``indices``, sorted by offset: slices of the
-        mapping, or (without one) merged ``pread``s; a range past the end yields an error."""
-        data = self._mapping()
+        """The byte ranges ``[lo, hi)`` of blocks ``indices``, sorted by offset, read with
+        merged ``pread``s; a range past the end yields an error."""
         order = np.argsort(lo, kind="stable").tolist()
         los = lo.tolist()
         his = hi.tolist()
-        if data is not None:
-            view = memoryview(data)  # type: ignore[arg-type]
-            for k in order:
-                if his[k] > self.file_size:
-                    yield k, int(indices[k]), self._short(int(indices[k]), los[k], his[k])
-                else:
-                    yield k, int(indices[k]), view[los[k]:his[k]]
-            return
         run: list[int] = []
         run_lo = run_hi = 0
 
         def flush() -> Iterator[tuple[int, int, memoryview | FormatError]]:
-            buf = memoryview(os.pread(self._fd, run_hi - run_lo, run_lo))
+            with self._reading() as fd:
+                buf = memoryview(os.pread(fd, run_hi - run_lo, run_lo))
             for k in run:
                 s, e = los[k] - run_lo, his[k] - run_lo
                 if e > len(buf):
@@ -397,35 +345,38 @@ class File:
                  indices: npt.NDArray[np.int64] | None = None) -> tuple[list[int], list[Any]]:
         """Addresses of the stored bytes of blocks (ranges already checked; ``indices`` name
         them in errors), and the objects that must stay alive while they are used."""
-        data = self._mapping()
-        if data is not None:
-            base = data.ctypes.data
-            return (starts + base).tolist(), [data]
-        # pread fallback: merged runs read straight into numpy buffers.
         addresses = [0] * len(starts)
         keep: list[Any] = []
+        n = len(starts)
+        if not n:
+            return addresses, keep
         order = np.argsort(starts, kind="stable")
         s_sorted, e_sorted = starts[order], ends[order]
-        if len(order):
-            gap = s_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
-            breaks = np.flatnonzero(gap > MERGE_GAP) + 1
-            for run in np.split(np.arange(len(order)), breaks):
-                lo, hi = int(s_sorted[run[0]]), int(e_sorted[run].max())
-                buf = np.empty(hi - lo, dtype=np.uint8)
-                if hasattr(os, "preadv"):
-                    got = os.preadv(self._fd, [cast(Any, buf)], lo)
-                else:  # pragma: no cover - platforms without preadv
-                    raw = os.pread(self._fd, hi - lo, lo)
-                    got = len(raw)
-                    buf[:got] = np.frombuffer(raw, dtype=np.uint8)
+        gap = s_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
+        breaks = (np.flatnonzero(gap > MERGE_GAP) + 1).tolist()
+        bounds = list(zip([0, *breaks], [*breaks, n]))
+        run_lo = [int(s_sorted[a]) for a, _ in bounds]
+        run_hi = [int(e_sorted[a:b].max()) for a, b in bounds]
+        total = sum(h - lo for lo, h in zip(run_lo, run_hi))
+        buf = boxread.source_buffer(total)
+        keep.append(buf)
+        base0 = buf.ctypes.data
+        view = memoryview(buf)  # type: ignore[arg-type]
+        pos = 0
+        order_l = order.tolist()
+        s_l = s_sorted.tolist()
+        e_l = e_sorted.tolist()
+        with self._reading() as fd:
+            for (a, b), lo, hi in zip(bounds, run_lo, run_hi):
+                got = readinto_fd(fd, view[pos:pos + hi - lo], lo)
                 if got < hi - lo:  # the file shrank since it was opened
-                    k = int(run[np.argmax(e_sorted[run] > lo + got)])
-                    block = int(indices[order[k]]) if indices is not None else -1
-                    raise self._short(block, int(s_sorted[k]), int(e_sorted[k]))
-                keep.append(buf)
-                base = buf.ctypes.data - lo
-                for k in run.tolist():
-                    addresses[int(order[k])] = base + int(s_sorted[k])
+                    k = next(j for j in range(a, b) if e_l[j] > lo + got)
+                    block = int(indices[order_l[k]]) if indices is not None else -1
+                    raise self._short(block, s_l[k], e_l[k])
+                base = base0 + pos - lo
+                for k in range(a, b):
+                    addresses[order_l[k]] = base + s_l[k]
+                pos += hi - lo
         return addresses, keep
 
     # -- reading blocks -----------------------------------------------------------------------
@@ -519,55 +470,6 @@ class File:
         file; what lies outside is left untouched.  ``out`` is ``(C, X, Y, Z)`` of the file's
         dtype (Fortran order is fastest).  A damaged block raises its ``FormatError``."""
         boxread.read_into(self, out, offset, out_offset, shape)
-
-
-def _load_libc() -> Any:
-    if os.name != "posix":
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_int, ctypes.c_long]
-        libc.munmap.restype = ctypes.c_int
-        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        libc.madvise.restype = ctypes.c_int
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-_LIBC = _load_libc()
-_MAP_FAILED = ctypes.c_void_p(-1).value
-
-
-def _map_pages(fd: int, size: int) -> npt.NDArray[np.uint8] | None:
-    """Map ``size`` bytes of ``fd`` read-only with libc's ``mmap``, as a uint8 array, or None
-    (no libc: ``mmap.mmap`` instead).  Unlike ``mmap.mmap`` the mapping holds no descriptor
-    of its own, so it may outlive the file's closing: it is unmapped when the last array
-    using it is collected, which ``File.close`` leaves to the helper thread."""
-    if _LIBC is None or not hasattr(mmap, "PROT_READ"):
-        return None
-    address = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-    if address is None or address == _MAP_FAILED:
-        return None
-    pages = _Pages(address, size)
-    # Not at exit: an array still alive then (a daemon thread's) must stay readable; the
-    # process's end unmaps everything anyway.
-    weakref.finalize(pages, _LIBC.munmap, address, size).atexit = False
-    return np.asarray(pages)
-
-
-class _Pages:
-    """Owner of one libc mapping, seen by numpy through the array interface: arrays viewing
-    it keep it alive, and it is unmapped when it is collected.  (A ctypes array type per
-    mapping size would do the same, but ctypes caches every such type for good: one per
-    file size, unbounded over a long session on a dataset of many files.)"""
-
-    def __init__(self, address: int, size: int) -> None:
-        self.__array_interface__ = {"data": (address, True), "shape": (size,),
-                                    "typestr": "|u1", "version": 3}
 
 
 def check_limits(header: Header, path: str | os.PathLike[str] | None = None) -> None:

@@ -1,8 +1,10 @@
 """Writing WKW data files.
 
-Raw files are allocated to full size and written in place, block by block (as the reference
-does).  LZ4/LZ4HC files are always written whole: a new file is assembled in a temporary file
-next to the target and renamed over it, so a crash never leaves a half-written file.  A write
+Every write is atomic: the new file is assembled in a temporary file next to the target,
+fsynced and renamed over it, so a crash or a kill never leaves a half-written file.  Raw files
+are allocated to full size (sparse, as the reference does); a write into part of one patches a
+copy of the file (its holes kept) that then replaces it.  LZ4/LZ4HC files are always written
+whole.  A write
 that covers part of a compressed file merges with what the file held: untouched blocks keep
 their compressed bytes, touched blocks are decoded, patched and re-encoded.
 """
@@ -10,13 +12,13 @@ their compressed bytes, touched blocks are decoded, patched and re-encoded.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format import atomic
 from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.wkw import lz4block, morton
 from viewer.format.wkw.file import File
@@ -27,25 +29,9 @@ BATCH_BLOCKS = 512
 
 
 def write_atomically(path: str, payload: bytes | Iterable[bytes | memoryview]) -> None:
-    """Write ``payload`` to a temporary file beside ``path``, fsync, and rename it over."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".wkw", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if isinstance(payload, (bytes, bytearray, memoryview)):
-                fh.write(payload)
-            else:
-                fh.writelines(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write ``payload`` to a temporary file beside ``path``, fsync, and rename it over (the
+    file mode follows the umask; ``viewer.format.atomic``)."""
+    atomic.write_atomically(path, payload)
 
 
 def block_bytes_of(data: npt.NDArray[Any]) -> bytes:
@@ -89,7 +75,7 @@ def write_into_file(path: str, header: Header, local_offset: Sequence[int],
                                      f"file: {diffs}); not writing into it", path, offset=0)
         if header.block_type == Header.BLOCK_TYPE_RAW and (
                 existing is None or existing.header.block_type == Header.BLOCK_TYPE_RAW):
-            _write_raw_in_place(path, header, existing, local_offset, part)
+            _write_raw_patched(path, header, existing, local_offset, part)
         else:
             _rewrite_whole(path, header, existing, local_offset, part)
     finally:
@@ -120,21 +106,17 @@ def _patch(block: npt.NDArray[Any], coord: npt.NDArray[np.int64], b: int,
     return s == [0, 0, 0] and e == [b, b, b]
 
 
-def _write_raw_in_place(path: str, header: Header, existing: File | None,
+def _write_raw_patched(path: str, header: Header, existing: File | None,
                         lo: Sequence[int], part: npt.NDArray[Any]) -> None:
+    """Patch the blocks ``part`` touches into a copy of the raw file (or a new one) and
+    rename the copy over the file (``atomic.replace_copy``)."""
     h = header.replace(data_offset=HEADER_SIZE)
     full_size = HEADER_SIZE + h.num_blocks * h.block_bytes
-    if existing is None:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(h.to_bytes())
-            fh.truncate(full_size)
     coords, indices = _touched_blocks(h, lo, part.shape[1:])
     b = h.block_len
-    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
-    try:
-        if os.fstat(fd).st_size < full_size:
-            os.ftruncate(fd, full_size)
+    with atomic.replace_copy(path, full_size) as fd:
+        if existing is None:
+            os.pwrite(fd, h.to_bytes(), 0)
         for coord, index in zip(coords, indices.tolist()):
             block = np.zeros((h.num_channels, b, b, b), dtype=h.dtype, order="F")
             start = HEADER_SIZE + index * h.block_bytes
@@ -144,8 +126,6 @@ def _write_raw_in_place(path: str, header: Header, existing: File | None,
                     b, b, b, h.num_channels).transpose(3, 2, 1, 0).copy(order="F")
             _patch(block, coord, b, lo, part)
             os.pwrite(fd, block_bytes_of(block), start)
-    finally:
-        os.close(fd)
 
 
 def _rewrite_whole(path: str, header: Header, existing: File | None,

@@ -1,7 +1,6 @@
-"""Closing a mapped ``wkw.File`` closes its descriptor at once and leaves the unmapping to
-the helper thread (``file.UNMAP_IN_BACKGROUND``): the mapping really goes away, no
-descriptor outlives ``close``, a file replaced after close reads its new contents, and reads
-between many open/close rounds equal the reference's."""
+"""Closing a ``wkw.File`` closes its descriptor at once: no descriptor outlives ``close``, a
+file replaced after close reads its new contents, and reads between many open/close rounds
+(some sharing their decoding with the helper thread) equal the reference's."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="need
 
 from viewer.format import wkw  # noqa: E402
 from viewer.format.wkw import boxread  # noqa: E402
-from viewer.format.wkw import file as file_module  # noqa: E402
 
 BLOCK_LEN, FILE_LEN = 8, 4
 SIDE = BLOCK_LEN * FILE_LEN
@@ -29,33 +27,19 @@ def _write_reference(root: Path, data: np.ndarray, block_type: int) -> None:
         ds.write((0, 0, 0), data)
 
 
-def _mapped_paths() -> str:
-    with open("/proc/self/maps") as fh:
-        return fh.read()
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
 
 
-def _helper_idle() -> None:
-    """Wait until the helper has run everything queued before now (it has one thread)."""
-    boxread._decode_helper().submit(lambda: None).result(timeout=30)
-
-
-@pytest.mark.parametrize("background", [True, False], ids=["background", "inline"])
-def test_close_unmaps_the_file(tmp_path: Path, background: bool,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(file_module, "UNMAP_IN_BACKGROUND", background)
-    monkeypatch.setattr(file_module, "USE_MMAP", True)
+def test_close_closes_the_descriptor(tmp_path: Path) -> None:
     data = np.random.default_rng(1).integers(0, 9, (SIDE, SIDE, SIDE), dtype=np.uint8)
     _write_reference(tmp_path, data, wkw_ref.Header.BLOCK_TYPE_LZ4HC)
     path = tmp_path / "z0" / "y0" / "x0.wkw"
-    fds_before = len(os.listdir("/proc/self/fd"))
+    fds_before = _open_fds()
     f = wkw.File.open(path)
-    assert f._data is not None
     assert np.array_equal(f.read((0, 0, 0), (SIDE, SIDE, SIDE))[0], data)
-    assert str(path) in _mapped_paths()
     f.close()
-    assert len(os.listdir("/proc/self/fd")) == fds_before  # closed at once, not later
-    _helper_idle()
-    assert str(path) not in _mapped_paths()
+    assert _open_fds() == fds_before  # closed at once, not later
     with pytest.raises(ValueError):
         f.read((0, 0, 0), (1, 1, 1))
 
@@ -63,11 +47,9 @@ def test_close_unmaps_the_file(tmp_path: Path, background: bool,
 @pytest.mark.parametrize("block_type", [1, 2], ids=["raw", "lz4hc"])
 def test_reads_across_rounds_of_open_and_close_equal_the_reference(
         tmp_path: Path, block_type: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each round opens, reads a plane or a box, closes (its unmapping queued on the helper,
-    possibly while the next round's read shares its decoding with the helper), and a file
+    """Each round opens, reads a plane or a box (sharing its decoding with the helper),
+    closes, and a file
     rewritten by the reference between rounds reads its new contents."""
-    monkeypatch.setattr(file_module, "UNMAP_IN_BACKGROUND", True)
-    monkeypatch.setattr(file_module, "USE_MMAP", True)
     monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)  # every batch shared with the helper
     monkeypatch.setattr(boxread, "PARALLEL_RAW_BYTES", 0)
     monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
@@ -94,33 +76,7 @@ def test_reads_across_rounds_of_open_and_close_equal_the_reference(
             assert np.array_equal(ours, expected), (version, offset, shape)
             sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
             assert np.array_equal(ours[0], data[sl])
-    _helper_idle()
-
-
-def _ctypes_array_types() -> int:
-    import ctypes
-    import gc
-
-    return sum(1 for o in gc.get_objects() if isinstance(o, type) and issubclass(o, ctypes.Array))
-
-
-def test_mapping_files_of_many_sizes_creates_no_types(tmp_path):
-    """Regression: each mapping made a ctypes array type of its size, which ctypes caches for
-    good: one per distinct file size, unbounded on a long session over many files."""
-    header = wkw.Header(np.uint8, block_len=8, file_len=1, block_type=wkw.BLOCK_TYPE_LZ4)
-    ds = wkw.Dataset.create(str(tmp_path / "ds"), header)
-    rng = np.random.default_rng(5)
-    for k in range(40):  # 40 files, each compressing to its own size
-        block = np.zeros((8, 8, 8), dtype=np.uint8)
-        block.flat[: 12 * (k + 1)] = rng.integers(0, 255, 12 * (k + 1), dtype=np.uint8)
-        ds.write((8 * k, 0, 0), block)
-    sizes = {os.path.getsize(ds.file_path(k, 0, 0)) for k in range(40)}
-    assert len(sizes) > 20
-    before = _ctypes_array_types()
-    for k in range(40):
-        with wkw.File.open(ds.file_path(k, 0, 0)) as f:
-            f.read((0, 0, 0), (8, 8, 8))
-    assert _ctypes_array_types() - before < 3
+    boxread.wait_for_helper()
 
 
 @pytest.mark.parametrize("block_type", [wkw_ref.Header.BLOCK_TYPE_RAW,

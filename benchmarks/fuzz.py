@@ -1,0 +1,80 @@
+"""The fuzzing harness of ``tests/fuzz/`` at any size: mutants of every registered format (WKW
+files of each block type, header.wkw, webKnossos properties; each new format's entry as it
+lands), each read in a child process with a timeout, classified.
+
+    python -m benchmarks.fuzz --count 10000          # a table per target and overall
+    python -m benchmarks.fuzz --count 10000 --json   # {"mutants", "untyped", "signals", ...}
+    python -m benchmarks.fuzz --count 2000 --seed 5 --targets wkw-raw-file
+    python -m benchmarks.fuzz --count 10000 --keep-cases   # save bad mutants as fixed cases
+
+``--count`` is the total, shared evenly by the targets (the fixed cases under
+``tests/fuzz/cases/`` are read on top).  Exit 1 when any mutant ended untyped, by a signal or
+in a timeout (their details go to stderr), else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+
+def load_harness() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "tests" / "fuzz" / "fuzzlib.py"
+    spec = importlib.util.spec_from_file_location("fuzzlib", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzzlib"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    fuzzlib = load_harness()
+    formats = [n for n in fuzzlib.TARGETS if not n.startswith("_")]
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=1000, help="mutants in all (default 1000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--targets", default=",".join(formats),
+                        help="comma-separated subset of " + ", ".join(formats))
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--keep-cases", action="store_true",
+                        help="save untyped / signal / timeout mutants under tests/fuzz/cases/")
+    args = parser.parse_args(argv)
+    names = [n for n in args.targets.split(",") if n]
+    unknown = [n for n in names if n not in fuzzlib.TARGETS]
+    if unknown:
+        parser.error(f"unknown targets {unknown}; known: {formats}")
+    each = max(1, args.count // len(names))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="wkw-fuzz-") as folder:
+        total, per = fuzzlib.fuzz(names, each, args.seed, Path(folder),
+                                  keep_cases=args.keep_cases)
+    elapsed = time.perf_counter() - started
+    table = total.table()
+    for r in total.bad:
+        print(f"{r.target} mutant {r.index}: {r.outcome}\n{r.detail}", file=sys.stderr)
+    if args.json:
+        doc = dict(table)
+        doc["targets"] = {n: t.table() for n, t in per.items()}
+        doc["seconds"] = round(elapsed, 1)
+        print(json.dumps(doc))
+    else:
+        keys = list(table)
+        print(f"{'target':<24}" + "".join(f"{k:>14}" for k in keys))
+        for n, t in per.items():
+            row = t.table()
+            print(f"{n:<24}" + "".join(f"{row[k]:>14}" for k in keys))
+        print(f"{'all':<24}" + "".join(f"{table[k]:>14}" for k in keys))
+        print(f"{elapsed:.1f} s")
+    return 1 if table["untyped"] or table["signals"] or table["timeouts"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

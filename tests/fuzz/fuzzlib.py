@@ -1,0 +1,562 @@
+"""The fuzzing harness: mutate valid files of every format the program reads, read each mutant
+in a child process with a timeout, and classify what happened.
+
+Outcomes (``OUTCOMES``): ``named_error`` (a ``FormatError``: what must happen to bad input),
+``untyped`` (any other exception), ``signal`` (the child was killed by one: SIGBUS, SIGSEGV,
+an abort), ``timeout`` (no answer in ``TIMEOUT`` seconds), ``correct_data`` (read without error
+and equal to the valid file's data: the mutation touched nothing that matters, or only bytes
+the format does not use), ``other_data`` (read without error, different data: damage the
+format cannot see, WKW having no checksums).  ``untyped``, ``signal`` and ``timeout`` must
+stay 0.
+
+Formats join through ``TARGETS``: a ``Target`` says how to make a valid sample in a folder
+(``make``), which file of it to mutate (``victim``), how to mutate that file's bytes
+(``mutate``), and how to read the sample into a comparable result (``read``, run in the child).
+N5, Zarr, zfpc and VDS add their entries as they land (``register``).
+
+Mutants run in batches: one child process reads many of them, one after the other, and
+reports each on a line; only a crash or a timeout costs a new child.  A mutant that ever
+showed an untyped error, a signal or a timeout is kept under ``cases/<target>/`` as a fixed
+regression case (``save_case``), run by the suite on every run.
+
+The child is this file run as a script (``python fuzzlib.py TARGET SAMPLE_DIR LIST``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import selectors
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CASES = HERE / "cases"
+OUTCOMES = ("named_error", "untyped", "signal", "timeout", "correct_data", "other_data")
+#: Seconds one mutant may take in the child (reads of these samples take milliseconds).
+TIMEOUT = 20.0
+
+
+@dataclass
+class Target:
+    """One format's entry: a valid sample, the file to mutate in it, mutations, a reader."""
+
+    name: str
+    make: Callable[[Path], None]  #: write a valid sample into an empty folder
+    victim: str  #: path, relative to the sample folder, of the file to mutate
+    mutate: Callable[[random.Random, bytes], bytes]
+    read: Callable[[Path], Any]  #: the sample folder -> a comparable result (child side)
+
+
+TARGETS: dict[str, Target] = {}
+
+
+def register(target: Target) -> Target:
+    TARGETS[target.name] = target
+    return target
+
+
+# -- mutations ---------------------------------------------------------------------------------
+INTERESTING_U64 = [0, 1, 7, 8, 15, 16, 17, 255, 256, 4095, 4096, 65535, 65536, 2**31 - 1,
+                   2**31, 2**32 - 1, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1]
+INTERESTING_U8 = [0, 1, 2, 3, 4, 7, 8, 9, 10, 11, 15, 16, 0x7F, 0x80, 0xF0, 0xFE, 0xFF]
+
+
+def _span(rng: random.Random, n: int, lo: int, hi: int) -> int:
+    hi = max(min(hi, n), lo + 1)
+    return rng.randrange(lo, hi) if hi > lo else lo
+
+
+def mutate_bytes(rng: random.Random, data: bytes, regions: list[tuple[int, int]] | None = None
+                 ) -> bytes:
+    """One to three generic mutations of ``data``, biased to ``regions`` (byte ranges where
+    structure lives: headers, tables) half of the time."""
+    out = bytearray(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        n = len(out)
+        if n == 0:
+            out += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+            continue
+        lo, hi = 0, n
+        if regions and rng.random() < 0.5:
+            lo, hi = rng.choice(regions)
+            lo, hi = min(lo, n - 1), min(max(hi, lo + 1), n)
+        kind = rng.randrange(9)
+        at = _span(rng, n, lo, hi)
+        if kind == 0:  # flip bits
+            for _ in range(rng.randrange(1, 9)):
+                k = _span(rng, n, lo, hi)
+                out[k] ^= 1 << rng.randrange(8)
+        elif kind == 1:  # an interesting byte
+            out[at] = rng.choice(INTERESTING_U8)
+        elif kind == 2:  # an interesting little-endian u64 (or u32), 8-aligned or not
+            width = rng.choice((8, 8, 4))
+            if rng.random() < 0.7:
+                at -= at % width
+            value = rng.choice(INTERESTING_U64 + [n, n - 1, n + 1, rng.randrange(2**64)])
+            out[at:at + width] = (value % 2 ** (8 * width)).to_bytes(width, "little")
+            del out[n:]  # no growth from a write at the very end
+        elif kind == 3:  # truncate
+            del out[_span(rng, n, 0, n):]
+        elif kind == 4:  # append garbage
+            out += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4096)))
+        elif kind == 5:  # delete a range
+            del out[at:at + rng.randrange(1, 64)]
+        elif kind == 6:  # duplicate a range
+            chunk = bytes(out[at:at + rng.randrange(1, 64)])
+            out[at:at] = chunk
+        elif kind == 7:  # copy 8 bytes from elsewhere (a neighbouring table entry)
+            src = rng.randrange(n)
+            out[at:at + 8] = out[src:src + 8]
+            del out[n:]
+        else:  # random bytes over a range
+            k = rng.randrange(1, 33)
+            out[at:at + k] = bytes(rng.randrange(256) for _ in range(k))
+            del out[n:]
+    return bytes(out)
+
+
+# -- comparing results -------------------------------------------------------------------------
+def fingerprint(result: Any) -> Any:
+    """A JSON-able, exact summary of a read's result (arrays by dtype, shape and a hash)."""
+    import hashlib
+
+    if isinstance(result, np.ndarray):
+        return ["array", result.dtype.str, list(result.shape),
+                hashlib.blake2b(np.ascontiguousarray(result).tobytes(), digest_size=16)
+                .hexdigest()]
+    if isinstance(result, (list, tuple)):
+        return [fingerprint(r) for r in result]
+    if isinstance(result, dict):
+        return {str(k): fingerprint(v) for k, v in sorted(result.items())}
+    return repr(result)
+
+
+# -- the child ---------------------------------------------------------------------------------
+def _child(target_name: str, sample: str, listing: str) -> int:
+    """Read every mutant listed in the file ``listing`` (one path a line) as the target's
+    victim in a private copy of the sample; print one JSON line per mutant."""
+    from viewer.format.errors import FormatError
+
+    target = TARGETS[target_name]
+    work = Path(tempfile.mkdtemp(prefix="fuzz-child-"))
+    try:
+        copy = work / "sample"
+        shutil.copytree(sample, copy, symlinks=True)
+        expected = fingerprint(target.read(copy))
+        victim = copy / target.victim
+        original = victim.read_bytes()
+        print(json.dumps({"ready": True}), flush=True)
+        for line in Path(listing).read_text().splitlines():
+            k, path = line.split("\t", 1)
+            victim.write_bytes(Path(path).read_bytes())
+            try:
+                got = fingerprint(target.read(copy))
+            except FormatError as exc:
+                outcome, detail = "named_error", f"{type(exc).__name__}: {exc}"[:300]
+            except BaseException as exc:  # noqa: BLE001 - classifying is the point
+                outcome = "untyped"
+                detail = "".join(traceback.format_exception(exc))[-2000:]
+            else:
+                outcome = "correct_data" if got == expected else "other_data"
+                detail = ""
+            victim.write_bytes(original)
+            print(json.dumps({"k": int(k), "outcome": outcome, "detail": detail}), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+# -- the parent --------------------------------------------------------------------------------
+@dataclass
+class Result:
+    target: str
+    index: int
+    outcome: str
+    detail: str = ""
+    mutant: bytes = b""
+
+
+@dataclass
+class Tally:
+    counts: dict[str, int] = field(default_factory=lambda: {o: 0 for o in OUTCOMES})
+    bad: list[Result] = field(default_factory=list)
+
+    def add(self, r: Result) -> None:
+        self.counts[r.outcome] += 1
+        if r.outcome in ("untyped", "signal", "timeout"):
+            self.bad.append(r)
+
+    def table(self) -> dict[str, int]:
+        c = self.counts
+        return {"mutants": sum(c.values()), "untyped": c["untyped"], "signals": c["signal"],
+                "timeouts": c["timeout"], "named_errors": c["named_error"],
+                "other_data": c["other_data"], "correct_data": c["correct_data"]}
+
+
+def make_sample(target: Target, folder: Path) -> Path:
+    sample = folder / f"sample-{target.name}"
+    if not sample.exists():
+        sample.mkdir(parents=True)
+        target.make(sample)
+    return sample
+
+
+def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path,
+                timeout: float = TIMEOUT) -> list[Result]:
+    """Read ``mutants`` of ``target``'s victim in child processes, in batches; one
+    ``Result`` each, in order."""
+    files = folder / f"mutants-{target.name}"
+    files.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k, data in enumerate(mutants):
+        p = files / f"{k}.bin"
+        p.write_bytes(data)
+        paths.append(p)
+    results: dict[int, Result] = {}
+    pending = list(range(len(mutants)))
+    env = dict(os.environ, PYTHONFAULTHANDLER="")
+    env.pop("PYTHONFAULTHANDLER")
+    while pending:
+        listing = folder / f"list-{target.name}.txt"
+        listing.write_text("".join(f"{k}\t{paths[k]}\n" for k in pending))
+        child = subprocess.Popen([sys.executable, str(Path(__file__)), target.name, str(sample),
+                                  str(listing)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env)
+        assert child.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(child.stdout, selectors.EVENT_READ)
+        buf = b""
+        done_here: list[int] = []
+        ready = False
+        timed_out = False
+        deadline = time.monotonic() + timeout + 30.0  # the first also pays the start-up
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            if not sel.select(left):
+                continue
+            chunk = os.read(child.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                rec = json.loads(line)
+                if "ready" in rec:
+                    ready = True
+                    continue
+                k = int(rec["k"])
+                results[k] = Result(target.name, k, rec["outcome"], rec["detail"], mutants[k])
+                done_here.append(k)
+                deadline = time.monotonic() + timeout
+        sel.close()
+        if timed_out:
+            child.kill()
+        try:
+            _, err = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            _, err = child.communicate()
+        if not ready:  # it could not even read the valid sample: not a mutant's doing
+            raise RuntimeError(f"the fuzzing child for {target.name} did not start (exit "
+                               f"{child.returncode}): {err.decode(errors='replace')[-3000:]}")
+        finished = set(done_here)
+        pending = [k for k in pending if k not in finished]
+        if not pending:
+            break
+        k = pending.pop(0)  # the mutant the child was reading when it stopped
+        if timed_out:
+            results[k] = Result(target.name, k, "timeout", "", mutants[k])
+        elif child.returncode is not None and child.returncode < 0:
+            results[k] = Result(target.name, k, "signal", f"signal {-child.returncode}",
+                                mutants[k])
+        else:
+            results[k] = Result(target.name, k, "untyped",
+                                f"child exited {child.returncode}: "
+                                f"{err.decode(errors='replace')[-2000:]}", mutants[k])
+    shutil.rmtree(files, ignore_errors=True)
+    return [results[k] for k in range(len(mutants))]
+
+
+def generate(target: Target, sample: Path, count: int, seed: int) -> list[bytes]:
+    rng = random.Random(f"{target.name}:{seed}")
+    original = (sample / target.victim).read_bytes()
+    return [target.mutate(rng, original) for _ in range(count)]
+
+
+def cases(target: Target) -> list[tuple[str, bytes]]:
+    """The fixed regression cases kept for ``target`` (name, victim bytes)."""
+    folder = CASES / target.name
+    if not folder.is_dir():
+        return []
+    return [(p.name, p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()]
+
+
+def save_case(r: Result) -> Path:
+    import hashlib
+
+    folder = CASES / r.target
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{r.outcome}-{hashlib.blake2b(r.mutant, digest_size=6).hexdigest()}.bin"
+    path.write_bytes(r.mutant)
+    return path
+
+
+def fuzz(names: list[str] | None, count: int, seed: int, folder: Path,
+         keep_cases: bool = False) -> tuple[Tally, dict[str, Tally]]:
+    """``count`` mutants of each target (plus its fixed cases); the overall tally and one per
+    target.  ``keep_cases``: save every untyped / signal / timeout mutant as a fixed case."""
+    total = Tally()
+    per: dict[str, Tally] = {}
+    for name in names or [n for n in TARGETS if not n.startswith("_")]:
+        target = TARGETS[name]
+        sample = make_sample(target, folder)
+        mutants = [data for _, data in cases(target)] + generate(target, sample, count, seed)
+        tally = Tally()
+        for r in run_mutants(target, sample, mutants, folder):
+            tally.add(r)
+            total.add(r)
+            if keep_cases and r.outcome in ("untyped", "signal", "timeout"):
+                save_case(r)
+        per[name] = tally
+    return total, per
+
+
+# -- the targets: WKW and webKnossos -----------------------------------------------------------
+def _volume(shape: tuple[int, int, int], seed: int) -> np.ndarray:
+    """Compressible but varied voxels: smooth ramps plus sparse noise."""
+    rng = np.random.default_rng(seed)
+    x, y, z = np.indices(shape)
+    base = (x * 3 + y * 5 + z * 7) // 4 % 200
+    noise = (rng.random(shape) < 0.05) * rng.integers(0, 50, shape)
+    return (base + noise).astype(np.uint8)
+
+
+def _wkw_make(block_type: int, channels: int = 1) -> Callable[[Path], None]:
+    def make(folder: Path) -> None:
+        from viewer.format import wkw
+
+        header = wkw.Header(np.uint8, num_channels=channels, block_len=8, file_len=2,
+                            block_type=block_type)
+        data = _volume((16, 16, 16), 5)
+        with wkw.Dataset.create(str(folder), header) as ds:
+            ds.write((0, 0, 0), np.stack([data] * channels) if channels > 1 else data)
+    return make
+
+
+def _wkw_file_regions(data: bytes) -> list[tuple[int, int]]:
+    if len(data) < 16:
+        return [(0, len(data))]
+    data_offset = int.from_bytes(data[8:16], "little")
+    table_end = min(max(data_offset, 16), len(data))
+    return [(0, 16), (8, max(table_end, 17)), (table_end - 8 if table_end > 24 else 16,
+                                               min(table_end + 64, len(data)))]
+
+
+def _wkw_mutate(rng: random.Random, data: bytes) -> bytes:
+    return mutate_bytes(rng, data, _wkw_file_regions(data))
+
+
+def _wkw_read_file(folder: Path) -> Any:
+    from viewer.format import wkw
+
+    path = folder / "z0" / "y0" / "x0.wkw"
+    out: list[Any] = []
+    with wkw.File.open(path) as f:
+        out.append(f.read((0, 0, 0), (16, 16, 16)))
+        out.append(f.read((3, 5, 7), (9, 1, 8)))
+        for block in f.read_blocks(range(f.header.num_blocks)):
+            out.append(block if isinstance(block, np.ndarray) else type(block).__name__)
+        out.append(len(f.validate()))
+    return out
+
+
+def _wkw_read_dataset(folder: Path) -> Any:
+    from viewer.format import wkw
+
+    with wkw.Dataset.open(folder) as ds:
+        return [ds.read((0, 0, 0), (16, 16, 16)), ds.read((2, 0, 9), (30, 17, 3))]
+
+
+def _wk_make(folder: Path) -> None:
+    from viewer.format import wkw
+
+    header = wkw.Header(np.uint8, block_len=8, file_len=2, block_type=wkw.BLOCK_TYPE_LZ4)
+    with wkw.Dataset.create(str(folder / "color" / "1"), header) as ds:
+        ds.write((0, 0, 0), _volume((16, 16, 16), 6))
+    seg = wkw.Header(np.uint32, block_len=8, file_len=2, block_type=wkw.BLOCK_TYPE_LZ4)
+    with wkw.Dataset.create(str(folder / "segmentation" / "1"), seg) as ds:
+        ds.write((0, 0, 0), (_volume((16, 16, 16), 7) // 20).astype(np.uint32))
+    with wkw.Dataset.create(str(folder / "segmentation" / "2"), seg) as ds:
+        ds.write((0, 0, 0), (_volume((8, 8, 8), 8) // 20).astype(np.uint32))
+    layers = [
+        {"name": "color", "category": "color", "dataFormat": "wkw",
+         "boundingBox": {"topLeft": [0, 0, 0], "width": 16, "height": 16, "depth": 16},
+         "elementClass": "uint8", "numChannels": 1,
+         "mags": [{"mag": [1, 1, 1], "path": "./color/1", "cubeLength": 16}]},
+        {"name": "segmentation", "category": "segmentation", "dataFormat": "wkw",
+         "boundingBox": {"topLeft": [0, 0, 0], "width": 16, "height": 16, "depth": 16},
+         "elementClass": "uint32", "largestSegmentId": 12,
+         "wkwResolutions": [{"resolution": 1, "cubeLength": 16},
+                            {"resolution": [2, 2, 2], "cubeLength": 16}]},
+    ]
+    doc = {"id": {"name": "fuzz", "team": ""}, "scale": {"factor": [11.2, 11.2, 28.0],
+                                                         "unit": "nanometer"},
+           "dataLayers": layers}
+    (folder / "datasource-properties.json").write_text(json.dumps(doc, indent=2))
+
+
+def _json_values(rng: random.Random) -> Any:
+    return rng.choice([None, True, 0, -1, 1, 2, 3, 2**31, 2**63, 2**70, -2**63, 1e308, -0.0,
+                       float("nan") if rng.random() < 0.1 else 0.5, "", "x", "uint24",
+                       "float", "segmentation", "../..", "/etc", "1-1-1", [], {}, [1, 1],
+                       [1, 2, 3], [0, 0, 0], [-1, 1, 1], [2**40, 1, 1], ["1", "1", "1"],
+                       {"x": 1}, [[[[[]]]]], list(range(50))])
+
+
+def _json_mutate(rng: random.Random, data: bytes) -> bytes:
+    """Structured mutations (replace, delete or duplicate a node, nest deeply) half of the
+    time, byte mutations of the text otherwise."""
+    if rng.random() < 0.4:
+        return mutate_bytes(rng, data)
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return mutate_bytes(rng, data)
+    nodes: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key in list(node):
+                nodes.append((node, key))
+                walk(node[key])
+        elif isinstance(node, list):
+            for i in range(len(node)):
+                nodes.append((node, i))
+                walk(node[i])
+
+    walk(doc)
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        if not nodes:
+            break
+        parent, key = rng.choice(nodes)
+        kind = rng.randrange(5)
+        try:
+            if kind == 0:
+                parent[key] = _json_values(rng)
+            elif kind == 1:
+                if isinstance(parent, dict):
+                    del parent[key]
+                else:
+                    parent.pop(key)
+                nodes = []
+                walk(doc)
+            elif kind == 2 and isinstance(parent, list):
+                parent.extend([parent[key]] * rng.choice((1, 2, 200)))
+            elif kind == 3:  # spliced into the text below (json cannot nest that deep)
+                parent[key] = f"__deep_{rng.choice((10, 63, 65, 500, 5000))}__"
+            else:
+                parent[key] = str(parent[key])
+        except (IndexError, KeyError):
+            pass
+    text = json.dumps(doc, allow_nan=True)
+    for depth in (10, 63, 65, 500, 5000):
+        text = text.replace(f'"__deep_{depth}__"', "[" * depth + "]" * depth)
+    return text.encode()
+
+
+def _wk_read(folder: Path) -> Any:
+    from viewer.format import open_dataset  # the registry: what the window and CLI use
+
+    ds = open_dataset(folder)
+    try:
+        out: list[Any] = [len(ds.problems), ds.voxel_size]
+        for layer in ds.layers[:4]:
+            for mag in layer.mags[:3]:
+                out.append([layer.name, mag.name, layer.category, str(layer.dtype),
+                            mag.read((0, 0, 0), (8, 8, 8))])
+        return out
+    finally:
+        ds.close()
+
+
+def _volume_read(folder: Path) -> Any:
+    """Through the format-neutral interface: ``open_volume``, a box read, and the chunk level
+    the loader uses (each unit's chunk table and chunks)."""
+    from viewer.format import open_volume
+
+    volume = open_volume(folder)
+    try:
+        out: list[Any] = [volume.shape, volume.read((0, 0, 0), (16, 16, 16))]
+        for unit_pos in volume.iter_units():
+            unit = volume.open_unit(unit_pos)
+            if unit is None:
+                continue
+            try:
+                table = unit.chunk_table()
+                out.append(table.present.tolist())
+                for chunk in unit.read_chunks(list(range(unit.num_chunks))):
+                    out.append(chunk if isinstance(chunk, np.ndarray) else repr(type(chunk)))
+            finally:
+                volume.done_with(unit)
+        return out
+    finally:
+        volume.close()
+
+
+def _header_mutate(rng: random.Random, data: bytes) -> bytes:
+    return mutate_bytes(rng, data, [(0, 16)])
+
+
+register(Target("wkw-lz4hc-file", _wkw_make(3), "z0/y0/x0.wkw", _wkw_mutate, _wkw_read_file))
+register(Target("wkw-lz4-file", _wkw_make(2, channels=2), "z0/y0/x0.wkw", _wkw_mutate,
+                _wkw_read_file))
+register(Target("wkw-raw-file", _wkw_make(1), "z0/y0/x0.wkw", _wkw_mutate, _wkw_read_file))
+register(Target("wkw-volume", _wkw_make(2), "z0/y0/x0.wkw", _wkw_mutate, _volume_read))
+register(Target("wkw-header", _wkw_make(3), "header.wkw", _header_mutate, _wkw_read_dataset))
+register(Target("webknossos-properties", _wk_make, "datasource-properties.json",
+                _json_mutate, _wk_read))
+
+
+def _selftest_make(folder: Path) -> None:
+    (folder / "victim").write_bytes(b"fine")
+
+
+def _selftest_read(folder: Path) -> Any:
+    """A reader that misbehaves on command: the harness's own test (no format involved)."""
+    import signal
+
+    what = (folder / "victim").read_bytes()
+    if what == b"signal":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if what == b"hang":
+        time.sleep(3600)
+    if what == b"untyped":
+        raise KeyError("untyped")
+    if what == b"named":
+        from viewer.format.errors import FormatError
+
+        raise FormatError("named", str(folder / "victim"))
+    return what
+
+
+#: Names starting with "_" are not formats: ``fuzz`` skips them.
+register(Target("_selftest", _selftest_make, "victim", mutate_bytes, _selftest_read))
+
+
+if __name__ == "__main__":
+    sys.exit(_child(*sys.argv[1:4]))

@@ -1,0 +1,535 @@
+"""A zarr array (v2 or v3, sharded or not) as a ``Volume``.
+
+Storage units: for a sharded v3 array a unit is a shard (``unit_shape``: inner chunks per shard
+along x, y, z) and its ``ChunkTable`` is the shard index; a chunk's index in its unit is the C
+order of the shard's inner grid in the array's own axis order.  Without sharding a unit is one
+chunk object (``ChunkTable.single``).  An absent shard or chunk object is an absent unit; an
+absent inner chunk (index entry all ones) is an absent chunk: both read as ``fill_value``.
+
+Reading stored bytes goes through a ``Store`` (a shard's wanted ranges are merged into few
+reads); decoding is numpy views over the decoded bytes.  ``read`` decodes on a small thread
+pool straight into the output (zstd and zlib release the GIL).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format.errors import (
+    ChecksumError,
+    ChunkDecodeError,
+    DatasetLayoutError,
+    FormatError,
+)
+from viewer.format.store import Store
+from viewer.format.volume import (
+    ChunkTable,
+    IntArray,
+    StorageUnit,
+    StoredResult,
+    UnitCache,
+    Volume,
+    VolumeInfo,
+)
+from viewer.format.zarr.axes import AxisMap
+from viewer.format.zarr.codecs import CodecFailure
+from viewer.format.zarr.errors import ShardIndexError
+from viewer.format.zarr.meta import ArrayMeta
+from viewer.format.zarr.sharding import ShardIndex, parse_index
+
+Vec3 = tuple[int, int, int]
+
+#: Two ranges of a shard closer than this are read as one.
+MERGE_GAP = 4096
+#: Chunks decoded per task of the read pool.
+BATCH = 32
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)),
+                                       thread_name_prefix="zarr-read")
+        return _pool
+
+
+class _UnitBase(StorageUnit):
+    volume: ZarrVolume
+    key: str
+    unit: Vec3
+
+    def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
+        return self.volume.decode_chunk(stored, self, int(index))
+
+    def chunk_error(self, index: int, message: str, offset: int | None = None,
+                    cls: type[FormatError] = ChunkDecodeError) -> FormatError:
+        return cls(message, self.path, block=index if self.num_chunks > 1 else None,
+                   offset=offset, chunk=self.volume.chunk_position(self.unit, index))
+
+    def chunk_offset(self, index: int) -> int | None:
+        return 0
+
+
+class ChunkUnit(_UnitBase):
+    """One chunk object of an unsharded array (v2, or v3 without sharding)."""
+
+    def __init__(self, volume: ZarrVolume, unit: Vec3, key: str, size: int) -> None:
+        self.volume = volume
+        self.unit = unit
+        self.key = key
+        self.path = volume.store.location(key)
+        self.num_chunks = 1
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def chunk_table(self) -> ChunkTable:
+        return ChunkTable.single(self._size)
+
+    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        out: list[StoredResult] = []
+        for index in indices:
+            if int(index) != 0:
+                out.append(self.chunk_error(int(index), "a chunk object holds chunk 0 only"))
+                continue
+            try:
+                out.append(self.volume.store.read(self.key))
+            except FileNotFoundError:
+                out.append(None)
+            except OSError as exc:
+                out.append(self.chunk_error(0, f"cannot read: {exc.strerror or exc}"))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"key": self.key, "stored_bytes": self._size,
+                "codecs": self.volume.meta.codec.describe()}
+
+    def describe_chunk(self, index: int) -> dict[str, Any]:
+        return {"key": self.key, "stored_bytes": self._size,
+                "grid": list(self.volume.chunk_position(self.unit, index))}
+
+
+class ShardUnit(_UnitBase):
+    """One shard of a sharded v3 array: its index parsed once (a ``ChunkTable``)."""
+
+    def __init__(self, volume: ZarrVolume, unit: Vec3, key: str, size: int,
+                 index: ShardIndex, index_offset: int) -> None:
+        self.volume = volume
+        self.unit = unit
+        self.key = key
+        self.path = volume.store.location(key)
+        self.index = index
+        self.index_offset = index_offset
+        self.num_chunks = len(index.offsets)
+        self.table_bytes = int(index.offsets.nbytes * 2 + index.present.nbytes * 2)
+        self._size = size
+        self._table = ChunkTable(index.offsets, index.nbytes, index.present)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def chunk_table(self) -> ChunkTable:
+        return self._table
+
+    def chunk_offset(self, index: int) -> int | None:
+        return int(self.index.offsets[index]) if self.index.present[index] else None
+
+    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        out: list[StoredResult] = [None] * len(idx)
+        n = self.num_chunks
+        valid = (idx >= 0) & (idx < n)
+        for k in np.flatnonzero(~valid).tolist():
+            out[k] = self.chunk_error(int(idx[k]), f"no chunk {int(idx[k])} in a shard of {n}")
+        safe = np.where(valid, idx, 0)
+        present = valid & self.index.present[safe]
+        bad = present & self.index.bad[safe]
+        for k in np.flatnonzero(bad).tolist():
+            out[k] = self.chunk_error(int(idx[k]), "shard index entry points outside the "
+                                      "shard's data", offset=self._entry_offset(int(idx[k])),
+                                      cls=ShardIndexError)
+        want = np.flatnonzero(present & ~bad)
+        if not len(want):
+            return out
+        offs = self.index.offsets[idx[want]]
+        nbs = self.index.nbytes[idx[want]]
+        order = np.argsort(offs, kind="stable")
+        offs, nbs, want = offs[order], nbs[order], want[order]
+        ends = offs + nbs
+        # merge neighbours: a new range starts where the gap to the previous end is large
+        run_end = np.maximum.accumulate(ends)
+        starts_new = np.ones(len(offs), dtype=np.bool_)
+        starts_new[1:] = offs[1:] > run_end[:-1] + MERGE_GAP
+        group = np.cumsum(starts_new) - 1
+        g_first = np.flatnonzero(starts_new)
+        g_lo = offs[g_first]
+        g_hi = np.maximum.reduceat(ends, g_first)
+        ranges = [(int(a), int(b - a)) for a, b in zip(g_lo, g_hi)]
+        try:
+            blobs = self.volume.store.read_ranges(self.key, ranges)
+        except OSError as exc:
+            err = f"cannot read: {exc.strerror or exc}"
+            for k in want.tolist():
+                out[k] = self.chunk_error(int(idx[k]), err)
+            return out
+        views = [memoryview(b) for b in blobs]
+        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist()):
+            rel = off - int(g_lo[g])
+            view = views[g]
+            if rel + nb > len(view):
+                out[k] = self.chunk_error(int(idx[k]), f"shard cut short: chunk bytes "
+                                          f"[{off}, {off + nb}) past its end", offset=off)
+            else:
+                out[k] = view[rel:rel + nb]
+        return out
+
+    def _entry_offset(self, index: int) -> int:
+        return self.index_offset + 16 * index
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.volume.meta.sharding
+        assert spec is not None
+        present = int(self.index.present.sum())
+        crc = self.index.crc
+        out: dict[str, Any] = {
+            "key": self.key, "shard_bytes": self._size,
+            "chunks_per_shard": list(spec.chunks_per_shard),
+            "inner_chunk_shape": list(self.volume.meta.chunk_shape),
+            "index_location": "start" if spec.index_at_start else "end",
+            "index_offset": self.index_offset, "index_bytes": spec.index_nbytes,
+            "index_codecs": (["bytes(big)" if spec.index_big_endian else "bytes(little)"]
+                             + (["crc32c"] if spec.index_crc32c else [])),
+            "chunks_present": present, "chunks_absent": self.num_chunks - present,
+            "bad_entries": int(self.index.bad.sum()),
+            "stored_bytes": int(self.index.nbytes.sum()),
+            "codecs": self.volume.meta.codec.describe(),
+        }
+        if crc is not None:
+            out["index_crc32c"] = f"{crc[0]:#010x}"
+            out["index_checksum"] = "ok" if crc[0] == crc[1] else "mismatch"
+        else:
+            out["index_checksum"] = "none"
+        return out
+
+    def describe_chunk(self, index: int) -> dict[str, Any]:
+        i = int(index)
+        inner = np.unravel_index(i, self.volume.meta.sharding.chunks_per_shard) \
+            if self.volume.meta.sharding is not None else ()
+        out: dict[str, Any] = {
+            "index": i, "inner_grid": [int(v) for v in inner],
+            "grid": list(self.volume.chunk_position(self.unit, i)),
+            "index_entry_offset": self._entry_offset(i),
+            "present": bool(self.index.present[i]),
+        }
+        if self.index.present[i]:
+            out["offset"] = int(self.index.offsets[i])
+            out["stored_bytes"] = int(self.index.nbytes[i])
+            out["bad_entry"] = bool(self.index.bad[i])
+        return out
+
+    def problems(self, decode: bool = True) -> list[FormatError]:
+        found: list[FormatError] = []
+        for i in np.flatnonzero(self.index.bad).tolist():
+            found.append(self.chunk_error(i, "shard index entry points outside the shard's "
+                                          "data", offset=self._entry_offset(i),
+                                          cls=ShardIndexError))
+        if decode:
+            good = np.flatnonzero(self.index.present & ~self.index.bad).tolist()
+            for start in range(0, len(good), 256):
+                for r in self.read_chunks(good[start:start + 256]):
+                    if isinstance(r, FormatError):
+                        found.append(r)
+        return found
+
+
+class ZarrVolume(Volume):
+    """One zarr array (see the module docstring).  ``store`` holds the array at ``prefix``
+    (``""`` or ``"path/to/array/"``); ``axes`` says which axes are x, y, z and c."""
+
+    format: ClassVar[str] = "zarr"
+
+    def __init__(self, store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
+                 axis_units: tuple[str, str, str] | None = None) -> None:
+        self.store = store
+        self.prefix = prefix
+        self.meta = meta
+        self.axes = axes
+        self.path = store.location(prefix.rstrip("/")) if prefix else store.location("")
+        self.dtype = meta.dtype
+        c = axes.c
+        self.num_channels = meta.shape[c] if c is not None else 1
+        if c is not None and meta.chunk_shape[c] < self.num_channels:
+            from viewer.format.errors import UnsupportedFormatError
+            raise UnsupportedFormatError(
+                f"the channel axis ({self.num_channels} channels) is split across chunks of "
+                f"{meta.chunk_shape[c]}: this reader needs every channel in one chunk",
+                meta.where)
+        if self.num_channels < 1:
+            from viewer.format.errors import UnsupportedFormatError
+            raise UnsupportedFormatError("the channel axis has size 0", meta.where)
+        self.chunk_shape = axes.xyz(meta.chunk_shape)
+        per = meta.sharding.chunks_per_shard if meta.sharding is not None else \
+            (1,) * meta.ndim
+        self.unit_shape = axes.xyz(per)
+        self._per = per
+        self.fill_value = meta.fill_value
+        self.axis_names = ("x", "y", "z")
+        self.axis_units = axis_units
+        self._shape = axes.xyz(meta.shape)
+        self._units = UnitCache(64)
+        #: Whether a decoded chunk is already (C, cx, cy, cz) in Fortran order (webKnossos:
+        #: axes c, x, y, z with the transpose [3, 2, 1, 0]; no conversion at all).
+        self._identity = (axes.ndim == 4 and (axes.c, axes.x, axes.y, axes.z) == (0, 1, 2, 3)
+                          and meta.chunk_shape[0] == self.num_channels
+                          and meta.codec.inverse == (3, 2, 1, 0)
+                          and meta.dtype == meta.codec.dtype)
+        self._fill_chunk: npt.NDArray[Any] | None = None
+
+    # -- extent ---------------------------------------------------------------------------------
+    @property
+    def shape(self) -> Vec3:
+        return self._shape
+
+    # -- units ------------------------------------------------------------------------------------
+    def unit_key(self, unit: Sequence[int]) -> str:
+        return self.prefix + self.meta.key(self.axes.nd(unit))
+
+    def unit_path(self, unit: Vec3) -> str:
+        return self.store.location(self.unit_key(unit))
+
+    def chunk_position(self, unit: Sequence[int], index: int) -> tuple[int, int, int]:
+        """The global (x, y, z) chunk position of chunk ``index`` of ``unit``."""
+        local = self.chunk_local(np.asarray([index], dtype=np.int64))[0]
+        u = self.unit_shape
+        return (int(unit[0]) * u[0] + int(local[0]), int(unit[1]) * u[1] + int(local[1]),
+                int(unit[2]) * u[2] + int(local[2]))
+
+    def open_unit(self, unit: Vec3) -> StorageUnit | None:
+        key3 = (int(unit[0]), int(unit[1]), int(unit[2]))
+        if self.meta.sharding is None:
+            key = self.unit_key(key3)
+            try:
+                size = self.store.size(key)
+            except OSError as exc:
+                raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
+                                         self.store.location(key)) from None
+            return None if size is None else ChunkUnit(self, key3, key, size)
+        hit, cached = self._units.get(key3)
+        if hit:
+            return cached
+        shard = self._open_shard(key3)
+        self._units.put(key3, shard)
+        return shard
+
+    def _open_shard(self, unit: Vec3) -> ShardUnit | None:
+        spec = self.meta.sharding
+        assert spec is not None
+        key = self.unit_key(unit)
+        where = self.store.location(key)
+        try:
+            size = self.store.size(key)
+            if size is None:
+                return None
+            n = spec.index_nbytes
+            if size < n:
+                raise ShardIndexError(f"shard of {size} bytes is shorter than its index of {n} "
+                                      "bytes", where, offset=0)
+            at = 0 if spec.index_at_start else size - n
+            raw = self.store.read(key, at, n)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}", where) from None
+        index = parse_index(spec, raw, size, where, at)
+        return ShardUnit(self, unit, key, size, index, at)
+
+    def done_with(self, unit: StorageUnit) -> None:
+        """Shards stay in the volume's cache; chunk objects hold nothing."""
+
+    def forget_unit(self, unit: Vec3) -> None:
+        """Drop a cached shard (after it was rewritten)."""
+        self._units.clear()
+
+    def iter_units(self) -> Iterator[Vec3]:
+        meta = self.meta
+        root = self.prefix.rstrip("/")
+        if meta.separator == "/":
+            start = "/".join(p for p in (root, meta.key_prefix if meta.zarr_format == 3 else "")
+                             if p)
+            keys: Iterator[str] = self.store.walk(start)
+        else:
+            keys = (f"{root}/{name}" if root else name for name in self.store.list_dir(root))
+        cut = len(root) + 1 if root else 0
+        for key in keys:
+            coords = meta.parse_key(key[cut:])
+            if coords is None:
+                continue
+            if any(coords[i] for i in range(meta.ndim) if i not in self.axes.spatial):
+                continue
+            yield self.axes.xyz(coords, missing=0)
+
+    def chunk_index(self, local: IntArray) -> IntArray:
+        if self.meta.sharding is None:
+            return np.zeros(len(local), dtype=np.int64)
+        nd = self.axes.nd_many(np.asarray(local, dtype=np.int64))
+        flat: IntArray = np.ravel_multi_index(tuple(nd.T), self._per).astype(np.int64)
+        return flat
+
+    def chunk_local(self, index: IntArray) -> IntArray:
+        idx = np.asarray(index, dtype=np.int64).reshape(-1)
+        if self.meta.sharding is None:
+            return np.zeros((len(idx), 3), dtype=np.int64)
+        nd = np.unravel_index(idx, self._per)
+        cols = [nd[a] if a is not None else np.zeros_like(idx) for a in self.axes.spatial]
+        return np.stack(cols, axis=1).astype(np.int64)
+
+    # -- decoding ---------------------------------------------------------------------------------
+    def decode_chunk(self, stored: bytes | memoryview, unit: _UnitBase,
+                     index: int) -> npt.NDArray[Any]:
+        """A chunk's stored bytes as ``(C, cx, cy, cz)`` (Fortran order when the layout
+        allows it without a copy, as webKnossos' transpose makes it)."""
+        arr = self._decode_raw(stored, unit, index)
+        if self._identity:
+            return arr
+        out = self.axes.to_cxyz(arr, self.num_channels)
+        if out.dtype != self.dtype:
+            out = out.astype(self.dtype)
+        return np.asfortranarray(out)
+
+    def _decode_raw(self, stored: bytes | memoryview, unit: _UnitBase,
+                    index: int) -> npt.NDArray[Any]:
+        try:
+            return self.meta.codec.decode(stored)
+        except CodecFailure as exc:
+            cls: type[FormatError] = ChecksumError if exc.checksum else ChunkDecodeError
+            raise unit.chunk_error(index, str(exc), offset=unit.chunk_offset(index),
+                                   cls=cls) from None
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """Read the box at ``offset`` the size of ``out`` into it: the chunks it touches,
+        grouped by storage unit, decoded on the read pool straight into ``out``.  The first
+        damaged chunk (in grid order) raises its error."""
+        off = np.asarray([int(v) for v in offset], dtype=np.int64)
+        size = np.asarray(out.shape[1:], dtype=np.int64)
+        c = np.asarray(self.chunk_shape, dtype=np.int64)
+        lo = np.maximum(off, 0)
+        hi = np.minimum(off + size, np.asarray(self._shape, dtype=np.int64))
+        if (hi <= lo).any():
+            return
+        first, last = lo // c, (hi - 1) // c
+        grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
+                                    indexing="ij"), axis=-1).reshape(-1, 3)
+        units, indices = self.locate(grid)
+        flat_u = np.ravel_multi_index(tuple((units - units.min(axis=0)).T),
+                                      tuple(units.max(axis=0) - units.min(axis=0) + 1))
+        order = np.argsort(flat_u, kind="stable")
+        tasks: list[tuple[StorageUnit, list[int], list[int]]] = []
+        bounds = np.flatnonzero(np.diff(flat_u[order])) + 1
+        for rows in np.split(order, bounds):
+            u = tuple(int(v) for v in units[rows[0]])
+            unit = self.open_unit((u[0], u[1], u[2]))
+            if unit is None:
+                continue
+            rows_l = rows.tolist()
+            idx_l = indices[rows].tolist()
+            for s in range(0, len(rows_l), BATCH):
+                tasks.append((unit, rows_l[s:s + BATCH], idx_l[s:s + BATCH]))
+        if not tasks:
+            return
+        # every chunk's source and destination boxes, computed at once
+        g = grid * c
+        s_lo = np.maximum(g, lo)
+        s_hi = np.minimum(g + c, hi)
+        src_lo, src_hi = (s_lo - g).tolist(), (s_hi - g).tolist()
+        dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
+        full = slice(None)
+        errors: dict[int, FormatError] = {}
+        decode = self.decode_chunk
+
+        def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
+            unit, rows, idx = task
+            stored = unit.read_stored(idx)
+            for row, index, s in zip(rows, idx, stored):
+                if s is None:
+                    continue
+                if isinstance(s, FormatError):
+                    errors[row] = s
+                    continue
+                try:
+                    chunk = decode(s, unit, index)  # type: ignore[arg-type]
+                except FormatError as exc:
+                    errors[row] = exc
+                    continue
+                a, b, p, q = src_lo[row], src_hi[row], dst_lo[row], dst_hi[row]
+                out[full, p[0]:q[0], p[1]:q[1], p[2]:q[2]] = \
+                    chunk[full, a[0]:b[0], a[1]:b[1], a[2]:b[2]]
+
+        if len(tasks) == 1:
+            run(tasks[0])
+        else:
+            futures: list[Future[None]] = [_executor().submit(run, t) for t in tasks]
+            for f in futures:
+                f.result()
+        if errors:
+            raise errors[min(errors)]
+
+    # -- description ------------------------------------------------------------------------------
+    def info(self) -> VolumeInfo:
+        m = self.meta
+        header: dict[str, Any] = {
+            "metadata_file": m.where, "zarr_format": m.zarr_format,
+            "shape": list(m.shape), "dtype": m.dtype.name,
+            "chunk_shape": list(m.chunk_shape), "fill_value": m.fill_value,
+            "axes": list(self.axes.names),
+            "axis_map": {k: v for k, v in zip("xyzc", (*self.axes.spatial, self.axes.c))
+                         if v is not None},
+            "codecs": m.codec.describe(),
+        }
+        if m.sharding is not None:
+            header["shard_shape"] = list(m.grid_shape)
+            header["chunks_per_shard"] = list(m.sharding.chunks_per_shard)
+            header["index_location"] = "start" if m.sharding.index_at_start else "end"
+        if m.dimension_names is not None:
+            header["dimension_names"] = list(m.dimension_names)
+        header["document"] = m.document
+        return VolumeInfo(self.format, m.compression, header)
+
+    def close(self) -> None:
+        self._units.clear()
+
+    @property
+    def stored_chunks_per_unit(self) -> int:
+        return math.prod(self._per)
+
+
+class Zarr2Volume(ZarrVolume):
+    format: ClassVar[str] = "zarr"
+
+
+class Zarr3Volume(ZarrVolume):
+    format: ClassVar[str] = "zarr3"
+
+
+def make_volume(store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
+                axis_units: tuple[str, str, str] | None = None) -> ZarrVolume:
+    cls = Zarr3Volume if meta.zarr_format == 3 else Zarr2Volume
+    return cls(store, prefix, meta, axes, axis_units)
+
+
+__all__ = ["ZarrVolume", "Zarr2Volume", "Zarr3Volume", "ShardUnit", "ChunkUnit", "make_volume"]
