@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.handles import readinto_fd
-from viewer.format.wkw import directread, lz4block, morton
+from viewer.format.wkw import lz4block, morton
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -183,15 +183,13 @@ def _read_shared(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
     for the batch the helper is in the middle of."""
     counter = itertools.count()
     stop = threading.Event()
-    # Compressed blocks whole along x: decoded block by block straight into out.
-    read = directread.read_batch if directread.applicable(f, out_t, lo, hi) else _read_batch
 
     def work() -> None:
         while not stop.is_set():
             k = next(counter)
             if k >= len(batches):
                 return
-            read(f, out_t, lo, hi, shift, batches[k][0], batches[k][1])
+            _read_batch(f, out_t, lo, hi, shift, batches[k][0], batches[k][1])
 
     future = _decode_helper().submit(work)
     try:
