@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from benchmarks.datasets import em_dataset
 from viewer.format import wkw
@@ -106,6 +107,64 @@ def compression_ratio(root: Path) -> float:
     return raw / sum(os.path.getsize(p) for p in files)
 
 
+def _stored_blocks(path: str) -> tuple[npt.NDArray[np.uint8], list[int], list[int], int]:
+    """Every block's stored bytes of the one-file dataset at ``path``, in one buffer:
+    ``(buffer, start offsets in it, sizes, decoded bytes per block)``."""
+    ds = wkw.Dataset.open(path)
+    try:
+        f = ds.get_file(0, 0, 0)
+        assert f is not None
+        starts, ends = f.block_ranges()
+        lo, hi = int(starts.min()), int(ends.max())
+        with open(f.path, "rb") as fh:
+            fh.seek(lo)
+            buf = np.frombuffer(fh.read(hi - lo), dtype=np.uint8)
+        return buf, (starts - lo).tolist(), (ends - starts).tolist(), f.header.block_bytes
+    finally:
+        ds.close()
+
+
+class DecodeLimit:
+    """Bare liblz4 decoding every block of the LZ4HC file on all cores (one thread per core,
+    each a contiguous share of the blocks, into one pre-faulted output of the full read's
+    size): the ceiling a full read can reach on this machine, measured in the same run."""
+
+    def __init__(self, path: str) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from viewer.format.wkw import lz4block
+
+        self.buf, offs, self.sizes, self.bb = _stored_blocks(path)
+        base = self.buf.ctypes.data
+        self.src = [base + o for o in offs]
+        n = len(self.src)
+        self.out = np.ones(n * self.bb, dtype=np.uint8)  # pre-faulted, like a reused array
+        self.dst = [self.out.ctypes.data + k * self.bb for k in range(n)]
+        self.threads = os.cpu_count() or 1
+        self.pool = ThreadPoolExecutor(self.threads)
+        self.decode = lz4block.decode_many
+        self.nbytes = n * self.bb
+
+    def run(self) -> float:
+        n = len(self.src)
+        step = -(-n // self.threads)
+        parts = [(a, min(n, a + step)) for a in range(0, n, step)]
+        bb = self.bb
+
+        def part(a: int, b: int) -> None:
+            got = self.decode(self.src[a:b], self.sizes[a:b], self.dst[a:b], [bb] * (b - a), bb)
+            if any(g != bb for g in got):
+                raise SystemExit("the decode limit's blocks did not decode")
+
+        t0 = time.perf_counter()
+        for fut in [self.pool.submit(part, a, b) for a, b in parts]:
+            fut.result()
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
 def run(rounds: int, full_rounds: int, ops: list[str],
         compare_threads: bool = False) -> dict[str, Any]:
     datasets = {
@@ -137,7 +196,11 @@ def run(rounds: int, full_rounds: int, ops: list[str],
             ref_t: list[float] = []
             one_t: list[float] = []  # ours on one thread (--compare-threads)
             cpu: dict[str, list[float]] = {"ours": [], "reference": [], "ours_t1": []}
+            limit = DecodeLimit(path) if (kind, op) == ("lz4hc", "full") else None
+            limit_t: list[float] = []
             for k in range(n):
+                if limit is not None:  # the ceiling, interleaved with the full reads
+                    limit_t.append(limit.run())
                 offset, shape = _box(op, k)
                 sides: list[tuple[list[float], Callable[..., Any], str, int | None]] = [
                     (ours_t, _ours, "ours", None), (ref_t, _reference, "reference", None)]
@@ -153,6 +216,16 @@ def run(rounds: int, full_rounds: int, ops: list[str],
                     if fn is _ours:  # its mapping's unmapping, left to the helper, done
                         boxread.wait_for_helper()  # untimed, before the other side's round
                 _set_threads(None)
+            if limit is not None:
+                limit.close()
+                # Uncompressed bytes per second of the full read over the bare decode's.
+                result["full_read_fraction_of_decode_limit"] = round(
+                    statistics.median(limit_t) / statistics.median(ours_t), 3)
+                result["decode_limit_gb_s"] = round(
+                    limit.nbytes / statistics.median(limit_t) / 1e9, 3)
+                result["decode_limit_threads"] = limit.threads
+                result["full_read_gb_s"] = round(
+                    limit.nbytes / statistics.median(ours_t) / 1e9, 3)
             ours_ms = statistics.median(ours_t) * 1e3
             ref_ms = statistics.median(ref_t) * 1e3
             result[f"{kind}_{op}_ours_ms"] = round(ours_ms, 3)
@@ -218,6 +291,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"CPU ms ours {result[f'{kind}_{op}_ours_cpu_ms']:.2f}, 1 thread "
                       f"{result[f'{kind}_{op}_ours_t1_cpu_ms']:.2f}, reference "
                       f"{result[f'{kind}_{op}_reference_cpu_ms']:.2f}")
+    if "full_read_fraction_of_decode_limit" in result:
+        print(f"LZ4HC full read {result['full_read_gb_s']} GB/s, bare liblz4 on "
+              f"{result['decode_limit_threads']} threads {result['decode_limit_gb_s']} GB/s: "
+              f"full_read_fraction_of_decode_limit "
+              f"{result['full_read_fraction_of_decode_limit']} (target >= 0.75)")
     print("(the machine may be shared: absolute times are noisy, the ratios are measured "
           "interleaved in one run)", file=sys.stderr)
     return 0

@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from viewer.core import inspect
 from viewer.core.cluster import UNITS_PER_TASK, ClusterRunner, SchedulerError, chunked
+from viewer.core.parallel import ordered_map
 from viewer.format import (
     ChecksumError,
     Dataset,
@@ -419,8 +420,12 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
     """Each unit's report in listing order: checked here, or with ``--scheduler`` on a Dask
     cluster in tasks of a few units (reports are taken in order as tasks finish)."""
     if not args.scheduler:
-        for position in volume.iter_units():
-            yield check_unit(volume, position, facts, not args.quick, args.chunks)
+        # With --json (one document at the end) the units are checked on every core
+        # (decoding releases the GIL); the text report shows each unit before the next one
+        # is checked.
+        yield from ordered_map(
+            lambda position: check_unit(volume, position, facts, not args.quick, args.chunks),
+            volume.iter_units(), threads=None if args.json else 1)
         return
     positions = list(volume.iter_units())
     shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks)

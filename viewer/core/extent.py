@@ -62,6 +62,7 @@ def scan_bounds(volume: Volume, units: Iterable[Vec3] | None = None,
     lo: list[int] | None = None
     hi: list[int] = [0, 0, 0]
     last = time.monotonic()
+    count = 0
     for cell in volume.iter_units() if units is None else units:
         if cancelled is not None and cancelled.is_set():
             return None
@@ -73,10 +74,12 @@ def scan_bounds(volume: Volume, units: Iterable[Vec3] | None = None,
                     lo[a] = cell[a]
                 elif cell[a] > hi[a]:
                     hi[a] = cell[a]
-        now = time.monotonic()
-        if on_progress is not None and now - last >= REPORT_INTERVAL_S:
-            last = now
-            on_progress(_box(lo, hi, side), False)
+        count += 1
+        if on_progress is not None and not count & 255:  # the clock once every 256 units
+            now = time.monotonic()
+            if now - last >= REPORT_INTERVAL_S:
+                last = now
+                on_progress(_box(lo, hi, side), False)
     if lo is None:
         return None
     return _box(lo, hi, side)

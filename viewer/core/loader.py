@@ -27,9 +27,13 @@ How work is organised, and why:
   (at most ``PREFETCH_HOLD_S``): on two cores, prefetch running while the GUI thread assembles
   and draws the last blocks of a jump takes the GIL and a core from it.
 * **Cold reads overlap.**  A worker taking a batch asks the kernel for the pages of the next
-  ``LOOKAHEAD_TASKS`` batches' blocks (``File.will_need``) before decoding its own, so a cold
-  screen's disk reads run together rather than one page fault after another
-  (``StorageUnit.will_need``).
+  ``LOOKAHEAD_TASKS`` batches' blocks (``StorageUnit.will_need``) before decoding its own, so
+  a cold screen's disk reads run together rather than one page fault after another.  Only
+  while reads go to the disk (``HINT_MEMORY``): on pages in memory a hint is pure cost.
+* **Many small units.**  A batch may span several storage units (an N5 or Zarr v2 dataset is
+  one chunk per file), so the cost per task is shared by up to a batch of blocks; open units
+  are kept (``open_units_limit``, sized from ``RLIMIT_NOFILE``) rather than closed and opened
+  again on the next screen.
 * **Deferred planes** (``set_wanted(deferred=True)``: the coarse placeholders of
   ``viewer.core.layered``) are read like prefetch, held until another loader's screen is
   complete (``release_hold``).
@@ -75,8 +79,36 @@ VISIBLE_BATCH = 32
 #: Blocks per prefetch task (~2 ms of decoding: a jump waits at most that long for a worker
 #: busy with prefetch; 64 measured a few ms slower per jump).
 PREFETCH_BATCH = 24
-#: Open storage units the loader keeps (their indexes are charged to the budget).
-OPEN_FILES = 128
+#: Units contributing at most ``batch size // SHARED_BATCH_DIVISOR`` blocks to a ranked list
+#: share batches with other such units; bigger ones get batches of their own.
+SHARED_BATCH_DIVISOR = 4
+#: Descriptors left for the rest of the process when sizing the open-unit limit.
+RESERVED_DESCRIPTORS = 64
+#: Bounds of the open-unit limit (``open_units_limit``).
+MIN_OPEN_UNITS = 64
+MAX_OPEN_UNITS = 8192
+
+
+def open_units_limit() -> int:
+    """How many open storage units a loader keeps (their indexes are charged to the budget):
+    half the file descriptors the process may open beyond ``RESERVED_DESCRIPTORS``
+    (``RLIMIT_NOFILE``), between ``MIN_OPEN_UNITS`` and ``MAX_OPEN_UNITS``.  A screen of a
+    one-chunk-per-file format (N5, Zarr v2) touches several hundred units, and a limit below
+    that closed and reopened units every jump (issue 20: 128 cost 39 % of the workers' time)."""
+    soft = 1024
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            soft = 1 << 20
+    except (ImportError, OSError, ValueError):
+        pass
+    return max(MIN_OPEN_UNITS, min(MAX_OPEN_UNITS, (soft - RESERVED_DESCRIPTORS) // 2))
+
+
+#: The limit when this module was imported (each loader reads ``open_units_limit()`` anew).
+OPEN_FILES = open_units_limit()
 #: Assembled planes kept beyond the ones on screen.
 SPARE_PLANES = 8
 #: Prefetch may fill at most this share of the budget left after the screen.
@@ -92,9 +124,37 @@ PREFETCH_HOLD_S = 0.15
 #: Measured on the multires benchmark's cold zoom-out: the workers' wall time was ~4x their
 #: CPU time (waiting for pages) before.
 LOOKAHEAD_TASKS = 16
-#: The loader drops the mapped pages of the files it read from once every this many blocks
-#: (at most ~16 MB of mapped file pages in the RSS).
+#: The loader drops the pages of the units it read from (``StorageUnit.release_pages``: a
+#: mapped file's pages count in the process's RSS) once every this many blocks read, and a
+#: unit's as it is closed.  A unit that maps nothing releases nothing.
 RELEASE_EVERY = 256
+#: Read-ahead hints (``StorageUnit.will_need``) are given only while reads go to the disk: a
+#: task during which the worker's thread had to read from the disk (its ``ru_inblock`` or
+#: ``ru_majflt`` grew: ``getrusage(RUSAGE_THREAD)``) turns them on for the next
+#: ``HINT_MEMORY`` tasks.  On pages already in memory a hint is pure cost (issue 20: 5.7 us a
+#: block of ``MADV_WILLNEED`` on resident pages).  (Wall time against CPU time is no signal on
+#: a shared machine: there a worker waits for a core far more than for the disk.)
+HINT_MEMORY = 16
+
+
+def _disk_reads() -> int:
+    """Blocks this thread read from the disk so far (input blocks and major page faults), or
+    -1 where the system does not say."""
+    if _RUSAGE_THREAD is None:
+        return -1
+    try:
+        r = _resource.getrusage(_RUSAGE_THREAD)
+    except (OSError, ValueError):
+        return -1
+    return int(r.ru_inblock + r.ru_majflt)
+
+
+try:
+    import resource as _resource
+
+    _RUSAGE_THREAD: int | None = getattr(_resource, "RUSAGE_THREAD", None)
+except ImportError:  # pragma: no cover - not POSIX
+    _RUSAGE_THREAD = None
 
 _UNKNOWN: Any = object()
 
@@ -166,8 +226,8 @@ class _Plan:
 
 @dataclass
 class _Task:
-    file: Vec3
-    keys: list[BlockKey]
+    file: Vec3  #: the first storage unit of the batch (a batch may span several small units)
+    keys: list[BlockKey]  #: grouped by storage unit (``key[2]``)
     blocks: IntArray  #: global block coordinates, aligned with keys
     prefetch: bool
     generation: int
@@ -241,6 +301,11 @@ class Loader:
         self._hold_until = 0.0
         self._touched: dict[int, StorageUnit] = {}  # units read since pages were released
         self._touched_blocks = 0
+        #: Open units kept, at most this many (``open_units_limit``).
+        self.open_units_limit = open_units_limit()
+        #: Tasks left that give read-ahead hints (see ``HINT_MEMORY``); where the system
+        #: cannot say whether reads went to the disk, always (-1).
+        self._hint_tasks = 0 if _RUSAGE_THREAD is not None else -1
 
         # GUI-thread state.
         self._planes: OrderedDict[PlaneRequest, _PlaneEntry] = OrderedDict()
@@ -618,11 +683,29 @@ class Loader:
                     continue  # absent or unreadable file: nothing to read
                 seen.add(key)
                 per_file.setdefault(key[2], []).append(k)
-            for pos, rows in per_file.items():
-                for start in range(0, len(rows), size):
-                    chunk = rows[start:start + size]
-                    task = _Task(pos, [keys[k] for k in chunk], blocks[chunk], is_prefetch, gen)
-                    heapq.heappush(self._queue, (prio, next(self._seq), task))
+            # Batches of up to ``size`` blocks of one unit; units with only a few blocks
+            # wanted (one chunk per file: N5, Zarr v2) share a batch, so that a task costs
+            # little beside its decoding.
+            batch: list[int] = []
+            small = max(1, size // SHARED_BATCH_DIVISOR)
+            for rows in per_file.values():
+                if len(rows) > small:
+                    for start in range(0, len(rows), size):
+                        self._push_locked(prio, keys, blocks, rows[start:start + size],
+                                          is_prefetch, gen)
+                    continue
+                if len(batch) + len(rows) > size:
+                    self._push_locked(prio, keys, blocks, batch, is_prefetch, gen)
+                    batch = []
+                batch.extend(rows)
+            if batch:
+                self._push_locked(prio, keys, blocks, batch, is_prefetch, gen)
+
+    def _push_locked(self, prio: tuple[int, ...], keys: list[BlockKey], blocks: IntArray,
+                     rows: list[int], is_prefetch: bool, gen: int) -> None:
+        task_keys = [keys[k] for k in rows]
+        task = _Task(task_keys[0][2], task_keys, blocks[rows], is_prefetch, gen)
+        heapq.heappush(self._queue, (prio, next(self._seq), task))
 
     def _requeue_orphans(self, entry: _PlaneEntry) -> None:
         """Queue missing blocks of a plane that nobody is reading (a plane asked for without
@@ -743,15 +826,20 @@ class Loader:
                         continue  # superseded before it was planned
                     self._planning += 1
                 else:
-                    rows = [k for k, key in enumerate(task.keys)
-                            if key not in self._in_flight and key not in self.cache]
+                    in_flight = self._in_flight
+                    rows = [k for k, (key, cached) in enumerate(
+                        zip(task.keys, self.cache.present(task.keys)))
+                        if not cached and key not in in_flight]
                     if not rows:
                         self._changed.notify_all()
                         continue
-                    keys = [task.keys[k] for k in rows]
-                    self._in_flight.update(keys)
-                    state = self._file_states.get(task.file, _UNKNOWN)
-                    ahead = self._upcoming_locked()
+                    keys = task.keys if len(rows) == len(task.keys) else \
+                        [task.keys[k] for k in rows]
+                    in_flight.update(keys)
+                    file_states = self._file_states
+                    states = {key[2]: file_states.get(key[2], _UNKNOWN) for key in keys}
+                    hinting = self._hint_tasks != 0
+                    ahead = self._upcoming_locked() if hinting else []
             if plan is not None:
                 ranked: list[_Ranked] = []
                 try:
@@ -766,8 +854,10 @@ class Loader:
                         self._changed.notify_all()
                 continue
             try:
-                self._hint(ahead)
-                self._run(task, keys, task.blocks[rows], state)
+                if ahead:
+                    self._hint(ahead)
+                self._run(task, keys, task.blocks if len(rows) == len(task.keys)
+                          else task.blocks[rows], states, hinting)
             except Exception:  # a worker must survive anything; the blocks stay missing
                 log.exception("loader task for file %s failed", task.file)
             finally:
@@ -778,14 +868,18 @@ class Loader:
     def _upcoming_locked(self) -> list[tuple[Vec3, list[int]]]:
         """The files and blocks of the next queued tasks not hinted yet (each task is hinted
         once, files not known yet included), to ask the disk for ahead."""
-        out = []
+        out: list[tuple[Vec3, list[int]]] = []
         for _, _, task in heapq.nsmallest(LOOKAHEAD_TASKS, self._queue):
             if task.hinted or task.plan is not None:
                 continue
-            state = self._file_states.get(task.file, _UNKNOWN)
-            if state is _UNKNOWN or isinstance(state, StorageUnit):
-                task.hinted = True
-                out.append((task.file, [key[3] for key in task.keys]))
+            task.hinted = True
+            by_unit: dict[Vec3, list[int]] = {}
+            for key in task.keys:
+                by_unit.setdefault(key[2], []).append(key[3])
+            for pos, indices in by_unit.items():
+                state = self._file_states.get(pos, _UNKNOWN)
+                if state is _UNKNOWN or isinstance(state, StorageUnit):
+                    out.append((pos, indices))
         return out
 
     def _hint(self, ahead: list[tuple[Vec3, list[int]]]) -> None:
@@ -818,13 +912,14 @@ class Loader:
             if isinstance(state, StorageUnit):
                 self._open_files[pos] = state
                 self._open_files.move_to_end(pos)
-                while len(self._open_files) > OPEN_FILES:
+                while len(self._open_files) > self.open_units_limit:
                     old, unit = self._open_files.popitem(last=False)
                     self._file_states.pop(old, None)
                     self.cache.release_file((self.layer, self.mag, old))
                     closing.append(unit)
             self._file_states[pos] = state
-        for unit in closing:
+        for unit in closing:  # its pages released by file, once, as it goes
+            unit.release_pages()
             self.volume.done_with(unit)
         if isinstance(state, StorageUnit) and state.table_bytes:
             self.cache.account_file(file_key, state.table_bytes)
@@ -843,77 +938,105 @@ class Loader:
             forget(pos)
         return self._resolve(pos)
 
-    def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray, state: Any) -> None:
-        if state is _UNKNOWN:
-            state = self._resolve(task.file)
-        results: list[BlockValue]
+    def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray,
+             states: dict[Vec3, Any], hinting: bool) -> None:
+        """Read and decode ``keys`` (grouped by unit), cache them, tell the listeners."""
         started = time.perf_counter()
         cpu_started = time.thread_time()
-        if isinstance(state, StorageUnit):
-            if not task.hinted:
-                task.hinted = True
-                state.will_need([key[3] for key in keys])
+        disk_started = _disk_reads()
+        owned: list[tuple[BlockKey, BlockValue]] = []
+        touched: list[StorageUnit] = []
+        decoded = read = 0
+        start = 0
+        n = len(keys)
+        while start < n:  # one run of keys per storage unit
+            pos = keys[start][2]
+            end = start + 1
+            while end < n and keys[end][2] == pos:
+                end += 1
+            run_keys = keys[start:end] if start or end < n else keys
+            start = end
+            state = states.get(pos, _UNKNOWN)
+            if state is _UNKNOWN:
+                state = self._resolve(pos)
+            if not isinstance(state, StorageUnit):
+                continue  # absent or unreadable: ``_fill`` reads its state
+            indices = [key[3] for key in run_keys]
+            if hinting and not task.hinted:
+                state.will_need(indices)
+            results: Sequence[Any]
             try:
                 try:
-                    got = state.read_chunks([key[3] for key in keys])
+                    results = state.read_chunks(indices)
                 except FileChangedError:
                     # Another program rewrote the file since it was opened: open it again and
                     # read from the new one (once; a second change is the blocks' error).
-                    state = self._reopen(task.file, state)
+                    state = self._reopen(pos, state)
                     if not isinstance(state, StorageUnit):
                         raise
-                    got = state.read_chunks([key[3] for key in keys])
-                results = [ABSENT if value is None else value for value in got]
+                    results = state.read_chunks(indices)
             except FileChangedError as exc:
-                results = [exc] * len(keys)
+                results = [exc] * len(indices)
             except OSError as exc:
                 results = [BlockDecodeError(f"read failed: {exc.strerror or exc}", state.path,
-                                            block=key[3]) for key in keys]
+                                            block=i) for i in indices]
             except ValueError as exc:  # the file was closed under us (dataset closing)
                 if self._stopping:
                     return
-                results = [BlockDecodeError(str(exc), state.path, block=key[3])
-                           for key in keys]
-            self._release_pages(state, len(keys))
-            elapsed = time.perf_counter() - started
-            cpu = time.thread_time() - cpu_started
-            decoded = 0
-            owned: list[tuple[BlockKey, BlockValue]] = []
-            for key, value in zip(keys, results):
-                if isinstance(value, np.ndarray):
+                results = [BlockDecodeError(str(exc), state.path, block=i) for i in indices]
+            read += len(run_keys)
+            touched.append(state)
+            for key, value in zip(run_keys, results):
+                if value is None:
+                    owned.append((key, ABSENT))
+                elif isinstance(value, np.ndarray):
                     value = _own(value)
                     decoded += value.nbytes
-                owned.append((key, value))
+                    owned.append((key, value))
+                else:
+                    owned.append((key, value))
+        if owned:
             self.cache.put_many(owned)
-        else:
-            elapsed = cpu = 0.0
-            decoded = 0
+        if touched:
+            self._release_pages(touched, read)
+        elapsed = time.perf_counter() - started
+        cpu = time.thread_time() - cpu_started
+        from_disk = _disk_reads() != disk_started
         with self._lock:
-            if isinstance(state, StorageUnit):
-                self._blocks_read += len(keys)
+            visible = self._visible
+            if read:
+                self._blocks_read += read
                 self._bytes_decoded += decoded
                 self._decode_seconds += elapsed
                 self._decode_cpu_seconds += cpu
-                if task.prefetch:
-                    self._prefetched_total += len(keys)
-                    self._prefetched.update(k for k in keys if k not in self._visible)
-                    self._prefetch_useful += sum(1 for k in keys if k in self._visible)
-            shown = [k for k, key in enumerate(keys) if key in self._visible]
-            listeners = list(self._listeners)
-        if shown and listeners:
-            box = self._box(blocks[shown])
+                if self._hint_tasks >= 0:
+                    if from_disk:  # cold: ask ahead for the next tasks' pages
+                        self._hint_tasks = HINT_MEMORY
+                    elif self._hint_tasks:
+                        self._hint_tasks -= 1
+            shown = [k for k, key in enumerate(keys) if key in visible]
+            if task.prefetch and read:
+                self._prefetched_total += read
+                self._prefetch_useful += len(shown)
+                if len(shown) < len(keys):
+                    seen = set(shown)
+                    self._prefetched.update(key for k, key in enumerate(keys) if k not in seen)
+            listeners = list(self._listeners) if shown else []
+        if listeners:
+            box = self._box(blocks if len(shown) == len(keys) else blocks[shown])
             for callback in listeners:
                 try:
                     callback(box)
                 except Exception:
                     log.exception("loader listener failed")
 
-    def _release_pages(self, file: StorageUnit, blocks: int) -> None:
-        """Drop the mapped pages of the files read from (they are page cache, not the
+    def _release_pages(self, units: list[StorageUnit], blocks: int) -> None:
+        """Drop the mapped pages of the units read from (they are page cache, not the
         process's memory) once every ``RELEASE_EVERY`` blocks read: a ``madvise`` over a whole
         file per batch cost ~0.1 ms of a worker's time with the GIL held."""
         with self._lock:
-            self._touched[id(file)] = file
+            for unit in units:
+                self._touched[id(unit)] = unit
             self._touched_blocks += blocks
             if self._touched_blocks < RELEASE_EVERY:
                 return

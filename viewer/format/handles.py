@@ -107,14 +107,19 @@ class _Pool:
 
     def _make_room(self, keep: int) -> None:
         # lock held: close idle descriptors until at most ``keep`` are open
-        if len(self.open) <= keep:
+        need = len(self.open) - keep
+        if need <= 0:
             return
-        for key in list(self.open):
-            if len(self.open) <= keep:
-                return
-            h = self.open[key]
+        # The least recently used idle handles, from the front (no copy of the whole pool:
+        # at the limit every new file passes here).
+        victims: list[FileHandle] = []
+        for h in self.open.values():
             if h._users == 0:
-                self._close_fd(h)
+                victims.append(h)
+                if len(victims) >= need:
+                    break
+        for h in victims:
+            self._close_fd(h)
 
     def acquire(self, h: FileHandle) -> int:
         """The descriptor of ``h``, opened again if the pool closed it; counted as in use."""

@@ -27,6 +27,7 @@ thread, concurrently (the loader's workers share them).
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -277,7 +278,15 @@ class Volume(ABC):
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``) into it, chunk by
-        chunk.  Absent chunks leave their part untouched."""
+        chunk.  Absent chunks leave their part untouched.
+
+        A read of at least ``PARALLEL_CHUNKS`` chunks is shared by the calling thread and
+        ``read_threads() - 1`` helpers: each takes the next storage unit (or the next
+        ``JOB_CHUNKS`` chunks of a large one), decodes its chunks and copies them straight
+        into ``out`` (decoding and numpy's copy release the GIL, so every core decodes).  The
+        caller never waits for a helper to start, only for the job a helper is in the middle
+        of.  A damaged chunk raises the same ``FormatError`` as a serial read would: the first
+        in unit order."""
         off = _vec3(offset, "offset")
         size = out.shape[1:]
         c = np.asarray(self.chunk_shape, dtype=np.int64)
@@ -292,12 +301,23 @@ class Volume(ABC):
         by_unit: dict[Vec3, list[int]] = {}
         for row, u in enumerate(map(tuple, units.tolist())):
             by_unit.setdefault(u, []).append(row)
+        jobs: list[tuple[Vec3, list[int]]] = []
         for u, rows in by_unit.items():
+            for start in range(0, len(rows), JOB_CHUNKS):
+                jobs.append((u, rows[start:start + JOB_CHUNKS]))
+        corner = grid * c  # each chunk's first voxel
+        s_lo = np.maximum(corner, np.asarray(off, dtype=np.int64))
+        s_hi = np.minimum(corner + c, hi)
+        src_lo, src_hi = (s_lo - corner).tolist(), (s_hi - corner).tolist()
+        dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
+        index_list = indices.tolist()
+
+        def job(u: Vec3, rows: list[int]) -> None:
             unit = self.open_unit(u)
             if unit is None:
-                continue
+                return
             try:
-                results = unit.read_chunks(indices[rows].tolist())
+                results = unit.read_chunks([index_list[r] for r in rows])
             finally:
                 self.done_with(unit)
             for row, result in zip(rows, results):
@@ -305,12 +325,11 @@ class Volume(ABC):
                     continue
                 if isinstance(result, FormatError):
                     raise result
-                g = grid[row] * c
-                s_lo = np.maximum(g, off)
-                s_hi = np.minimum(g + c, hi)
-                src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
-                dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
-                out[(slice(None), *dst)] = result[(slice(None), *src)]
+                a, b, d, e = src_lo[row], src_hi[row], dst_lo[row], dst_hi[row]
+                out[:, d[0]:e[0], d[1]:e[1], d[2]:e[2]] = \
+                    result[:, a[0]:b[0], a[1]:b[1], a[2]:b[2]]
+
+        _run_jobs(job, jobs, parallel=len(grid) >= PARALLEL_CHUNKS)
 
     def done_with(self, unit: StorageUnit) -> None:
         """Called by ``read_into`` after it read from ``unit``: a volume that does not keep
@@ -338,6 +357,84 @@ class Volume(ABC):
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self.path!r} {self.dtype.name} x{self.num_channels} "
                 f"chunks {self.chunk_shape}>")
+
+
+#: A read of at least this many chunks is decoded by several threads (``read_into``).
+PARALLEL_CHUNKS = 16
+#: Chunks of one storage unit a thread takes at a time in a parallel read.
+JOB_CHUNKS = 64
+
+_pool: Any = None
+_pool_lock = threading.Lock()
+_in_pool = threading.local()
+
+
+def read_threads() -> int:
+    """Threads a large read decodes on: one per core."""
+    return max(1, os.cpu_count() or 1)
+
+
+def _helpers() -> Any:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max(1, read_threads() - 1),
+                                       thread_name_prefix="volume-read",
+                                       initializer=_mark_helper)
+        return _pool
+
+
+def _mark_helper() -> None:
+    _in_pool.helper = True
+
+
+def _forget_pool() -> None:
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:
+    """Run ``job(*args)`` for every ``args`` in ``jobs``: on the calling thread alone, or
+    (``parallel``, more than one job, more than one core, not already on a helper) on the
+    calling thread and the helpers, each taking the next job.  The first job's exception (in
+    ``jobs`` order) is raised once no job runs any more."""
+    helpers = read_threads() - 1
+    if not parallel or len(jobs) < 2 or helpers < 1 or getattr(_in_pool, "helper", False):
+        for args in jobs:
+            job(*args)
+        return
+    taken = itertools.count()
+    errors: dict[int, BaseException] = {}
+    stop = threading.Event()
+
+    def take() -> None:
+        while not stop.is_set():
+            k = next(taken)
+            if k >= len(jobs):
+                return
+            try:
+                job(*jobs[k])
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
+                errors[k] = exc
+                stop.set()
+
+    futures = [_helpers().submit(take) for _ in range(min(helpers, len(jobs) - 1))]
+    try:
+        take()
+    finally:
+        stop.set()  # on an error (or an interrupt) the helpers stop at their next job
+        for fut in futures:
+            if not fut.cancel():
+                fut.exception()  # never return while a helper still writes into out
+    if errors:
+        raise errors[min(errors)]
 
 
 class UnitCache:
