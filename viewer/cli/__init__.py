@@ -27,7 +27,7 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--anon" in args:  # any command: unsigned requests to public buckets (remote datasets)
-        from viewer.format.remote import configure
+        from viewer.format import configure_remote as configure
 
         args = [a for a in args if a != "--anon"]
         configure(anon=True)

@@ -60,7 +60,7 @@ from viewer.format import (
     select_mag,
     summary_lines,
 )
-from viewer.format.store import is_url
+from viewer.format import is_url
 
 #: Problems printed per unit in the text output (the JSON lists all).
 SHOWN_PROBLEMS = 20

@@ -38,11 +38,19 @@ from viewer.format.errors import (
 )
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
 from viewer.format.registry import detect, format_names, open_dataset, open_volume
+from viewer.format.remote import RemoteStats
+from viewer.format.remote import configure as configure_remote
+from viewer.format.remote import stats as remote_stats
+from viewer.format.store import is_url
 from viewer.format.volume import ChunkTable, StorageUnit, Volume, VolumeInfo
 from viewer.format.webknossos.properties import PROPERTIES_FILE
 from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
 
 __all__ = [
+    "is_url",
+    "remote_stats",
+    "RemoteStats",
+    "configure_remote",
     "write_synthetic_dataset",
     "DEMO_MAGS",
     "PROPERTIES_FILE",

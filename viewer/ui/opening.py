@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, Signal
 
 from viewer.core import extent
 from viewer.ui import settings
-from viewer.format.store import is_url
+from viewer.format import is_url
 
 RECENT_MAX = 10
 

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QWidget
 
 from viewer.format import registry
 from viewer.format.dataset import Dataset
-from viewer.format.store import is_url
+from viewer.format import is_url
 
 STATUS_INTERVAL_MS = 500
 MIB = 1 << 20
@@ -83,8 +83,10 @@ def _last_url(window: Any) -> str:
 class QtRemoteStatus(QLabel):
     """The network counters in the status bar (hidden until something remote is read)."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, window: Any = None) -> None:
         super().__init__(parent)
+        #: The window whose dataset decides whether the section shows (None: always).
+        self.window = window
         self.setObjectName("remoteStatus")
         self.timer = QTimer(self)
         self.timer.setInterval(STATUS_INTERVAL_MS)
@@ -94,11 +96,12 @@ class QtRemoteStatus(QLabel):
 
     @Slot()
     def refresh(self) -> None:
-        from viewer.format.remote.store import stats
+        from viewer.format import remote_stats
 
-        s = stats()
-        self.setVisible(s.stores > 0)
-        if not s.stores:
+        s = remote_stats()
+        shown = s.stores > 0 and (self.window is None or self._reads_remote())
+        self.setVisible(shown)
+        if not shown:
             return
         text = (f"net {s.in_flight} in flight" + (f" (+{s.queued} queued)" if s.queued else "")
                 + f" \u00b7 {s.bytes_fetched / MIB:.1f} MB \u00b7 {s.bytes_per_s / MIB:.1f} MB/s")
@@ -118,9 +121,17 @@ class QtRemoteStatus(QLabel):
         ]))
 
 
+    def _reads_remote(self) -> bool:
+        """Whether the window shows a dataset read over the network (A, or compare's B)."""
+        paths = [getattr(self.window, "dataset_path", None)]
+        compare = getattr(self.window, "compare", None)
+        paths.append(getattr(compare, "path_b", None))
+        return any(isinstance(p, str) and is_url(p) for p in paths)
+
+
 def install(window: Any) -> QtRemoteStatus:
     """Add the network section to ``window``'s status bar."""
-    status = QtRemoteStatus()
+    status = QtRemoteStatus(window=window)
     window.statusBar().addPermanentWidget(status)
     window.remote_status = status
     return status

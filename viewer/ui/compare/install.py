@@ -33,6 +33,7 @@ difference A&minus;B, mismatch mask</td></tr>
 def install_compare(window: Any, path_b: str | None = None) -> QtCompareController:
     """Create the compare controller and its dock, add the menus; open ``path_b`` as B."""
     controller = QtCompareController(window)
+    window.compare = controller  # what the window compares with (the status bar asks it)
     panel = QtComparePanel(controller)
     dock = dock_beside_contrast(window, "Compare", "compareDock", panel)
     dock.hide()
