@@ -140,3 +140,39 @@ def test_without_dask_the_scheduler_option_says_how_to_get_it(monkeypatch, tmp_p
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = info.main([str(root), "--scheduler", "local:2"])
     assert code == 2 and "pip install 'wkw-viewer[dask]'" in err.getvalue()
+
+
+def run_compare(*args: str) -> tuple[int, Any]:
+    from viewer.cli import compare
+
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = compare.main([*args, "--json"])
+    return code, json.loads(out.getvalue())
+
+
+def _comparable(doc: Any) -> Any:
+    doc = dict(doc)
+    doc.pop("elapsed_s", None)
+    doc.pop("elapsed", None)
+    return doc
+
+
+def test_compare_on_the_cluster_equals_the_local_run(tmp_path: Path) -> None:
+    a = damaged_dataset(tmp_path / "a")
+    b = tmp_path / "b"
+    import shutil
+
+    shutil.copytree(tmp_path / "a", b)
+    with wkw.Dataset.open(str(b)) as ds:
+        box = ds.read((0, 0, 0), (16, 16, 16))
+        box[0, 3, 4, 5] += 7
+        ds.write((0, 0, 0), box)
+        os.remove(ds.file_path(0, 3, 0))  # a file only A has
+    code, local = run_compare(str(a), str(b))
+    assert code == 1 and local["mismatching_blocks"]
+    rcode, remote = run_compare(str(a), str(b), "--scheduler", "local:2")
+    assert rcode == code
+    assert _comparable(remote) == _comparable(local)

@@ -21,7 +21,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from viewer.core.compare import CompareJob, Summary
 from viewer.core.compare.datasets import (
@@ -30,7 +30,9 @@ from viewer.core.compare.datasets import (
     is_collection,
     open_input,
 )
+from viewer.core.cluster import SchedulerError
 from viewer.core.compare.model import Box
+from viewer.core.compare.sides import VolumeSpec
 from viewer.format import Dataset, FormatError, mag_name, parse_mag
 
 #: Mismatching blocks listed in the human-readable report (all of them go to --json).
@@ -82,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mag", type=_parse_mag, default=None, metavar="X-Y-Z",
                    help="datasets of mags: compare only this mag (2-2-1, or 2 for 2-2-2)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="compare on a Dask cluster: tcp://HOST:PORT of its scheduler, or "
+                        "local:N for N worker processes on this machine (the same report as "
+                        "the local run)")
     p.add_argument("--workers", type=int, default=2, help=argparse.SUPPRESS)
     return p
 
@@ -181,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if is_collection(ds_a) or is_collection(ds_b):
             job = DatasetCompareJob(ds_a, ds_b, layer=args.layer, mag=args.mag, box=args.box,
                                     tolerance=args.tolerance, workers=args.workers,
-                                    on_progress=progress)
+                                    on_progress=progress, scheduler=args.scheduler)
             job.summary.a, job.summary.b = args.a, args.b
         elif args.layer is not None or args.mag is not None:
             return _fail("--layer and --mag need a dataset of several layers or mags "
@@ -191,8 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 vol_a, vol_b = (ds.layers[0].mags[0].volume for ds in opened)
             except (FormatError, OSError) as exc:
                 return _fail(f"cannot read: {exc}")
-            job = CompareJob(vol_a, vol_b, box=args.box, tolerance=args.tolerance,
-                             workers=args.workers, on_progress=progress)
+            sides: tuple[Any, Any] = (vol_a, vol_b)
+            if args.scheduler is not None:  # the workers open the volumes by path
+                sides = (VolumeSpec(args.a), VolumeSpec(args.b))
+            job = CompareJob(*sides, box=args.box, tolerance=args.tolerance,
+                             workers=args.workers, on_progress=progress,
+                             scheduler=args.scheduler)
             job.summary.a, job.summary.b = args.a, args.b
         try:
             summary = job.run()
@@ -208,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             job.cancel()
             sys.stderr.write("\nwkw-viewer compare: interrupted\n")
             return 2
+        except SchedulerError as exc:
+            if progress is not None:
+                progress.finish()
+            return _fail(str(exc))
     finally:
         for ds in opened:
             ds.close()

@@ -36,6 +36,7 @@ from viewer.core.compare.job import (
     ProgressCallback,
 )
 from viewer.core.compare.model import DIFFERENCE, INFO, Box, Finding, Summary, Vec3
+from viewer.core.compare.sides import VolumeSpec
 from viewer.format import (
     Dataset,
     FormatError,
@@ -145,9 +146,12 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
                  on_progress: ProgressCallback | None = None,
                  on_block: BlockCallback | None = None,
                  on_finding: FindingCallback | None = None,
-                 on_finished: FinishedCallback | None = None) -> None:
+                 on_finished: FinishedCallback | None = None,
+                 scheduler: str | None = None) -> None:
         if tolerance < 0:
             raise ValueError(f"tolerance must be non-negative, not {tolerance}")
+        #: ``tcp://HOST:PORT`` or ``local:N``: each pair is compared on a Dask cluster.
+        self.scheduler = scheduler
         self._a_in, self._b_in = a, b
         self.a = a.path if isinstance(a, Dataset) else os.fspath(a)
         self.b = b.path if isinstance(b, Dataset) else os.fspath(b)
@@ -193,7 +197,8 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
             for layer, mag, side_a, side_b in pairs:
                 if self.cancelled:
                     break
-                self._compare_pair(layer, mag, side_a, side_b, da.path, done_before)
+                self._compare_pair(layer, mag, side_a, side_b, da.path, done_before,
+                                   db.path)
         finally:
             for ds in own:
                 ds.close()
@@ -317,7 +322,7 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
                 {"layer": la.name, "a": ba.to_json(), "b": bb.to_json()}))
 
     def _compare_pair(self, layer: str, mag: Vec3, side_a: Mag, side_b: Mag,
-                      root_a: str, done_before: list[int]) -> None:
+                      root_a: str, done_before: list[int], root_b: str = "") -> None:
         label = f"{layer}/{mag_name(mag, False)}"
         path_a, path_b = side_a.path, side_b.path
         box = None if self.box is None else _box_at_mag(self.box, mag)
@@ -330,8 +335,13 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
                 if self.on_progress is not None:
                     self.on_progress(base_done + done, base_total + total)
 
-            job = CompareJob(side_a.volume, side_b.volume, box=box, tolerance=self.tolerance,
-                             workers=self.workers, on_progress=progress)
+            inputs: tuple[Any, Any] = (side_a.volume, side_b.volume)
+            if self.scheduler is not None:  # the workers open the pair by name
+                inputs = (VolumeSpec(root_a, side_a.layer, side_a.mag),
+                          VolumeSpec(root_b, side_b.layer, side_b.mag))
+            job = CompareJob(*inputs, box=box, tolerance=self.tolerance,
+                             workers=self.workers, on_progress=progress,
+                             scheduler=self.scheduler)
             job.summary.a, job.summary.b = path_a, path_b
             with self._lock:
                 self._current = job

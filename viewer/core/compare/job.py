@@ -26,11 +26,13 @@ a GUI must hop to its own thread (a queued signal) before touching widgets.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +52,7 @@ from viewer.core.compare.model import (
 from viewer.core.compare.sides import (
     SideInput,
     UnitChunks,
+    VolumeSpec,
     codec_signature,
     open_side,
     side_name,
@@ -58,7 +61,7 @@ from viewer.core.compare.sides import (
     units_present,
 )
 from viewer.core.compare.voxels import Slab, compare_slab
-from viewer.format import FormatError, StorageUnit, Volume
+from viewer.format import FormatError, StorageUnit, Volume, is_url
 
 #: Decoded bytes per task: large enough that the thread hop is noise next to the work.
 CHUNK_BYTES = 8 << 20
@@ -79,6 +82,54 @@ def run_pieces(pieces: list[Piece]) -> list[ChunkOutcome]:
     return [compare_chunk(plan, start, stop) for plan, start, stop, _ in pieces]
 
 
+@dataclass(frozen=True)
+class UnitsTask:
+    """A cluster task: compare A's storage units at ``positions`` with B (both named by
+    ``VolumeSpec``: the worker opens them itself)."""
+
+    a: VolumeSpec
+    b: VolumeSpec
+    positions: tuple[Vec3, ...]
+    box: Box | None
+    tolerance: float
+
+
+#: What a cluster task sends back, in plan order: ``("finding", blocks skipped, Finding)`` or
+#: ``("plan", name, A present, B absent, one_to_one, [ChunkOutcome, ...])``.
+UnitsResult = list[tuple[Any, ...]]
+
+
+def run_units(task: UnitsTask) -> UnitsResult:
+    """Compare the units of ``task`` on whoever runs it (a Dask worker): summaries only (block
+    results, findings), never voxels."""
+    a, _ = open_side(task.a, "A")
+    try:
+        b, _ = open_side(task.b, "B")
+        try:
+            out: UnitsResult = []
+            chunks_a = UnitChunks(a, task.box)
+            for item in unit_plans(a, b, list(task.positions), chunks_a, task.tolerance):
+                if isinstance(item, tuple):
+                    out.append(("finding", item[0], item[1]))
+                    continue
+                try:
+                    outcomes = [] if item.a is None and item.b_absent else \
+                        [compare_chunk(item, 0, len(item.indices))]
+                finally:
+                    if item.a is not None:
+                        a.done_with(item.a)
+                    for u in item.b_units:
+                        if u is not None:
+                            b.done_with(u)
+                out.append(("plan", item.name, item.a is not None, item.b_absent,
+                            item.one_to_one, outcomes))
+            return out
+        finally:
+            b.close()
+    finally:
+        a.close()
+
+
 class CompareJob(BackgroundRun[Summary]):
     """Compare two volumes (paths, ``VolumeSpec``s or open ``Volume``s, any formats),
     optionally within a voxel ``box`` ``((x, y, z), (w, h, d))``, counting
@@ -89,6 +140,7 @@ class CompareJob(BackgroundRun[Summary]):
     def __init__(self, a: SideInput, b: SideInput, box: Box | None = None,
                  tolerance: float = 0.0, workers: int = 2,
                  on_progress: ProgressCallback | None = None,
+                 scheduler: str | None = None,
                  on_block: BlockCallback | None = None,
                  on_finding: FindingCallback | None = None,
                  on_finished: FinishedCallback | None = None) -> None:
@@ -104,6 +156,9 @@ class CompareJob(BackgroundRun[Summary]):
         self.on_block = on_block
         self.on_finding = on_finding
         self.on_finished = on_finished
+        #: ``tcp://HOST:PORT`` or ``local:N``: the units are compared on a Dask cluster.
+        self.scheduler = scheduler
+        self._runner: Any = None
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._done = 0
@@ -118,6 +173,9 @@ class CompareJob(BackgroundRun[Summary]):
     def cancel(self) -> None:
         """Stop after the tasks already running; the summary says ``cancelled``."""
         self._cancel.set()
+        runner = self._runner
+        if runner is not None:
+            runner.cancel()
 
     @property
     def cancelled(self) -> bool:
@@ -146,6 +204,8 @@ class CompareJob(BackgroundRun[Summary]):
             if self.summary.comparable:
                 if self._by_voxels:
                     self._compare_voxels(vol_a, vol_b, positions)
+                elif self.scheduler is not None:
+                    self._compare_on_cluster(positions)
                 else:
                     self._compare(vol_a, vol_b, positions)
                 data_mismatches = [r for r in self.summary.mismatching_blocks if r.error is None]
@@ -331,6 +391,50 @@ class CompareJob(BackgroundRun[Summary]):
                     release(plan)
                 open_plans.clear()
 
+    def _compare_on_cluster(self, positions: list[Vec3]) -> None:
+        """``_compare`` on a Dask cluster: tasks of a few of A's units (``run_units``), their
+        results taken in unit order, so the summary is the local run's."""
+        from viewer.core.cluster import UNITS_PER_TASK, ClusterRunner, SchedulerError, chunked
+
+        specs = []
+        for side in (self._a_in, self._b_in):
+            if isinstance(side, Volume):
+                raise SchedulerError("a cluster compares volumes named by path, not open ones")
+            specs.append(side if isinstance(side, VolumeSpec) else VolumeSpec(os.fspath(side)))
+        spec_a, spec_b = (VolumeSpec(os.path.abspath(s.path) if not is_url(s.path) else s.path,
+                                     s.layer, s.mag) for s in specs)
+        tasks = [UnitsTask(spec_a, spec_b, tuple(part), self.box, self.tolerance)
+                 for part in chunked(positions, UNITS_PER_TASK)]
+        done: dict[int, UnitsResult] = {}
+        next_task = 0
+        with ClusterRunner(self.scheduler) as runner:  # type: ignore[arg-type]
+            self._runner = runner
+            try:
+                runner.check_paths([spec_a.path, spec_b.path])
+                for k, result in runner.map(run_units, tasks, key="compare"):
+                    done[k] = result
+                    while next_task in done:
+                        self._take_units(done.pop(next_task))
+                        next_task += 1
+                    if self.cancelled:
+                        break
+            finally:
+                self._runner = None
+
+    def _take_units(self, result: UnitsResult) -> None:
+        for item in result:
+            if item[0] == "finding":
+                self._add_finding(item[2])
+                self._advance(item[1])
+                continue
+            _, name, a_present, b_absent, one_to_one, outcomes = item
+            differs = False
+            for outcome in outcomes:
+                self._take(outcome)
+                differs = differs or outcome.any_difference
+            if one_to_one and outcomes and (not a_present or b_absent):
+                self._missing_plan(name, a_present, differs)
+
     # -- voxel against voxel --------------------------------------------------------------------
     def _slabs(self, a: Volume, positions: list[Vec3]) -> Iterator[Slab]:
         """Slabs of A's chunks (one chunk layer in z, as many rows in y as fit a task)
@@ -390,16 +494,19 @@ class CompareJob(BackgroundRun[Summary]):
             self.on_progress(done, total)
 
     def _missing_file(self, plan: UnitPlan, differs: bool) -> None:
-        present, absent = ("A", "B") if plan.a is not None else ("B", "A")
+        self._missing_plan(plan.name, plan.a is not None, differs)
+
+    def _missing_plan(self, name: str, a_present: bool, differs: bool) -> None:
+        present, absent = ("A", "B") if a_present else ("B", "A")
         where = "" if self.box is None else " inside the box"
         if differs:
-            message = (f"{plan.name} is absent from {absent} (reads as zeros) but {present}'s "
+            message = (f"{name} is absent from {absent} (reads as zeros) but {present}'s "
                        f"file is not all zeros{where}")
         else:
-            message = (f"{plan.name} is absent from {absent} (reads as zeros); {present}'s file "
+            message = (f"{name} is absent from {absent} (reads as zeros); {present}'s file "
                        f"is all zeros{where}, so the voxels agree")
         self._add_finding(Finding("file_missing", DIFFERENCE if differs else INFO, message,
-                                  {"file": plan.name, "missing_in": absent,
+                                  {"file": name, "missing_in": absent,
                                    "present_all_zeros": not differs}))
 
 
