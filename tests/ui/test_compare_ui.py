@@ -394,3 +394,29 @@ def test_scale_bar_stays_in_the_picture_modes(qtbot, window, tmp_path, mode):
     row = [image.pixelColor(int(13 + pixels * f), y) for f in (0.2, 0.5, 0.8)]
     assert all(min(p.red(), p.green(), p.blue()) >= 230 for p in row), \
         [(p.red(), p.green(), p.blue()) for p in row]
+
+
+def test_b_shares_the_windows_block_cache(qtbot, tmp_path):
+    """B's blocks go into A's block cache: one budget for both, not a second cache."""
+    from viewer.ui.compare.install import install_compare
+    from viewer.ui.loading import install_background_loading
+    from viewer.ui.main_window import QtMainWindow
+
+    data = (np.arange(32 * 32 * 32, dtype=np.uint32).reshape(32, 32, 32) % 251).astype(np.uint8)
+    a = write_dataset(tmp_path / "a", data)
+    b = write_dataset(tmp_path / "b", data)
+    window = QtMainWindow()
+    qtbot.addWidget(window)
+    install_background_loading(window, 64 << 20)
+    compare = install_compare(window)
+    window.show()
+    assert window.open_path(a, pos=(5, 5, 5), zoom=4)
+    assert compare.open_b(b, start=False)
+    qtbot.waitUntil(lambda: window.planes_complete() and compare.planes_complete(),
+                    timeout=30000)
+    assert compare.source_b.cache is window.source.cache
+    layers = {key[0] for key in window.source.cache.keys()}
+    assert any(isinstance(k, tuple) and k[0] == "compare B" for k in layers)
+    assert any(not isinstance(k, tuple) for k in layers)  # A's blocks, in the same cache
+    compare.close_b()
+    assert not any(isinstance(key[0], tuple) for key in window.source.cache.keys())

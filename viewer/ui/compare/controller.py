@@ -2,7 +2,8 @@
 
 ``QtCompareController`` holds dataset B next to the window's dataset A.  B is any dataset the
 format registry opens (``open_b_dataset``: the one place B is opened; its mag is the volume
-compared with the window's) and is read through a background ``Loader`` of its own (same
+compared with the window's) and is read through a background ``Loader`` of its own on the
+window's block cache (one budget for A and B, B's blocks keyed apart; the same
 ``PlaneRequest``s as A's views, so it shows the same cursor, zoom and region: both follow the
 one ``ViewerState``).  The modes:
 
@@ -217,9 +218,11 @@ class QtCompareController(ComparisonRunMixin, QObject):
         self.data_path_b = mag.path
         self.path_b = path
         self._extent_b = extent.ExtentScan(dataset, lambda _bounds, _done: None).start()
-        # B's cache gets the budget of A's (a Loader) when there is one.
-        budget = getattr(getattr(self.window.source, "cache", None), "budget_bytes", None)
-        self.source_b = Loader(dataset, workers=2, budget_bytes=budget, close_dataset=False)
+        # B's blocks go into A's block cache (one budget for both: B does not double the
+        # memory), keyed apart from A's layers; a window reading synchronously has no cache.
+        shared = getattr(self.window.source, "cache", None)
+        self.source_b = Loader(dataset, layer=("compare B", mag.layer), mag=mag.mag, workers=2,
+                               cache=shared, close_dataset=False)
         bridge = QtLoadingBridge(self.source_b, self)
         bridge.data_arrived.connect(self._on_b_arrived)
         self._loading_bridge = bridge
