@@ -532,6 +532,68 @@ register(Target("webknossos-properties", _wk_make, "datasource-properties.json",
                 _json_mutate, _wk_read))
 
 
+# -- the other formats (issues 13-15): samples written by their own tools -----------------------
+def _tensorstore_make(driver: str) -> Callable[[Path], None]:
+    """A 24 x 20 x 16 uint16 array written by tensorstore: N5 (gzip, 8^3 blocks, 1/0/0 is a
+    chunk file) or zarr3 (16^3 shards of 8^3 chunks, zstd, crc32c on the index)."""
+
+    def make(folder: Path) -> None:
+        import tensorstore as ts
+
+        rng = np.random.default_rng(11)
+        data = rng.integers(0, 3000, (24, 20, 16)).astype(np.uint16)
+        kv = {"driver": "file", "path": str(folder)}
+        if driver == "n5":
+            meta: dict[str, Any] = {"dimensions": list(data.shape), "blockSize": [8, 8, 8],
+                                    "dataType": "uint16", "compression": {"type": "gzip"}}
+        else:
+            meta = {"shape": list(data.shape[::-1]), "data_type": "uint16",
+                    "chunk_grid": {"name": "regular",
+                                   "configuration": {"chunk_shape": [16, 16, 16]}},
+                    "codecs": [{"name": "sharding_indexed", "configuration": {
+                        "chunk_shape": [8, 8, 8],
+                        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                   {"name": "zstd", "configuration": {"level": 3}}],
+                        "index_codecs": [{"name": "bytes",
+                                          "configuration": {"endian": "little"}},
+                                         {"name": "crc32c"}]}}],
+                    "dimension_names": ["z", "y", "x"]}
+            data = np.ascontiguousarray(data.transpose(2, 1, 0))
+        arr = ts.open({"driver": driver, "kvstore": kv, "metadata": meta,
+                       "create": True}).result()
+        arr.write(data).result()
+
+    return make
+
+
+def _zfpc_make(folder: Path) -> None:
+    """A 16 x 12 x 6 x 2 float32 field, correlated in x and y (12 streams), lossless."""
+    import zfpc
+
+    rng = np.random.default_rng(12)
+    data = rng.standard_normal((16, 12, 6, 2)).astype(np.float32)
+    (folder / "field.zfpc").write_bytes(
+        bytes(zfpc.compress(data, correlated_dims=[True, True, False, False])))
+
+
+def _file_volume_read(name: str) -> Callable[[Path], Any]:
+    def read(folder: Path) -> Any:
+        return _volume_read(folder / name)
+
+    return read
+
+
+register(Target("n5-chunk", _tensorstore_make("n5"), "1/0/0", mutate_bytes, _volume_read))
+register(Target("n5-attributes", _tensorstore_make("n5"), "attributes.json", _json_mutate,
+                _volume_read))
+register(Target("zarr3-shard", _tensorstore_make("zarr3"), "c/0/0/0", mutate_bytes,
+                _volume_read))
+register(Target("zarr3-metadata", _tensorstore_make("zarr3"), "zarr.json", _json_mutate,
+                _volume_read))
+register(Target("zfpc-file", _zfpc_make, "field.zfpc", mutate_bytes,
+                _file_volume_read("field.zfpc")))
+
+
 def _selftest_make(folder: Path) -> None:
     (folder / "victim").write_bytes(b"fine")
 
