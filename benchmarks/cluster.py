@@ -1,11 +1,12 @@
 """Exhaustive jobs on a Dask cluster against the local run (issue 17).
 
-Two EM-like 1024^3 uint8 WKW LZ4 datasets of 128^3-voxel files (512 files each; B is A with a
-few voxels changed in one file), built once into ``benchmarks/.cache``.  Timed, interleaved,
+Two EM-like 1024^3 uint8 WKW datasets of 128^3-voxel files (512 files each), built once into
+``benchmarks/.cache``: A in LZ4, B its LZ4HC re-encoding with a few voxels changed in one file
+(a conversion to check: every block is decoded on both sides).  Timed, interleaved,
 ``--rounds`` times each:
 
 - ``info --json`` (the full validation: every block decoded) and ``compare --json``, locally
-  (one thread, as the command runs without ``--scheduler``);
+  on one thread (``--threads 1``, ``--workers 1``);
 - the same with ``--scheduler tcp://...`` of a ``LocalCluster`` of 1 and of 2 single-threaded
   worker processes, started before the timing (its start-up is not the job's cost).
 
@@ -39,11 +40,12 @@ SHAPE = (1024, 1024, 1024)
 def datasets() -> tuple[Path, Path]:
     a = em_dataset("cluster-a-1024", SHAPE, block_type=wkw.BLOCK_TYPE_LZ4, file_len=4,
                    block_len=32)
-    b = CACHE / "cluster-b-1024"
+    b = CACHE / "cluster-b-1024-lz4hc"
     if not (b / ".complete").exists():
         if b.exists():
             shutil.rmtree(b)
-        shutil.copytree(a, b)
+        with wkw.Dataset.open(str(a)) as src:
+            src.compress(str(b)).close()
         with wkw.Dataset.open(str(b)) as ds:
             box = ds.read((384, 512, 640), (128, 128, 128))
             box[0, 10, 20, 30] ^= 0xFF
@@ -84,10 +86,14 @@ def main() -> int:
                 for n in (1, 2)}
     times: dict[str, list[float]] = {}
     jobs = {"info": [str(a)], "compare": [str(a), str(b)]}
+    single = {"info": ["--threads", "1"], "compare": ["--workers", "1"]}
     try:
+        for job, paths in jobs.items():  # warm-up: the workers import the program once
+            for cluster in clusters.values():
+                run(job, [*paths, "--scheduler", cluster.scheduler_address])
         for _ in range(args.rounds):
             for job, paths in jobs.items():
-                times.setdefault(f"{job}_local", []).append(run(job, paths))
+                times.setdefault(f"{job}_local", []).append(run(job, [*paths, *single[job]]))
                 for n, cluster in clusters.items():
                     times.setdefault(f"{job}_{n}", []).append(
                         run(job, [*paths, "--scheduler", cluster.scheduler_address]))

@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core import inspect
-from viewer.core.cluster import UNITS_PER_TASK, ClusterRunner, SchedulerError, chunked
+from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
 from viewer.core.parallel import ordered_map
 from viewer.format import (
     ChecksumError,
@@ -275,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="check headers and chunk indexes only; do not decode every chunk")
     parser.add_argument("--chunks", action="store_true",
                         help="with --json: list every chunk present (chunk_list)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads checking units here with --json (default: one per core)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the validation on a Dask cluster: tcp://HOST:PORT of its "
                              "scheduler, or local:N for N worker processes on this machine "
@@ -425,15 +427,16 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
         # is checked.
         yield from ordered_map(
             lambda position: check_unit(volume, position, facts, not args.quick, args.chunks),
-            volume.iter_units(), threads=None if args.json else 1)
+            volume.iter_units(), threads=(args.threads or None) if args.json else 1)
         return
     positions = list(volume.iter_units())
-    shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks)
-              for part in chunked(positions, UNITS_PER_TASK)]
     done: dict[int, list[UnitReport]] = {}
     next_share = 0
     with ClusterRunner(args.scheduler) as runner:
         runner.check_paths([path])
+        per_task = units_per_task(len(positions), runner.workers)
+        shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks)
+                  for part in chunked(positions, per_task)]
         for k, reports in runner.map(check_share, shares, key="info"):
             done[k] = reports
             while next_share in done:

@@ -24,6 +24,9 @@ from typing import Any
 #: Storage units per task (a few files or shards: seconds of work, not milliseconds, so the
 #: scheduler's cost per task (~1 ms) stays small).
 UNITS_PER_TASK = 4
+#: Tasks per worker a job is split into (enough to balance uneven units and to let a worker
+#: that died have its tasks spread over the others).
+TASKS_PER_WORKER = 6
 #: What ``--scheduler`` says when Dask is not installed.
 INSTALL_HINT = "--scheduler needs the dask extra: pip install 'wkw-viewer[dask]'"
 
@@ -205,6 +208,13 @@ class ClusterRunner:
             cluster.close()
 
 
+def units_per_task(units: int, workers: int) -> int:
+    """How many storage units a task gets: about ``TASKS_PER_WORKER`` tasks per worker (each
+    long enough that the scheduler's cost per task and the worker opening the volume again
+    are small next to it), never fewer than ``UNITS_PER_TASK``."""
+    return max(UNITS_PER_TASK, -(-units // max(1, workers * TASKS_PER_WORKER)))
+
+
 def chunked(items: Sequence[Any], per_task: int) -> list[list[Any]]:
     """``items`` in lists of ``per_task`` (the last may be shorter): a task's share."""
     step = max(1, int(per_task))
@@ -212,4 +222,4 @@ def chunked(items: Sequence[Any], per_task: int) -> list[list[Any]]:
 
 
 __all__ = ["ClusterRunner", "SchedulerError", "SchedulerSpec", "parse_scheduler",
-           "dask_available", "chunked", "INSTALL_HINT", "UNITS_PER_TASK"]
+           "dask_available", "chunked", "INSTALL_HINT", "UNITS_PER_TASK", "units_per_task"]

@@ -394,7 +394,7 @@ class CompareJob(BackgroundRun[Summary]):
     def _compare_on_cluster(self, positions: list[Vec3]) -> None:
         """``_compare`` on a Dask cluster: tasks of a few of A's units (``run_units``), their
         results taken in unit order, so the summary is the local run's."""
-        from viewer.core.cluster import UNITS_PER_TASK, ClusterRunner, SchedulerError, chunked
+        from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
 
         specs = []
         for side in (self._a_in, self._b_in):
@@ -403,14 +403,15 @@ class CompareJob(BackgroundRun[Summary]):
             specs.append(side if isinstance(side, VolumeSpec) else VolumeSpec(os.fspath(side)))
         spec_a, spec_b = (VolumeSpec(os.path.abspath(s.path) if not is_url(s.path) else s.path,
                                      s.layer, s.mag) for s in specs)
-        tasks = [UnitsTask(spec_a, spec_b, tuple(part), self.box, self.tolerance)
-                 for part in chunked(positions, UNITS_PER_TASK)]
         done: dict[int, UnitsResult] = {}
         next_task = 0
         with ClusterRunner(self.scheduler) as runner:  # type: ignore[arg-type]
             self._runner = runner
             try:
                 runner.check_paths([spec_a.path, spec_b.path])
+                per_task = units_per_task(len(positions), runner.workers)
+                tasks = [UnitsTask(spec_a, spec_b, tuple(part), self.box, self.tolerance)
+                         for part in chunked(positions, per_task)]
                 for k, result in runner.map(run_units, tasks, key="compare"):
                     done[k] = result
                     while next_task in done:
