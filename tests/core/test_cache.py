@@ -158,6 +158,10 @@ def test_put_many_keeps_the_budget_and_evicts_like_put(batches: list[list[tuple[
         items = [(key(n), block(n, size * BLOCK // 2)) for n, size in batch]
         fits = sum(v.nbytes for _, v in dict(items).items()) <= many.budget_bytes
         same = same and len(dict(items)) == len(items)
+        # A key already cached with another size: put evicts for the old and new value both
+        # while put_many counts only the difference (it may keep a block put had to drop).
+        same = same and all(many.peek(k) is None or many.peek(k).nbytes == v.nbytes
+                            for k, v in items)
         many.put_many(items)
         for k, v in items:
             one.put(k, v.copy())
