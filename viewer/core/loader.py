@@ -64,7 +64,14 @@ from viewer.core import prefetch
 from viewer.core.cache import BlockCache, BlockKey, BlockValue, CacheStats
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
 from viewer.core.cache import ABSENT
-from viewer.format import BlockDecodeError, DatasetLayoutError, FormatError, StorageUnit, Volume
+from viewer.format import (
+    BlockDecodeError,
+    DatasetLayoutError,
+    FormatError,
+    StorageUnit,
+    Volume,
+    is_url,
+)
 from viewer.format.errors import FileChangedError
 
 log = logging.getLogger(__name__)
@@ -306,6 +313,11 @@ class Loader:
         #: Tasks left that give read-ahead hints (see ``HINT_MEMORY``); where the system
         #: cannot say whether reads went to the disk, always (-1).
         self._hint_tasks = 0 if _RUSAGE_THREAD is not None else -1
+        #: A volume read over a network: every read waits on it (the thread's disk counters
+        #: do not see it), so read-ahead always pays.
+        self._latency_bound = is_url(str(dataset.path))
+        if self._latency_bound:
+            self._hint_tasks = -1
 
         # GUI-thread state.
         self._planes: OrderedDict[PlaneRequest, _PlaneEntry] = OrderedDict()
