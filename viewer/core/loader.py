@@ -1,5 +1,8 @@
 """The background loader: a ``PlaneSource`` that never waits for the disk.
 
+(Over 600 lines, long because plane assembly, scheduling and chunk I/O still share this
+class; splitting it along those seams is issue 19's item 4.)
+
 Views say which planes are on screen (``set_wanted``) and ask for them (``plane``); the loader
 answers at once from its ``BlockCache`` (what is not there yet is ``Status.PENDING``) and has its
 worker threads read the rest, calling every listener with the box of data that arrived.

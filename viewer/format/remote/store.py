@@ -1,5 +1,8 @@
 """``RemoteStore``: a ``Store`` over HTTP(S), S3 (and S3-compatible endpoints) and GCS.
 
+(Over 600 lines, long because the request pool, range merging and the cache front live here
+together; the pool is the seam to split along.)
+
 Requests go through ``obstore`` (Rust's ``object_store``: connection pooling, retries with
 exponential back-off of timeouts, 5xx answers and dropped connections, request timeouts, S3
 signing with the usual AWS environment variables, ``AWS_ENDPOINT_URL``).  On top of it:

@@ -1,5 +1,8 @@
 """The compare side of the window: dataset B, the compare modes, the background comparison.
 
+(Over 600 lines, long because the compare mode is still methods spread over one controller;
+issue 19 makes it objects of their own.)
+
 ``QtCompareController`` holds dataset B next to the window's dataset A.  B is any dataset the
 format registry opens (``open_b_dataset``: the one place B is opened; its mag is the volume
 compared with the window's) and is read through a background ``Loader`` of its own on the
