@@ -18,7 +18,6 @@ big-endian done by that copy.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,6 +39,7 @@ from viewer.format.n5.attributes import (
     read_json,
 )
 from viewer.format.n5.header import ChunkHeader
+from viewer.format.pool import decode_pool
 from viewer.format.store import Store, open_store
 from viewer.format.volume import ChunkTable, StorageUnit, StoredResult, Volume, VolumeInfo
 
@@ -47,17 +47,9 @@ Vec3 = tuple[int, int, int]
 
 #: Largest header a chunk may have (read first by the inspector).
 MAX_HEADER_BYTES = 4 + 4 * header.MAX_NDIM + 4
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
 def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)),
-                                       thread_name_prefix="n5-read")
-        return _pool
+    """The formats' shared read pool (``viewer.format.pool``)."""
+    return decode_pool()
 
 
 class N5Chunk(StorageUnit):

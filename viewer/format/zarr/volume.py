@@ -14,8 +14,6 @@ pool straight into the output (zstd and zlib release the GIL).
 from __future__ import annotations
 
 import math
-import os
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -29,6 +27,7 @@ from viewer.format.errors import (
     DatasetLayoutError,
     FormatError,
 )
+from viewer.format.pool import decode_pool
 from viewer.format.store import Store
 from viewer.format.volume import (
     ChunkTable,
@@ -52,17 +51,9 @@ MERGE_GAP = 4096
 #: Chunks decoded per task of the read pool.
 BATCH = 32
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
 def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)),
-                                       thread_name_prefix="zarr-read")
-        return _pool
+    """The formats' shared read pool (``viewer.format.pool``)."""
+    return decode_pool()
 
 
 class _UnitBase(StorageUnit):
