@@ -474,6 +474,19 @@ class UnitCache:
                 u.close()
 
 
+def units_box(units: Sequence[Sequence[int]], unit_len_vx: Sequence[int]
+              ) -> tuple[Vec3, Vec3]:
+    """``(lo, hi)`` voxels of the box the storage units at ``units`` span (an empty box at
+    the origin when there is none): the extent of a volume that does not declare one."""
+    if not len(units):
+        return (0, 0, 0), (0, 0, 0)
+    grid = np.asarray(units, dtype=np.int64)
+    side = np.asarray(unit_len_vx, dtype=np.int64)
+    lo = grid.min(axis=0) * side
+    hi = (grid.max(axis=0) + 1) * side
+    return ((int(lo[0]), int(lo[1]), int(lo[2])), (int(hi[0]), int(hi[1]), int(hi[2])))
+
+
 def _vec3(value: Sequence[int], what: str) -> Vec3:
     v = tuple(int(x) for x in value)
     if len(v) != 3:

@@ -37,7 +37,15 @@ from viewer.format.errors import (
     JumpTableError,
 )
 from viewer.format.store import Store
-from viewer.format.volume import ChunkTable, IntArray, StorageUnit, StoredResult, Volume, VolumeInfo
+from viewer.format.volume import (
+    ChunkTable,
+    IntArray,
+    StorageUnit,
+    StoredResult,
+    Volume,
+    VolumeInfo,
+    units_box,
+)
 from viewer.format.wkw import lz4block, morton
 from viewer.format.wkw.file import check_limits
 from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, Header
@@ -408,14 +416,7 @@ class StoreWkwVolume(Volume):
         return known
 
     def _files_box(self) -> tuple[Vec3, Vec3]:
-        side = self.header.file_len_vx
-        cells = list(self.iter_units())
-        if not cells:
-            return (0, 0, 0), (0, 0, 0)
-        grid = np.asarray(cells, dtype=np.int64)
-        lo = grid.min(axis=0) * side
-        hi = (grid.max(axis=0) + 1) * side
-        return ((int(lo[0]), int(lo[1]), int(lo[2])), (int(hi[0]), int(hi[1]), int(hi[2])))
+        return units_box(list(self.iter_units()), self.unit_len_vx)
 
     @property
     def origin(self) -> Vec3:

@@ -32,6 +32,7 @@ from viewer.format.volume import (
     StoredResult,
     Volume,
     VolumeInfo,
+    units_box,
 )
 
 Vec3 = tuple[int, int, int]
@@ -227,14 +228,7 @@ class WkwVolume(Volume):
             return self._bounds
 
     def _files_box(self) -> tuple[Vec3, Vec3]:
-        side = self.header.file_len_vx
-        cells = list(self.iter_units())
-        if not cells:
-            return (0, 0, 0), (0, 0, 0)
-        grid = np.asarray(cells, dtype=np.int64)
-        lo = grid.min(axis=0) * side
-        hi = (grid.max(axis=0) + 1) * side
-        return ((int(lo[0]), int(lo[1]), int(lo[2])), (int(hi[0]), int(hi[1]), int(hi[2])))
+        return units_box(list(self.iter_units()), self.unit_len_vx)
 
     @property
     def origin(self) -> Vec3:
