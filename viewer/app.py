@@ -58,7 +58,7 @@ def _has_display() -> bool:
     return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     started = time.perf_counter()
     args = parse_args(sys.argv[1:] if argv is None else argv)
     pos = None
@@ -132,7 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             _install_inspector(window)
             _settle(app, 0.5)  # the inspector reads the file under the cursor in the background
             settle(compare)  # B's planes and the whole-dataset comparison
-            return _screenshot(app, window, args.screenshot)
+            code = _screenshot(app, window, args.screenshot)
+            if exit_at_once:
+                # The PNG is written (atomically) and a screenshot run saves nothing else: end
+                # here rather than in interpreter shutdown, where a background job still inside
+                # a decoder (the inspector's scan of thousands of files) crashed one run in CI.
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+            return code
         # The inspector (and its pyqtgraph import) comes right after the first paint, so the
         # views show without waiting for it.
         from PySide6.QtCore import QTimer

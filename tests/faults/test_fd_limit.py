@@ -31,7 +31,8 @@ def _limit_files() -> None:
 
 
 def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1",
+               PYTHONFAULTHANDLER="1")  # a crash prints where it happened
     return subprocess.run([sys.executable, "-m", "viewer", *args], capture_output=True,
                           text=True, timeout=timeout, env=env, preexec_fn=_limit_files)
 

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 128 + 13  # as a shell reports a process ended by SIGPIPE
     from viewer import app  # the window: imports Qt, so only when it is wanted
 
-    return int(app.main(args))
+    return int(app.main(args, exit_at_once=True))
 
 
 if __name__ == "__main__":
