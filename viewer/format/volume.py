@@ -294,9 +294,7 @@ class Volume(ABC):
         hi = np.asarray(off, dtype=np.int64) + np.asarray(size, dtype=np.int64)
         if (hi <= lo).any():
             return
-        first, last = lo // c, (hi - 1) // c
-        grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
-                                    indexing="ij"), axis=-1).reshape(-1, 3)
+        grid = chunk_grid(lo, hi, c)
         units, indices = self.locate(grid)
         by_unit: dict[Vec3, list[int]] = {}
         for row, u in enumerate(map(tuple, units.tolist())):
@@ -472,6 +470,14 @@ class UnitCache:
         for u in units:
             if u is not None:
                 u.close()
+
+
+def chunk_grid(lo: IntArray, hi: IntArray, chunk_shape: IntArray) -> IntArray:
+    """Grid positions ``(N, 3)`` of the chunks that meet the voxel box ``[lo, hi)`` (non-empty),
+    x fastest."""
+    first, last = lo // chunk_shape, (hi - 1) // chunk_shape
+    return np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
+                                indexing="ij"), axis=-1).reshape(-1, 3)
 
 
 def units_box(units: Sequence[Sequence[int]], unit_len_vx: Sequence[int]

@@ -37,6 +37,7 @@ from viewer.format.volume import (
     UnitCache,
     Volume,
     VolumeInfo,
+    chunk_grid,
 )
 from viewer.format.zarr.axes import AxisMap
 from viewer.format.zarr.codecs import CodecFailure
@@ -423,9 +424,7 @@ class ZarrVolume(Volume):
         hi = np.minimum(off + size, np.asarray(self._shape, dtype=np.int64))
         if (hi <= lo).any():
             return
-        first, last = lo // c, (hi - 1) // c
-        grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
-                                    indexing="ij"), axis=-1).reshape(-1, 3)
+        grid = chunk_grid(lo, hi, c)
         units, indices = self.locate(grid)
         flat_u = np.ravel_multi_index(tuple((units - units.min(axis=0)).T),
                                       tuple(units.max(axis=0) - units.min(axis=0) + 1))

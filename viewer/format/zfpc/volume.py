@@ -33,6 +33,7 @@ from viewer.format.volume import (
     Vec3,
     Volume,
     VolumeInfo,
+    chunk_grid,
 )
 from viewer.format.zfpc import container
 from viewer.format.zfpc.container import DIM_NAMES, HEADER_SIZE, Header
@@ -345,9 +346,7 @@ class ZfpcVolume(Volume):
         hi = np.minimum(off + size, np.asarray(self.shape, dtype=np.int64))
         if (hi <= lo).any():
             return
-        first, last = lo // c, (hi - 1) // c
-        grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
-                                    indexing="ij"), axis=-1).reshape(-1, 3)
+        grid = chunk_grid(lo, hi, c)
         _, indices = self.locate(grid)
         fd = -1
         if isinstance(self.store, LocalStore):
