@@ -253,7 +253,7 @@ def loader_only_jumps(root: Path, cache_mb: int, quick: bool) -> list[float]:
     def planes(pos: tuple[int, int, int]) -> list[PlaneRequest]:
         def span(c: int, n: int) -> tuple[int, int]:
             return max(0, c - 224) // 64 * 64, min(n, (c + 224 + 63) // 64 * 64)
-        (x0, x1), (y0, y1), (z0, z1) = (span(c, n) for c, n in zip(pos, SHAPE))
+        (x0, x1), (y0, y1), (z0, z1) = (span(c, n) for c, n in zip(pos, SHAPE, strict=True))
         x, y, z = pos
         return [PlaneRequest(XY, z, (x0, y0), (x1, y1)), PlaneRequest(XZ, y, (x0, z0), (x1, z1)),
                 PlaneRequest(YZ, x, (y0, z0), (y1, z1))]

@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from benchmarks.datasets import CACHE, em_dataset
 from viewer.format import wkw
 

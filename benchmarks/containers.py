@@ -46,7 +46,7 @@ def _field(shape: tuple[int, int, int], origin: tuple[int, int, int] = (0, 0, 0)
     rng = np.random.default_rng(seed + origin[0] * 7 + origin[1] * 131 + origin[2] * 1031)
     x, y, z = (np.arange(o, o + n, dtype=np.float32)[idx]
                for o, n, idx in zip(origin, shape, [np.s_[:, None, None], np.s_[None, :, None],
-                                                    np.s_[None, None, :]]))
+                                                    np.s_[None, None, :]], strict=True))
     f = (np.sin(x / 17.0) * np.cos(y / 23.0) + 0.5 * np.sin(z / 11.0 + x / 40.0)
          + 0.1 * np.cos((x + y + z) / 5.0))
     return (f + rng.normal(0, 0.01, size=shape)).astype(np.float32)
@@ -169,7 +169,7 @@ def bench_vds(rounds: int) -> dict[str, float]:
             grid = np.asarray([(i, j, z // c[2]) for j in range(n // c[1])
                                for i in range(n // c[0])], dtype=np.int64)
             _, idx = vol.locate(grid)
-            for (i, j, _), chunk in zip(grid, unit.read_chunks(idx.tolist())):
+            for (i, j, _), chunk in zip(grid, unit.read_chunks(idx.tolist()), strict=True):
                 assert isinstance(chunk, np.ndarray)
                 out[i * c[0]:(i + 1) * c[0], j * c[1]:(j + 1) * c[1]] = chunk[0, :, :, z % c[2]]
             return out

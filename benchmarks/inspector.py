@@ -166,7 +166,7 @@ def measure_show(app: object, root: Path, views: list[object]) -> tuple[float, f
     panel.resize(900, 700)
     panel.file_shown.connect(lambda _p: flags.__setitem__("file", True))
     panel.overlays_updated.connect(lambda: flags.__setitem__("overlays", True))
-    mounted = [(vb, item) for axis, vb in zip((2, 1, 0), views)
+    mounted = [(vb, item) for axis, vb in zip((2, 1, 0), views, strict=True)
                for item in panel.overlay_items(axis)]
     for vb, item in mounted:
         vb.addItem(item)  # type: ignore[attr-defined]

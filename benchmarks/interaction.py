@@ -93,7 +93,7 @@ def cursor_to_repaint(moves: int) -> dict[str, float]:
         app.processEvents()
         times.append((time.perf_counter() - t0) * 1000)
         after = [v.paint_count for v in window.views.values()]
-        if any(a <= b for a, b in zip(after, before)):
+        if any(a <= b for a, b in zip(after, before, strict=True)):
             raise RuntimeError("a view was not repainted")
         incomplete += sum(1 for v in window.views.values() if not v.plane.complete)
     sizes = [f"{v.width()}x{v.height()}" for v in window.views.values()]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from urllib.parse import urlsplit
 
@@ -81,10 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("upstream")
     p.add_argument("--delay-ms", type=float, default=20.0)
     args = p.parse_args(argv)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run(args.upstream, args.delay_ms / 1000.0))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -48,6 +48,8 @@ from typing import Any
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("WKW_VIEWER_NO_SETTINGS", "1")
 
+import contextlib
+
 import numpy as np  # noqa: E402
 
 from benchmarks.datasets import CACHE, em_dataset  # noqa: E402
@@ -115,7 +117,7 @@ def dataset(name: str) -> Path:
 
     header = wkw.Header(wkw.VOXEL_TYPES[1], block_len=BLOCK, file_len=file_len,
                         block_type=wkw.BLOCK_TYPE_LZ4)
-    ds = wkw.Dataset.create(str(root), header)
+    wkw.Dataset.create(str(root), header)
     grid = [s // (BLOCK * file_len) + (s % (BLOCK * file_len) > 0) for s in shape]
     nb = [s // BLOCK for s in shape]
     idx = np.arange(file_len ** 3, dtype=np.int64)
@@ -130,7 +132,7 @@ def dataset(name: str) -> Path:
             os.makedirs(folder, exist_ok=True)
             for fx in range(grid[0]):
                 blocks = []
-                for a, b, c in zip(lx, ly, lz):
+                for a, b, c in zip(lx, ly, lz, strict=True):
                     g = (fx * file_len + a, fy * file_len + b, fz * file_len + c)
                     inside = g[0] < nb[0] and g[1] < nb[1] and g[2] < nb[2]
                     blocks.append(block(*g) if inside else empty)
@@ -227,10 +229,8 @@ class Session:
         for t in self.source().threads:
             if t.ident is None or not t.is_alive():
                 continue
-            try:
+            with contextlib.suppress(OSError):
                 total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
-            except OSError:
-                pass
         return total
 
     def jump(self, pos: tuple[int, int, int]) -> dict[str, float]:
@@ -383,7 +383,7 @@ def run(rounds: int, jumps: int) -> dict[str, Any]:
             out.append(statistics.median(a) / statistics.median(b))
         return out
 
-    ext_ratios = [a / b for a, b in zip(extent_ms["f64"], extent_ms["one"])]
+    ext_ratios = [a / b for a, b in zip(extent_ms["f64"], extent_ms["one"], strict=True)]
     return {
         "far_jump_ratio_1000_files": round(med["f64"] / med["one"], 3),
         "far_jump_ratio_100000_files": round(med["f32"] / med["one"], 3),

@@ -80,7 +80,7 @@ def theirs(path: Path, op: str, k: int) -> Any:
 
     off, shape = _box(op, k)
     t = ts.open({"driver": "n5", "kvstore": {"driver": "file", "path": str(path)}}).result()
-    sl = tuple(slice(o, o + s) for o, s in zip(off, shape))
+    sl = tuple(slice(o, o + s) for o, s in zip(off, shape, strict=True))
     return t[sl].read().result()
 
 

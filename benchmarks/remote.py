@@ -124,7 +124,7 @@ def plane_boxes(pos: tuple[int, int, int]) -> list[tuple[int, int, tuple[int, in
     """(axis, index, lo, hi) of the three 448 x 448 planes around ``pos`` (browse's)."""
     def span(c: int, n: int) -> tuple[int, int]:
         return max(0, c - 224) // 64 * 64, min(n, (c + 224 + 63) // 64 * 64)
-    (x0, x1), (y0, y1), (z0, z1) = (span(c, n) for c, n in zip(pos, SHAPE))
+    (x0, x1), (y0, y1), (z0, z1) = (span(c, n) for c, n in zip(pos, SHAPE, strict=True))
     x, y, z = pos
     return [(2, z, (x0, y0), (x1, y1)), (1, y, (x0, z0), (x1, z1)), (0, x, (y0, z0), (y1, z1))]
 

@@ -128,7 +128,7 @@ def run(steps: int, cache_mb: int, seed: int) -> dict[str, Any]:
     weights = [w for w, _ in actions]
     calls = [a for _, a in actions]
     rss_warm = threads_warm = float("nan")
-    rss_start, threads_start = rss_mb(), threads()
+    rss_start, _threads_start = rss_mb(), threads()
     peak = rss_start
     series: list[float] = []
     began = time.perf_counter()

@@ -124,7 +124,7 @@ def write_toy(path: str | os.PathLike[str], data: npt.NDArray[Any],
     with open(os.path.join(path, META), "w") as fh:
         json.dump({"toy": 1, "shape": shape, "chunk_shape": cs, "dtype": data.dtype.name,
                    "channels": c, "fill_value": fill_value}, fh)
-    grid = [-(-s // k) for s, k in zip(shape, cs)]
+    grid = [-(-s // k) for s, k in zip(shape, cs, strict=True)]
     for i in range(grid[0]):
         for j in range(grid[1]):
             for k in range(grid[2]):

@@ -30,8 +30,8 @@ class VolumeContract:
         assert len(v.chunk_shape) == 3 and min(v.chunk_shape) >= 1
         assert len(v.unit_shape) == 3 and min(v.unit_shape) >= 1
         lo, hi = v.bounds
-        assert tuple(h - lo_ for lo_, h in zip(lo, hi)) == tuple(v.shape)
-        assert all(h <= s for h, s in zip(hi, contract_truth.shape[1:]))
+        assert tuple(h - lo_ for lo_, h in zip(lo, hi, strict=True)) == tuple(v.shape)
+        assert all(h <= s for h, s in zip(hi, contract_truth.shape[1:], strict=True))
         info = v.info()
         assert info.format == v.format
 
@@ -46,25 +46,25 @@ class VolumeContract:
         v = contract_volume
         full = contract_truth.shape[1:]
         rng = np.random.default_rng(7)
-        edges = [max(1, c * u) for c, u in zip(v.chunk_shape, v.unit_shape)]
+        edges = [max(1, c * u) for c, u in zip(v.chunk_shape, v.unit_shape, strict=True)]
         for _ in range(12):
             lo = [int(rng.integers(0, max(1, f - 1))) for f in full]
             size = [int(rng.integers(1, min(f - a, 2 * e) + 1)) for a, f, e in zip(lo, full,
-                                                                                  edges)]
+                                                                                  edges, strict=True)]
             got = v.read(lo, size)
             want = contract_truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1],
                                   lo[2]:lo[2] + size[2]]
             np.testing.assert_array_equal(got, want)
         # Straddling the first chunk corner on every axis at once.
         c = v.chunk_shape
-        lo = [max(0, min(k - 1, f - 2)) for k, f in zip(c, full)]
+        lo = [max(0, min(k - 1, f - 2)) for k, f in zip(c, full, strict=True)]
         got = v.read(lo, (2, 2, 2))
         np.testing.assert_array_equal(got, contract_truth[:, lo[0]:lo[0] + 2, lo[1]:lo[1] + 2,
                                                           lo[2]:lo[2] + 2])
 
     def test_outside_reads_fill(self, contract_volume: Volume, contract_truth: Any) -> None:
         v = contract_volume
-        far = [s + 5 * c for s, c in zip(contract_truth.shape[1:], v.chunk_shape)]
+        far = [s + 5 * c for s, c in zip(contract_truth.shape[1:], v.chunk_shape, strict=True)]
         got = v.read(far, (3, 3, 3))
         assert (got == v.fill_value).all()
 
@@ -84,7 +84,7 @@ class VolumeContract:
             local = v.chunk_local(np.asarray(indices, dtype=np.int64))
             assert (v.chunk_index(local) == np.asarray(indices)).all()
             results = su.read_chunks(indices)
-            for idx, loc, result in zip(indices, local, results):
+            for _idx, loc, result in zip(indices, local, results, strict=True):
                 if result is None:
                     continue
                 assert not isinstance(result, FormatError), result
@@ -107,7 +107,7 @@ class VolumeContract:
         [result] = unit.read_chunks([int(indices[0])])
         assert isinstance(result, FormatError)
         assert result.path
-        lo = [int(c) * k for c, k in zip(chunk, v.chunk_shape)]
+        lo = [int(c) * k for c, k in zip(chunk, v.chunk_shape, strict=True)]
         with pytest.raises(FormatError):
             v.read(lo, v.chunk_shape)
 
@@ -120,7 +120,7 @@ class VolumeContract:
             try:
                 for _ in range(10):
                     lo = [int(rng.integers(0, f)) for f in full]
-                    size = [int(rng.integers(1, f - a + 1)) for a, f in zip(lo, full)]
+                    size = [int(rng.integers(1, f - a + 1)) for a, f in zip(lo, full, strict=True)]
                     got = contract_volume.read(lo, size)
                     want = contract_truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1],
                                           lo[2]:lo[2] + size[2]]

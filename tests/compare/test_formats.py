@@ -260,5 +260,5 @@ def test_wkw_against_its_n5_conversion(tmp_path, data, block):
         ("z0/y0/x1.wkw", int(wkw.morton.encode(0, 0, 2)), (32, 0, 16), 1, 7)]
     s = compare(c, a)  # named by N5's chunk files the other way round
     assert [(r.file, r.position) for r in s.mismatching_blocks] == [
-        ("/".join(str(v // b) for v, b in zip(CHANGED, block)),
-         tuple(v // b * b for v, b in zip(CHANGED, block)))]
+        ("/".join(str(v // b) for v, b in zip(CHANGED, block, strict=True)),
+         tuple(v // b * b for v, b in zip(CHANGED, block, strict=True)))]

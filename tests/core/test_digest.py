@@ -101,7 +101,7 @@ def test_the_digest_is_of_the_documented_bytes() -> None:
         shape = (70, 64, 3)
 
         def read(self, offset, shape):  # type: ignore[no-untyped-def]
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             return data[(slice(None), *sl)].astype(">u2")
 
     found = digest.compute(Toy(), workers=1)

@@ -165,7 +165,7 @@ def test_arrivals_are_reported_in_mag1_voxels_and_planes_are_reused(dataset) -> 
         source.set_wanted(PLANES[:1], 0, (21, 33, 9), voxels_per_px=[(4, 4, 2)])
         assert source.wait_idle(30)
         assert boxes
-        for (ox, oy, oz), (sx, sy, sz) in boxes:
+        for (ox, oy, oz), (sx, _sy, sz) in boxes:
             # a 4-4-2 block is 8 voxels of the mag: 32 x 32 x 16 mag-1 voxels
             assert (ox % 32, oy % 32, oz % 16) == (0, 0, 0) and sx % 32 == 0 and sz % 16 == 0
         first = source.plane(PLANES[0], "em")

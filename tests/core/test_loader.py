@@ -10,8 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loading_fixtures import (BLOCK_LEN, SHAPE, CountingDataset, volume, write_project,
-                              write_reference)
+from loading_fixtures import (
+    BLOCK_LEN,
+    SHAPE,
+    CountingDataset,
+    volume,
+    write_project,
+    write_reference,
+)
 
 from viewer.core.loader import Loader
 from viewer.core.slicing import XY, XZ, YZ, PlaneRequest, Status, read_plane
@@ -101,7 +107,7 @@ def test_plane_never_waits_and_late_blocks_fill_it_without_a_second_request(
         ds.log.gate.set()
         assert loader.wait_idle(WAIT)
         assert arrived and all(name.startswith("wkw-loader") for name, _ in arrived)
-        for _, ((ox, oy, oz), (sx, sy, sz)) in arrived:
+        for _, ((_ox, _oy, oz), (_sx, _sy, sz)) in arrived:
             assert oz <= 40 < oz + sz  # every announced box touches the plane
         later = loader.plane(req)
         assert later.complete

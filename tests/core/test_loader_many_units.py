@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from loading_fixtures import CountingDataset
 from toyformat import ToyVolume, write_toy
+
 from viewer.core import loader as loader_mod
 from viewer.core.loader import Loader, open_units_limit
 from viewer.core.slicing import PlaneRequest
@@ -98,7 +98,7 @@ def test_units_are_opened_once_and_reused(toy: tuple[str, np.ndarray]) -> None:
     vol = _Opens(ToyVolume(path))
     ld = Loader(vol, workers=2, prefetch_enabled=False)
     try:
-        for rnd in range(3):  # the same screens again, block cache emptied each time
+        for _rnd in range(3):  # the same screens again, block cache emptied each time
             for z in (3, 17, 33):
                 ld.cache.clear()
                 ld.set_wanted(_planes(z), 0, (30, 20, z))

@@ -123,10 +123,9 @@ def main() -> int:
                 report["views_area"] = [area.width(), area.height()]
                 QTest.keyClick(xy, Qt.Key.Key_M)
                 phase[0] = "back"
-        elif phase[0] == "back":
-            if xy.width() < report["xy_maximised"][0]:
-                report["xy_back"] = [xy.width(), xy.height()]
-                finish()
+        elif phase[0] == "back" and xy.width() < report["xy_maximised"][0]:
+            report["xy_back"] = [xy.width(), xy.height()]
+            finish()
 
     timer = QTimer()
     timer.setInterval(20)

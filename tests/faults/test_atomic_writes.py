@@ -79,7 +79,7 @@ def test_killed_library_writes_leave_the_old_or_the_new_file(tmp_path: Path,
 
 def _modes(root: Path) -> tuple[set[int], set[int]]:
     files, folders = set(), set()
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         folders.add(stat.S_IMODE(os.stat(dirpath).st_mode))
         for name in filenames:
             files.add(stat.S_IMODE(os.stat(os.path.join(dirpath, name)).st_mode))

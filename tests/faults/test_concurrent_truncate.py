@@ -136,7 +136,7 @@ def test_reads_survive_a_concurrent_truncate_and_rewrite(tmp_path: Path,
     signals = [r.returncode for r in readers if r.returncode < 0]
     assert not signals, f"readers killed by signals {signals}"
     totals = {"reads": 0, "named_errors": 0, "blocks_ok": 0, "mixed": 0}
-    for r, (out, err) in zip(readers, outcomes):
+    for r, (out, err) in zip(readers, outcomes, strict=True):
         assert r.returncode == 0, err  # no untyped exception either
         for key, n in json.loads(out).items():
             totals[key] += n

@@ -60,9 +60,8 @@ def test_raw_data_offset_past_2_63_is_a_header_error(tmp_path: Path) -> None:
         for read in (lambda f: f.read((0, 0, 0), (32, 32, 32)),
                      lambda f: f.read((0, 0, 0), (8, 8, 8)),
                      lambda f: f.read_blocks([0, 1]), lambda f: f.block_ranges()):
-            with pytest.raises(FormatError) as info:
-                with wkw.File.open(path) as f:
-                    read(f)
+            with pytest.raises(FormatError) as info, wkw.File.open(path) as f:
+                read(f)
             assert str(path) in str(info.value)
         with pytest.raises(FormatError):
             wkw.Dataset.open(tmp_path).read((0, 0, 0), (32, 32, 32))

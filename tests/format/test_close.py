@@ -74,7 +74,7 @@ def test_reads_across_rounds_of_open_and_close_equal_the_reference(
             with wkw_ref.Dataset.open(str(root)) as ref:
                 expected = ref.read(offset, shape)
             assert np.array_equal(ours, expected), (version, offset, shape)
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert np.array_equal(ours[0], data[sl])
     boxread.wait_for_helper()
 

@@ -84,7 +84,7 @@ def _boxes(side: int) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]
 
 def _model_read(model: np.ndarray, offset: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
     out = np.zeros((model.shape[0], *shape), dtype=model.dtype)
-    hi = [min(o + s, m) for o, s, m in zip(offset, shape, model.shape[1:])]
+    hi = [min(o + s, m) for o, s, m in zip(offset, shape, model.shape[1:], strict=True)]
     part = model[:, offset[0]:hi[0], offset[1]:hi[1], offset[2]:hi[2]]
     out[:, :part.shape[1], :part.shape[2], :part.shape[3]] = part
     return out

@@ -152,7 +152,7 @@ def rebuild_with_block(path: str, index: int, payload: bytes) -> None:
         starts, ends = f.block_ranges()
         with open(path, "rb") as fh:
             data = fh.read()
-    blocks = [data[int(s):int(e)] for s, e in zip(starts, ends)]
+    blocks = [data[int(s):int(e)] for s, e in zip(starts, ends, strict=True)]
     blocks[index] = payload
     writer.write_atomically(path, b"".join(bytes(b) for b in
                                            writer.assemble_compressed(header, blocks)))
@@ -568,8 +568,7 @@ def test_write_into_file_of_other_geometry_refused(tmp_path: Path, block_type: i
     other = wkw.Header(np.uint8, block_len=4, file_len=4, block_type=block_type)
     writer.write_file(path, other, _volume())
     before = open(path, "rb").read()
-    with wkw.Dataset.open(tmp_path) as ds:
-        with pytest.raises(DatasetLayoutError) as info:
-            ds.write((1, 2, 3), np.ones((4, 4, 4), dtype=np.uint8))
+    with wkw.Dataset.open(tmp_path) as ds, pytest.raises(DatasetLayoutError) as info:
+        ds.write((1, 2, 3), np.ones((4, 4, 4), dtype=np.uint8))
     assert path in str(info.value) and "block_len 8 vs 4" in str(info.value)
     assert open(path, "rb").read() == before

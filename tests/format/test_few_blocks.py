@@ -45,8 +45,8 @@ def test_few_blocks_equal_the_vectorised_path(tmp_path: Path, block_type: int,
     few = results()
     monkeypatch.setattr(file_module, "FEW_BLOCKS", 0)
     many = results()
-    for a_list, b_list in zip(few, many):
-        for a, b in zip(a_list, b_list):
+    for a_list, b_list in zip(few, many, strict=True):
+        for a, b in zip(a_list, b_list, strict=True):
             if isinstance(b, FormatError):
                 assert type(a) is type(b) and str(a) == str(b)
             else:

@@ -43,7 +43,7 @@ def test_info_json_valid_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code, doc = _run_json(capsys, str(tmp_path))
     assert code == 0
     assert doc["kind"] == "dataset" and doc["valid"] is True and doc["problems"] == []
-    assert HEADER_KEYS <= set(doc["header"])
+    assert set(doc["header"]) >= HEADER_KEYS
     h = doc["header"]
     assert (h["version"], h["block_len"], h["file_len"], h["block_type"]) == (1, 8, 2, 3)
     assert (h["voxel_type"], h["num_channels"], h["voxel_size"]) == ("uint16", 3, 6)
@@ -59,7 +59,7 @@ def test_info_json_valid_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert doc["chunks"]["stored_bytes"] == {"min": min(every), "median": float(np.median(every)),
                                              "max": max(every), "total": sum(every)}
     for f in doc["files"]:
-        assert FILE_KEYS <= set(f)
+        assert set(f) >= FILE_KEYS
         assert f["block_type"] == 3 and f["problems"] == []
         assert f["file_size"] == os.path.getsize(f["path"])
         with wkw.File.open(f["path"]) as wf:
@@ -161,7 +161,7 @@ def test_info_chunk_list_in_grid_order(tmp_path: Path, capsys: pytest.CaptureFix
         unit = c["unit"]
         with wkw.File.open(tmp_path / "z0" / "y0" / f"x{unit[0]}.wkw") as wf:
             assert c["stored_bytes"] == int(wf.block_sizes()[c["index"]])
-            local = [g - 2 * u for g, u in zip(c["grid"], unit)]
+            local = [g - 2 * u for g, u in zip(c["grid"], unit, strict=True)]
             assert c["index"] == int(wkw.morton.encode(*local))
     sizes = [c["stored_bytes"] for c in doc["chunk_list"]]
     assert doc["chunks"]["stored_bytes"]["total"] == sum(sizes)

@@ -70,7 +70,7 @@ def _check_all_boxes(root: Path, data: np.ndarray) -> None:
         for offset, shape in _boxes():
             got = ours.read(offset, shape)
             want = ref.read(offset, shape)
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert got.dtype == want.dtype
             assert np.array_equal(got, want), f"box {offset} {shape} differs from reference"
             assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
@@ -108,7 +108,7 @@ def test_aligned_raw_batches_match_the_reference(written: tuple[Path, np.ndarray
         for offset, shape in boxes:
             got = ours.read(offset, shape)
             assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
 
 
@@ -135,7 +135,7 @@ def test_raw_thin_slabs_read_by_pread_match_the_reference(
         for offset, shape in boxes:
             got = ours.read(offset, shape)
             assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape))
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
     assert bool(calls) == raw  # raw files really took this path, compressed ones never
 
@@ -218,7 +218,7 @@ def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.nda
     root, data = written
     with wkw.File.open(root / "z0" / "y1" / "x0.wkw") as f:
         blocks = f.read_blocks([0, 5, 63])
-    for got, (bx, by, bz) in zip(blocks, [(0, 0, 0), (1, 0, 1), (3, 3, 3)]):
+    for got, (bx, by, bz) in zip(blocks, [(0, 0, 0), (1, 0, 1), (3, 3, 3)], strict=True):
         assert isinstance(got, np.ndarray)
         root_buf = got
         while isinstance(root_buf.base, np.ndarray):

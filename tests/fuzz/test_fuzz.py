@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import fuzzlib
+import pytest
 
 COUNT = 200
 SEED = 21

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from inspector_data import (
     BLOCK_LEN,
     FILE_LEN,
@@ -17,6 +16,7 @@ from inspector_data import (
     damage_jump_table,
     parse_independently,
 )
+
 from viewer.core import inspect
 from viewer.format import HeaderError, open_volume, wkw
 from viewer.format.wkw import lz4block

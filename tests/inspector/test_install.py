@@ -59,4 +59,4 @@ def test_install_links_cursor_both_ways_and_draws_the_map(window, qtbot,
 
     random_px = colour(BLOCK_LEN * 1.5, BLOCK_LEN * 0.5)
     zero_px = colour(BLOCK_LEN * 2.5, BLOCK_LEN * 0.5)
-    assert sum(abs(a - b) for a, b in zip(random_px, zero_px)) > 100, (random_px, zero_px)
+    assert sum(abs(a - b) for a, b in zip(random_px, zero_px, strict=True)) > 100, (random_px, zero_px)

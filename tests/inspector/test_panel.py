@@ -142,7 +142,7 @@ def test_compression_overlay_colours_incompressible_and_zero_blocks_apart(panel,
     random_px = pixel_at(widget, vb, image, b + b / 2, b / 2)  # block (1, 0): random bytes
     zero_px = pixel_at(widget, vb, image, b / 2, b / 2)  # block (0, 0): zeros
     other_zero = pixel_at(widget, vb, image, 2 * b + b / 2, b + b / 2)  # block (2, 1): zeros
-    distance = sum(abs(a - c) for a, c in zip(random_px.getRgb()[:3], zero_px.getRgb()[:3]))
+    distance = sum(abs(a - c) for a, c in zip(random_px.getRgb()[:3], zero_px.getRgb()[:3], strict=True))
     assert distance > 150, (random_px.getRgb(), zero_px.getRgb())
     assert zero_px.getRgb() == other_zero.getRgb()
     # The toggle hides the map.

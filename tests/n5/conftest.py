@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from n5_writers import java_missing, source, write_java
 
 #: Compressions written by the Java program: (name, parameter as N5 Java takes it).

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from n5_writers import source, write_tensorstore
+
 from viewer.format import (
     ChunkDecodeError,
     FormatError,

@@ -3,6 +3,7 @@ the dataset attributes, and per chunk file its stored bytes (the file's size).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from n5_writers import chunk_files, source, write_tensorstore
+
 from viewer.format import open_dataset, open_volume
 
 pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
@@ -61,10 +62,8 @@ def test_info_cli_json(dataset: Path) -> None:
     r = subprocess.run([str(exe), "info", str(dataset), "--json"], capture_output=True,
                        text=True, timeout=120)
     doc: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(json.JSONDecodeError):
         doc = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        pass
     if "format" not in doc:
         reason = f"`info` does not read other formats yet (exit {r.returncode}: {r.stderr[-200:]})"
         print(f"SKIP {reason}")

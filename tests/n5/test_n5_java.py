@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import DTYPES, JAVA_BLOCK, JAVA_COMPRESSIONS
 from n5_writers import chunk_files, lz4java_frames
+
 from viewer.format import ChecksumError, ChunkDecodeError, FormatError, open_dataset, open_volume
 from viewer.format.n5 import lz4java
 
@@ -52,7 +52,7 @@ def test_java_sparse_chunks_are_absent(java_n5: dict[str, Any]) -> None:
     path, arr = java_n5["gzip-6"]
     v = open_volume(path)
     files = chunk_files(path)
-    grid = [-(-s // b) for s, b in zip(arr.shape, JAVA_BLOCK)]
+    grid = [-(-s // b) for s, b in zip(arr.shape, JAVA_BLOCK, strict=True)]
     everything = {(i, j, k) for i in range(grid[0]) for j in range(grid[1])
                   for k in range(grid[2])}
     absent = everything - set(files)
@@ -60,7 +60,7 @@ def test_java_sparse_chunks_are_absent(java_n5: dict[str, Any]) -> None:
     assert set(v.iter_units()) == set(files)
     for unit in absent:
         assert v.open_unit(unit) is None
-        lo = [u * b for u, b in zip(unit, JAVA_BLOCK)]
+        lo = [u * b for u, b in zip(unit, JAVA_BLOCK, strict=True)]
         assert not v.read(lo, JAVA_BLOCK).any()
 
 
@@ -112,7 +112,7 @@ def test_lz4_inspector_facts_match_the_files(java_n5: dict[str, Any], name: str)
         assert facts["file_bytes"] == size
         assert facts["mode"] == "default" and mode == 0 and ndim == 3
         assert facts["stored_block_size"] == list(dims)
-        clipped = [min(b, s - u * b) for u, b, s in zip(unit, block, arr.shape)]
+        clipped = [min(b, s - u * b) for u, b, s in zip(unit, block, arr.shape, strict=True)]
         assert list(dims) == clipped
         assert facts["edge"] == ("full" if clipped == list(block) else "truncated")
         assert facts["payload_bytes"] == size - 16

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from n5_writers import source, write_tensorstore
+
 from viewer.format import open_dataset, open_volume
 from viewer.format.registry import detect, format_names
 
@@ -40,7 +40,7 @@ def _pyramid(group: Path, factors: list[tuple[int, int, int]], seed: int = 0,
 
 def _check_mags(layer: Any, factors: list[tuple[int, int, int]], arrays: list[Any]) -> None:
     assert [m.mag for m in layer.mags] == factors
-    for mag, arr in zip(layer.mags, arrays):
+    for mag, arr in zip(layer.mags, arrays, strict=True):
         np.testing.assert_array_equal(mag.read((0, 0, 0), arr.shape)[0], arr)
 
 
@@ -153,7 +153,7 @@ def test_webknossos_dataset_with_n5_layer(tmp_path: Path) -> None:
     assert ds.format == "webknossos"
     layer = ds.layer("color")
     assert layer.data_format == "n5"
-    for mag, arr in zip(layer.mags, arrays):
+    for mag, arr in zip(layer.mags, arrays, strict=True):
         v = mag.volume
         assert v.format == "n5"
         np.testing.assert_array_equal(v.read((0, 0, 0), arr.shape)[0], arr)

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from n5_writers import chunk_files, source, write_tensorstore, write_z5py
 from volume_contract import VolumeContract
+
 from viewer.format import open_volume
 from viewer.format.n5 import codecs
 

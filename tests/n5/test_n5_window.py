@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from n5_writers import write_tensorstore
 
 pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")

@@ -91,7 +91,7 @@ def test_only_range_reads_and_one_for_header_and_jump_table(
     assert len(http.log) == 1 and http.log[0][2] is not None
     start, end = int(table.offsets[0]), int(table.offsets[3] + table.nbytes[3])
     assert http.log[0][2] == f"bytes={start}-{end - 1}"
-    for index, block in zip(range(4), got):
+    for index, block in zip(range(4), got, strict=True):
         x, y, z = (int(c) * 8 for c in vol.chunk_local(np.asarray([index]))[0])
         np.testing.assert_array_equal(block[0], truth[x:x + 8, y:y + 8, z:z + 8])
     assert all(rng is not None for _, _, rng in http.log)

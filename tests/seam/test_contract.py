@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from toyformat import write_toy
 from volume_contract import VolumeContract
+
 from viewer.format import open_volume, wkw
 
 

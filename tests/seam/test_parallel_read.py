@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from toyformat import ToyVolume, write_toy
 
-from viewer.format import FormatError, volume as volume_mod
+from viewer.format import FormatError
+from viewer.format import volume as volume_mod
 
 
 @pytest.fixture
@@ -49,12 +50,12 @@ def test_parallel_read_equals_serial(toy: tuple[str, np.ndarray], box: Any,
     # and both are the data (absent chunks the fill value, outside the array too)
     expected = np.full((2, *box[1]), 7, dtype=np.uint16)
     lo = [max(o, 0) for o in box[0]]
-    hi = [min(o + s, d) for o, s, d in zip(box[0], box[1], data.shape[1:])]
-    dst = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, box[0]))
-    expected[(slice(None), *dst)] = data[(slice(None), *(slice(a, b) for a, b in zip(lo, hi)))]
+    hi = [min(o + s, d) for o, s, d in zip(box[0], box[1], data.shape[1:], strict=True)]
+    dst = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, box[0], strict=True))
+    expected[(slice(None), *dst)] = data[(slice(None), *(slice(a, b) for a, b in zip(lo, hi, strict=True)))]
     for i, j, k in [(1, 1, 1), (3, 0, 2)]:
         cube = tuple(slice(max(n * 8 - o, 0), max((n + 1) * 8 - o, 0))
-                     for n, o in zip((i, j, k), box[0]))
+                     for n, o in zip((i, j, k), box[0], strict=True))
         expected[(slice(None), *cube)] = 7
     assert np.array_equal(parallel, expected)
 

@@ -11,7 +11,7 @@ from window_fixtures import write_dataset
 
 from viewer.core.slicing import XY, Plane, PlaneRequest, Status, read_plane
 from viewer.core.state import COLOR, SEGMENTATION, Contrast, LayerDisplay
-from viewer.format import Volume, open_volume, wkw
+from viewer.format import Volume, open_volume
 from viewer.ui.blend import blend, render_layer
 from viewer.ui.render import Palette, render_plane
 from viewer.ui.segments import SegmentPalette, render_segments
@@ -26,13 +26,13 @@ def plane_of(value: int, shape: tuple[int, int] = (5, 7)) -> np.ndarray:
 
 
 def over(top: tuple[int, int, int], cover: float, below: tuple[int, int, int]) -> list[float]:
-    return [t * cover + b * (1 - cover) for t, b in zip(top, below)]
+    return [t * cover + b * (1 - cover) for t, b in zip(top, below, strict=True)]
 
 
 def assert_close(px: int, expected: list[float]) -> None:
     got = channels(px)
     assert px >> 24 == 0xFF, hex(px)
-    assert all(abs(g - e) <= 1.0 for g, e in zip(got, expected)), (got, expected)
+    assert all(abs(g - e) <= 1.0 for g, e in zip(got, expected, strict=True)), (got, expected)
 
 
 def test_single_opaque_layer_at_full_opacity_comes_back_unchanged():
@@ -94,7 +94,7 @@ def test_result_is_opaque_and_inputs_untouched():
     out = blend(layers)
     assert out.dtype == np.uint32 and out.shape == (130, 70)
     assert ((out >> 24) == 0xFF).all()
-    for (p, _), b in zip(layers, before):
+    for (p, _), b in zip(layers, before, strict=True):
         np.testing.assert_array_equal(p, b)
 
 
@@ -109,7 +109,7 @@ def test_blend_of_a_plane_bigger_than_one_chunk_matches_pixel_by_pixel():
         under = over(channels(b), (b >> 24) / 255 * 0.7, (0, 0, 0))
         expected = over(channels(t), (t >> 24) / 255 * 0.4, tuple(under))  # type: ignore
         got = channels(int(out[r, c]))
-        assert all(abs(g - e) <= 2.0 for g, e in zip(got, expected)), (got, expected)
+        assert all(abs(g - e) <= 2.0 for g, e in zip(got, expected, strict=True)), (got, expected)
 
 
 def test_bad_layers_are_refused():

@@ -283,7 +283,7 @@ def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
     c.panel.screen_action.trigger()
     box = c.screen_box()
     assert box is not None and c.panel.box.text() == ", ".join(map(str, (*box[0], *box[1])))
-    assert all(o <= p < o + s for p, o, s in zip((4, 4, 4), *box))
+    assert all(o <= p < o + s for p, o, s in zip((4, 4, 4), *box, strict=True))
     c.panel.start_button.click()
     qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
     (_, shape) = box
@@ -415,8 +415,8 @@ def test_b_shares_the_windows_block_cache(qtbot, tmp_path):
     qtbot.waitUntil(lambda: window.planes_complete() and compare.planes_complete(),
                     timeout=30000)
     assert compare.source_b.cache is window.source.cache
-    layers = {key[0] for key in window.source.cache.keys()}
+    layers = {key[0] for key in list(window.source.cache.keys())}
     assert any(isinstance(k, tuple) and k[0] == "compare B" for k in layers)
     assert any(not isinstance(k, tuple) for k in layers)  # A's blocks, in the same cache
     compare.close_b()
-    assert not any(isinstance(key[0], tuple) for key in window.source.cache.keys())
+    assert not any(isinstance(key[0], tuple) for key in list(window.source.cache.keys()))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QGuiApplication, QMouseEvent, QWheelEvent
@@ -211,10 +213,8 @@ def test_status_bar_and_docks_show_their_whole_text(qtbot, wk_dataset, size):
 
     # The loader's figures change as blocks arrive, and the bar lays itself out anew each
     # time: wait for the layout to catch up, then nothing may be cut.
-    try:
+    with contextlib.suppress(Exception):
         qtbot.waitUntil(lambda: not status_bar_problems(), timeout=5000)
-    except Exception:
-        pass
     problems = status_bar_problems()
     docks = [d for d in window.findChildren(QDockWidget) if d.isVisible()]
     seen: set[int] = set()

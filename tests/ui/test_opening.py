@@ -4,8 +4,6 @@ pixels that are not data."""
 from __future__ import annotations
 
 import numpy as np
-
-from viewer.format import open_volume
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent
@@ -13,6 +11,7 @@ from window_fixtures import write_dataset
 
 from viewer.core.slicing import XY, Plane, PlaneRequest, Status
 from viewer.core.state import Contrast
+from viewer.format import open_volume
 from viewer.ui.render import FAILED_COLORS, PENDING_COLORS, Palette, render_plane
 
 
@@ -26,7 +25,7 @@ def test_window_with_the_background_loader_shows_the_data(window, tmp_path, qtbo
     install_background_loading(window, 64 << 20)
     assert window.open_path(write_dataset(tmp_path / "f32", data), pos=(7, 9, 11), zoom=6)
     qtbot.waitUntil(window.planes_complete, timeout=20000)
-    for axis, view in window.views.items():
+    for _axis, view in window.views.items():
         assert view.value_at((7, 9, 11))[0] == 100.0
         np.testing.assert_array_equal(view.plane.status, Status.DATA)
     # auto-contrast ran once the planes were in: 1.5 .. 4.0 (the one outlier ignored)
@@ -135,7 +134,6 @@ def test_a_webknossos_dataset_opens_with_all_its_layers(window, tmp_path):
 
 def test_the_extent_is_that_of_the_files_present(window, tmp_path):
     from viewer.core.extent import scan_bounds
-    from viewer.format import wkw
 
     root = write_dataset(tmp_path / "sparse", np.ones((48, 32, 16), np.uint8))  # files 16^3
     for name in ("z0/y0/x0.wkw", "z0/y1/x0.wkw", "z0/y1/x2.wkw"):

@@ -30,7 +30,7 @@ def ramp() -> np.ndarray:
 def write_wk(root: Path, data: np.ndarray, mag: tuple[int, int, int] = (1, 1, 1),
              voxel_size: tuple[float, float, float] = VOXEL) -> Path:
     """A one-layer webKnossos dataset holding ``data`` at ``mag`` (block_len 8, file_len 4)."""
-    spec = LayerSpec("color", BoundingBox((0, 0, 0), tuple(s * m for s, m in zip(data.shape, mag))),
+    spec = LayerSpec("color", BoundingBox((0, 0, 0), tuple(s * m for s, m in zip(data.shape, mag, strict=True))),
                      mags=[mag], block_len=8, file_len=4)
     ds = create_dataset(root, [spec], voxel_size=voxel_size)
     ds.layer("color").mag(mag).write((0, 0, 0), data)
@@ -91,7 +91,7 @@ def test_each_view_draws_a_round_scale_bar(window, tmp_path, qtbot):
     assert window.open_path(write_wk(tmp_path / "wk", ramp()), pos=(32, 32, 32), zoom=3)
     qtbot.wait(10)
     shot = window.grab().toImage()
-    for axis, view in window.views.items():
+    for _axis, view in window.views.items():
         bar = view.scale_bar_shown
         assert bar is not None, view.name
         length_nm, pixels, label = bar
@@ -181,7 +181,7 @@ def test_clicks_drags_and_wheel_zoom_map_through_the_stretch(window, tmp_path, q
 def test_the_whole_anisotropic_dataset_fits_when_opened(window, tmp_path):
     assert window.open_path(write_wk(tmp_path / "wk", ramp()))
     lo, hi = window.state.bounds
-    for axis, view in window.views.items():
+    for _axis, view in window.views.items():
         x0, y0 = view.to_widget(lo[view.h_axis], lo[view.v_axis])
         x1, y1 = view.to_widget(hi[view.h_axis], hi[view.v_axis])
         assert 0 <= x0 < x1 <= view.width() and 0 <= y0 < y1 <= view.height(), view.name

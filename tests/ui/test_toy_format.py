@@ -54,8 +54,8 @@ def test_the_toy_format_browses_in_the_window(window, tmp_path: Path, qtbot) -> 
 
 
 def test_layer_and_mag_options_pick_what_the_window_shows(tmp_path: Path) -> None:
-    from viewer.format.webknossos.writer import LayerSpec, create_dataset
     from viewer.format import BoundingBox
+    from viewer.format.webknossos.writer import LayerSpec, create_dataset
 
     root = tmp_path / "wk"
     create_dataset(root, [LayerSpec("color", BoundingBox((0, 0, 0), (32, 32, 16)), "color",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QGuiApplication
-
 from window_fixtures import write_dataset
+
 from viewer.core.slicing import XY, XZ, YZ
 from viewer.core.state import SCREEN_AXES
 
@@ -163,7 +161,7 @@ def test_bright_voxel_appears_under_each_crosshair(window, tmp_path, qtbot):
     window.open_path(root, pos=cursor, zoom=6)
     qtbot.wait(10)
     shot = window.grab().toImage()
-    for axis, view in window.views.items():
+    for _axis, view in window.views.items():
         corner = view.mapTo(window, QPoint(0, 0))
         x, y = view.to_widget(cursor[view.h_axis] + 0.5, cursor[view.v_axis] + 0.5)
         centre = QPoint(corner.x() + int(x), corner.y() + int(y))

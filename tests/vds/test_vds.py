@@ -28,7 +28,7 @@ from volume_contract import VolumeContract  # noqa: E402
 from viewer.format import FormatError, open_dataset, open_volume  # noqa: E402
 from viewer.format.errors import ChunkDecodeError, HeaderError, MetadataError  # noqa: E402
 from viewer.format.registry import format_names  # noqa: E402
-from viewer.format.vds import VdsFile, VdsVolume  # noqa: E402
+from viewer.format.vds import VdsFile  # noqa: E402
 from viewer.format.vds.wavelet import NeedsOpenVDSError  # noqa: E402
 
 SHAPE_ZYX = (40, 50, 70)
@@ -182,7 +182,7 @@ def test_chunk_table_is_the_index(files: dict[str, Path]) -> None:
         unit = vol.open_unit((0, 0, 0))
         assert unit is not None
         table = unit.chunk_table()
-        got = list(zip(table.offsets.tolist(), table.nbytes.tolist()))
+        got = list(zip(table.offsets.tolist(), table.nbytes.tolist(), strict=True))
         assert got == [e if e[1] else (0, 0) for e in entries["Dimensions_012LOD0"]]
 
 
@@ -291,7 +291,7 @@ def test_damaged_brick_is_its_error(files: dict[str, Path], tmp_path: Path,
     with open_volume(files[method]) as whole:
         unit = whole.open_unit((0, 0, 0))
         assert unit is not None
-        off, n = int(unit.chunk_table().offsets[0]), int(unit.chunk_table().nbytes[0])
+        off, _n = int(unit.chunk_table().offsets[0]), int(unit.chunk_table().nbytes[0])
     if method == "None":
         struct.pack_into("<i", blob, off + 4, 31)            # descriptor: 31 samples along x
     else:

@@ -88,9 +88,9 @@ def test_coarse_mags_are_the_downsampling_of_the_finer(built: Path, layer: str,
     inside), and nothing is written outside the box."""
     ds = open_dataset(built)
     finer = _ref_read(built, layer, (1, 1, 1), SHAPE)
-    for prev, mag in zip(MAGS, MAGS[1:]):
+    for prev, mag in zip(MAGS, MAGS[1:], strict=False):
         f = (mag[0] // prev[0], mag[1] // prev[1], mag[2] // prev[2])
-        size = tuple(-(-s // m) for s, m in zip(SHAPE, mag))
+        size = tuple(-(-s // m) for s, m in zip(SHAPE, mag, strict=True))
         coarse = _ref_read(built, layer, mag, tuple(s + 8 for s in size))
         np.testing.assert_array_equal(coarse[:size[0], :size[1], :size[2]],
                                       _general_downsample(finer, f, mode),

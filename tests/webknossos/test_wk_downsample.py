@@ -24,7 +24,7 @@ def _loop_reference(data: np.ndarray, f: tuple[int, int, int], mode: str,
     """The rules written out voxel by voxel: mean rounded half up, mode with ties to the
     smallest id, stride = first valid voxel; windows with no valid voxel are 0."""
     c = data.shape[0]
-    shape = [-(-s // k) for s, k in zip(data.shape[1:], f)]
+    shape = [-(-s // k) for s, k in zip(data.shape[1:], f, strict=True)]
     out = np.zeros((c, *shape), dtype=data.dtype)
     valid = np.ones(data.shape[1:], bool) if mask is None else mask
     for x, y, z in itertools.product(*(range(s) for s in shape)):
@@ -111,15 +111,15 @@ def test_downsample_layer_on_disk(tmp_path: Path, legacy: bool) -> None:
         prev_mag, prev_box = (1, 1, 1), box
         prev = mag1
         for mag in mags[1:]:
-            f = tuple(m // p for m, p in zip(mag, prev_mag))
+            f = tuple(m // p for m, p in zip(mag, prev_mag, strict=True))
             cb = box.at_mag(mag)
             # the finer mag on the coarse window grid, with the voxels outside its box masked
-            lo = [c * k for c, k in zip(cb.top_left, f)]
-            hi_ = [c * k for c, k in zip(cb.end, f)]
-            grid = np.zeros((layer.num_channels, *[b - a for a, b in zip(lo, hi_)]), layer.dtype)
+            lo = [c * k for c, k in zip(cb.top_left, f, strict=True)]
+            hi_ = [c * k for c, k in zip(cb.end, f, strict=True)]
+            grid = np.zeros((layer.num_channels, *[b - a for a, b in zip(lo, hi_, strict=True)]), layer.dtype)
             mask = np.zeros(grid.shape[1:], bool)
-            off = [p - a for p, a in zip(prev_box.top_left, lo)]
-            sl = tuple(slice(o, o + s) for o, s in zip(off, prev_box.size))
+            off = [p - a for p, a in zip(prev_box.top_left, lo, strict=True)]
+            sl = tuple(slice(o, o + s) for o, s in zip(off, prev_box.size, strict=True))
             grid[(slice(None), *sl)] = prev
             mask[sl] = True
             expected = _loop_reference(grid, f, mode, mask)  # type: ignore[arg-type]
@@ -174,10 +174,10 @@ def test_synthetic_coarse_mags_equal_downsample_layer(tmp_path: Path, block_len:
     assert ds.problems == [] and ds.check() == []
     for layer in ds.layers:
         boxes = [layer.bounding_box_at(m) for m in mags]
-        before = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes)]
+        before = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes, strict=True)]
         downsample_layer(layer, workers=1)
-        after = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes)]
-        for m, x, y in zip(mags, before, after):
+        after = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes, strict=True)]
+        for m, x, y in zip(mags, before, after, strict=True):
             np.testing.assert_array_equal(x, y, err_msg=f"{layer.name} {m}")
         assert after[1].any()
 
@@ -188,7 +188,7 @@ def test_whole_window_shortcut_matches_the_loop(f: tuple[int, int, int], order: 
     """Whole windows and no mask take the shortcut (integer mean, sorted-run mode; k = 32
     sorts with numpy): same values as the loop, ties in the mode included."""
     rng = np.random.default_rng(sum(f))
-    shape = (3, *(k * n for k, n in zip(f, (3, 2, 2))))
+    shape = (3, *(k * n for k, n in zip(f, (3, 2, 2), strict=True)))
     for dtype, hi, mode in ((np.uint8, 256, "mean"), (np.int16, 5, "mean"),
                             (np.uint32, 3, "mode"), (np.uint64, 4, "mode")):
         data = np.asarray(rng.integers(0, hi, size=shape).astype(dtype), order=order)

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import wk4_layout as wk4
 
 from viewer.cli import info
 from viewer.format.webknossos import WkDataset, layers_json
-
-import wk4_layout as wk4
 
 MAGS = [(1, 1, 1), (2, 2, 1), (4, 4, 2)]
 

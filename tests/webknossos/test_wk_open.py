@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import wk4_layout as wk4
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +35,6 @@ from viewer.format.webknossos import (
     summary_lines,
 )
 from viewer.format.webknossos.properties import ELEMENT_CLASSES, parse_properties
-
-import wk4_layout as wk4
 
 MAGS = [(1, 1, 1), (2, 2, 1), (4, 4, 2)]
 TOP_LEFT = (4, 8, 2)

@@ -43,7 +43,7 @@ def mags_entry(layer: str, mags: list[tuple[int, int, int]], names: list[str] | 
     """The current ``mags`` key: ``{mag, path: "./layer/name", axisOrder}``."""
     names = names or [mag_folder(m) for m in mags]
     return [{"mag": list(m), "path": f"./{layer}/{n}", "cubeLength": BLOCK_LEN * FILE_LEN,
-             "axisOrder": {"x": 1, "y": 2, "z": 3, "c": 0}} for m, n in zip(mags, names)]
+             "axisOrder": {"x": 1, "y": 2, "z": 3, "c": 0}} for m, n in zip(mags, names, strict=True)]
 
 
 def resolutions_entry(mags: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
@@ -102,6 +102,6 @@ def write_mag(folder: Path, data: np.ndarray, offset: tuple[int, int, int] = (0,
 def coarse_box(top_left: tuple[int, int, int], size: tuple[int, int, int],
                mag: tuple[int, int, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The mag's voxel box covering a mag-1 box (start floored, end ceiled)."""
-    lo = tuple(t // m for t, m in zip(top_left, mag))
-    hi = tuple(-(-(t + s) // m) for t, s, m in zip(top_left, size, mag))
-    return lo, tuple(h - low for low, h in zip(lo, hi))
+    lo = tuple(t // m for t, m in zip(top_left, mag, strict=True))
+    hi = tuple(-(-(t + s) // m) for t, s, m in zip(top_left, size, mag, strict=True))
+    return lo, tuple(h - low for low, h in zip(lo, hi, strict=True))

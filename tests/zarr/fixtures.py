@@ -86,7 +86,7 @@ def write_tensorstore_zarr3(path: str | os.PathLike[str], data_cxyz: np.ndarray 
     if data_cxyz is not None:
         channels, dtype = data_cxyz.shape[0], data_cxyz.dtype
         pieces = [(tuple(offset), data_cxyz)]
-        end = [o + s for o, s in zip(offset, data_cxyz.shape[1:])]
+        end = [o + s for o, s in zip(offset, data_cxyz.shape[1:], strict=True)]
         if shape_xyz is None:
             shape_xyz = [-(-e // shard_len) * shard_len for e in end]
     assert channels is not None and shape_xyz is not None and pieces is not None
@@ -158,7 +158,7 @@ def wkw_to_zarr3(mag_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         for z in range(lo[2], hi[2], piece):
             for y in range(lo[1], hi[1], piece):
                 for x in range(lo[0], hi[0], piece):
-                    size = [min(piece, h - a) for a, h in zip((x, y, z), hi)]
+                    size = [min(piece, h - a) for a, h in zip((x, y, z), hi, strict=True)]
                     data = _read_wkw(mag_dir, (x, y, z), size)
                     if data.any():
                         yield (x, y, z), data

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from zarr_test_fixtures import sample, wk_dataset_to_zarr3, wkw_to_zarr3, write_webknossos_dataset
 
 from viewer.cli.compare import main

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from volume_contract import VolumeContract
 from zarr_test_fixtures import sample, write_tensorstore_zarr3
 

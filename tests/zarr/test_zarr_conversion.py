@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from zarr_test_fixtures import (
     sample,
     wk_dataset_to_zarr3,
@@ -89,6 +88,6 @@ def test_wkw_mag_to_zarr3(converted: tuple[Path, Path], tmp_path: Path) -> None:
     lo, hi = wkw_mag_bounds(src / "segmentation" / "1")
     assert (lo, hi) == ((0, 0, 0), (90, 70, 40))  # the layer's box, not the 1024^3 file's
     with open_volume(src / "segmentation" / "1") as a, open_volume(out) as b:
-        size = [h - lo_ for lo_, h in zip(lo, hi)]
+        size = [h - lo_ for lo_, h in zip(lo, hi, strict=True)]
         assert b.dtype == a.dtype == np.uint32
         np.testing.assert_array_equal(a.read(lo, size), b.read(lo, size))

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from zarr_test_fixtures import sample, write_tensorstore_zarr3
 
 from viewer.format import (
@@ -58,9 +57,8 @@ def test_index_cut_at_the_end_fails_its_checksum(sharded: tuple[Path, np.ndarray
     path, _ = sharded
     f = _shard(path)
     f.write_bytes(f.read_bytes()[:-7])
-    with open_volume(path) as v:
-        with pytest.raises(ChecksumError, match="crc32c"):
-            v.open_unit((0, 0, 0))
+    with open_volume(path) as v, pytest.raises(ChecksumError, match="crc32c"):
+        v.open_unit((0, 0, 0))
 
 
 def test_index_checksum_mismatch(sharded: tuple[Path, np.ndarray]) -> None:

@@ -49,7 +49,7 @@ def _check(path: Path, x: int | None, y: int | None, z: int | None,
         np.testing.assert_array_equal(got, want)
         # an unaligned box crossing chunk and shard edges, and one past the end
         lo = [max(0, s // 3 - 1) for s in want.shape[1:]]
-        size = [max(1, s - lo_ - 1) for s, lo_ in zip(want.shape[1:], lo)]
+        size = [max(1, s - lo_ - 1) for s, lo_ in zip(want.shape[1:], lo, strict=True)]
         got = v.read(lo, [sz + 4 for sz in size])
         np.testing.assert_array_equal(
             got[:, :size[0], :size[1], :size[2]],
@@ -160,7 +160,7 @@ def test_v2(tmp_path: Path, compressor: str, separator: str, order: str) -> None
         units = sorted(v.iter_units())
         unit = v.open_unit(units[0])
         assert unit is not None and unit.describe_chunk(0)["stored_bytes"] == unit.size
-        assert units and len(units) < math.prod(-(-s // c) for s, c in zip(shape, (8, 8, 16)))
+        assert units and len(units) < math.prod(-(-s // c) for s, c in zip(shape, (8, 8, 16), strict=True))
 
 
 @pytest.mark.parametrize("dtype", INT_FLOAT)

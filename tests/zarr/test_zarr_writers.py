@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from zarr_test_fixtures import (
     sample,
     strided,
@@ -94,8 +93,8 @@ def test_webknossos_layers(wk_dataset: tuple[Path, np.ndarray, np.ndarray]) -> N
         # mags 2 and 4 of the zarr layers agree with the WKW layer's, voxel for voxel
         wkw_layer = ds.layer("color_wkw")
         for name in ("color_z3", "color_z2"):
-            for m_wkw, m in zip(wkw_layer.mags[1:], ds.layer(name).mags[1:]):
-                size = [-(-s // f) for s, f in zip((70, 60, 50), m.mag)]
+            for m_wkw, m in zip(wkw_layer.mags[1:], ds.layer(name).mags[1:], strict=True):
+                size = [-(-s // f) for s, f in zip((70, 60, 50), m.mag, strict=True)]
                 got = m.read((0, 0, 0), size)
                 np.testing.assert_array_equal(got, m_wkw.read((0, 0, 0), size))
                 np.testing.assert_array_equal(got, strided(gray, m.mag[0]))

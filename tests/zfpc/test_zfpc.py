@@ -54,7 +54,7 @@ def _writer_decoded(blob: bytes, data: Any) -> Any:
     header = zfpc.ZfpcHeader.frombytes(blob)
     streams = zfpc.disassemble_container(header, blob)
     out = np.zeros(data.shape, dtype=data.dtype)
-    for slc, stream in zip(zfpc.compute_slices(header), streams):
+    for slc, stream in zip(zfpc.compute_slices(header), streams, strict=True):
         out[slc] = zfpy.decompress_numpy(bytes(stream))
     return out
 
@@ -115,14 +115,14 @@ def test_one_to_four_dimensions_every_split(tmp_path: Path, shape: tuple[int, ..
         np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape), truth)
         # a box inside, and the chunk level
         lo = [s // 3 for s in vol.shape]
-        size = [max(1, s - l - 1) for s, l in zip(vol.shape, lo)]
+        size = [max(1, s - l - 1) for s, l in zip(vol.shape, lo, strict=True)]
         np.testing.assert_array_equal(
             vol.read(lo, size),
             truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1], lo[2]:lo[2] + size[2]])
         unit = vol.open_unit((0, 0, 0))
         assert unit is not None
         n = unit.num_chunks
-        for index, chunk in zip(range(n), unit.read_chunks(list(range(n)))):
+        for index, chunk in zip(range(n), unit.read_chunks(list(range(n))), strict=True):
             assert not isinstance(chunk, FormatError) and chunk is not None
             g = vol.chunk_local(np.asarray([index]))[0] * np.asarray(vol.chunk_shape)
             c = vol.chunk_shape
@@ -256,9 +256,8 @@ def test_shortened_stream_is_truncation_not_zeros(tmp_path: Path) -> None:
     bad = bytearray(blob[:first + size // 2])
     struct.pack_into("<Q", bad, 31, size // 2)
     path.write_bytes(bytes(bad))
-    with open_volume(path) as vol:
-        with pytest.raises(ChunkDecodeError, match="truncated"):
-            vol.read((0, 0, 0), vol.shape)
+    with open_volume(path) as vol, pytest.raises(ChunkDecodeError, match="truncated"):
+        vol.read((0, 0, 0), vol.shape)
 
 
 def test_damaged_stream_header(tmp_path: Path) -> None:

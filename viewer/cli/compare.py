@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from viewer.core.cluster import SchedulerError
 from viewer.core.compare import CompareJob, Summary
 from viewer.core.compare.datasets import (
     DatasetCompareJob,
@@ -30,7 +31,6 @@ from viewer.core.compare.datasets import (
     is_collection,
     open_input,
 )
-from viewer.core.cluster import SchedulerError
 from viewer.core.compare.model import Box
 from viewer.core.compare.sides import VolumeSpec
 from viewer.format import Dataset, FormatError, mag_name, parse_mag

@@ -11,6 +11,7 @@ runs now, or else this Python with ``-m viewer``.  Exit codes: 0 done, 2 cannot 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
@@ -82,10 +83,8 @@ def _refresh_caches(home: Path) -> None:
     """Tell the desktop about the change where the tools exist (harmless when they do not)."""
     for command in (["update-desktop-database", "-q", str(home / "applications")],):
         if shutil.which(command[0]):
-            try:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
                 subprocess.run(command, capture_output=True, timeout=30, check=False)
-            except (OSError, subprocess.SubprocessError):
-                pass
 
 
 def install(home: Path | None = None, command: Sequence[str] | None = None) -> list[Path]:

@@ -54,13 +54,13 @@ from viewer.format import (
     Dataset,
     FormatError,
     Volume,
+    is_url,
     layers_json,
     open_dataset,
     open_volume,
     select_mag,
     summary_lines,
 )
-from viewer.format import is_url
 
 #: Problems printed per unit in the text output (the JSON lists all).
 SHOWN_PROBLEMS = 20
@@ -353,7 +353,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     if is_file:
         header.update(_unit_header(volume, header))
     sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
-    grid = [math.ceil(s / c) if c else 0 for s, c in zip(volume.shape, volume.chunk_shape)]
+    grid = [math.ceil(s / c) if c else 0 for s, c in zip(volume.shape, volume.chunk_shape, strict=True)]
     count = grid[0] * grid[1] * grid[2]
     chunks = {"count": count, "present": present, "stored_bytes": size_summary(sizes)}
     verdict = _verdict(problems, not args.quick, info.header.get("checksums"))

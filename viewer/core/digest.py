@@ -109,7 +109,7 @@ class DigestList:
         if not lines or not lines[0].startswith(f"# {VERSION} "):
             raise ValueError(f"not a {VERSION} list")
         words = lines[0][2 + len(VERSION):].split()
-        meta = dict(zip(words[::2], words[1::2]))
+        meta = dict(zip(words[::2], words[1::2], strict=True))
         out = cls(meta["dtype"], int(meta["channels"]), _vec(meta["shape"].split(",")),
                   _vec(meta.get("origin", "0,0,0").split(",")), int(meta["grid"]))
         for line in lines[1:]:

@@ -228,7 +228,7 @@ class LayeredSource:
         self._locks = {name: (tuple(int(v) for v in lock)  # type: ignore[misc]
                               if lock is not None else None) for name, lock in layers.items()}
         self._vpp = {}
-        for req, vpp in zip(wanted, vpps):
+        for req, vpp in zip(wanted, vpps, strict=True):
             self._vpp[req] = vpp  # type: ignore[assignment]
             self._vpp_by_axis[req.axis] = vpp  # type: ignore[assignment]
         self._wanted = wanted
@@ -291,11 +291,11 @@ class LayeredSource:
         key = (name, request)
         hit = self._composed.get(key)
         if hit is not None and hit[0] is chosen and len(hit[1]) == len(under) \
-                and all(a is b for a, b in zip(hit[1], under)) \
+                and all(a is b for a, b in zip(hit[1], under, strict=True)) \
                 and hit[2].mag_request == plan.chosen:
             self._composed.move_to_end(key)
             return hit[2]
-        composed = multires.compose((plan.chosen, chosen), list(zip(plan.placeholders, under)))
+        composed = multires.compose((plan.chosen, chosen), list(zip(plan.placeholders, under, strict=False)))
         self._composed[key] = (chosen, under, composed)
         self._composed.move_to_end(key)
         self._trim()

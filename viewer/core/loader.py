@@ -64,9 +64,8 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core import prefetch
-from viewer.core.cache import BlockCache, BlockKey, BlockValue, CacheStats
+from viewer.core.cache import ABSENT, BlockCache, BlockKey, BlockValue, CacheStats
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest, Status
-from viewer.core.cache import ABSENT
 from viewer.format import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -395,7 +394,7 @@ class Loader:
             axes = [layouts[i].request.axis for i in order]
             normal_dir = {a: d for a, d in self._normal_dir.items() if a in axes}
             pan_dir = {a: d for a, d in self._pan_dir.items() if a in axes}
-            centre = tuple(c // d for c, d in zip(cursor, self._chunk))
+            centre = tuple(c // d for c, d in zip(cursor, self._chunk, strict=True))
             signature = (visible_sig, tuple(sorted(normal_dir.items())),
                          tuple(sorted(pan_dir.items())), centre, self.cache.budget_bytes)
             plan = _Plan(order, layouts, cursor, visible_bytes, normal_dir, pan_dir)
@@ -661,7 +660,7 @@ class Loader:
                     add((2, k, rank), ("pan", axis, lay.layer, lay.u_blocks, lay.v_blocks, pan,
                                        k), lambda band=band: band)
         # 3: the neighbourhood of the cursor, then one layer either side of still views.
-        centre = tuple(c // d for c, d in zip(cursor, self._chunk))
+        centre = tuple(c // d for c, d in zip(cursor, self._chunk, strict=True))
         add((3, 0, 0), ("near", centre),
             lambda: prefetch.neighbourhood(cursor, self._chunk))
         for rank, i in enumerate(order):
@@ -677,7 +676,7 @@ class Loader:
 
     # -- the queue ----------------------------------------------------------------------------
     def _cached_among(self, keys: list[BlockKey]) -> list[BlockKey]:
-        return [key for key, hit in zip(keys, self.cache.present(keys)) if hit]
+        return [key for key, hit in zip(keys, self.cache.present(keys), strict=True) if hit]
 
     def _enqueue_locked(self, ranked: list[_Ranked]) -> None:
         """Group each ranked list of blocks by file into batches and queue what is neither
@@ -690,7 +689,7 @@ class Loader:
         for prio, _, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
             size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
             per_file: dict[Vec3, list[int]] = {}
-            for k, (key, cached) in enumerate(zip(keys, cache.present(keys))):
+            for k, (key, cached) in enumerate(zip(keys, cache.present(keys), strict=True)):
                 if cached or key in seen or key in in_flight:
                     continue
                 state = states.get(key[2], _UNKNOWN)
@@ -765,7 +764,7 @@ class Loader:
         parts: list[npt.NDArray[Any]] = []
         full = lay.full
         values = cache.get_many([entry.keys[k] for k in entry.missing])
-        for k, value in zip(entry.missing, values):
+        for k, value in zip(entry.missing, values, strict=True):
             key = entry.keys[k]
             if value is None:
                 state = states.get(key[2], _UNKNOWN)
@@ -843,7 +842,7 @@ class Loader:
                 else:
                     in_flight = self._in_flight
                     rows = [k for k, (key, cached) in enumerate(
-                        zip(task.keys, self.cache.present(task.keys)))
+                        zip(task.keys, self.cache.present(task.keys), strict=True))
                         if not cached and key not in in_flight]
                     if not rows:
                         self._changed.notify_all()
@@ -1001,7 +1000,7 @@ class Loader:
                 results = [BlockDecodeError(str(exc), state.path, block=i) for i in indices]
             read += len(run_keys)
             touched.append(state)
-            for key, value in zip(run_keys, results):
+            for key, value in zip(run_keys, results, strict=True):
                 if value is None:
                     owned.append((key, ABSENT))
                 elif isinstance(value, np.ndarray):
@@ -1081,7 +1080,7 @@ def _scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
     bu, bv = lay.bu, lay.bv
     u0 = lay.u0[rows]
     v0 = lay.v0[rows]
-    for part, a, e in zip(parts, u0.tolist(), v0.tolist()):
+    for part, a, e in zip(parts, u0.tolist(), v0.tolist(), strict=True):
         data[:, a:a + bu, e:e + bv] = part
     if (u0 % bu == 0).all() and (v0 % bv == 0).all():
         nu, nv = status.shape[0] // bu, status.shape[1] // bv
@@ -1090,7 +1089,7 @@ def _scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
                                                (tu, tu * bu, tv, tv * bv), writeable=True)
         grid[:, u0 // bu, :, v0 // bv] = Status.DATA
         return
-    for a, e in zip(u0.tolist(), v0.tolist()):
+    for a, e in zip(u0.tolist(), v0.tolist(), strict=True):
         status[a:a + bu, e:e + bv] = Status.DATA
 
 

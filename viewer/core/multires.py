@@ -95,7 +95,7 @@ def placeholder_mags(mags: Sequence[Sequence[int]], chosen: Sequence[int]) -> li
     placeholder first; the loader ranks them in this order, right after visible blocks)."""
     c = _vec(chosen)
     out = [m for m in (_vec(v) for v in mags)
-           if m != c and all(a >= b and a % b == 0 for a, b in zip(m, c))]
+           if m != c and all(a >= b and a % b == 0 for a, b in zip(m, c, strict=True))]
     return sorted(set(out), key=lambda m: (m[0] * m[1] * m[2], m))
 
 

@@ -161,7 +161,7 @@ def neighbourhood(cursor: Sequence[int], chunk: int | Sequence[int],
     """Blocks of the cube of ``radius`` around the cursor's block, nearest first (ties in
     Morton-like order: x fastest), never negative."""
     dims = chunk_dims(chunk)
-    centre = np.asarray([int(c) // d for c, d in zip(cursor, dims)], dtype=np.int64)
+    centre = np.asarray([int(c) // d for c, d in zip(cursor, dims, strict=True)], dtype=np.int64)
     r = np.arange(-radius, radius + 1, dtype=np.int64)
     gz, gy, gx = np.meshgrid(r, r, r, indexing="ij")
     offsets = np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)

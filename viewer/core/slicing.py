@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from enum import IntEnum
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -114,22 +114,22 @@ def read_plane(volume: Volume, request: PlaneRequest) -> Plane:
     status = np.zeros(shape, dtype=np.uint8)
     errors: dict[tuple[str, int], FormatError] = {}
     side = volume.unit_len_vx
-    first = [max(o, 0) // s for o, s in zip(offset, side)]
-    last = [(o + n - 1) // s for o, n, s in zip(offset, shape, side)]
+    first = [max(o, 0) // s for o, s in zip(offset, side, strict=True)]
+    last = [(o + n - 1) // s for o, n, s in zip(offset, shape, side, strict=True)]
     for fz in range(first[2], last[2] + 1):
         for fy in range(first[1], last[1] + 1):
             for fx in range(first[0], last[0] + 1):
                 origin = (fx * side[0], fy * side[1], fz * side[2])
-                lo = [max(o, g) for o, g in zip(offset, origin)]
-                hi = [min(o + n, g + s) for o, n, g, s in zip(offset, shape, origin, side)]
-                region = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, offset))
+                lo = [max(o, g) for o, g in zip(offset, origin, strict=True)]
+                hi = [min(o + n, g + s) for o, n, g, s in zip(offset, shape, origin, side, strict=True)]
+                region = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, offset, strict=True))
                 try:
                     unit = volume.open_unit((fx, fy, fz))
                     if unit is None:
                         status[region] = Status.ABSENT
                         continue
                     volume.done_with(unit)
-                    part = volume.read(lo, [b - a for a, b in zip(lo, hi)])
+                    part = volume.read(lo, [b - a for a, b in zip(lo, hi, strict=True)])
                     vol[(slice(None), *region)] = part
                 except FormatError as exc:
                     status[region] = Status.FAILED

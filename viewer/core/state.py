@@ -158,7 +158,7 @@ class ViewerState:
     # -- dataset -----------------------------------------------------------------------------
     def _middle(self) -> Vec3:
         lo, hi = self.bounds
-        return tuple((a + b - 1) // 2 for a, b in zip(lo, hi))  # type: ignore[return-value]
+        return tuple((a + b - 1) // 2 for a, b in zip(lo, hi, strict=True))  # type: ignore[return-value]
 
     def set_bounds(self, bounds: tuple[Vec3, Vec3], cursor: Sequence[int] | None = None,
                    zoom: float | None = None) -> None:
@@ -166,7 +166,7 @@ class ViewerState:
         view centred on it, and ``zoom`` if given; one notification for all of it."""
         lo, hi = bounds
         self.bounds = (tuple(int(v) for v in lo), tuple(max(int(b), int(a) + 1)  # type: ignore
-                                                        for a, b in zip(lo, hi)))
+                                                        for a, b in zip(lo, hi, strict=True)))
         self.cursor = self.clamp(cursor if cursor is not None else self._middle())
         self.recenter(notify=False)
         if zoom is not None:
@@ -204,8 +204,8 @@ class ViewerState:
         """Widen the extent to include ``bounds`` (more of the dataset was found); the cursor,
         the centres and the zoom stay where they are."""
         (lo0, hi0), (lo1, hi1) = self.bounds, bounds
-        lo = tuple(min(int(a), int(b)) for a, b in zip(lo0, lo1))
-        hi = tuple(max(int(a), int(b)) for a, b in zip(hi0, hi1))
+        lo = tuple(min(int(a), int(b)) for a, b in zip(lo0, lo1, strict=True))
+        hi = tuple(max(int(a), int(b)) for a, b in zip(hi0, hi1, strict=True))
         if (lo, hi) != self.bounds:
             self.bounds = (lo, hi)  # type: ignore[assignment]
             self._notify(BOUNDS)
@@ -214,7 +214,7 @@ class ViewerState:
         """``pos`` moved to the nearest voxel inside the bounds."""
         lo, hi = self.bounds
         return tuple(min(max(int(p), a), b - 1)  # type: ignore[return-value]
-                     for p, a, b in zip(pos, lo, hi))
+                     for p, a, b in zip(pos, lo, hi, strict=True))
 
     # -- cursor ------------------------------------------------------------------------------
     def set_cursor(self, pos: Sequence[int]) -> None:
@@ -236,7 +236,7 @@ class ViewerState:
         self._notify(*changes)
 
     def move_cursor(self, delta: Sequence[int]) -> None:
-        self.set_cursor([c + int(d) for c, d in zip(self.cursor, delta)])
+        self.set_cursor([c + int(d) for c, d in zip(self.cursor, delta, strict=True)])
 
     def move_along(self, axis: int, steps: int) -> None:
         """Move the cursor ``steps`` voxels along dataset ``axis``."""

@@ -43,7 +43,7 @@ class SmoothField:
 
     def box(self, offset: Vec3, shape: Vec3) -> npt.NDArray[np.float32]:
         """The field on the box ``[offset, offset + shape)`` as ``(X, Y, Z)`` float32."""
-        (ix, wx), (iy, wy), (iz, wz) = (self._weights(int(o), int(s)) for o, s in zip(offset, shape))
+        (ix, wx), (iy, wy), (iz, wz) = (self._weights(int(o), int(s)) for o, s in zip(offset, shape, strict=True))
         sub = self.values[np.ix_(ix, iy, iz)]
         # Separable: contract the small lattice along x, then y, then z (one BLAS product each).
         t = np.tensordot(wx, sub, axes=(1, 0))  # (X, ny, nz)

@@ -26,7 +26,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 _TEMP = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]{8}$")
 
@@ -256,7 +256,5 @@ def discard(tmp: str) -> None:
 
 
 def _unlink(path: str) -> None:
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass

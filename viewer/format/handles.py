@@ -36,7 +36,7 @@ import errno
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from viewer.format.errors import FileChangedError
@@ -65,10 +65,8 @@ def budget() -> int:
     ``RESERVED``, between ``MIN_OPEN`` and ``MAX_OPEN``."""
     soft = 1024
     if resource is not None:
-        try:
+        with suppress(OSError, ValueError):
             soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        except (OSError, ValueError):
-            pass
         if soft == resource.RLIM_INFINITY or soft < 0:
             soft = 1 << 20
     return max(MIN_OPEN, min(MAX_OPEN, (soft - RESERVED) // 2))
@@ -100,10 +98,8 @@ class _Pool:
         fd, h._fd = h._fd, None
         self.open.pop(id(h), None)
         if fd is not None:
-            try:
+            with suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def _make_room(self, keep: int) -> None:
         # lock held: close idle descriptors until at most ``keep`` are open

@@ -116,7 +116,7 @@ class StorageUnit(ABC):
         """Decoded chunks in the order asked: an array, ``None`` for an absent chunk, or the
         chunk's ``FormatError`` (one damaged chunk does not hide the others)."""
         out: list[ChunkResult] = []
-        for index, stored in zip(indices, self.read_stored(indices)):
+        for index, stored in zip(indices, self.read_stored(indices), strict=True):
             if stored is None or isinstance(stored, FormatError):
                 out.append(stored)
                 continue
@@ -318,7 +318,7 @@ class Volume(ABC):
                 results = unit.read_chunks([index_list[r] for r in rows])
             finally:
                 self.done_with(unit)
-            for row, result in zip(rows, results):
+            for row, result in zip(rows, results, strict=True):
                 if result is None:
                     continue
                 if isinstance(result, FormatError):
@@ -476,7 +476,7 @@ def chunk_grid(lo: IntArray, hi: IntArray, chunk_shape: IntArray) -> IntArray:
     """Grid positions ``(N, 3)`` of the chunks that meet the voxel box ``[lo, hi)`` (non-empty),
     x fastest."""
     first, last = lo // chunk_shape, (hi - 1) // chunk_shape
-    return np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)),
+    return np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last, strict=True)),
                                 indexing="ij"), axis=-1).reshape(-1, 3)
 
 

@@ -15,8 +15,8 @@ def versions() -> list[tuple[str, str]]:
     """(name, version) of the program and of what it runs on, in the order shown."""
     import lz4
     import numpy
-    import PySide6
     import pyqtgraph
+    import PySide6
     from PySide6.QtCore import qVersion
 
     import viewer

@@ -21,7 +21,7 @@ GUI thread (or one thread at a time): pure numpy, no Qt.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +41,7 @@ _HALF_GREEN = np.uint32(0x00008000)
 BLEND_CHUNK = 65536
 
 #: The palettes of the layers, by layer name (the caller keeps one per window).
-PaletteCache = dict[str, Union[Palette, SegmentPalette]]
+PaletteCache = dict[str, Palette | SegmentPalette]
 
 
 def _weight(opacity: float) -> int:

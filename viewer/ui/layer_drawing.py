@@ -163,7 +163,7 @@ class LayerDrawingMixin:
             if plane is None:
                 continue
             # Only the part of the plane inside the view (the request is snapped outward).
-            ranges = dict(zip(SCREEN_AXES[axis], view.visible_range()))
+            ranges = dict(zip(SCREEN_AXES[axis], view.visible_range(), strict=True))
             origin, factors = plane.image_origin, plane.factors
             cut = []
             for k, a in enumerate(IN_PLANE[axis]):

@@ -56,7 +56,8 @@ from viewer.core.state import (
     format_position,
     parse_position,
 )
-from viewer.format import Dataset, FormatError, Volume, open_dataset
+from viewer.format import Dataset, FormatError, Volume
+from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
 from viewer.ui.layer_drawing import LayerDrawingMixin, default_contrast
@@ -65,12 +66,10 @@ from viewer.ui.opening import (
     QtExtentBridge,
     RecentDatasetsMixin,
 )
-from viewer.ui import remote as remote_ui
 from viewer.ui.render import Palette
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
 from viewer.ui.theme import checkbox_style
-
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
@@ -540,7 +539,7 @@ class QtMainWindow(MenusMixin, StatusBarMixin, RecentDatasetsMixin, LayerDrawing
                 continue
             r_off, r_shape = req.box()
             if any(all(o < ro + rs and ro < o + s
-                       for o, s, ro, rs in zip(offset, shape, r_off, r_shape))
+                       for o, s, ro, rs in zip(offset, shape, r_off, r_shape, strict=True))
                    for offset, shape in boxes):  # type: ignore[misc]
                 self._fetch(view, req)
         self._maybe_auto_contrast()

@@ -12,8 +12,8 @@ import os
 from PySide6.QtCore import QObject, Signal
 
 from viewer.core import extent
-from viewer.ui import settings
 from viewer.format import is_url
+from viewer.ui import settings
 
 RECENT_MAX = 10
 

@@ -17,9 +17,8 @@ from typing import Any
 from PySide6.QtCore import QEventLoop, QTimer, Slot
 from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QWidget
 
-from viewer.format import registry
+from viewer.format import is_url, registry
 from viewer.format.dataset import Dataset
-from viewer.format import is_url
 
 STATUS_INTERVAL_MS = 500
 MIB = 1 << 20

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -32,7 +32,7 @@ FAILED_COLORS = (0xFFB0202A, 0xFF5A1016)
 ABSENT_TINT = np.array([40, 20, 0], dtype=np.int16)  # +B, +G (slightly), in BGR byte order
 
 
-@lru_cache(maxsize=None)
+@cache
 def colormap_table(name: str) -> npt.NDArray[np.uint8]:
     """The colormap ``name`` as a (256, 3) uint8 RGB table."""
     text = resources.files("viewer.resources").joinpath("colormaps.json").read_text("utf-8")

@@ -18,8 +18,18 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
-from PySide6.QtGui import (QColor, QFont, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap,
-                           QRegion, QWheelEvent)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QPixmap,
+    QRegion,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from viewer.core.multires import scale_bar
@@ -151,7 +161,7 @@ class QtSliceView(QWidget):
         """The plane this view shows now: the visible part of the dataset at the cursor, snapped
         outward to a grid so that small pans keep the same request."""
         lo_b, hi_b = self.state.bounds
-        ranges = dict(zip((self.h_axis, self.v_axis), self.visible_range()))
+        ranges = dict(zip((self.h_axis, self.v_axis), self.visible_range(), strict=True))
         lo: list[int] = []
         hi: list[int] = []
         for a in IN_PLANE[self.axis]:

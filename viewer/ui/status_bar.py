@@ -83,7 +83,7 @@ class StatusBarMixin:
         vol = self.dataset
         info = vol.info()
         lo, hi = self.state.bounds
-        size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi))
+        size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi, strict=True))
         scanning = self._extent_scan is not None
         more = " (listing files\u2026)" if scanning else ""
         chans = f" \u00d7 {vol.num_channels}" if vol.num_channels > 1 else ""
@@ -131,7 +131,7 @@ class StatusBarMixin:
             return
         self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
         lo, hi = self.state.bounds
-        if not all(a <= p < b for p, a, b in zip(pos, lo, hi)):
+        if not all(a <= p < b for p, a, b in zip(pos, lo, hi, strict=True)):
             self.value_label.setText("outside the data")
             self.block_label.setText("")
             return
@@ -139,7 +139,7 @@ class StatusBarMixin:
         self.value_label.setText(_values_text(found))
         self._hover_segments(found)
         vol = self.dataset
-        chunk = np.asarray([p // m for p, m in zip(pos, self.dataset_mag)],
+        chunk = np.asarray([p // m for p, m in zip(pos, self.dataset_mag, strict=True)],
                            dtype=np.int64) // np.asarray(vol.chunk_shape)
         units, indices = vol.locate(chunk[None, :])
         unit = (int(units[0][0]), int(units[0][1]), int(units[0][2]))

@@ -202,7 +202,7 @@ def _stored_equal(plan: UnitPlan, rows: IntArray) -> npt.NDArray[np.bool_]:
                   & (ob[:-1] + nb[:-1] == ob[1:]))
         starts = np.concatenate([[0], np.flatnonzero(~joined) + 1])
         stops = np.concatenate([starts[1:], [len(sel)]])
-        for lo, hi in zip(starts.tolist(), stops.tolist()):
+        for lo, hi in zip(starts.tolist(), stops.tolist(), strict=True):
             if not cand[lo]:
                 continue
             total = int(oa[hi - 1] + na[hi - 1] - oa[lo])
@@ -241,7 +241,7 @@ def _chunk_by_chunk(a: StorageUnit, b: StorageUnit, ia: IntArray, ib: IntArray,
     """Compare the stored bytes of chunks one by one (``read_stored``)."""
     stored_a = a.read_stored(ia.tolist())
     stored_b = b.read_stored(ib.tolist())
-    for p, x, y in zip(where.tolist(), stored_a, stored_b):
+    for p, x, y in zip(where.tolist(), stored_a, stored_b, strict=True):
         if x is None or y is None or isinstance(x, FormatError) or isinstance(y, FormatError):
             continue
         if same_bytes(x, y):
@@ -263,7 +263,7 @@ def _read(plan: UnitPlan, rows: IntArray) -> tuple[list[Read], list[Read]]:
             continue
         sel = np.flatnonzero(groups == g)
         got = unit_b.read_chunks(plan.b_indices[rows[sel]].tolist())
-        for p, r in zip(sel.tolist(), got):
+        for p, r in zip(sel.tolist(), got, strict=True):
             vb[p] = r
     return va, vb
 

@@ -397,8 +397,8 @@ compare_webknossos = compare_datasets
 def _box_at_mag(box: Box, mag: Vec3) -> Box:
     """The mag voxels covering a mag-1 box (start floored, end ceiled)."""
     (x, y, z), (w, h, d) = box
-    lo = [v // m for v, m in zip((x, y, z), mag)]
-    hi = [-(-(v + s) // m) for v, s, m in zip((x, y, z), (w, h, d), mag)]
+    lo = [v // m for v, m in zip((x, y, z), mag, strict=True)]
+    hi = [-(-(v + s) // m) for v, s, m in zip((x, y, z), (w, h, d), mag, strict=True)]
     return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
 

@@ -337,7 +337,7 @@ class CompareJob(BackgroundRun[Summary]):
 
         def collect() -> None:
             pieces, future = pending.popleft()
-            for (plan, _, _, last), outcome in zip(pieces, future.result()):
+            for (plan, _, _, last), outcome in zip(pieces, future.result(), strict=True):
                 self._take(outcome)
                 missing = plan.one_to_one and (plan.a is None or plan.b_absent)
                 if missing:

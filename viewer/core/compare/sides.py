@@ -143,7 +143,7 @@ class UnitChunks:
         self._all: tuple[IntArray, IntArray] | None = None
 
     def _grid(self, lo: IntArray, hi: IntArray) -> IntArray:
-        axes = [np.arange(int(a), int(b), dtype=np.int64) for a, b in zip(lo, hi)]
+        axes = [np.arange(int(a), int(b), dtype=np.int64) for a, b in zip(lo, hi, strict=True)]
         zz, yy, xx = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
         return np.stack([xx.ravel(), yy.ravel(), zz.ravel()], axis=1)
 

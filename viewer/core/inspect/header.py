@@ -26,9 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from viewer.format import DatasetLayoutError, FormatError, Volume
-
 from viewer.core.inspect.chunks import UnitTable
+from viewer.format import DatasetLayoutError, FormatError, Volume
 
 #: Bytes of a unit that does not open shown as its raw start.
 RAW_START_BYTES = 16

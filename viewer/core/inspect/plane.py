@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import Volume
-
 from viewer.core.inspect.chunks import ABSENT, BAD_RANGE, PAST_EOF
 from viewer.core.inspect.scan import TableCache
+from viewer.format import Volume
 
 Vec3 = tuple[int, int, int]
 

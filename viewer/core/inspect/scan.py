@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import FormatError, Volume
-
 from viewer.core.inspect.chunks import UnitTable, unit_table
 from viewer.core.inspect.header import difference_problem
+from viewer.format import FormatError, Volume
 
 Vec3 = tuple[int, int, int]
 

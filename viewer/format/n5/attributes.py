@@ -141,7 +141,7 @@ class DatasetAttributes:
     @property
     def grid_shape(self) -> tuple[int, ...]:
         """Chunks along each N5 axis."""
-        return tuple(-(-d // b) for d, b in zip(self.dimensions, self.block_size))
+        return tuple(-(-d // b) for d, b in zip(self.dimensions, self.block_size, strict=True))
 
     def block_elements(self) -> int:
         return int(np.prod(self.block_size, dtype=np.int64))

@@ -302,7 +302,7 @@ class N5Volume(Volume):
             return np.asarray(view, dtype=self.dtype, order="F")
         out = np.empty((self.num_channels, *c), dtype=self.dtype, order="F")
         out[...] = self.fill_value
-        sx, sy, sz = (min(a, b) for a, b in zip(view.shape[1:], c))
+        sx, sy, sz = (min(a, b) for a, b in zip(view.shape[1:], c, strict=True))
         out[:, :sx, :sy, :sz] = view[:, :sx, :sy, :sz]
         return out
 
@@ -343,15 +343,12 @@ class N5Volume(Volume):
             s_hi = np.minimum(np.minimum(g + c, hi), g + np.asarray(view.shape[1:]))
             if (s_hi <= s_lo).any():
                 return None
-            src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
-            dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
+            src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g, strict=True))
+            dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off, strict=True))
             out[(slice(None), *dst)] = view[(slice(None), *src)]
             return None
 
-        if len(units) <= 1:
-            errors = [one(u) for u in units]
-        else:
-            errors = list(_executor().map(one, units))
+        errors = [one(u) for u in units] if len(units) <= 1 else list(_executor().map(one, units))
         for err in errors:
             if err is not None:
                 raise err

@@ -12,6 +12,7 @@ process too) never sees half a range; a range deleted under us is a miss.  Threa
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import json
 import os
@@ -221,7 +222,7 @@ class RangeCache:
         changed = ((size is not None and old_size is not None and size != old_size)
                    or (etag is not None and old_tag is not None and etag != old_tag))
         if changed:
-            for s, e in list(zip(obj.starts, obj.ends)):
+            for s, e in list(zip(obj.starts, obj.ends, strict=True)):
                 self._drop_locked(url, obj, s, e)
             obj.meta = {}
         if size is not None and obj.meta.get("size") != size:
@@ -236,10 +237,8 @@ class RangeCache:
         n = self._lru.pop((url, start, end), None)
         if n is not None:
             self._total -= n
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(os.path.join(obj.folder, f"{start}-{end}"))
-        except OSError:
-            pass
 
     def _forget(self, url: str, start: int, end: int) -> None:
         with self._lock:

@@ -86,10 +86,7 @@ def _join(base: str, rel: str) -> str:
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     out = base.rstrip("/")
     for p in parts:
-        if p == "..":
-            out = out.rsplit("/", 1)[0]
-        else:
-            out = f"{out}/{p}"
+        out = out.rsplit("/", 1)[0] if p == ".." else f"{out}/{p}"
     return out
 
 

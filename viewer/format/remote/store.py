@@ -437,7 +437,7 @@ class RemoteStore(Store):
         if not todo:
             return out
         scheduled = self._schedule(key, [(s, e) for _, s, e in todo], READ)
-        for (i, off, end), (job, fs) in zip(todo, scheduled):
+        for (i, off, end), (job, fs) in zip(todo, scheduled, strict=True):
             for _ in range(3):
                 try:
                     data = self._wait(job)

@@ -156,7 +156,7 @@ class VdsUnit(StorageUnit):
                 for s in slots:
                     out[s] = err
                 return out
-            for s, blob, (off, length) in zip(slots, blobs, ranges):
+            for s, blob, (off, length) in zip(slots, blobs, ranges, strict=True):
                 out[s] = blob if len(blob) == length else ChunkDecodeError(
                     f"{len(blob)} of {length} bytes at {off} could be read: truncated", v.path,
                     offset=off)
@@ -201,7 +201,7 @@ class VdsUnit(StorageUnit):
             "brick": m, "brick_position": list(bpos),
             "extent": [[lo, hi] for lo, hi in region],
             "brick_extent": [[step * b, min(step * b + brick, s)]
-                              for b, s in zip(bpos, v.shape)],
+                              for b, s in zip(bpos, v.shape, strict=True)],
             "offset": int(idx.offsets[m]), "stored_bytes": int(idx.lengths[m]),
             "hash": f"{int(idx.hashes[m]):016x}"}
         if not idx.written[m]:
@@ -308,7 +308,7 @@ class VdsVolume(Volume):
         """The samples ``[(lo, hi)]`` along x, y, z that chunk ``index`` covers."""
         pos = self.chunk_position(index)
         return [(p * c, min((p + 1) * c, s))
-                for p, c, s in zip(pos, self.chunk_shape, self._shape)]
+                for p, c, s in zip(pos, self.chunk_shape, self._shape, strict=True)]
 
     def _value(self, v: float) -> int | float:
         ch = self.channel
@@ -345,7 +345,7 @@ class VdsVolume(Volume):
                 return np.full(shape, self._value(idx.constant_value(m)), dtype=self.dtype)
         bpos = self.brick_position(m)
         start = [self.step * b for b in bpos]
-        full = [min(self.brick, s - st) for st, s in zip(start, self._shape)]
+        full = [min(self.brick, s - st) for st, s in zip(start, self._shape, strict=True)]
         pos = self.chunk_position(index)
         try:
             if self.method in WAVELET_METHODS:
@@ -383,7 +383,7 @@ class VdsVolume(Volume):
                                     f"{desc.components}, the channel is {self.channel.format}")
         if any(s > self.brick for s in desc.size) or desc.voxels > self.brick ** 3:
             raise codecs.CodecError(f"brick of {desc.size} is larger than {self.brick}")
-        if any(a > b for a, b in zip(desc.size, full)):
+        if any(a > b for a, b in zip(desc.size, full, strict=True)):
             raise codecs.CodecError(f"brick of {list(desc.size)} samples where the data has "
                                     f"room for {full}")
         nbytes = desc.voxels * self.dtype.itemsize
@@ -414,12 +414,12 @@ class VdsVolume(Volume):
             return
         off = [int(v) for v in offset]
         lo = [max(o, 0) for o in off]
-        hi = [min(o + n, s) for o, n, s in zip(off, out.shape[1:], self._shape)]
-        if any(h <= lo_ for lo_, h in zip(lo, hi)):
+        hi = [min(o + n, s) for o, n, s in zip(off, out.shape[1:], self._shape, strict=True)]
+        if any(h <= lo_ for lo_, h in zip(lo, hi, strict=True)):
             return
         zyx = self.file.wavelet.read_box(self.lod, (lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]),
                                          self.dtype, self.file.samples)
-        dst: tuple[Any, ...] = (0, *(slice(a - o, b - o) for a, b, o in zip(lo, hi, off)))
+        dst: tuple[Any, ...] = (0, *(slice(a - o, b - o) for a, b, o in zip(lo, hi, off, strict=True)))
         out[dst] = zyx.transpose(2, 1, 0)
 
     # -- description ------------------------------------------------------------------------------

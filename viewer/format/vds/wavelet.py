@@ -104,7 +104,7 @@ class WaveletReader:
         try:
             f = 1 << lod
             lo0 = tuple(v * f for v in lo)
-            hi0 = tuple(min(v * f, n) for v, n in zip(hi, full))
+            hi0 = tuple(min(v * f, n) for v, n in zip(hi, full, strict=True))
             req = am.requestVolumeSubset(lo0, hi0, lod=lod, format=fmt)
             data = req.data
         except Exception as exc:  # noqa: BLE001

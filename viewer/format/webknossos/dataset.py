@@ -18,8 +18,7 @@ properties file; each mag's ``header.wkw`` is read on first use (``Layer.check``
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from viewer.format.dataset import (
     Dataset,
@@ -33,14 +32,13 @@ from viewer.format.dataset import (
 from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.webknossos.layer import Layer
-from viewer.format.webknossos.mag import Mag, is_mag_folder, parse_mag
-from viewer.format.wkw.dataset import HEADER_FILE
+from viewer.format.webknossos.mag import is_mag_folder, parse_mag
 from viewer.format.webknossos.properties import (
     PROPERTIES_FILE,
     DatasetProperties,
-    VoxelSize,
     read_properties,
 )
+from viewer.format.wkw.dataset import HEADER_FILE
 
 Vec3 = tuple[int, int, int]
 

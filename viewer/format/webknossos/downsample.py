@@ -65,18 +65,18 @@ def downsample(data: npt.NDArray[Any], factor: Sequence[int], mode: str = "mean"
     spatial = vol.shape[1:]
     if mask is not None and tuple(mask.shape) != tuple(spatial):
         raise ValueError(f"mask {mask.shape} does not match data {spatial}")
-    coarse = tuple(-(-s // k) for s, k in zip(spatial, f))
+    coarse = tuple(-(-s // k) for s, k in zip(spatial, f, strict=True))
     if mode == "stride" and mask is None:
         out = np.ascontiguousarray(vol[:, ::f[0], ::f[1], ::f[2]])
         return out[0] if squeeze else out
     if f == (1, 1, 1) and mask is None:
         return data.copy()
-    if mask is None and all(s % k == 0 for s, k in zip(spatial, f)):
+    if mask is None and all(s % k == 0 for s, k in zip(spatial, f, strict=True)):
         fast = _whole_windows(vol, f, coarse, mode)
         if fast is not None:
             return fast[0] if squeeze else fast
-    padded_shape = tuple(c * k for c, k in zip(coarse, f))
-    pad = [(0, p - s) for p, s in zip(padded_shape, spatial)]
+    padded_shape = tuple(c * k for c, k in zip(coarse, f, strict=True))
+    pad = [(0, p - s) for p, s in zip(padded_shape, spatial, strict=True)]
     valid = np.ones(spatial, dtype=bool) if mask is None else mask.astype(bool, copy=False)
     valid = np.pad(valid, pad, constant_values=False)
     vol = np.pad(vol, [(0, 0), *pad])
@@ -177,7 +177,7 @@ def _mode(w: npt.NDArray[Any], valid: npt.NDArray[np.bool_]) -> npt.NDArray[Any]
 def relative_factor(finer: Sequence[int], coarser: Sequence[int]) -> Vec3:
     """``coarser / finer`` per axis; ``ValueError`` unless whole and at least 1."""
     out = []
-    for a, b in zip(finer, coarser):
+    for a, b in zip(finer, coarser, strict=True):
         if int(b) % int(a) or int(b) < int(a):
             raise ValueError(f"mag {tuple(coarser)} is not a whole multiple of {tuple(finer)}")
         out.append(int(b) // int(a))
@@ -200,9 +200,9 @@ def build_mag(layer: Layer, source: Mag, target: Mag, mode: str | None = None,
     side = dst.file_len_vx
 
     def one_file(pos: Vec3) -> None:
-        lo = [max(g * side, b) for g, b in zip(pos, dst_box.top_left)]
-        hi = [min((g + 1) * side, e) for g, e in zip(pos, dst_box.end)]
-        shape = [b - a for a, b in zip(lo, hi)]
+        lo = [max(g * side, b) for g, b in zip(pos, dst_box.top_left, strict=True)]
+        hi = [min((g + 1) * side, e) for g, e in zip(pos, dst_box.end, strict=True)]
+        shape = [b - a for a, b in zip(lo, hi, strict=True)]
         out = np.zeros((layer.num_channels, *shape), dtype=source.dtype, order="F")
         plane_voxels = shape[0] * shape[1] * r[0] * r[1] * r[2]
         slab = max(1, SLAB_VOXELS // max(plane_voxels, 1))
@@ -210,8 +210,8 @@ def build_mag(layer: Layer, source: Mag, target: Mag, mode: str | None = None,
             z1 = min(z0 + slab, hi[2])
             t_lo = (lo[0], lo[1], z0)
             t_hi = (hi[0], hi[1], z1)
-            s_lo = [t * k for t, k in zip(t_lo, r)]
-            s_shape = [(b - a) * k for a, b, k in zip(t_lo, t_hi, r)]
+            s_lo = [t * k for t, k in zip(t_lo, r, strict=True)]
+            s_shape = [(b - a) * k for a, b, k in zip(t_lo, t_hi, r, strict=True)]
             data = source.read(s_lo, s_shape)
             mask = _box_mask(s_lo, s_shape, src_box.top_left, src_box.end)
             out[:, :, :, z0 - lo[2]:z1 - lo[2]] = downsample(data, r, mode, mask)
@@ -247,11 +247,11 @@ def coarse_file_count(layer: Layer) -> int:
 def _box_mask(lo: Sequence[int], shape: Sequence[int], box_lo: Sequence[int],
               box_hi: Sequence[int]) -> npt.NDArray[np.bool_] | None:
     """The voxels of ``[lo, lo + shape)`` inside ``[box_lo, box_hi)``; None when all are."""
-    if all(a >= b for a, b in zip(lo, box_lo)) and all(
-            a + s <= b for a, s, b in zip(lo, shape, box_hi)):
+    if all(a >= b for a, b in zip(lo, box_lo, strict=True)) and all(
+            a + s <= b for a, s, b in zip(lo, shape, box_hi, strict=True)):
         return None
     axes = [(np.arange(a, a + s) >= b0) & (np.arange(a, a + s) < b1)
-            for a, s, b0, b1 in zip(lo, shape, box_lo, box_hi)]
+            for a, s, b0, b1 in zip(lo, shape, box_lo, box_hi, strict=True)]
     return axes[0][:, None, None] & axes[1][None, :, None] & axes[2][None, None, :]
 
 

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from viewer.format.errors import FormatError
+from viewer.format.dataset import Layer as BaseLayer
 from viewer.format.webknossos.errors import (
     MissingMagError,
     NoMagsError,
     UnsupportedLayerError,
     WebknossosError,
 )
-from viewer.format.dataset import Layer as BaseLayer
 from viewer.format.webknossos.mag import (
     Mag,
     is_any_mag_folder,
@@ -31,7 +28,6 @@ from viewer.format.webknossos.mag import (
     parse_mag,
 )
 from viewer.format.webknossos.properties import (
-    ELEMENT_CLASSES,
     BoundingBox,
     LayerProperties,
     MagProperties,

@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.dataset import Mag as BaseMag
 from viewer.format.errors import FormatError
-from viewer.format.geometry import MAX_FACTOR, mag_name, parse_mag
+from viewer.format.geometry import mag_name, parse_mag
+from viewer.format.volume import Volume
 from viewer.format.webknossos.errors import MagMismatchError, MissingMagError
 from viewer.format.wkw import Dataset
 from viewer.format.wkw.dataset import HEADER_FILE
 from viewer.format.wkw.volume import WkwVolume
-from viewer.format.dataset import Mag as BaseMag
-from viewer.format.volume import Volume
 
 Vec3 = tuple[int, int, int]
 

@@ -20,23 +20,19 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from viewer.format import atomic, jsonsafe
-from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.geometry import (
-    MAX_COORDINATE,
     UNIT_NANOMETERS,
     BoundingBox,
     VoxelSize,
-    _int_vec,
     _is_int,
-    _plain_number,
 )
+from viewer.format.webknossos.errors import PropertiesError, WebknossosError
 from viewer.format.webknossos.mag import mag_name, parse_mag
 
 PROPERTIES_FILE = "datasource-properties.json"

@@ -105,7 +105,7 @@ def create_dataset(path: str | os.PathLike[str], layers: Sequence[LayerSpec],
         VoxelSize((float(voxel_size[0]), float(voxel_size[1]), float(voxel_size[2])), unit),
         [spec.layer_properties() for spec in layers],
         raw={"id": {"name": name or os.path.basename(os.path.abspath(path)), "team": ""}})
-    for spec, lp in zip(layers, props.layers):
+    for spec, lp in zip(layers, props.layers, strict=True):
         for mp in lp.mags:
             folder = os.path.join(path, spec.name, mag_name(mp.mag, spec.short_names))
             Dataset.create(folder, spec.header()).close()
@@ -239,13 +239,13 @@ class _SyntheticJob:
     def _piece_box(self, lo: Vec3, j: int) -> tuple[Vec3, Vec3]:
         """The part of mag j that the mag-1 chunk at ``lo`` covers, clipped to the box."""
         m = self.mags[j]
-        hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end)]
+        hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end, strict=True)]
         return ((lo[0] // m[0], lo[1] // m[1], lo[2] // m[2]),
                 (-(-hi[0] // m[0]), -(-hi[1] // m[1]), -(-hi[2] // m[2])))
 
     def _coarse_files(self, j: int, lo: Sequence[int], hi: Sequence[int]) -> list[Vec3]:
         dataset = self.layers[0].mags[j].dataset
-        return list(dataset.files_in_box(lo, [b - a for a, b in zip(lo, hi)]))
+        return list(dataset.files_in_box(lo, [b - a for a, b in zip(lo, hi, strict=True)]))
 
     def _file_box(self, layer: Layer, j: int, f: Vec3) -> tuple[Vec3, Vec3]:
         """Coarse file ``f`` of mag j clipped to the layer's box at that mag."""
@@ -330,8 +330,8 @@ class _SyntheticJob:
 
     def _one_chunk(self, lo: Vec3) -> int:
         """Generate the mag-1 chunk at ``lo`` (both layers) and submit their writing."""
-        hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end)]
-        size = [b - a for a, b in zip(lo, hi)]
+        hi = [min(a + self.chunk, e) for a, e in zip(lo, self.box.end, strict=True)]
+        size = [b - a for a, b in zip(lo, hi, strict=True)]
         color = np.zeros(size, dtype=np.uint8, order="F")
         seg = np.zeros(size, dtype=np.uint32, order="F")
         g = GENERATION_GRID
@@ -347,7 +347,7 @@ class _SyntheticJob:
                     else:
                         em, ids = self.volume.em(at, (g, g, g)), self.volume.segmentation(
                             at, (g, g, g))
-                    e = [min(a + g, b) for a, b in zip(at, hi)]
+                    e = [min(a + g, b) for a, b in zip(at, hi, strict=True)]
                     dst = (slice(gx - lo[0], e[0] - lo[0]), slice(gy - lo[1], e[1] - lo[1]),
                            slice(gz - lo[2], e[2] - lo[2]))
                     src = (slice(0, e[0] - gx), slice(0, e[1] - gy), slice(0, e[2] - gz))
@@ -357,7 +357,7 @@ class _SyntheticJob:
             top = int(seg.max())
             with self.lock:
                 self.largest = max(self.largest, top)
-        for layer, data in zip(self.layers, (color, seg)):
+        for layer, data in zip(self.layers, (color, seg), strict=True):
             self._submit(self._write_chunk, layer, lo, data)
         return 0
 
@@ -389,13 +389,13 @@ class _SyntheticJob:
             for f in self._coarse_files(j, p_lo, p_hi):
                 f_lo, f_hi = self._file_box(layer, j, f)
                 key = (li, j, f)
-                a = [max(x, y) for x, y in zip(p_lo, f_lo)]
-                b = [min(x, y) for x, y in zip(p_hi, f_hi)]
+                a = [max(x, y) for x, y in zip(p_lo, f_lo, strict=True)]
+                b = [min(x, y) for x, y in zip(p_hi, f_hi, strict=True)]
                 part = piece[a[0] - p_lo[0]:b[0] - p_lo[0], a[1] - p_lo[1]:b[1] - p_lo[1],
                              a[2] - p_lo[2]:b[2] - p_lo[2]]
                 with self.lock:
                     if key not in self.pending:
-                        shape = [y - x for x, y in zip(f_lo, f_hi)]
+                        shape = [y - x for x, y in zip(f_lo, f_hi, strict=True)]
                         self.pending[key] = (np.zeros(shape, dtype=data.dtype, order="F"),
                                              self.expected[j][f])
                     target, left = self.pending[key]
@@ -446,8 +446,8 @@ def _write_files(dataset: Dataset, lo: Sequence[int], data: npt.NDArray[Any],
 
     for f in files:
         origin = [g * side for g in f]
-        a = [max(int(x), o) - o for x, o in zip(lo, origin)]  # the data's part, file-local
-        e = [min(int(x) + n, o + side) - o for x, n, o in zip(lo, shape, origin)]
+        a = [max(int(x), o) - o for x, o in zip(lo, origin, strict=True)]  # the data's part, file-local
+        e = [min(int(x) + n, o + side) - o for x, n, o in zip(lo, shape, origin, strict=True)]
         full = np.zeros((1, side, side, side), dtype=h.dtype, order="F")
         full[0, a[0]:e[0], a[1]:e[1], a[2]:e[2]] = data[
             a[0] + origin[0] - lo[0]:e[0] + origin[0] - lo[0],
@@ -456,7 +456,7 @@ def _write_files(dataset: Dataset, lo: Sequence[int], data: npt.NDArray[Any],
         zero: bytes | None = None
         blocks: list[bytes | memoryview] = []
         for x, y, z in coords.tolist():
-            if all(c < hi and c + b > l0 for c, l0, hi in zip((x, y, z), a, e)):
+            if all(c < hi and c + b > l0 for c, l0, hi in zip((x, y, z), a, e, strict=True)):
                 blocks.append(encode(wkw_writer.block_bytes_of(full[:, x:x + b, y:y + b,
                                                                     z:z + b])))
             else:
@@ -502,7 +502,7 @@ _BLAS_LOCAL: Any = None
 
 def _whole_multiple(finer: Sequence[int], coarser: Sequence[int]) -> bool:
     return tuple(finer) != tuple(coarser) and all(
-        int(c) % int(f) == 0 and int(c) >= int(f) for f, c in zip(finer, coarser))
+        int(c) % int(f) == 0 and int(c) >= int(f) for f, c in zip(finer, coarser, strict=True))
 
 
 __all__ = ["LayerSpec", "create_dataset", "set_largest_segment_id", "write_synthetic_dataset",

@@ -5,7 +5,6 @@ dataset).  Mirrors the reference binding's API."""
 from viewer.format.wkw import morton
 from viewer.format.wkw.dataset import Dataset
 from viewer.format.wkw.file import File
-from viewer.format.wkw.validation import FileReport, check_file, iter_reports, validate
 from viewer.format.wkw.header import (
     BLOCK_TYPE_LZ4,
     BLOCK_TYPE_LZ4HC,
@@ -13,6 +12,7 @@ from viewer.format.wkw.header import (
     VOXEL_TYPES,
     Header,
 )
+from viewer.format.wkw.validation import FileReport, check_file, iter_reports, validate
 
 __all__ = [
     "validate",

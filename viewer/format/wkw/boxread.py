@@ -315,14 +315,14 @@ def _read_few(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
     ends: list[int] = f._ranges_i64[idx + 1].tolist()
     # The checks of ``bad_ranges``, with ints; in Morton order, so the first is the lowest.
     first, size_limit = h.data_offset, lz4block.compress_bound(bb)
-    for k, (start, end) in enumerate(zip(starts, ends)):
+    for k, (start, end) in enumerate(zip(starts, ends, strict=True)):
         if start < first or end <= start or end > f.file_size or end - start > size_limit:
             problem = f._range_problem(blocks[k][0], start, end)
             if problem is not None:
                 raise problem
     src, keep = f._sources(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
                            idx)
-    sizes = [end - start for start, end in zip(starts, ends)]
+    sizes = [end - start for start, end in zip(starts, ends, strict=True)]
     scratch = _staging(bb)
     dst = scratch.ctypes.data
     view = scratch[:bb].view(h.dtype).reshape(b, b, b, h.num_channels)
@@ -485,7 +485,7 @@ def _copy_blocks(f: File, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
     b = f.header.block_len
     grid = ((bx, by, bz) for bz in range(blo[2], bhi[2]) for by in range(blo[1], bhi[1])
             for bx in range(blo[0], bhi[0]))
-    for (bx, by, bz), j in zip(grid, which):
+    for (bx, by, bz), j in zip(grid, which, strict=True):
         gx, gy, gz = bx * b, by * b, bz * b
         x0, y0, z0 = max(lo[0] - gx, 0), max(lo[1] - gy, 0), max(lo[2] - gz, 0)
         x1, y1, z1 = min(hi[0] - gx, b), min(hi[1] - gy, b), min(hi[2] - gz, b)
@@ -538,7 +538,7 @@ def _split(blo: Vec3, bhi: Vec3, parts: int) -> list[tuple[Vec3, Vec3]]:
     parts = max(1, min(parts, sizes[axis]))
     cuts = [blo[axis] + sizes[axis] * k // parts for k in range(parts + 1)]
     out: list[tuple[Vec3, Vec3]] = []
-    for start, end in zip(cuts, cuts[1:]):
+    for start, end in zip(cuts, cuts[1:], strict=False):
         lo_v, hi_v = list(blo), list(bhi)
         lo_v[axis], hi_v[axis] = start, end
         out.append(((lo_v[0], lo_v[1], lo_v[2]), (hi_v[0], hi_v[1], hi_v[2])))

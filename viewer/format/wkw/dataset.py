@@ -180,7 +180,7 @@ class Dataset:
         """File-grid positions the box touches, x fastest."""
         side = self.file_len_vx
         lo = [max(int(o), 0) // side for o in offset]
-        hi = [(int(o) + int(s) - 1) // side for o, s in zip(offset, shape)]
+        hi = [(int(o) + int(s) - 1) // side for o, s in zip(offset, shape, strict=True)]
         for fz in range(lo[2], hi[2] + 1):
             for fy in range(lo[1], hi[1] + 1):
                 for fx in range(lo[0], hi[0] + 1):
@@ -213,18 +213,18 @@ class Dataset:
         side = self.file_len_vx
         for fx, fy, fz in self.files_in_box(offset, shape):
             origin = (fx * side, fy * side, fz * side)
-            local = [int(o) - g for o, g in zip(offset, origin)]
+            local = [int(o) - g for o, g in zip(offset, origin, strict=True)]
             out_off = [max(-lv, 0) for lv in local]
             for attempt in (0, 1):
                 f = self.get_file(fx, fy, fz)
                 if f is None:
                     if zero_absent:
-                        end = [min(side - lv, int(s)) for lv, s in zip(local, shape)]
+                        end = [min(side - lv, int(s)) for lv, s in zip(local, shape, strict=True)]
                         out[:, out_off[0]:end[0], out_off[1]:end[1], out_off[2]:end[2]] = 0
                     break
                 try:
                     f.read_into(out, [max(lv, 0) for lv in local], out_off,
-                                [int(s) - oo for s, oo in zip(shape, out_off)])
+                                [int(s) - oo for s, oo in zip(shape, out_off, strict=True)])
                     break
                 except FileChangedError:
                     # Another program rewrote the file since it was opened: open it again
@@ -251,13 +251,13 @@ class Dataset:
         side = self.file_len_vx
         for fx, fy, fz in self.files_in_box(offset, shape):
             origin = (fx * side, fy * side, fz * side)
-            lo = [max(o, g) for o, g in zip(offset, origin)]
-            hi = [min(o + s, g + side) for o, s, g in zip(offset, shape, origin)]
-            if any(b <= a for a, b in zip(lo, hi)):
+            lo = [max(o, g) for o, g in zip(offset, origin, strict=True)]
+            hi = [min(o + s, g + side) for o, s, g in zip(offset, shape, origin, strict=True)]
+            if any(b <= a for a, b in zip(lo, hi, strict=True)):
                 continue
             part = data[:, lo[0] - offset[0]:hi[0] - offset[0], lo[1] - offset[1]:hi[1] - offset[1],
                         lo[2] - offset[2]:hi[2] - offset[2]]
-            local = tuple(a - g for a, g in zip(lo, origin))
+            local = tuple(a - g for a, g in zip(lo, origin, strict=True))
             path = self.file_path(fx, fy, fz)
             self.forget_file(fx, fy, fz)
             writer.write_into_file(path, self.header, local, part)

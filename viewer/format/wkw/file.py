@@ -29,6 +29,7 @@ take no lock the collector could interrupt (``__del__`` takes none).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -148,7 +149,7 @@ class File:
         cut = np.flatnonzero(starts[1:] > ends[:-1] + page) + 1
         try:
             with self._handle.reading(check=False) as fd:
-                for a, b in zip(np.split(starts, cut), np.split(ends, cut)):
+                for a, b in zip(np.split(starts, cut), np.split(ends, cut), strict=True):
                     lo, hi = int(a[0]), int(b[-1])
                     os.posix_fadvise(fd, lo, hi - lo, os.POSIX_FADV_WILLNEED)
         except (OSError, ValueError, FormatError):
@@ -163,10 +164,8 @@ class File:
     def __del__(self) -> None:
         # The collector may run this on any thread at any point, also while that thread holds
         # a lock the closing would need: hand the descriptor over without taking any lock.
-        try:
+        with contextlib.suppress(Exception):
             self._handle.release_from_gc()
-        except Exception:
-            pass
 
     def __enter__(self) -> File:
         return self
@@ -356,10 +355,10 @@ class File:
         s_sorted, e_sorted = starts[order], ends[order]
         gap = s_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
         breaks = (np.flatnonzero(gap > MERGE_GAP) + 1).tolist()
-        bounds = list(zip([0, *breaks], [*breaks, n]))
+        bounds = list(zip([0, *breaks], [*breaks, n], strict=True))
         run_lo = [int(s_sorted[a]) for a, _ in bounds]
         run_hi = [int(e_sorted[a:b].max()) for a, b in bounds]
-        total = sum(h - lo for lo, h in zip(run_lo, run_hi))
+        total = sum(h - lo for lo, h in zip(run_lo, run_hi, strict=True))
         buf = boxread.source_buffer(total)
         keep.append(buf)
         base0 = buf.ctypes.data
@@ -369,7 +368,7 @@ class File:
         s_l = s_sorted.tolist()
         e_l = e_sorted.tolist()
         with self._reading() as fd:
-            for (a, b), lo, hi in zip(bounds, run_lo, run_hi):
+            for (a, b), lo, hi in zip(bounds, run_lo, run_hi, strict=True):
                 got = readinto_fd(fd, view[pos:pos + hi - lo], lo)
                 if got < hi - lo:  # the file shrank since it was opened
                     k = next(j for j in range(a, b) if e_l[j] > lo + got)

@@ -114,11 +114,11 @@ def decode_many(src: list[int], sizes: list[int], dst: list[int], prefixes: list
     """
     if _LIB is None:
         return [_decode_fallback(s, n, d, p, capacity)
-                for s, n, d, p in zip(src, sizes, dst, prefixes)]
+                for s, n, d, p in zip(src, sizes, dst, prefixes, strict=True)]
     partial = _LIB.LZ4_decompress_safe_partial
     whole = _LIB.LZ4_decompress_safe
     return [whole(s, d, n, capacity) if p >= capacity else partial(s, d, n, p, capacity)
-            for s, n, d, p in zip(src, sizes, dst, prefixes)]
+            for s, n, d, p in zip(src, sizes, dst, prefixes, strict=True)]
 
 
 def _decode_fallback(src: int, size: int, dst: int, prefix: int, capacity: int) -> int:
@@ -133,7 +133,7 @@ def _decode_fallback(src: int, size: int, dst: int, prefix: int, capacity: int) 
 def copy_many(src: list[int], dst: list[int], size: int) -> None:
     """Copy ``size`` bytes from each ``src[k]`` to ``dst[k]`` (raw blocks, by address)."""
     move = ctypes.memmove
-    for s, d in zip(src, dst):
+    for s, d in zip(src, dst, strict=True):
         move(d, s, size)
 
 

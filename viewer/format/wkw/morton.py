@@ -87,7 +87,7 @@ def box_indices(lo: tuple[int, int, int], hi: tuple[int, int, int]) -> npt.NDArr
 
 def block_grid(lo: tuple[int, int, int], hi: tuple[int, int, int]) -> npt.NDArray[np.int64]:
     """(N, 3) block coordinates of the box ``lo <= b < hi``, x fastest."""
-    nx, ny, nz = (max(b - a, 0) for a, b in zip(lo, hi))
+    nx, ny, nz = (max(b - a, 0) for a, b in zip(lo, hi, strict=True))
     out = np.empty((nz, ny, nx, 3), dtype=np.int64)
     out[..., 0] = np.arange(lo[0], lo[0] + nx, dtype=np.int64)
     out[..., 1] = np.arange(lo[1], lo[1] + ny, dtype=np.int64)[:, None]

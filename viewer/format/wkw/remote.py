@@ -234,7 +234,7 @@ class StoreWkwUnit(StorageUnit):
         starts, ends = self._block_ranges(idx)
         out: list[StoredResult] = [None] * len(idx)
         want: list[int] = []
-        for k, (index, s, e) in enumerate(zip(idx.tolist(), starts.tolist(), ends.tolist())):
+        for k, (index, s, e) in enumerate(zip(idx.tolist(), starts.tolist(), ends.tolist(), strict=True)):
             problem = self._range_problem(index, s, e)
             if problem is not None:
                 out[k] = problem
@@ -242,7 +242,7 @@ class StoreWkwUnit(StorageUnit):
                 want.append(k)
         got = _read_results(self.store, self.key,
                             [(int(starts[k]), int(ends[k] - starts[k])) for k in want])
-        for k, data in zip(want, got):
+        for k, data in zip(want, got, strict=True):
             index, s, e = int(idx[k]), int(starts[k]), int(ends[k])
             if isinstance(data, FileNotFoundError):
                 out[k] = BlockDecodeError("the file is gone (HTTP 404) after its jump table "
@@ -316,7 +316,7 @@ class StoreWkwUnit(StorageUnit):
         starts, ends = self._block_ranges(idx)
         ok = (starts >= 0) & (ends > starts) & (ends <= self._size)
         self.store.prefetch(self.key, [(int(s), int(e - s))  # type: ignore[attr-defined]
-                                       for s, e in zip(starts[ok], ends[ok])])
+                                       for s, e in zip(starts[ok], ends[ok], strict=True)])
 
     def describe(self) -> dict[str, Any]:
         self._load()
@@ -497,7 +497,7 @@ class StoreWkwVolume(Volume):
                 probes += len(batch)
                 found = list(pool.map(self._exists, batch))
                 frontier = []
-                for pos, ok in zip(batch, found):
+                for pos, ok in zip(batch, found, strict=True):
                     if ok is None:  # the request failed: neither present nor absent
                         failed += 1
                         continue

@@ -210,7 +210,7 @@ def _decode_problems(f: File, good: npt.NDArray[np.intp], starts: npt.NDArray[np
         got = lz4block.decode_many(src, (ends[batch] - starts[batch]).tolist(),
                                    [scratch.ctypes.data] * len(batch), [bb] * len(batch), bb)
         del keep
-        for k, n in zip(batch.tolist(), got):
+        for k, n in zip(batch.tolist(), got, strict=True):
             if n != bb:
                 problems.append(f._decode_error(k, int(starts[k]), n, bb, False))
     return problems

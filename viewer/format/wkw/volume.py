@@ -20,10 +20,6 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import DatasetLayoutError, FormatError
-from viewer.format.wkw import lz4block, morton
-from viewer.format.wkw.dataset import HEADER_FILE, Dataset
-from viewer.format.wkw.file import File
-from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, MAGIC, VOXEL_TYPES, Header
 from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
@@ -34,6 +30,10 @@ from viewer.format.volume import (
     VolumeInfo,
     units_box,
 )
+from viewer.format.wkw import lz4block, morton
+from viewer.format.wkw.dataset import HEADER_FILE, Dataset
+from viewer.format.wkw.file import File
+from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, MAGIC, VOXEL_TYPES, Header
 
 Vec3 = tuple[int, int, int]
 

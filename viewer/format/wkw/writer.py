@@ -117,7 +117,7 @@ def _write_raw_patched(path: str, header: Header, existing: File | None,
     with atomic.replace_copy(path, full_size) as fd:
         if existing is None:
             os.pwrite(fd, h.to_bytes(), 0)
-        for coord, index in zip(coords, indices.tolist()):
+        for coord, index in zip(coords, indices.tolist(), strict=True):
             block = np.zeros((h.num_channels, b, b, b), dtype=h.dtype, order="F")
             start = HEADER_SIZE + index * h.block_bytes
             if existing is not None:
@@ -134,7 +134,7 @@ def _rewrite_whole(path: str, header: Header, existing: File | None,
     coords, indices = _touched_blocks(h, lo, part.shape[1:])
     b = h.block_len
     blocks: list[bytes | memoryview | None] = [None] * h.num_blocks
-    touched = dict(zip(indices.tolist(), coords))
+    touched = dict(zip(indices.tolist(), coords, strict=True))
     old: list[npt.NDArray[Any] | FormatError] = []
     if existing is not None:
         old = existing.read_blocks(indices)
@@ -154,7 +154,7 @@ def _rewrite_whole(path: str, header: Header, existing: File | None,
     elif existing is not None:
         for start in range(0, len(untouched), BATCH_BLOCKS):
             batch = untouched[start:start + BATCH_BLOCKS]
-            for index, arr in zip(batch, existing.read_blocks(batch)):
+            for index, arr in zip(batch, existing.read_blocks(batch), strict=True):
                 if isinstance(arr, FormatError):
                     raise arr
                 blocks[index] = encode_block(h, block_bytes_of(arr))
@@ -170,7 +170,7 @@ def _copy_compressed(existing: File, indices: list[int], blocks: list[Any]) -> N
     if not indices:
         return
     idx = np.asarray(indices, dtype=np.int64)
-    for k, index, raw in existing._fetch(idx):
+    for _k, index, raw in existing._fetch(idx):
         if isinstance(raw, FormatError):
             raise raw
         blocks[index] = bytes(raw)

@@ -47,7 +47,7 @@ class AxisMap:
     def nd(self, xyz: Sequence[int]) -> list[int]:
         """A position along x, y, z as one per array axis (0 on every other axis)."""
         out = [0] * self.ndim
-        for a, v in zip(self.spatial, xyz):
+        for a, v in zip(self.spatial, xyz, strict=True):
             if a is not None:
                 out[a] = int(v)
         return out

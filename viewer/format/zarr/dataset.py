@@ -164,7 +164,7 @@ def _voxel_size(ms: Multiscale, axes: AxisMap, where: str,
             return None
     if len(set(known)) == 1:
         return VoxelSize((factor[0], factor[1], factor[2]), known[0])
-    nm = [f * UNIT_NANOMETERS[u or "nanometer"] for f, u in zip(factor, units)]
+    nm = [f * UNIT_NANOMETERS[u or "nanometer"] for f, u in zip(factor, units, strict=True)]
     return VoxelSize((nm[0], nm[1], nm[2]), "nanometer")
 
 

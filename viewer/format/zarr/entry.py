@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from viewer.format.store import is_url, open_store
 from viewer.format.registry import FormatEntry, register
+from viewer.format.store import is_url, open_store
 from viewer.format.zarr.dataset import open_dataset
 from viewer.format.zarr.node import MARKERS
 

@@ -269,11 +269,11 @@ def _codec_chain(codecs: Any, shape: tuple[int, ...], dtype: np.dtype[Any], wher
         if len(inner_shape) != nd:
             raise MetadataError(f"sharding_indexed.chunk_shape has {len(inner_shape)} "
                                 f"dimensions, the array {nd}", where)
-        if any(s % c for s, c in zip(shape, inner_shape)):
+        if any(s % c for s, c in zip(shape, inner_shape, strict=True)):
             raise MetadataError(f"shard shape {list(shape)} is not a multiple of the inner chunk "
                                 f"shape {list(inner_shape)}", where)
         _check_sizes(shape, inner_shape, dtype, where, "sharding_indexed.chunk_shape")
-        per = tuple(s // c for s, c in zip(shape, inner_shape))
+        per = tuple(s // c for s, c in zip(shape, inner_shape, strict=True))
         if math.prod(per) > MAX_CHUNKS_PER_SHARD:
             raise UnsupportedFormatError(f"{math.prod(per)} chunks per shard (at most "
                                          f"{MAX_CHUNKS_PER_SHARD})", where)

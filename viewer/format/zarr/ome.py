@@ -67,7 +67,7 @@ def _scale(transforms: Any, n: int | None, where: str) -> list[float] | None:
                 raise MetadataError(f"scale must be a list of {n or ''} positive numbers, not "
                                     f"{s!r}"[:200], where)
             scale = [float(v) for v in s] if scale is None else \
-                [a * float(b) for a, b in zip(scale, s)]
+                [a * float(b) for a, b in zip(scale, s, strict=True)]
     return scale
 
 
@@ -109,7 +109,7 @@ def parse_multiscale(raw: list[Any], version: str, where: str) -> Multiscale:
                                 f"{d!r}"[:200], where)
         scale = _scale(d.get("coordinateTransformations"), n, where)
         if scale is not None and global_scale is not None:
-            scale = [a * b for a, b in zip(scale, global_scale)]
+            scale = [a * b for a, b in zip(scale, global_scale, strict=True)]
         levels.append(Level(d["path"], scale))
     name = ms.get("name")
     return Multiscale(version, name if isinstance(name, str) else None, names, types, units,

@@ -171,7 +171,7 @@ class ShardUnit(_UnitBase):
         g_first = np.flatnonzero(starts_new)
         g_lo = offs[g_first]
         g_hi = np.maximum.reduceat(ends, g_first)
-        ranges = [(int(a), int(b - a)) for a, b in zip(g_lo, g_hi)]
+        ranges = [(int(a), int(b - a)) for a, b in zip(g_lo, g_hi, strict=True)]
         try:
             blobs = self.volume.store.read_ranges(self.key, ranges)
         except OSError as exc:
@@ -180,7 +180,7 @@ class ShardUnit(_UnitBase):
                 out[k] = self.chunk_error(int(idx[k]), err)
             return out
         views = [memoryview(b) for b in blobs]
-        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist()):
+        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist(), strict=True):
             rel = off - int(g_lo[g])
             view = views[g]
             if rel + nb > len(view):
@@ -455,7 +455,7 @@ class ZarrVolume(Volume):
         def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
             unit, rows, idx = task
             stored = unit.read_stored(idx)
-            for row, index, s in zip(rows, idx, stored):
+            for row, index, s in zip(rows, idx, stored, strict=True):
                 if s is None:
                     continue
                 if isinstance(s, FormatError):
@@ -487,7 +487,7 @@ class ZarrVolume(Volume):
             "shape": list(m.shape), "dtype": m.dtype.name,
             "chunk_shape": list(m.chunk_shape), "fill_value": m.fill_value,
             "axes": list(self.axes.names),
-            "axis_map": {k: v for k, v in zip("xyzc", (*self.axes.spatial, self.axes.c))
+            "axis_map": {k: v for k, v in zip("xyzc", (*self.axes.spatial, self.axes.c), strict=True)
                          if v is not None},
             "codecs": m.codec.describe(),
         }

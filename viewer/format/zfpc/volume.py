@@ -39,7 +39,6 @@ from viewer.format.zfpc import container
 from viewer.format.zfpc.container import DIM_NAMES, HEADER_SIZE, Header
 from viewer.format.zfpc.zfp import ZfpError, decode_into, decode_padded, parse_header
 
-
 _WORKERS = min(4, os.cpu_count() or 1)
 _pool_lock = threading.Lock()
 _pool_instance: ThreadPoolExecutor | None = None
@@ -322,7 +321,7 @@ class ZfpcVolume(Volume):
             return super().read(offset, shape)
         out = np.empty((self.num_channels, *size), dtype=self.dtype, order="F")
         ext = self.shape
-        inner = [(min(max(-o, 0), n), min(max(e - o, 0), n)) for o, n, e in zip(off, size, ext)]
+        inner = [(min(max(-o, 0), n), min(max(e - o, 0), n)) for o, n, e in zip(off, size, ext, strict=True)]
         if any(hi <= lo for lo, hi in inner):
             out[...] = self.fill_value
             return out
@@ -374,14 +373,14 @@ class ZfpcVolume(Volume):
                 g = grid[row] * c
                 inside.append(bool((g >= off).all() and (g + c <= off + size).all()))
             if fd >= 0:
-                need = [int(indices[r]) for r, ins in zip(rows, inside) if not ins]
+                need = [int(indices[r]) for r, ins in zip(rows, inside, strict=True) if not ins]
                 stored_part = iter(self._unit.read_stored(need)) if need else iter(())
                 stored: list[StoredResult] = [b"" if ins else next(stored_part)
                                               for ins in inside]
             else:
                 stored = self._unit.read_stored(indices[start:start + batch].tolist())
             jobs = []
-            for row, data, ins in zip(rows, stored, inside):
+            for row, data, ins in zip(rows, stored, inside, strict=True):
                 if isinstance(data, FormatError):
                     raise data
                 if data is not None:
@@ -391,7 +390,7 @@ class ZfpcVolume(Volume):
                 row, data, ins = job
                 g = grid[row] * c
                 s_lo, s_hi = np.maximum(g, off), np.minimum(g + c, off + size)
-                dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off))
+                dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off, strict=True))
                 index = int(indices[row])
                 if ins and fd >= 0:
                     self.decode_chunk_from_file(index, fd, out[(slice(None), *dst)])
@@ -400,7 +399,7 @@ class ZfpcVolume(Volume):
                     self.decode_chunk_into(index, data, out[(slice(None), *dst)])
                 else:
                     chunk = self._unit.decode(index, data)
-                    src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g))
+                    src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g, strict=True))
                     out[(slice(None), *dst)] = chunk[(slice(None), *src)]
 
             if len(jobs) > 1 and _WORKERS > 1:

@@ -624,7 +624,7 @@ class QtCompareController(ComparisonRunMixin, QObject):
                 lo[a] = offset[a] if not seen[a] else min(lo[a], offset[a])
                 hi[a] = end if not seen[a] else max(hi[a], end)
                 seen[a] = True
-        if any(h <= l for l, h in zip(lo, hi)):
+        if any(h <= l for l, h in zip(lo, hi, strict=True)):
             return None
         return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
@@ -640,9 +640,9 @@ class QtCompareController(ComparisonRunMixin, QObject):
             return None
         la, ha = self.state.bounds
         lb, hb = self._extent_b.result
-        lo = [max(a, b) for a, b in zip(la, lb)]
-        hi = [min(a, b) for a, b in zip(ha, hb)]
-        if any(h <= l for l, h in zip(lo, hi)):
+        lo = [max(a, b) for a, b in zip(la, lb, strict=True)]
+        hi = [min(a, b) for a, b in zip(ha, hb, strict=True)]
+        if any(h <= l for l, h in zip(lo, hi, strict=True)):
             return None
         return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
@@ -709,7 +709,7 @@ def hover_text(a: tuple[Any, int] | None, b: tuple[Any, int] | None) -> str:
 def _touches(req: PlaneRequest, box: Box3) -> bool:
     offset, shape = box
     r_off, r_shape = req.box()
-    return all(o < ro + rs and ro < o + s for o, s, ro, rs in zip(offset, shape, r_off, r_shape))
+    return all(o < ro + rs and ro < o + s for o, s, ro, rs in zip(offset, shape, r_off, r_shape, strict=True))
 
 
 def _short(path: str, limit: int = 28) -> str:

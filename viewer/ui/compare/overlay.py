@@ -176,7 +176,7 @@ class QtCompareOverlay(QWidget):
             & (xy[:, 1] <= self.height())
         path = QPainterPath()
         bad = QPainterPath()
-        for (x0, y0, x1, y1), is_bad in zip(xy[seen].tolist(), damaged[seen].tolist()):
+        for (x0, y0, x1, y1), is_bad in zip(xy[seen].tolist(), damaged[seen].tolist(), strict=True):
             (bad if is_bad else path).addRect(QRectF(x0, y0, x1 - x0, y1 - y0))
         for shape, colour in ((path, BLOCK_COLOR), (bad, DAMAGED_COLOR)):
             if shape.isEmpty():

@@ -219,7 +219,7 @@ class ComparisonRunMixin:
         if dataset is None:
             return False
         lo, hi = self.state.bounds
-        shape = [b - a for a, b in zip(lo, hi)] if box is None else list(box[1])
+        shape = [b - a for a, b in zip(lo, hi, strict=True)] if box is None else list(box[1])
         nbytes = int(shape[0]) * int(shape[1]) * int(shape[2]) * int(dataset.num_channels) \
             * int(dataset.dtype.itemsize)
         return nbytes > PROCESS_THRESHOLD_BYTES
@@ -342,7 +342,7 @@ class ComparisonRunMixin:
         if isinstance(found, tuple):
             pos = found
         else:
-            pos = tuple(p + max(c // 2, 0) for p, c in zip(block.position, self.chunk_shape))
+            pos = tuple(p + max(c // 2, 0) for p, c in zip(block.position, self.chunk_shape, strict=True))
         self.state.set_cursor(pos)
         self.state.recenter()
 
