@@ -13,6 +13,7 @@ them (an import-linter contract).  Writing the demo (a synthetic webKnossos data
 writer the program itself uses: ``write_synthetic_dataset``.
 """
 
+from viewer.format import formats as _formats  # noqa: F401 - registers the built-in formats
 from viewer.format import wkw
 from viewer.format.dataset import (
     Dataset,

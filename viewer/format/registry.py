@@ -68,14 +68,15 @@ def formats() -> list[FormatEntry]:
 
 
 def _load_builtins() -> None:
-    """Import the built-in formats (each registers itself on import)."""
+    """Import the format plugins named in ``WKW_VIEWER_FORMAT_PLUGINS`` (each registers itself
+    on import).  The built-in formats register when the package ``viewer.format`` is imported
+    (its ``__init__`` imports ``viewer.format.formats``): this module never imports a format, so
+    the formats can import it without a loop."""
     global _builtins_loaded
     if _builtins_loaded:
         return
     _builtins_loaded = True
     import importlib
-
-    import viewer.format.formats  # noqa: F401 - registers every built-in format
 
     for name in os.environ.get(PLUGINS_ENV, "").split(","):
         if name.strip():

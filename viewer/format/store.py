@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+
+from viewer.format.errors import UnsupportedFormatError
 
 
 class Store(ABC):
@@ -133,13 +135,25 @@ def is_url(path: str) -> bool:
             and all(c.isalnum() or c in "+-." for c in head))
 
 
+#: Opens the store at a URL; set by ``viewer.format.remote`` when it is imported (the package
+#: ``viewer.format`` imports it), so that this module, below it, never imports it back.
+_url_store_opener: Callable[[str], Store] | None = None
+
+
+def set_url_store_opener(opener: Callable[[str], Store]) -> None:
+    """Make ``open_store`` hand URLs to ``opener``."""
+    global _url_store_opener
+    _url_store_opener = opener
+
+
 def open_store(path: str | os.PathLike[str]) -> Store:
     """The store rooted at ``path``: a local folder, or a URL (``http(s)://``, ``s3://``,
     ``gs://``: ``viewer.format.remote``)."""
     p = os.fspath(path)
     if is_url(p):
-        from viewer.format.remote.store import open_remote_store
-        return open_remote_store(p)
+        if _url_store_opener is None:
+            raise UnsupportedFormatError(f"{p}: no store for URLs is loaded")
+        return _url_store_opener(p)
     return LocalStore(p)
 
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from viewer.format.remote.config import RemoteConfig, configure, current
 from viewer.format.remote.errors import RangeNotSupportedError, RemoteError, RemoteIOError
-from viewer.format.remote.store import RemoteStats, RemoteStore, stats
+from viewer.format.remote.store import RemoteStats, RemoteStore, open_remote_store, stats
+from viewer.format.store import set_url_store_opener
+
+set_url_store_opener(open_remote_store)
 
 __all__ = ["RemoteConfig", "configure", "current", "RemoteStore", "RemoteStats", "stats",
            "RemoteError", "RemoteIOError", "RangeNotSupportedError"]
