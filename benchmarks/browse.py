@@ -322,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k:32} {warm[k]:10.3f} {cold[k]:10.3f}  {targets.get(k, '')}")
     lw = warm["detail"]["loader_only_jump_ms_p50_p95"]
     lc = cold["detail"]["loader_only_jump_ms_p50_p95"]
-    print(f"{'jump p50/p95, loader alone (ms)':32} {lw[0]:4.0f}/{lw[1]:<5.0f} {lc[0]:4.0f}/{lc[1]:<5.0f}"
+    print(f"{'jump p50/p95, loader alone (ms)':32} {lw[0]:4.0f}/{lw[1]:<5.0f} "
+          f"{lc[0]:4.0f}/{lc[1]:<5.0f}"
           "  (no window: rendering aside)")
     for name, run in (("warm", warm), ("cold", cold)):
         print(f"{name}: {json.dumps(run['detail'])}")

@@ -16,7 +16,8 @@ per side and the ratio ours/peer of the medians (measured under the same load, s
 machine even where absolute times are not).
 
     python -m benchmarks.containers            # a table
-    python -m benchmarks.containers --json     # {"zfpc_full_ratio_vs_zfpc_package", "vds_xy_ratio_vs_openvds", ...}
+    python -m benchmarks.containers --json     # {"zfpc_full_ratio_vs_zfpc_package",
+                                               #  "vds_xy_ratio_vs_openvds", ...}
 """
 
 from __future__ import annotations
@@ -118,11 +119,11 @@ def _rounds(rounds: int, ours: Callable[[int], Any], peer: Callable[[int], Any]
     peer(0)                                   # warm the page cache and the imports
     for k in range(rounds):
         if k % 2:
-            b.append(_time(lambda: peer(k)))
-            a.append(_time(lambda: ours(k)))
+            b.append(_time(lambda k=k: peer(k)))
+            a.append(_time(lambda k=k: ours(k)))
         else:
-            a.append(_time(lambda: ours(k)))
-            b.append(_time(lambda: peer(k)))
+            a.append(_time(lambda k=k: ours(k)))
+            b.append(_time(lambda k=k: peer(k)))
     return a, b
 
 

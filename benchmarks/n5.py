@@ -10,7 +10,8 @@ of the median times (``*_min_ratio``: of the best rounds).  The machine is share
 few times and look at the spread.
 
     python -m benchmarks.n5            # a table
-    python -m benchmarks.n5 --json     # {"xy_ratio_vs_tensorstore", "full_ratio_vs_tensorstore", ...}
+    python -m benchmarks.n5 --json     # {"xy_ratio_vs_tensorstore",
+                                       #  "full_ratio_vs_tensorstore", ...}
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def run(rounds: dict[str, int]) -> dict[str, Any]:
         mine: list[float] = []
         ref: list[float] = []
         for k in range(n):
-            pair = [(mine, lambda: ours(path, op, k)), (ref, lambda: theirs(path, op, k))]
+            pair = [(mine, lambda op=op, k=k: ours(path, op, k)),
+                    (ref, lambda op=op, k=k: theirs(path, op, k))]
             if k % 2:
                 pair.reverse()
             for bucket, fn in pair:

@@ -151,7 +151,7 @@ def run(rounds: int, zarr_rounds: int) -> dict[str, Any]:
             for side in order:
                 if side.name == "zarr_python" and (op != "xy" or k > zarr_rounds):
                     continue
-                t, out = _time(lambda s=side: s.read(off, size))
+                t, out = _time(lambda s=side, off=off, size=size: s.read(off, size))
                 times.setdefault((side.name, op), []).append(t)
                 results.append(np.asarray(out))
             for r in results[1:]:

@@ -49,8 +49,8 @@ class VolumeContract:
         edges = [max(1, c * u) for c, u in zip(v.chunk_shape, v.unit_shape, strict=True)]
         for _ in range(12):
             lo = [int(rng.integers(0, max(1, f - 1))) for f in full]
-            size = [int(rng.integers(1, min(f - a, 2 * e) + 1)) for a, f, e in zip(lo, full,
-                                                                                  edges, strict=True)]
+            size = [int(rng.integers(1, min(f - a, 2 * e) + 1))
+                    for a, f, e in zip(lo, full, edges, strict=True)]
             got = v.read(lo, size)
             want = contract_truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1],
                                   lo[2]:lo[2] + size[2]]

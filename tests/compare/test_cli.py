@@ -102,7 +102,8 @@ def test_missing_path_exits_2_without_traceback(make, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "does-not-exist" in err and "Traceback" not in err
     proc = subprocess.run([sys.executable, "-m", "viewer", "compare", str(tmp_path / "nope"),
-                           str(a), "--json"], capture_output=True, text=True, timeout=60, check=False)
+                           str(a), "--json"], capture_output=True, text=True, timeout=60,
+                          check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "nope" in proc.stderr and "Traceback" not in proc.stderr
 

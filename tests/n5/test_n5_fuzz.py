@@ -28,7 +28,8 @@ def _volume(tmp: Path, comp: str) -> N5Volume:
 
 
 @pytest.mark.parametrize("comp", COMPRESSIONS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=st.binary(max_size=600), head=st.sampled_from(["valid", "random"]),
        prefix=st.binary(min_size=0, max_size=24))
 def test_random_chunk_bytes(tmp_path: Path, comp: str, body: bytes, head: str,

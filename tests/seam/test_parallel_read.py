@@ -52,7 +52,8 @@ def test_parallel_read_equals_serial(toy: tuple[str, np.ndarray], box: Any,
     lo = [max(o, 0) for o in box[0]]
     hi = [min(o + s, d) for o, s, d in zip(box[0], box[1], data.shape[1:], strict=True)]
     dst = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, box[0], strict=True))
-    expected[(slice(None), *dst)] = data[(slice(None), *(slice(a, b) for a, b in zip(lo, hi, strict=True)))]
+    src = tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+    expected[(slice(None), *dst)] = data[(slice(None), *src)]
     for i, j, k in [(1, 1, 1), (3, 0, 2)]:
         cube = tuple(slice(max(n * 8 - o, 0), max((n + 1) * 8 - o, 0))
                      for n, o in zip((i, j, k), box[0], strict=True))

@@ -116,7 +116,8 @@ def test_downsample_layer_on_disk(tmp_path: Path, legacy: bool) -> None:
             # the finer mag on the coarse window grid, with the voxels outside its box masked
             lo = [c * k for c, k in zip(cb.top_left, f, strict=True)]
             hi_ = [c * k for c, k in zip(cb.end, f, strict=True)]
-            grid = np.zeros((layer.num_channels, *[b - a for a, b in zip(lo, hi_, strict=True)]), layer.dtype)
+            extent = [b - a for a, b in zip(lo, hi_, strict=True)]
+            grid = np.zeros((layer.num_channels, *extent), layer.dtype)
             mask = np.zeros(grid.shape[1:], bool)
             off = [p - a for p, a in zip(prev_box.top_left, lo, strict=True)]
             sl = tuple(slice(o, o + s) for o, s in zip(off, prev_box.size, strict=True))
@@ -174,9 +175,11 @@ def test_synthetic_coarse_mags_equal_downsample_layer(tmp_path: Path, block_len:
     assert ds.problems == [] and ds.check() == []
     for layer in ds.layers:
         boxes = [layer.bounding_box_at(m) for m in mags]
-        before = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes, strict=True)]
+        before = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end])
+                  for m, b in zip(mags, boxes, strict=True)]
         downsample_layer(layer, workers=1)
-        after = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end]) for m, b in zip(mags, boxes, strict=True)]
+        after = [layer.read(m, (0, 0, 0), [e + 8 for e in b.end])
+                 for m, b in zip(mags, boxes, strict=True)]
         for m, x, y in zip(mags, before, after, strict=True):
             np.testing.assert_array_equal(x, y, err_msg=f"{layer.name} {m}")
         assert after[1].any()

@@ -43,7 +43,8 @@ def mags_entry(layer: str, mags: list[tuple[int, int, int]], names: list[str] | 
     """The current ``mags`` key: ``{mag, path: "./layer/name", axisOrder}``."""
     names = names or [mag_folder(m) for m in mags]
     return [{"mag": list(m), "path": f"./{layer}/{n}", "cubeLength": BLOCK_LEN * FILE_LEN,
-             "axisOrder": {"x": 1, "y": 2, "z": 3, "c": 0}} for m, n in zip(mags, names, strict=True)]
+             "axisOrder": {"x": 1, "y": 2, "z": 3, "c": 0}}
+            for m, n in zip(mags, names, strict=True)]
 
 
 def resolutions_entry(mags: list[tuple[int, int, int]]) -> list[dict[str, Any]]:

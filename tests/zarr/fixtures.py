@@ -226,8 +226,9 @@ def mag_folder(mag: Sequence[int], layer_dir: Path) -> str:
     return short if (layer_dir / short).is_dir() else f"{x}-{y}-{z}"
 
 
-# -- webknossos (the package) -------------------------------------------------------------------
-def write_webknossos_dataset(path: str | os.PathLike[str], layers: dict[str, tuple[str, np.ndarray]],
+# -- webknossos (the package) ------------------------------------------------------------------
+def write_webknossos_dataset(path: str | os.PathLike[str],
+                             layers: dict[str, tuple[str, np.ndarray]],
                              voxel_size: Sequence[float] = (11.0, 11.0, 24.0),
                              downsample: bool = False, shard_len: int = 64) -> str:
     """A webKnossos dataset written by the ``webknossos`` package: ``layers`` maps a layer name
@@ -264,5 +265,5 @@ def strided(data: np.ndarray, factor: int) -> np.ndarray:
     return np.ascontiguousarray(data[:, ::factor, ::factor, ::factor])
 
 
-__all__ = ["strided", "sample", "write_tensorstore_zarr3", "webknossos_zarr3_metadata", "wkw_to_zarr3",
-           "wk_dataset_to_zarr3", "wkw_mag_bounds", "write_webknossos_dataset"]
+__all__ = ["strided", "sample", "write_tensorstore_zarr3", "webknossos_zarr3_metadata",
+           "wkw_to_zarr3", "wk_dataset_to_zarr3", "wkw_mag_bounds", "write_webknossos_dataset"]

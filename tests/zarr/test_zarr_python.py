@@ -160,7 +160,8 @@ def test_v2(tmp_path: Path, compressor: str, separator: str, order: str) -> None
         units = sorted(v.iter_units())
         unit = v.open_unit(units[0])
         assert unit is not None and unit.describe_chunk(0)["stored_bytes"] == unit.size
-        assert units and len(units) < math.prod(-(-s // c) for s, c in zip(shape, (8, 8, 16), strict=True))
+        grid = [-(-s // c) for s, c in zip(shape, (8, 8, 16), strict=True)]
+        assert units and len(units) < math.prod(grid)
 
 
 @pytest.mark.parametrize("dtype", INT_FLOAT)
@@ -194,7 +195,8 @@ def test_shard_index_is_the_chunk_table(tmp_path: Path) -> None:
         assert absent.sum() == 1
         assert (table.offsets[~absent] == index[~absent, 0].astype(np.int64)).all()
         assert (table.nbytes[~absent] == index[~absent, 1].astype(np.int64)).all()
-        # inner chunk (z=1, y=0, x=0) in C order of (z, y, x) is index 4; as (x, y, z) local (0, 0, 1)
+        # inner chunk (z=1, y=0, x=0) in C order of (z, y, x) is index 4;
+        # as (x, y, z) local (0, 0, 1)
         assert int(v.chunk_index(np.asarray([[0, 0, 1]]))[0]) == 4
         assert v.chunk_local(np.asarray([4])).tolist() == [[0, 0, 1]]
         assert not table.present[4]

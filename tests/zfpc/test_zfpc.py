@@ -115,7 +115,7 @@ def test_one_to_four_dimensions_every_split(tmp_path: Path, shape: tuple[int, ..
         np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape), truth)
         # a box inside, and the chunk level
         lo = [s // 3 for s in vol.shape]
-        size = [max(1, s - l - 1) for s, l in zip(vol.shape, lo, strict=True)]
+        size = [max(1, s - low - 1) for s, low in zip(vol.shape, lo, strict=True)]
         np.testing.assert_array_equal(
             vol.read(lo, size),
             truth[:, lo[0]:lo[0] + size[0], lo[1]:lo[1] + size[1], lo[2]:lo[2] + size[2]])

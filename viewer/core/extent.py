@@ -62,8 +62,8 @@ def scan_bounds(volume: Volume, units: Iterable[Vec3] | None = None,
     lo: list[int] | None = None
     hi: list[int] = [0, 0, 0]
     last = time.monotonic()
-    count = 0
-    for cell in volume.iter_units() if units is None else units:
+    listing = volume.iter_units() if units is None else units
+    for count, cell in enumerate(listing, 1):
         if cancelled is not None and cancelled.is_set():
             return None
         if lo is None:
@@ -74,7 +74,6 @@ def scan_bounds(volume: Volume, units: Iterable[Vec3] | None = None,
                     lo[a] = cell[a]
                 elif cell[a] > hi[a]:
                     hi[a] = cell[a]
-        count += 1
         if on_progress is not None and not count & 255:  # the clock once every 256 units
             now = time.monotonic()
             if now - last >= REPORT_INTERVAL_S:

@@ -295,7 +295,9 @@ class LayeredSource:
                 and hit[2].mag_request == plan.chosen:
             self._composed.move_to_end(key)
             return hit[2]
-        composed = multires.compose((plan.chosen, chosen), list(zip(plan.placeholders, under, strict=False)))
+        # ``under`` is empty once the chosen mag is complete: no placeholders beneath it then
+        placed = list(zip(plan.placeholders, under, strict=False))
+        composed = multires.compose((plan.chosen, chosen), placed)
         self._composed[key] = (chosen, under, composed)
         self._composed.move_to_end(key)
         self._trim()

@@ -27,7 +27,8 @@ class SmoothField:
         self.n = lattice
         self.values = rng.uniform(-1.0, 1.0, (lattice, lattice, lattice)).astype(np.float32)
 
-    def _weights(self, start: int, size: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    def _weights(self, start: int, size: int
+                 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
         """Lattice indices a span of voxels needs and the (size, len(indices)) weights."""
         pos = (np.arange(start, start + size, dtype=np.float64) + 0.5) / self.spacing
         i0 = np.floor(pos).astype(np.intp)
@@ -43,7 +44,8 @@ class SmoothField:
 
     def box(self, offset: Vec3, shape: Vec3) -> npt.NDArray[np.float32]:
         """The field on the box ``[offset, offset + shape)`` as ``(X, Y, Z)`` float32."""
-        (ix, wx), (iy, wy), (iz, wz) = (self._weights(int(o), int(s)) for o, s in zip(offset, shape, strict=True))
+        (ix, wx), (iy, wy), (iz, wz) = (self._weights(int(o), int(s))
+                                        for o, s in zip(offset, shape, strict=True))
         sub = self.values[np.ix_(ix, iy, iz)]
         # Separable: contract the small lattice along x, then y, then z (one BLAS product each).
         t = np.tensordot(wx, sub, axes=(1, 0))  # (X, ny, nz)

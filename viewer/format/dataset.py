@@ -82,7 +82,7 @@ class Mag:
     def check(self) -> FormatError | None:
         """Open the mag now; the problem, if any, instead of raising it."""
         try:
-            self.volume
+            _ = self.volume
         except FormatError as exc:
             return exc
         return None
@@ -235,7 +235,8 @@ class Dataset:
         for layer in self.layers:
             if layer.name == name:
                 return layer
-        raise KeyError(f"no layer {name!r} (layers: {', '.join(l.name for l in self.layers)})")
+        names = ", ".join(layer.name for layer in self.layers)
+        raise KeyError(f"no layer {name!r} (layers: {names})")
 
     @property
     def color_layers(self) -> list[Layer]:

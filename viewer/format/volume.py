@@ -126,10 +126,10 @@ class StorageUnit(ABC):
                 out.append(exc)
         return out
 
-    def will_need(self, indices: Sequence[int]) -> None:
+    def will_need(self, indices: Sequence[int]) -> None:  # noqa: B027 - optional, not abstract
         """Hint that these chunks will be read soon (read-ahead).  Default: nothing."""
 
-    def release_pages(self) -> None:
+    def release_pages(self) -> None:  # noqa: B027 - optional, not abstract
         """Drop memory held for pages read so far (mapped files).  Default: nothing."""
 
     def describe(self) -> dict[str, Any]:

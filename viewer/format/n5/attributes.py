@@ -102,7 +102,8 @@ class Compression:
         if self.type == "gzip" and self.use_zlib:
             return "gzip (zlib)"
         if self.type == "blosc":
-            return f"blosc ({self.params.get('cname', '?')}, shuffle {self.params.get('shuffle', '?')})"
+            cname, shuffle = self.params.get("cname", "?"), self.params.get("shuffle", "?")
+            return f"blosc ({cname}, shuffle {shuffle})"
         return self.type
 
 

@@ -146,7 +146,7 @@ class N5Volume(Volume):
     def shape(self) -> Vec3:
         return self.attrs.shape
 
-    # -- chunk grid ---------------------------------------------------------------------------------
+    # -- chunk grid ------------------------------------------------------------------------------
     def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]:
         """The N5 grid position (all axes) of the chunk at (x, y, z) grid position ``unit``."""
         pos = [int(unit[0]), int(unit[1])]
@@ -204,7 +204,7 @@ class N5Volume(Volume):
         for p in walk(self.key, 0, ()):
             yield (p[0], p[1], p[2] if ndim >= 3 else 0)
 
-    # -- decoding -----------------------------------------------------------------------------------
+    # -- decoding --------------------------------------------------------------------------------
     def read_chunk_bytes(self, unit: Vec3) -> StoredResult:
         """The chunk file's bytes, ``None`` when it is absent, or the error reading it."""
         key = self.chunk_key(unit)

@@ -130,7 +130,8 @@ def parse_layout(raw: bytes, path: str) -> Layout:
     pos = _get(ld, "positiveMargin", int, path, "layoutDescriptor")
     lods = _enum_int(str(ld.get("lodLevels", "LODLevels_None")), "LODLevels", path)
     mult = int(ld.get("brickSize2DMultiplier", 4) or 4)
-    if not (2 <= brick <= (1024 if len(axes) >= 3 else 4096) and neg >= 0 and pos >= 0 and brick - neg - pos >= 1
+    largest = 1024 if len(axes) >= 3 else 4096
+    if not (2 <= brick <= largest and neg >= 0 and pos >= 0 and brick - neg - pos >= 1
             and 0 <= lods <= 16):
         raise MetadataError(f"layout JSON: brick {brick} with margins {neg}/{pos} and {lods} "
                             "LOD levels", path)

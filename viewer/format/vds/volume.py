@@ -240,9 +240,8 @@ class VdsVolume(Volume):
         self.path = file.path
         self.layer = file.layer_name(lod)
         if self.layer not in file.container.files:
-            raise MetadataError(f"no layer {self.layer!r} (layers: "
-                                f"{', '.join(n for n in file.container.files if n != 'VolumeDataLayout')})",
-                                file.path)
+            known = ", ".join(n for n in file.container.files if n != "VolumeDataLayout")
+            raise MetadataError(f"no layer {self.layer!r} (layers: {known})", file.path)
         lay = file.layout
         ch = file.channel
         self.channel = ch
@@ -419,7 +418,8 @@ class VdsVolume(Volume):
             return
         zyx = self.file.wavelet.read_box(self.lod, (lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]),
                                          self.dtype, self.file.samples)
-        dst: tuple[Any, ...] = (0, *(slice(a - o, b - o) for a, b, o in zip(lo, hi, off, strict=True)))
+        dst: tuple[Any, ...] = (0, *(slice(a - o, b - o)
+                                     for a, b, o in zip(lo, hi, off, strict=True)))
         out[dst] = zyx.transpose(2, 1, 0)
 
     # -- description ------------------------------------------------------------------------------
@@ -427,7 +427,8 @@ class VdsVolume(Volume):
         lay = self.file.layout
         ch = self.channel
         method = METHODS.get(self.method, str(self.method))
-        comp = method if self.method in (0, 2, 3) else f"{method} (tolerance {self.index.tolerance:g})"
+        comp = (method if self.method in (0, 2, 3)
+                else f"{method} (tolerance {self.index.tolerance:g})")
         return VolumeInfo("vds", comp, {
             **self.file.container.describe(),
             "layer": self.layer, "lod": self.lod, "lod_levels": lay.lod_levels,

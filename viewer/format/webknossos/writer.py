@@ -446,7 +446,8 @@ def _write_files(dataset: Dataset, lo: Sequence[int], data: npt.NDArray[Any],
 
     for f in files:
         origin = [g * side for g in f]
-        a = [max(int(x), o) - o for x, o in zip(lo, origin, strict=True)]  # the data's part, file-local
+        # the data's part, file-local
+        a = [max(int(x), o) - o for x, o in zip(lo, origin, strict=True)]
         e = [min(int(x) + n, o + side) - o for x, n, o in zip(lo, shape, origin, strict=True)]
         full = np.zeros((1, side, side, side), dtype=h.dtype, order="F")
         full[0, a[0]:e[0], a[1]:e[1], a[2]:e[2]] = data[

@@ -211,7 +211,9 @@ class Numcodecs(BytesDecoder):
         arr = np.ascontiguousarray(out)
         if arr.nbytes > limit:
             raise CodecFailure(f"{self.name} decodes to more than {limit} bytes")
-        return arr.tobytes() if not arr.flags.c_contiguous else memoryview(arr.view(np.uint8).reshape(-1).data)
+        if not arr.flags.c_contiguous:
+            return arr.tobytes()
+        return memoryview(arr.view(np.uint8).reshape(-1).data)
 
 
 V3_BYTES_CODECS: dict[str, type[BytesDecoder]] = {

@@ -180,7 +180,8 @@ class ShardUnit(_UnitBase):
                 out[k] = self.chunk_error(int(idx[k]), err)
             return out
         views = [memoryview(b) for b in blobs]
-        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist(), strict=True):
+        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist(),
+                                 strict=True):
             rel = off - int(g_lo[g])
             view = views[g]
             if rel + nb > len(view):
@@ -487,8 +488,8 @@ class ZarrVolume(Volume):
             "shape": list(m.shape), "dtype": m.dtype.name,
             "chunk_shape": list(m.chunk_shape), "fill_value": m.fill_value,
             "axes": list(self.axes.names),
-            "axis_map": {k: v for k, v in zip("xyzc", (*self.axes.spatial, self.axes.c), strict=True)
-                         if v is not None},
+            "axis_map": {k: v for k, v in zip("xyzc", (*self.axes.spatial, self.axes.c),
+                                              strict=True) if v is not None},
             "codecs": m.codec.describe(),
         }
         if m.sharding is not None:

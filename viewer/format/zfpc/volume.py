@@ -321,7 +321,8 @@ class ZfpcVolume(Volume):
             return super().read(offset, shape)
         out = np.empty((self.num_channels, *size), dtype=self.dtype, order="F")
         ext = self.shape
-        inner = [(min(max(-o, 0), n), min(max(e - o, 0), n)) for o, n, e in zip(off, size, ext, strict=True)]
+        inner = [(min(max(-o, 0), n), min(max(e - o, 0), n))
+                 for o, n, e in zip(off, size, ext, strict=True)]
         if any(hi <= lo for lo, hi in inner):
             out[...] = self.fill_value
             return out
@@ -390,7 +391,8 @@ class ZfpcVolume(Volume):
                 row, data, ins = job
                 g = grid[row] * c
                 s_lo, s_hi = np.maximum(g, off), np.minimum(g + c, off + size)
-                dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off, strict=True))
+                dst = tuple(slice(int(a), int(b))
+                            for a, b in zip(s_lo - off, s_hi - off, strict=True))
                 index = int(indices[row])
                 if ins and fd >= 0:
                     self.decode_chunk_from_file(index, fd, out[(slice(None), *dst)])
@@ -399,7 +401,8 @@ class ZfpcVolume(Volume):
                     self.decode_chunk_into(index, data, out[(slice(None), *dst)])
                 else:
                     chunk = self._unit.decode(index, data)
-                    src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g, strict=True))
+                    src = tuple(slice(int(a), int(b))
+                                for a, b in zip(s_lo - g, s_hi - g, strict=True))
                     out[(slice(None), *dst)] = chunk[(slice(None), *src)]
 
             if len(jobs) > 1 and _WORKERS > 1:

@@ -29,7 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 #: zfp scalar types (``zfp_type``), as numpy dtypes.
-ZFP_TYPES: dict[int, np.dtype[Any]] = {1: np.dtype("<i4"), 2: np.dtype("<i8"), 3: np.dtype("<f4"), 4: np.dtype("<f8")}
+ZFP_TYPES: dict[int, np.dtype[Any]] = {1: np.dtype("<i4"), 2: np.dtype("<i8"),
+                                       3: np.dtype("<f4"), 4: np.dtype("<f8")}
 ZFP_MAX_BITS = 16658
 ZFP_MAX_PREC = 64
 ZFP_MIN_EXP = -1074
