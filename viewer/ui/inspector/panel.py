@@ -21,10 +21,10 @@ main window).  Its interface to the window is narrow:
 The panel composes its parts, each a class in its own module: the tabs (``QtHeaderTab``,
 ``QtFilesTab``, ``QtJumpTableTab``, ``QtSizesTab``, ``QtByteLayoutTab``, ``QtProblemsTab``,
 ``QtMapTab``), the layer and mag selector (``QtMagSelector``) and the overlays
-(``QtOverlaySet``).  They read the one ``InspectorState`` the panel writes, and ask for a
-cursor move through the ``InspectorHost`` protocol (``go_to``), which the panel implements;
-they never reach into the panel or the window.  This module holds what joins them: the
-state's changes, the scan of the units and the loading of the unit under the cursor.
+(``QtOverlaySet``), and the background work on units (``QtUnitJobs``).  The tabs read the one
+``InspectorState`` the panel writes, and ask for a cursor move through the ``InspectorHost``
+protocol (``go_to``), which the panel implements; they never reach into the panel or the
+window.  This module holds what joins them: the state's changes and who hears of them.
 
 All unit access runs on worker threads of ``viewer.core.inspect`` or a one-thread executor;
 results come back through ``QtResultBridge`` (queued), so the GUI thread only formats.
@@ -51,7 +51,6 @@ from PySide6.QtWidgets import (
 
 from viewer.core import inspect
 from viewer.format import Dataset, FormatError, Mag, Volume, mag_name, parse_mag
-from viewer.ui.inspector.bridge import QtResultBridge
 from viewer.ui.inspector.byte_layout_tab import QtByteLayoutTab
 from viewer.ui.inspector.files_tab import QtFilesTab
 from viewer.ui.inspector.header_tab import QtHeaderTab
@@ -65,9 +64,7 @@ from viewer.ui.inspector.problems_tab import QtProblemsTab
 from viewer.ui.inspector.scale import MagScale
 from viewer.ui.inspector.sizes_tab import QtSizesTab
 from viewer.ui.inspector.state import InspectorState
-
-#: Rows of the unit table arrive at most this often (each arrival repaints the table).
-SCAN_BATCH_SECONDS = 0.25
+from viewer.ui.inspector.unit_jobs import QtUnitJobs
 
 
 class QtInspectorPanel(QWidget):
@@ -95,12 +92,9 @@ class QtInspectorPanel(QWidget):
         self._own_dataset = False
         #: What the tabs show (this panel is its only writer).
         self.state = InspectorState()
-        self._bridge = QtResultBridge(self)
-        self._bridge.result_arrived.connect(self._on_result)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector")
         self._cache = inspect.TableCache()
-        self._scan: inspect.UnitScan | None = None
-        self._tokens: dict[str, int] = {}
+        self._jobs = QtUnitJobs(self._executor, self._cache, self)
         #: Unit path -> unit-grid position, of every unit scanned or shown.
         self._unit_of_path: dict[str, Vec3] = {}
         self._file_pos: Vec3 | None = None
@@ -117,6 +111,9 @@ class QtInspectorPanel(QWidget):
         #: nothing), and how each is redrawn.
         self._stale: set[QWidget] = set()
         self._build()
+        self._jobs.scan_batch.connect(self._on_scan_batch)
+        self._jobs.unit_loaded.connect(self._on_file_loaded)
+        self._jobs.unit_failed.connect(self.header_tab.show_error)
         self._lazy: dict[QWidget, Callable[[], None]] = {
             self.sizes_tab: self.sizes_tab.refresh, self.layout_tab: self.layout_tab.refresh,
             self.map_tab: self.map_tab.refresh}
@@ -325,11 +322,7 @@ class QtInspectorPanel(QWidget):
         self._mark_stale(self.map_tab)
         self.progress.setRange(0, 0)
         self.progress.show()
-        token = self._next("scan")
-        self._scan = inspect.UnitScan(
-            volume, lambda batch: self._bridge.deliver("scan", token, batch),
-            batch_seconds=SCAN_BATCH_SECONDS, reopen=reopen)
-        self._scan.start()
+        self._jobs.start_scan(volume, reopen)
         cursor = self._window_cursor
         self._show_cursor_at(self.scale.to_inspected(cursor) if cursor is not None
                              else (0, 0, 0))
@@ -343,7 +336,9 @@ class QtInspectorPanel(QWidget):
         upos, index = inspect.chunk_at(volume, pos)
         self._pending_block = index
         if upos != self._file_pos and upos != self._loading_pos:
-            self._load_file(upos)
+            self._loading_pos = upos
+            self.jump_tab.stop_decoding()
+            self._jobs.load_unit(volume, upos, self.state.volume_header)
         elif upos == self._file_pos:
             self.jump_tab.select_chunk(index)
             self._mark_stale(self.layout_tab)
@@ -378,51 +373,10 @@ class QtInspectorPanel(QWidget):
         self.overlays.metric_changed()
 
     # == background work ======================================================================
-    def _next(self, kind: str) -> int:
-        self._tokens[kind] = self._tokens.get(kind, 0) + 1
-        return self._tokens[kind]
-
     def _stop_work(self) -> None:
-        if self._scan is not None:
-            self._scan.cancel()
-            self._scan = None
+        self._jobs.stop()
         self.jump_tab.stop_decoding()
         self.overlays.stop()
-        for kind in list(self._tokens):
-            self._next(kind)
-
-    def _load_file(self, upos: Vec3) -> None:
-        """Load the unit at unit-grid position ``upos`` (header report and chunk table) in
-        the background."""
-        volume = self.state.volume
-        assert volume is not None
-        cache = self._cache
-        header = self.state.volume_header
-        self._loading_pos = upos
-        self.jump_tab.stop_decoding()
-        token = self._next("file")
-        path = volume.unit_path(upos)
-
-        def job() -> LoadedUnit:
-            table, error = cache.get(upos)
-            if table is None and error is None:
-                return LoadedUnit(upos, path, None, None, None)
-            report = inspect.header_report(volume, path, table, error, header)
-            return LoadedUnit(upos, table.path if table is not None else path, report, table,
-                              error)
-
-        self._bridge.deliver_future("file", token, self._executor.submit(job))
-
-    def _on_result(self, kind: str, token: int, payload: Any) -> None:
-        if self._tokens.get(kind) != token:
-            return  # superseded
-        if kind == "scan":
-            self._on_scan_batch(payload)
-        elif kind == "file":
-            if isinstance(payload, BaseException):
-                self.header_tab.show_error(str(payload))
-                return
-            self._on_file_loaded(payload)
 
     def _on_scan_batch(self, batch: inspect.ScanBatch) -> None:
         if batch.total is not None:
@@ -441,7 +395,6 @@ class QtInspectorPanel(QWidget):
         self.problems_tab.add_rows(batch.rows)
         if batch.finished:
             self.progress.hide()
-            self._scan = None
             self.overlays.refresh()
             if self.sizes_tab.whole_volume:
                 self._mark_stale(self.sizes_tab)
