@@ -41,10 +41,6 @@ class QtUnitJobs(QObject):
         self._tokens: dict[str, int] = {}
         self._scan: inspect.UnitScan | None = None
 
-    @property
-    def scanning(self) -> bool:
-        return self._scan is not None
-
     def _next(self, kind: str) -> int:
         self._tokens[kind] = self._tokens.get(kind, 0) + 1
         return self._tokens[kind]
