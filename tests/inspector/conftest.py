@@ -34,3 +34,25 @@ def reference_dataset(tmp_path: Path) -> Path:
                                                  block_type=ref.Header.BLOCK_TYPE_LZ4HC)) as ds:
         ds.write((0, 0, 0), known_volume())
     return root
+
+
+@pytest.fixture()
+def slice_view(qtbot):  # type: ignore[no-untyped-def]
+    """Make a window's slice view (``QtSliceView``, 400 x 400 pixels, shown) with normal
+    ``axis`` over ``bounds``, centred on ``cursor`` at ``zoom``: what the inspector's overlay
+    is drawn over in the program."""
+    from viewer.core.state import ViewerState
+    from viewer.ui.slice_view import QtSliceView
+
+    def make(axis: int, bounds: tuple[tuple[int, int, int], tuple[int, int, int]],
+             cursor: tuple[int, int, int], zoom: float = 1.0) -> QtSliceView:
+        state = ViewerState()
+        state.set_bounds(bounds, cursor, zoom)
+        view = QtSliceView(axis, state)
+        qtbot.addWidget(view)
+        view.resize(400, 400)
+        view.show()
+        qtbot.waitExposed(view)
+        return view
+
+    return make

@@ -37,7 +37,8 @@ def parse_independently(path: Path) -> dict[str, object]:
     starts = [data_offset, *ends[:-1]]
     return {"magic": magic, "version": version, "per_dim": per_dim, "block_type": block_type,
             "voxel_type": vtype, "voxel_size": vsize, "data_offset": data_offset,
-            "starts": starts, "ends": ends, "sizes": [e - s for s, e in zip(starts, ends, strict=True)],
+            "starts": starts, "ends": ends,
+            "sizes": [e - s for s, e in zip(starts, ends, strict=True)],
             "raw16": raw[:16], "file_size": len(raw)}
 
 

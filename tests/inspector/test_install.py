@@ -36,8 +36,9 @@ def test_install_links_cursor_both_ways_and_draws_the_map(window, qtbot,
     qtbot.waitUntil(lambda: panel.current_path is not None, timeout=WAIT)
     # A row of the jump table moves the window's cursor to that block.
     panel.tabs.setCurrentIndex(2)
-    rect = panel.jump_view.visualRect(panel.jump_model.index(1, 0))
-    qtbot.mouseClick(panel.jump_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    jump = panel.jump_tab
+    rect = jump.jump_view.visualRect(jump.jump_model.index(1, 0))
+    qtbot.mouseClick(jump.jump_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert window.state.cursor == (BLOCK_LEN + BLOCK_LEN // 2, BLOCK_LEN // 2, BLOCK_LEN // 2)
     # The window's cursor moves the panel to the other file.
     with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
@@ -45,7 +46,7 @@ def test_install_links_cursor_both_ways_and_draws_the_map(window, qtbot,
     assert panel.current_path == str(known_dataset / "z0" / "y0" / "x1.wkw")
     # The compression map over the XY view (off by default): the random block and a zero
     # block differ.
-    panel.map_toggle.setChecked(True)
+    panel.map_tab.map_toggle.setChecked(True)
     with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
         window.state.set_cursor((1, 1, 3))
     view = window.views[2]
@@ -59,4 +60,5 @@ def test_install_links_cursor_both_ways_and_draws_the_map(window, qtbot,
 
     random_px = colour(BLOCK_LEN * 1.5, BLOCK_LEN * 0.5)
     zero_px = colour(BLOCK_LEN * 2.5, BLOCK_LEN * 0.5)
-    assert sum(abs(a - b) for a, b in zip(random_px, zero_px, strict=True)) > 100, (random_px, zero_px)
+    assert sum(abs(a - b) for a, b in zip(random_px, zero_px, strict=True)) > 100, \
+        (random_px, zero_px)

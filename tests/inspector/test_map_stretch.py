@@ -58,7 +58,7 @@ def test_grid_lines_and_map_fall_on_block_edges_at_every_stretch(window, qtbot, 
         assert window.open_path(str(tmp_path / "wk"), pos=(20, 20, 20), zoom=1.5)
     qtbot.waitUntil(window.planes_complete, timeout=WAIT)
     before = {a: _pixels(v) for a, v in window.views.items()}
-    panel.block_grid_toggle.setChecked(True)
+    panel.map_tab.block_grid_toggle.setChecked(True)
     qtbot.wait(50)
     for axis in (XY, XZ, YZ):
         view = window.views[axis]
@@ -74,14 +74,14 @@ def test_grid_lines_and_map_fall_on_block_edges_at_every_stretch(window, qtbot, 
                 nearest = round(at / BLOCK) * BLOCK
                 assert abs(at - nearest) * scale <= 1.5, (axis, screen_axis, px, at)
             assert np.diff(found).min() >= BLOCK * scale - 2
-    panel.block_grid_toggle.setChecked(False)
+    panel.map_tab.block_grid_toggle.setChecked(False)
     qtbot.wait(50)
     before = {a: _pixels(v) for a, v in window.views.items()}
     # The compression map: the blocks' colours cover exactly the blocks on screen (the file
     # holds the whole 64^3 dataset, so the map spans 0..64 along every axis).
-    panel.map_toggle.setChecked(True)
-    qtbot.waitUntil(lambda: all(w.plane is not None for ws in panel._view_overlays.values()
-                                for w in ws), timeout=WAIT)
+    panel.map_tab.map_toggle.setChecked(True)
+    qtbot.waitUntil(lambda: all(w.plane is not None for w in panel.overlays.overlays()),
+                    timeout=WAIT)
     qtbot.wait(50)
     for axis in (XY, XZ, YZ):
         view = window.views[axis]

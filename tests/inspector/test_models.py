@@ -94,6 +94,6 @@ def test_item_views_are_not_painted_through_a_style_sheet(panel) -> None:  # typ
     """A style sheet on an ancestor routes every cell of the 32,768-row table through
     QStyleSheetStyle; the tab bar's own style sheet must stay on the tab bar."""
     app_style = QApplication.style()
-    assert panel.jump_view.style() is app_style
-    assert panel.files_view.style() is app_style
+    assert panel.jump_tab.jump_view.style() is app_style
+    assert panel.files_tab.files_view.style() is app_style
     assert panel.tabs.tabBar().styleSheet()

@@ -7,16 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pyqtgraph as pg
 import pytest
 from inspector_data import BLOCK_LEN, FILE_LEN, SIDE, damage_jump_table, parse_independently
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import Qt
 
 from viewer.core import inspect
 from viewer.format import Volume, open_dataset, wkw
 from viewer.ui.inspector import QtInspectorPanel
 from viewer.ui.inspector.models import SORT_ROLE, QtJumpTableModel
 from viewer.ui.inspector.overlay import colormap
+from viewer.ui.slice_view import BACKGROUND
 
 WAIT = 20000
 
@@ -47,23 +47,24 @@ def test_shows_header_and_jump_table_of_a_known_file(panel, qtbot, which: str,
     truth = parse_independently(path)
     assert panel.current_path == str(path)
     # Header: the raw bytes in hex, each field as stored.
-    assert panel.header_hex.text() == "raw: " + truth["raw16"].hex(" ")  # type: ignore[union-attr]
-    shown = {panel.header_fields.item(r, 0).text(): panel.header_fields.item(r, 2).text()
-             for r in range(panel.header_fields.rowCount())}
+    header = panel.header_tab
+    assert header.header_hex.text() == "raw: " + truth["raw16"].hex(" ")  # type: ignore[union-attr]
+    shown = {header.header_fields.item(r, 0).text(): header.header_fields.item(r, 2).text()
+             for r in range(header.header_fields.rowCount())}
     assert shown == {"magic": "WKW", "version": "1", "perDimLog2": str(truth["per_dim"]),
                      "blockType": "3", "voxelType": "1", "voxelSize": "1",
                      "dataOffset": str(truth["data_offset"])}
-    assert panel.header_diffs.text() == "matches header.wkw"
-    volume_header = {panel.volume_table.item(r, 0).text(): panel.volume_table.item(r, 1).text()
-                     for r in range(panel.volume_table.rowCount())}
+    assert header.header_diffs.text() == "matches header.wkw"
+    volume_header = {header.volume_table.item(r, 0).text(): header.volume_table.item(r, 1).text()
+                     for r in range(header.volume_table.rowCount())}
     assert volume_header["block_len"] == str(BLOCK_LEN)  # header.wkw, as Volume.info() says
     assert volume_header["file_len"] == str(FILE_LEN)
     # Jump table: one row per block, sizes and ranges as the file's bytes say.
-    model = panel.jump_model
+    model = panel.jump_tab.jump_model
     cols = QtJumpTableModel.COLUMNS
     assert model.rowCount() == FILE_LEN ** 3 == len(truth["sizes"])  # type: ignore[arg-type]
     for row in range(model.rowCount()):
-        def cell(name: str, role: int = SORT_ROLE) -> object:
+        def cell(name: str, role: int = SORT_ROLE, row: int = row) -> object:
             return model.data(model.index(row, cols.index(name)), role)
         assert cell("index") == row
         assert cell("stored bytes") == truth["sizes"][row]  # type: ignore[index]
@@ -78,8 +79,8 @@ def test_selecting_a_row_moves_the_cursor_and_the_cursor_selects_the_row(panel, 
                                                                          known_dataset) -> None:
     open_in(panel, qtbot, known_dataset)
     panel.tabs.setCurrentIndex(2)
-    view = panel.jump_view
-    rect = view.visualRect(panel.jump_model.index(1, 0))
+    view = panel.jump_tab.jump_view
+    rect = view.visualRect(panel.jump_tab.jump_model.index(1, 0))
     selected: list[tuple[str, int]] = []
     requested: list[object] = []
     panel.block_selected.connect(lambda path, index: selected.append((path, index)))
@@ -107,65 +108,62 @@ def test_selecting_a_row_moves_the_cursor_and_the_cursor_selects_the_row(panel, 
 def test_sorting_the_jump_table_by_size(panel, qtbot, known_dataset) -> None:
     open_in(panel, qtbot, known_dataset)
     truth = parse_independently(known_dataset / "z0" / "y0" / "x0.wkw")
-    panel.jump_view.sortByColumn(QtJumpTableModel.COLUMNS.index("stored bytes"),
+    panel.jump_tab.jump_view.sortByColumn(QtJumpTableModel.COLUMNS.index("stored bytes"),
                                  Qt.SortOrder.DescendingOrder)
-    top = panel.jump_model.index_of_row(0)
+    top = panel.jump_tab.jump_model.index_of_row(0)
     assert top == int(np.argmax(truth["sizes"]))  # type: ignore[arg-type]
     assert top == 1  # the random block
 
 
-def pixel_at(widget: pg.GraphicsLayoutWidget, vb: pg.ViewBox, image, x: float, y: float):  # type: ignore[no-untyped-def]
-    scene = vb.mapViewToScene(QPointF(x, y))
-    p = widget.mapFromScene(scene)
+def pixel_at(view, image, h: float, v: float) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+    """The colour the grabbed ``image`` of ``view`` shows at data (h, v)."""
+    x, y = view.to_widget(h, v)
     ratio = image.devicePixelRatio()
-    return image.pixelColor(int(p.x() * ratio), int(p.y() * ratio))
+    c = image.pixelColor(int(x * ratio), int(y * ratio))
+    return (c.red(), c.green(), c.blue())
 
 
 def test_compression_overlay_colours_incompressible_and_zero_blocks_apart(panel, qtbot,
-                                                                          known_dataset) -> None:
+                                                                          known_dataset,
+                                                                          slice_view) -> None:
     open_in(panel, qtbot, known_dataset)
-    widget = pg.GraphicsLayoutWidget()
-    qtbot.addWidget(widget)
-    widget.resize(400, 400)
-    vb = widget.addViewBox()
-    vb.setBackgroundColor("k")
-    panel.map_toggle.setChecked(True)
-    for item in panel.overlay_items(2):
-        vb.addItem(item)
+    # The XY view of the program, cursor away from the blocks looked at (its cross is drawn).
+    view = slice_view(2, ((0, 0, 0), (2 * SIDE, SIDE, SIDE)), (SIDE, SIDE // 2, 3), zoom=6.0)
+    panel.map_tab.map_toggle.setChecked(True)
+    panel.attach_to_view(view)
     with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
         panel.show_cursor((0, 0, 3))
-    vb.setRange(xRange=(0, SIDE), yRange=(0, SIDE), padding=0)
-    widget.show()
-    qtbot.waitExposed(widget)
-    image = widget.grab().toImage()
+    image = view.grab().toImage()
     b = BLOCK_LEN
-    random_px = pixel_at(widget, vb, image, b + b / 2, b / 2)  # block (1, 0): random bytes
-    zero_px = pixel_at(widget, vb, image, b / 2, b / 2)  # block (0, 0): zeros
-    other_zero = pixel_at(widget, vb, image, 2 * b + b / 2, b + b / 2)  # block (2, 1): zeros
-    distance = sum(abs(a - c) for a, c in zip(random_px.getRgb()[:3], zero_px.getRgb()[:3], strict=True))
-    assert distance > 150, (random_px.getRgb(), zero_px.getRgb())
-    assert zero_px.getRgb() == other_zero.getRgb()
-    # The toggle hides the map.
-    panel.map_toggle.setChecked(False)
-    image = widget.grab().toImage()
-    hidden = pixel_at(widget, vb, image, b + b / 2, b / 2)
-    assert hidden.getRgb()[:3] == (0, 0, 0)
+    random_px = pixel_at(view, image, b + b / 2, b / 2)  # block (1, 0): random bytes
+    zero_px = pixel_at(view, image, b / 2, b / 2)  # block (0, 0): zeros
+    other_zero = pixel_at(view, image, 2 * b + b / 2, b + b / 2)  # block (2, 1): zeros
+    distance = sum(abs(a - c) for a, c in zip(random_px, zero_px, strict=True))
+    assert distance > 150, (random_px, zero_px)
+    assert zero_px == other_zero
+    # The toggle hides the map: the view's own background shows.
+    panel.map_tab.map_toggle.setChecked(False)
+    image = view.grab().toImage()
+    hidden = pixel_at(view, image, b + b / 2, b / 2)
+    assert hidden == BACKGROUND.getRgb()[:3]
 
 
-def test_ratio_metric_reverses_the_colours(panel, qtbot, known_dataset) -> None:
+def test_ratio_metric_reverses_the_colours(panel, qtbot, known_dataset, slice_view) -> None:
     open_in(panel, qtbot, known_dataset)
-    overlay = panel.compression_overlay(2)
+    view = slice_view(2, ((0, 0, 0), (2 * SIDE, SIDE, SIDE)), (0, 0, 3))
+    overlay = panel.attach_to_view(view)
     with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
         panel.show_cursor((0, 0, 3))
-    size_image = np.array(overlay.image)
+    # The map's pixels as the XY view draws them: rows along y, so chunk (u, v) is [v, u].
+    size_image = np.array(overlay.pixels)
     with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
-        panel.metric_box.setCurrentIndex(1)
+        panel.map_tab.metric_box.setCurrentIndex(1)
     assert overlay.plane is not None and overlay.plane.metric == inspect.RATIO
-    ratio_image = np.array(overlay.image)
+    ratio_image = np.array(overlay.pixels)
     lut = colormap().getLookupTable(0.0, 1.0, 256, alpha=False)
     # Random block: the top of the size scale and the bottom of the ratio scale (ratio ~1).
-    assert size_image[1, 0, :3].tolist() == lut[255].tolist()
-    assert ratio_image[1, 0, :3].tolist() == lut[0].tolist()
+    assert size_image[0, 1, :3].tolist() == lut[255].tolist()
+    assert ratio_image[0, 1, :3].tolist() == lut[0].tolist()
     # Zero block: near the bottom of the size scale, well up the ratio scale.
     assert size_image[0, 0, :3].tolist() != lut[255].tolist()
     assert ratio_image[0, 0, :3].tolist() != lut[0].tolist()
@@ -174,7 +172,7 @@ def test_ratio_metric_reverses_the_colours(panel, qtbot, known_dataset) -> None:
 def test_files_table_fills_and_selecting_a_file_moves_into_it(panel, qtbot,
                                                               known_dataset) -> None:
     open_in(panel, qtbot, known_dataset)
-    rows = panel.files_model.rows
+    rows = panel.files_tab.files_model.rows
     assert sorted(r.position for r in rows) == [(0, 0, 0), (1, 0, 0)]  # type: ignore[type-var]
     for r in rows:
         truth = parse_independently(Path(r.path))
@@ -182,9 +180,9 @@ def test_files_table_fills_and_selecting_a_file_moves_into_it(panel, qtbot,
         assert r.size_on_disk == truth["file_size"]
     row = next(k for k, r in enumerate(rows) if r.position == (1, 0, 0))
     panel.tabs.setCurrentIndex(1)
-    rect = panel.files_view.visualRect(panel.files_model.index(row, 0))
+    rect = panel.files_tab.files_view.visualRect(panel.files_tab.files_model.index(row, 0))
     with qtbot.waitSignal(panel.position_requested, timeout=WAIT) as blocker:
-        qtbot.mouseClick(panel.files_view.viewport(), Qt.MouseButton.LeftButton,
+        qtbot.mouseClick(panel.files_tab.files_view.viewport(), Qt.MouseButton.LeftButton,
                          pos=rect.center())
     assert blocker.args == [(SIDE + SIDE // 2, SIDE // 2, SIDE // 2)]
 
@@ -195,15 +193,15 @@ def test_problems_are_listed_and_one_click_from_their_block(panel, qtbot,
     ends = parse_independently(path)["ends"]
     damage_jump_table(path, {5: ends[4]})  # type: ignore[index]  # block 5: zero length
     open_in(panel, qtbot, known_dataset)
-    assert panel.problems_list.count() >= 1
-    item = panel.problems_list.item(0)
+    assert panel.problems_tab.problems_list.count() >= 1
+    item = panel.problems_tab.problems_list.item(0)
     assert "block 5" in item.text() and "zero length" in item.text()
     with qtbot.waitSignal(panel.block_selected, timeout=WAIT) as blocker:
-        panel._on_target_item_clicked(item)
+        panel.problems_tab.problems_list.open_item(item)
     assert blocker.args == [str(path), 5]
     qtbot.waitUntil(lambda: panel.current_path == str(path), timeout=WAIT)
     flags_col = QtJumpTableModel.COLUMNS.index("flags")
-    model = panel.jump_model
+    model = panel.jump_tab.jump_model
     assert model.data(model.index(model.row_of_index(5), flags_col)) == "zero length"
 
 
@@ -213,11 +211,12 @@ def test_histogram_bar_lists_its_blocks(panel, qtbot, known_dataset) -> None:
     assert table is not None
     edges = inspect.histogram_edges(table.chunk_nbytes)
     random_bin = int(np.searchsorted(edges, table.sizes[1], side="right")) - 1
-    panel.list_histogram_bin(random_bin)
-    texts = [panel.hist_list.item(k).text() for k in range(panel.hist_list.count())]
+    panel.sizes_tab.list_histogram_bin(random_bin)
+    listed = panel.sizes_tab.hist_list
+    texts = [listed.item(k).text() for k in range(listed.count())]
     assert texts == [f"chunk 1 (1, 0, 0): {int(table.sizes[1]):,} B"]
     panel.tabs.setCurrentIndex(3)  # plots of hidden tabs are drawn when shown
-    heights = panel.hist_bars.opts["height"]
+    heights = panel.sizes_tab.hist_bars.opts["height"]
     assert int(np.sum(heights)) == FILE_LEN ** 3
 
 
@@ -229,16 +228,16 @@ def test_decoding_on_request_flags_blocks_and_lists_broken_ones(panel, qtbot,
     raw[start:start + 4] = b"\xff\xff\xff\xff"  # block 2 no longer decodes
     path.write_bytes(bytes(raw))
     open_in(panel, qtbot, known_dataset)
-    assert panel.problems_list.count() == 0  # the scan decodes nothing
+    assert panel.problems_tab.problems_list.count() == 0  # the scan decodes nothing
     table = panel.current_table
     assert table is not None and not (table.flags & inspect.DECODED).any()  # nothing decoded yet
-    panel.decode_button.click()
+    panel.jump_tab.decode_button.click()
     qtbot.waitUntil(lambda: bool((table.flags & inspect.DECODED).all()), timeout=WAIT)
     assert table.flags[0] & inspect.ALL_ZERO
     assert not table.flags[1] & inspect.CONSTANT
     assert table.flags[2] & inspect.DECODE_FAILED
-    assert panel.problems_list.count() == 1
-    assert "block 2" in panel.problems_list.item(0).text()
+    assert panel.problems_tab.problems_list.count() == 1
+    assert "block 2" in panel.problems_tab.problems_list.item(0).text()
 
 
 def test_byte_layout_highlights_the_blocks_each_plane_needs(panel, qtbot, known_dataset) -> None:
@@ -254,29 +253,31 @@ def test_byte_layout_highlights_the_blocks_each_plane_needs(panel, qtbot, known_
         return (c[0], c[1], c[2])
 
     for axis, layer in ((2, 3), (1, 2), (0, 1)):
-        xs, ys = panel.layout_marks[axis].getData()
+        xs, ys = panel.layout_tab.layout_marks[axis].getData()
         expected = [m for m in range(FILE_LEN ** 3) if coords(m)[axis] == layer]
         assert xs.astype(int).tolist() == expected
         assert ys.astype(int).tolist() == [truth["starts"][m] for m in expected]  # type: ignore[index]
-    assert "XY plane z=25: 16 chunks" in panel.layout_text.text()
+    assert "XY plane z=25: 16 chunks" in panel.layout_tab.layout_text.text()
 
 
 def test_map_tab_colour_bar_spans_the_metric(panel, qtbot, known_dataset) -> None:
     open_in(panel, qtbot, known_dataset)
     panel.tabs.setCurrentIndex(6)
-    assert panel.colorbar is not None
-    assert tuple(panel.colorbar.levels()) == (0.0, float(BLOCK_LEN ** 3))
-    panel.metric_box.setCurrentIndex(1)
-    assert tuple(panel.colorbar.levels()) == (0.0, 8.0)
+    assert panel.map_tab.colorbar is not None
+    assert tuple(panel.map_tab.colorbar.levels()) == (0.0, float(BLOCK_LEN ** 3))
+    panel.map_tab.metric_box.setCurrentIndex(1)
+    assert tuple(panel.map_tab.colorbar.levels()) == (0.0, 8.0)
 
 
 def test_a_file_that_does_not_open_is_shown_with_its_error(panel, qtbot, known_dataset) -> None:
     path = known_dataset / "z0" / "y0" / "x0.wkw"
     path.write_bytes(path.read_bytes()[:100])  # truncated inside the jump table
     open_in(panel, qtbot, known_dataset)
-    assert panel.jump_model.rowCount() == 0
-    assert "truncated" in panel.header_path.text()
-    assert panel.header_hex.text().startswith("raw: 57 4b 57")  # the header itself is shown
-    assert "truncated" in panel.blocks_summary.text()
-    texts = [panel.problems_list.item(k).text() for k in range(panel.problems_list.count())]
+    assert panel.jump_tab.jump_model.rowCount() == 0
+    assert "truncated" in panel.header_tab.header_path.text()
+    # the header itself is shown
+    assert panel.header_tab.header_hex.text().startswith("raw: 57 4b 57")
+    assert "truncated" in panel.jump_tab.blocks_summary.text()
+    problems = panel.problems_tab.problems_list
+    texts = [problems.item(k).text() for k in range(problems.count())]
     assert any("truncated" in t and "x0.wkw" in t for t in texts)

@@ -48,34 +48,37 @@ def open_in(panel: QtInspectorPanel, qtbot, root: Path) -> None:  # type: ignore
 def test_units_chunk_table_and_header_of_the_toy_format(panel, qtbot, toy: Path) -> None:
     open_in(panel, qtbot, toy)
     files = sorted(str(p) for p in (toy / "c").iterdir())
-    assert sorted(r.path for r in panel.files_model.rows) == files
-    assert not panel.mag_bar.isVisibleTo(panel)  # one layer, one mag
+    assert sorted(r.path for r in panel.files_tab.files_model.rows) == files
+    assert not panel.mag_selector.isVisibleTo(panel)  # one layer, one mag
     assert "toy npy" in panel.title.text() and "chunk 16\u00d78\u00d74" in panel.title.text()
     assert panel.current_path == str(toy / "c" / "0.0.0.npy")
-    model = panel.jump_model
+    model = panel.jump_tab.jump_model
     assert model.rowCount() == 1
     cols = model.columns
     assert cols[-1] == "encoding"  # the format's own per-chunk column (describe_chunk)
     row = {c: model.data(model.index(0, k), SORT_ROLE) for k, c in enumerate(cols)}
     assert row["stored bytes"] == os.path.getsize(toy / "c" / "0.0.0.npy")
     assert row["offset"] == 0 and row["encoding"] == "npy"
-    geometry = {panel.geometry_table.item(r, 0).text(): panel.geometry_table.item(r, 1).text()
-                for r in range(panel.geometry_table.rowCount())}
+    header = panel.header_tab
+    geometry = {header.geometry_table.item(r, 0).text(): header.geometry_table.item(r, 1).text()
+                for r in range(header.geometry_table.rowCount())}
     assert geometry["format"] == "toy"
     assert geometry["chunk shape"] == "16 x 8 x 4 voxels"
-    assert panel.header_hex.text() == ""  # the toy format has no header bytes to show
-    volume_header = {panel.volume_table.item(r, 0).text(): panel.volume_table.item(r, 1).text()
-                     for r in range(panel.volume_table.rowCount())}
+    assert header.header_hex.text() == ""  # the toy format has no header bytes to show
+    volume_header = {header.volume_table.item(r, 0).text(): header.volume_table.item(r, 1).text()
+                     for r in range(header.volume_table.rowCount())}
     assert volume_header["chunk_shape"] == "[16, 8, 4]"
 
 
-def test_absent_chunk_and_non_cubic_map(panel, qtbot, toy: Path) -> None:
+def test_absent_chunk_and_non_cubic_map(panel, qtbot, toy: Path, slice_view) -> None:
     open_in(panel, qtbot, toy)
     with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
         panel.show_cursor((20, 1, 1))  # chunk (1, 0, 0): absent
     assert panel.current_table is None
-    assert "absent" in panel.blocks_summary.text()
-    overlay = panel.compression_overlay(2)
+    assert "absent" in panel.jump_tab.blocks_summary.text()
+    bounds = ((0, 0, 0), (40, 16, 10))
+    overlay = panel.attach_to_view(slice_view(2, bounds, (1, 1, 2)))  # XY
+    side = panel.attach_to_view(slice_view(0, bounds, (1, 1, 2)))  # YZ
     with qtbot.waitSignal(panel.overlays_updated, timeout=WAIT):
         panel.show_cursor((1, 1, 2))  # the XY plane through z chunk 0
     plane = overlay.plane
@@ -84,23 +87,23 @@ def test_absent_chunk_and_non_cubic_map(panel, qtbot, toy: Path) -> None:
     assert np.isnan(plane.values[1, 0])  # the absent chunk
     assert plane.values[0, 0] == os.path.getsize(toy / "c" / "0.0.0.npy")
     assert plane.values[2, 1] == os.path.getsize(toy / "c" / "2.1.0.npy")
-    block, unit = panel.grid_overlays(2)
-    assert block.spacing == (16, 8)
-    assert panel.grid_overlays(0)[0].spacing == (8, 4)
+    block, unit = overlay.grid_spacing()
+    assert block == (16, 8)
+    assert side.grid_spacing()[0] == (8, 4)
 
 
 def test_decoding_finds_a_damaged_toy_chunk(panel, qtbot, toy: Path) -> None:
     bad = toy / "c" / "0.0.0.npy"
     bad.write_bytes(b"damaged")
     open_in(panel, qtbot, toy)
-    assert panel.problems_list.count() == 0  # structure only: nothing decoded yet
+    assert panel.problems_tab.problems_list.count() == 0  # structure only: nothing decoded yet
     table = panel.current_table
     assert table is not None
-    panel.decode_button.click()
+    panel.jump_tab.decode_button.click()
     qtbot.waitUntil(lambda: bool(table.flags[0] & inspect.DECODED), timeout=WAIT)
     assert table.flags[0] & inspect.DECODE_FAILED
-    qtbot.waitUntil(lambda: panel.problems_list.count() == 1, timeout=WAIT)
-    assert str(bad) in panel.problems_list.item(0).text()
+    qtbot.waitUntil(lambda: panel.problems_tab.problems_list.count() == 1, timeout=WAIT)
+    assert str(bad) in panel.problems_tab.problems_list.item(0).text()
 
 
 def test_scan_of_the_toy_format_in_a_child_process(toy: Path) -> None:
@@ -141,10 +144,10 @@ def test_the_window_shows_the_toy_format_in_the_inspector(qtbot, toy: Path) -> N
         assert panel.current_path == str(toy / "c" / "2.1.1.npy")
         # a row of the Units table moves the window's cursor to that unit's centre
         panel.tabs.setCurrentIndex(1)
-        row = panel.files_model.row_of_path(str(toy / "c" / "0.1.1.npy"))
+        row = panel.files_tab.files_model.row_of_path(str(toy / "c" / "0.1.1.npy"))
         assert row is not None
         with qtbot.waitSignal(panel.position_requested, timeout=WAIT) as moved:
-            panel.files_view.selectRow(row)
+            panel.files_tab.files_view.selectRow(row)
         assert moved.args[0] == (8, 8 + 4, 4 + 2) == window.state.cursor
     finally:
         panel.shutdown()

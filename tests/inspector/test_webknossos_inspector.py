@@ -39,24 +39,24 @@ def panel(qtbot):  # type: ignore[no-untyped-def]
 
 
 def scanned_files(panel: QtInspectorPanel) -> list[str]:
-    return sorted(os.path.relpath(r.path, panel.volume.path) for r in panel.files_model.rows)
+    return sorted(os.path.relpath(r.path, panel.volume.path)
+                  for r in panel.files_tab.files_model.rows)
 
 
 def test_combo_boxes_pick_the_inspected_mag(panel, qtbot, wk_root: str) -> None:
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
         panel.set_dataset(open_dataset(wk_root), (1, 1, 1), own=True)
-    assert panel.mag_bar.isVisibleTo(panel)
-    assert [panel.layer_combo.itemData(i) for i in range(panel.layer_combo.count())] == [
-        "color", "segmentation"]
-    assert [panel.mag_combo.itemText(i) for i in range(panel.mag_combo.count())] == [
-        "1-1-1", "2-2-1", "4-4-2"]
+    assert panel.mag_selector.isVisibleTo(panel)
+    layers, mags = panel.mag_selector.layer_combo, panel.mag_selector.mag_combo
+    assert [layers.itemData(i) for i in range(layers.count())] == ["color", "segmentation"]
+    assert [mags.itemText(i) for i in range(mags.count())] == ["1-1-1", "2-2-1", "4-4-2"]
     assert panel.volume.path == os.path.join(wk_root, "color", "1")
     assert len(scanned_files(panel)) == 8
     # the mag combo switches the files table, header and scan to mag 2-2-1
     picked: list[tuple[str, tuple[int, int, int]]] = []
     panel.mag_selected.connect(lambda layer, mag: picked.append((layer, mag)))
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
-        panel.mag_combo.setCurrentIndex(1)
+        panel.mag_selector.mag_combo.setCurrentIndex(1)
     assert picked == [("color", (2, 2, 1))]
     assert panel.volume.path == os.path.join(wk_root, "color", "2-2-1")
     assert scanned_files(panel) == [os.path.join("z0", "y0", "x0.wkw"),
@@ -64,7 +64,7 @@ def test_combo_boxes_pick_the_inspected_mag(panel, qtbot, wk_root: str) -> None:
     assert "color/2-2-1" in panel.title.text()
     # the layer combo keeps the mag and switches to the segmentation layer's files
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
-        panel.layer_combo.setCurrentIndex(1)
+        panel.mag_selector.layer_combo.setCurrentIndex(1)
     assert panel.volume.path == os.path.join(wk_root, "segmentation", "2-2-1")
     assert panel.volume.dtype == np.uint32
     assert len(scanned_files(panel)) == 2
@@ -84,9 +84,9 @@ def test_cursor_is_scaled_between_window_and_mag(panel, qtbot, wk_root: str) -> 
     assert panel.current_path == os.path.join(wk_root, "color", "2-2-1", "z1", "y0", "x0.wkw")
     # picking a block here moves the window to that block's centre in window voxels
     panel.tabs.setCurrentIndex(2)
-    row = panel.jump_model.row_of_index(1)  # block (1, 0, 0) of file z1: mag voxels 8..15
+    row = panel.jump_tab.jump_model.row_of_index(1)  # block (1, 0, 0) of file z1: mag voxels 8..15
     with qtbot.waitSignal(panel.position_requested, timeout=WAIT) as moved:
-        panel.select_block_row(row)
+        panel.jump_tab.select_block_row(row)
     # mag voxel centre (12, 4, 36) -> window voxel (24 + 0, 8 + 0, 36)
     assert moved.args[0] == (24, 8, 36)
 
@@ -96,11 +96,11 @@ def test_plain_dataset_hides_the_combo_boxes(panel, qtbot, wk_root: str) -> None
     panel.set_dataset(None)
     with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
         panel.set_dataset(open_dataset(os.path.join(wk_root, "color", "4-4-2")), own=True)
-    assert not panel.mag_bar.isVisibleTo(panel)
+    assert not panel.mag_selector.isVisibleTo(panel)
     assert panel.dataset is not None and panel.dataset.format == "wkw"
     panel.show_cursor((1, 1, 1))  # scale 1 again: the plain dataset's own voxels
     qtbot.waitUntil(lambda: panel.current_path is not None, timeout=WAIT)
-    assert panel._to_inspected((5, 6, 7)) == (5, 6, 7)
+    assert panel.scale.to_inspected((5, 6, 7)) == (5, 6, 7)
     assert panel.current_path.endswith(os.path.join("4-4-2", "z0", "y0", "x0.wkw"))
 
 
@@ -115,13 +115,13 @@ def test_window_opening_a_webknossos_dataset(qtbot, wk_root: str) -> None:
     try:
         with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
             assert window.open_path(wk_root, pos=(32, 32, 20), zoom=2.0)
-        assert panel.mag_bar.isVisibleTo(panel)
-        assert panel.layer_combo.currentData() == "color"
-        assert tuple(panel.mag_combo.currentData()) == (1, 1, 1)
+        assert panel.mag_selector.isVisibleTo(panel)
+        assert panel.mag_selector.layer_combo.currentData() == "color"
+        assert tuple(panel.mag_selector.mag_combo.currentData()) == (1, 1, 1)
         assert Path(panel.volume.path) == Path(wk_root) / "color" / "1"
         with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
             panel.select_mag(mag="2-2-1")
-        assert len(panel.files_model.rows) == 2
+        assert len(panel.files_tab.files_model.rows) == 2
         # the window's cursor (mag-1 voxels) shows the 2-2-1 file holding it
         with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
             window.state.set_cursor((40, 10, 50))
@@ -146,7 +146,7 @@ def test_window_opening_a_webknossos_dataset(qtbot, wk_root: str) -> None:
             window.state.set_cursor((32, 32, 40))
         qtbot.wait(200)
         plain = colour(60, 60), colour(8, 8)
-        panel.map_toggle.setChecked(True)
+        panel.map_tab.map_toggle.setChecked(True)
         qtbot.wait(200)
         mapped = colour(60, 60), colour(8, 8)
         assert mapped[0] != plain[0] and mapped[1] != plain[1], (plain, mapped)

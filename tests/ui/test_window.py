@@ -399,7 +399,7 @@ def test_the_inspector_fits_its_quadrant_at_the_default_size(qtbot, ramp_dataset
     panel = install_inspector(w)
     try:
         w.open_path(ramp_dataset)
-        qtbot.waitUntil(lambda: panel.header_fields.rowCount() > 0, timeout=60_000)
+        qtbot.waitUntil(lambda: panel.header_tab.header_fields.rowCount() > 0, timeout=60_000)
         holder = w._side_holder
         for i in range(panel.tabs.count()):
             panel.tabs.setCurrentIndex(i)
@@ -409,7 +409,7 @@ def test_the_inspector_fits_its_quadrant_at_the_default_size(qtbot, ramp_dataset
             assert panel.width() <= holder.viewport().width()
             page = panel.tabs.currentWidget()
             assert page.height() <= panel.tabs.height(), panel.tabs.tabText(i)
-        for table in (panel.header_fields, panel.geometry_table):
+        for table in (panel.header_tab.header_fields, panel.header_tab.geometry_table):
             rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
             assert table.height() >= rows + table.horizontalHeader().height()
             assert not table.verticalScrollBar().isVisible()

@@ -1,14 +1,13 @@
-"""The inspector panel (header, files, jump table, sizes, byte layout, problems) and its
-overlays for the slice views (compression map, block grid, file grid)."""
+"""The inspector panel (header, units, chunk table, sizes, byte layout, problems, map) and its
+overlay on the slice views (compression map, chunk grid, unit grid)."""
 
-from viewer.ui.inspector.install import install_inspector
-from viewer.ui.inspector.overlay import QtCompressionOverlay, QtGridOverlay, QtSliceOverlay
+from viewer.ui.inspector.install import InspectorWindow, install_inspector
+from viewer.ui.inspector.overlay import QtSliceOverlay
 from viewer.ui.inspector.panel import QtInspectorPanel
 
 __all__ = [
+    "InspectorWindow",
     "QtInspectorPanel",
-    "QtCompressionOverlay",
-    "QtGridOverlay",
     "QtSliceOverlay",
     "install_inspector",
 ]

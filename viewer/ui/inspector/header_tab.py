@@ -1,9 +1,6 @@
 """The inspector's Header tab: the current unit's header bytes and fields (the format's own,
 from ``StorageUnit.describe()``), its differences from the volume's header, the geometry, and
-the volume's header itself (``Volume.info().header``).
-
-Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
-use the panel's state.  GUI thread only."""
+the volume's header itself (``Volume.info().header``).  GUI thread only."""
 
 from __future__ import annotations
 
@@ -22,15 +19,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from viewer.ui.inspector.loaded_file import _LoadedUnit
+from viewer.ui.inspector.loaded_file import LoadedUnit
+from viewer.ui.inspector.state import InspectorState
+from viewer.ui.inspector.table_style import compact_table, fit_table_height
 
 DIFF_BRUSH = QBrush(QColor(255, 215, 120))
 
 
-class HeaderTabMixin:
-    """The Header tab of ``QtInspectorPanel``."""
+class QtHeaderTab(QScrollArea):
+    """The Header tab: one page that scrolls as a whole (its tables are as tall as their
+    rows: no nested scroll bars, and never a horizontal one).  Reads ``state``'s volume
+    header; ``show_unit`` shows a unit."""
 
-    def _build_header_tab(self, mono: QFont) -> None:
+    def __init__(self, state: InspectorState, mono: QFont, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
         w = QWidget()
         v = QVBoxLayout(w)
         v.setContentsMargins(6, 4, 6, 4)
@@ -50,7 +53,7 @@ class HeaderTabMixin:
         self.volume_table = QTableWidget(0, 2)
         self.volume_table.setHorizontalHeaderLabels(["volume header", "value"])
         for table in (self.header_fields, self.geometry_table, self.volume_table):
-            self._compact_table(table)
+            compact_table(table)
         self.header_diffs = QLabel("")
         self.header_diffs.setWordWrap(True)
         v.addWidget(self.header_path)
@@ -60,46 +63,40 @@ class HeaderTabMixin:
         v.addWidget(self.geometry_table)
         v.addWidget(self.volume_table)
         v.addStretch(1)
-        # The tab scrolls as one page (the tables are as tall as their rows): no nested
-        # scroll bars, and never a horizontal one.
-        page = QScrollArea()
-        page.setWidgetResizable(True)
-        page.setFrameShape(QFrame.Shape.NoFrame)
-        page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        page.setWidget(w)
-        self.tabs.addTab(page, "Header")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(w)
 
-    def _show_volume_header(self) -> None:
-        """The volume's own header (``Volume.info().header``, e.g. header.wkw), once per
+    def show_volume_header(self) -> None:
+        """The volume's own header (``state.volume_header``, e.g. header.wkw), once per
         volume."""
-        rows = [(str(k), str(v)) for k, v in self._volume_header.items()]
+        rows = [(str(k), str(v)) for k, v in self._state.volume_header.items()]
         self.volume_table.setRowCount(len(rows))
         for r, (name, value) in enumerate(rows):
             self.volume_table.setItem(r, 0, QTableWidgetItem(name))
             item = QTableWidgetItem(value)
             item.setToolTip(value)
             self.volume_table.setItem(r, 1, item)
-        self._fit_table_height(self.volume_table)
+        fit_table_height(self.volume_table)
 
-    def _volume_header_file(self) -> str:
-        """The metadata file the volume's header comes from, when it names one (a key
-        ``header_file``, ``attributes_file``, ...)."""
-        for key, value in self._volume_header.items():
-            if str(key).endswith("_file") and isinstance(value, str) and value:
-                return value
-        return ""
+    def show_error(self, text: str) -> None:
+        """The current unit could not be read at all: say why."""
+        self.header_path.setText(f"error: {text}")
 
     def _volume_header_name(self) -> str:
         """What the differences are against: the volume's header file when it names one."""
-        named = self._volume_header_file()
+        named = self._state.volume_header_file()
         return os.path.basename(named) if named else "the volume's header"
 
-    def _show_header(self, loaded: _LoadedUnit) -> None:
+    def show_unit(self, loaded: LoadedUnit) -> None:
+        """Show ``loaded``'s header: its path, raw bytes, fields, differences from the
+        volume's header (marked), and geometry."""
         rep = loaded.report
         self.header_fields.setRowCount(0)
         self.geometry_table.setRowCount(0)
-        self._fit_table_height(self.header_fields)
-        self._fit_table_height(self.geometry_table)
+        fit_table_height(self.header_fields)
+        fit_table_height(self.geometry_table)
         if rep is None:
             self.header_path.setText(f"{loaded.path}\n" + (
                 "absent (sparse: reads as the fill value)" if loaded.error is None
@@ -129,7 +126,7 @@ class HeaderTabMixin:
                 f"{k} {v}" for k, v in rep.differences.items()))
             self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
         else:
-            own = self._volume_header_file() == rep.path  # a lone file: nothing to match
+            own = self._state.volume_header_file() == rep.path  # a lone file: nothing to match
             self.header_diffs.setText(f"matches {against}" if rep.error is None and not own
                                       else "")
             self.header_diffs.setStyleSheet("")
@@ -141,5 +138,5 @@ class HeaderTabMixin:
             if "MISMATCH" in value:
                 item.setBackground(DIFF_BRUSH)
             self.geometry_table.setItem(r, 1, item)
-        self._fit_table_height(self.header_fields)
-        self._fit_table_height(self.geometry_table)
+        fit_table_height(self.header_fields)
+        fit_table_height(self.geometry_table)

@@ -1,7 +1,9 @@
 """What the inspector's unit worker hands back for the current storage unit, and the voxel
-triple type the panel's parts share."""
+triple type the inspector's parts share."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from viewer.core import inspect
 from viewer.format import FormatError
@@ -9,14 +11,14 @@ from viewer.format import FormatError
 Vec3 = tuple[int, int, int]
 
 
-class _LoadedUnit:
-    """What the worker hands back for the current unit: its grid position and path, header
-    report and chunk table (None when it is absent or did not open: then ``error``)."""
+@dataclass(frozen=True)
+class LoadedUnit:
+    """The current unit as the worker read it: its grid ``position`` and ``path``, its header
+    ``report`` and chunk ``table`` (None when the unit is absent or did not open: then
+    ``error`` says why, None for an absent unit)."""
 
-    def __init__(self, position: Vec3, path: str, report: inspect.HeaderReport | None,
-                 table: inspect.UnitTable | None, error: FormatError | None) -> None:
-        self.position = position
-        self.path = path
-        self.report = report
-        self.table = table
-        self.error = error
+    position: Vec3
+    path: str
+    report: inspect.HeaderReport | None
+    table: inspect.UnitTable | None
+    error: FormatError | None

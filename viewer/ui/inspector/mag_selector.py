@@ -1,37 +1,30 @@
-"""The inspector's layer and mag selector: the combo boxes, and the scale between the window's
-voxels and the inspected mag's.
-
-Works on the format-neutral ``viewer.format.Dataset`` (layers of mags of volumes), whatever
-the format; shown when the dataset offers more than one layer or mag.  Part of
-``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods use the
-panel's state.  GUI thread only."""
+"""The inspector's layer and mag selector: two combo boxes over a format-neutral
+``viewer.format.Dataset`` (layers of mags of volumes), whatever the format; shown when the
+dataset offers more than one layer or mag.  GUI thread only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import (
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QListWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
-from viewer.core import inspect
-from viewer.format import Dataset, FormatError, Layer, Mag, mag_name, parse_mag
+from viewer.format import Dataset, Layer, Mag, mag_name
 from viewer.ui.inspector.loaded_file import Vec3
 
 
-class MagSelectorMixin:
-    """The layer/mag combo boxes of ``QtInspectorPanel``."""
+class QtMagSelector(QWidget):
+    """The layer combo box (``layer_combo``) and the mag combo box (``mag_combo``) of the
+    dataset given to ``fill``.  ``changed`` says the user (or ``select``) picked another."""
 
-    def _build_mag_selector(self, layout: QVBoxLayout) -> None:
-        """The layer and mag combo boxes on top of ``layout`` (hidden until a dataset with
-        more than one layer or mag is set)."""
-        self.mag_bar = QWidget()
-        bar = QHBoxLayout(self.mag_bar)
+    #: Another layer or mag is selected.
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._dataset: Dataset | None = None
+        self._prefer: Vec3 = (1, 1, 1)
+        bar = QHBoxLayout(self)
         bar.setContentsMargins(0, 0, 0, 0)
         self.layer_combo = QComboBox()
         self.layer_combo.setToolTip("layer to inspect")
@@ -42,15 +35,14 @@ class MagSelectorMixin:
         bar.addWidget(QLabel("mag"))
         bar.addWidget(self.mag_combo)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
-        self.mag_combo.currentIndexChanged.connect(self._on_mag_changed)
-        self.mag_bar.hide()
-        layout.addWidget(self.mag_bar)
+        self.mag_combo.currentIndexChanged.connect(lambda _i: self.changed.emit())
+        self.hide()
 
     @property
     def selected_layer(self) -> Layer | None:
-        if self.dataset is None or self.layer_combo.currentIndex() < 0:
+        if self._dataset is None or self.layer_combo.currentIndex() < 0:
             return None
-        return self.dataset.layer(str(self.layer_combo.currentData()))
+        return self._dataset.layer(str(self.layer_combo.currentData()))
 
     @property
     def selected_mag(self) -> Mag | None:
@@ -59,8 +51,15 @@ class MagSelectorMixin:
             return None
         return layer.mag(tuple(self.mag_combo.currentData()))
 
-    def _fill_layers(self, dataset: Dataset | None, layer: str | None, mag: Any) -> None:
-        """Offer ``dataset``'s layers and pick ``layer`` at ``mag`` (see ``set_dataset``)."""
+    def fill(self, dataset: Dataset | None, layer: str | None, mag: Vec3 | None,
+             window_mag: Vec3) -> bool:
+        """Offer ``dataset``'s layers and select ``layer`` (default: the only layer, else the
+        first color layer) at ``mag`` (default: the window's mag ``window_mag``; either only
+        if the layer has it, else its finest), without ``changed``.  Shown when there is a
+        choice.  False when there is no layer to select."""
+        self._dataset = dataset
+        self._prefer = window_mag
+        prefer = mag if mag is not None else window_mag
         self.layer_combo.blockSignals(True)
         self.layer_combo.clear()
         if dataset is None or not dataset.layers:
@@ -68,13 +67,8 @@ class MagSelectorMixin:
             self.mag_combo.blockSignals(True)
             self.mag_combo.clear()
             self.mag_combo.blockSignals(False)
-            self.mag_bar.hide()
-            self._set_volume(None)
-            if dataset is not None:
-                self.title.setText(f"{dataset.path}: no layer that opened")
-                for p in dataset.problems:
-                    self.problems_list.addItem(QListWidgetItem(str(p)))
-            return
+            self.hide()
+            return False
         for item in dataset.layers:
             self.layer_combo.addItem(f"{item.name} ({item.category})", item.name)
         names = [item.name for item in dataset.layers]
@@ -84,10 +78,25 @@ class MagSelectorMixin:
         self.layer_combo.setCurrentIndex(names.index(layer))
         self.layer_combo.blockSignals(False)
         several = len(dataset.layers) > 1 or any(len(item.mags) > 1 for item in dataset.layers)
-        self.mag_bar.setVisible(several)
-        prefer = parse_mag(mag) if mag is not None else self._window_mag
+        self.setVisible(several)
         self._fill_mags(dataset.layer(layer), prefer)
-        self._inspect_selected()
+        return True
+
+    def select(self, layer: str | None = None, mag: Any = None) -> None:
+        """Pick ``layer`` (by name) and ``mag`` (any spelling) as the combo boxes would."""
+        ds = self._dataset
+        if ds is None:
+            return
+        if layer is not None:
+            names = [item.name for item in ds.layers]
+            self.layer_combo.setCurrentIndex(names.index(layer))
+        if mag is not None:
+            current = self.selected_layer
+            assert current is not None
+            target = current.mag(mag).mag
+            for i in range(self.mag_combo.count()):
+                if tuple(self.mag_combo.itemData(i)) == target:
+                    self.mag_combo.setCurrentIndex(i)
 
     def _fill_mags(self, layer: Layer, prefer: Vec3 | None) -> None:
         self.mag_combo.blockSignals(True)
@@ -105,50 +114,5 @@ class MagSelectorMixin:
         if layer is None:
             return
         current = self.mag_combo.currentData()
-        self._fill_mags(layer, tuple(current) if current is not None else self._window_mag)
-        self._inspect_selected()
-
-    def _on_mag_changed(self, _index: int) -> None:
-        self._inspect_selected()
-
-    def _inspect_selected(self) -> None:
-        """Inspect the volume of the selected layer and mag (opened now: its metadata only);
-        a mag that cannot be opened is shown as a problem."""
-        layer, mag = self.selected_layer, self.selected_mag
-        if layer is None or mag is None or self.dataset is None:
-            return
-        cursor = self._window_cursor
-        self._scale = (mag.mag[0] / self._window_mag[0], mag.mag[1] / self._window_mag[1],
-                       mag.mag[2] / self._window_mag[2])
-        self._apply_scale()
-        try:
-            volume = mag.volume
-        except FormatError as exc:
-            self._set_volume(None)
-            self.title.setText(f"{layer.name}/{mag.name}: cannot be opened")
-            self.problems_list.addItem(QListWidgetItem(f"{mag.path}: {exc}"))
-            return
-        self._window_cursor = cursor
-        label = f"{layer.name}/{mag_name(mag.mag, False)}" if not self.mag_bar.isHidden() \
-            else ""
-        self._set_volume(volume, inspect.Reopen(self.dataset.path, layer.name, mag.mag), label)
-        self.mag_selected.emit(layer.name, mag.mag)
-
-    def _apply_scale(self) -> None:
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.set_scale(self._scale)
-
-    def _to_inspected(self, window_pos: Vec3) -> Vec3:
-        """A window voxel as a voxel of the inspected mag."""
-        s = self._scale
-        return (int(window_pos[0] // s[0]), int(window_pos[1] // s[1]),
-                int(window_pos[2] // s[2]))
-
-    def _to_window(self, pos: Vec3) -> Vec3:
-        """An inspected mag voxel as the window voxel at its start (its centre when it covers
-        several window voxels)."""
-        s = self._scale
-        return (int(pos[0] * s[0] + max(s[0] - 1, 0) // 2),
-                int(pos[1] * s[1] + max(s[1] - 1, 0) // 2),
-                int(pos[2] * s[2] + max(s[2] - 1, 0) // 2))
+        self._fill_mags(layer, tuple(current) if current is not None else self._prefer)
+        self.changed.emit()

@@ -1,57 +1,65 @@
-"""The inspector's Map tab: the compression map's metric and colour bar, and the toggles
-and spacing of the overlays (map, chunk grid, unit grid) on the slice views.
-
-Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
-use the panel's state.  GUI thread only."""
+"""The inspector's Map tab: the compression map's metric and colour bar, and the toggles of
+the overlays (map, chunk grid, unit grid) on the slice views.  GUI thread only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QComboBox, QVBoxLayout, QWidget
 
 from viewer.core import inspect
-from viewer.ui.inspector.loaded_file import Vec3
-from viewer.ui.inspector.overlay import (
-    colormap,
-    metric_levels,
-)
-from viewer.ui.inspector.tab_index import MAP_TAB
+from viewer.ui.inspector.overlay import colormap, metric_levels
+from viewer.ui.inspector.state import InspectorState
 
 
-class MapTabMixin:
-    """The Map tab of ``QtInspectorPanel`` and the overlays it drives."""
+class QtMapTab(QWidget):
+    """The Map tab: ``map_toggle``, ``metric_box``, ``block_grid_toggle``,
+    ``file_grid_toggle`` and the colour bar (``colorbar``, built when first refreshed) of
+    ``state.metric`` over ``state.volume``.  It says what the user chose through its signals;
+    the overlays themselves are ``QtOverlaySet``'s."""
 
-    def _build_map_tab(self) -> None:
-        w = QWidget()
-        v = QVBoxLayout(w)
+    #: The user picked a metric: ``inspect.SIZE`` or ``inspect.RATIO``.
+    metric_changed = Signal(str)
+    #: The toggles changed: (map, chunk grid, unit grid) shown.
+    shown_changed = Signal(bool, bool, bool)
+
+    def __init__(self, state: InspectorState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
+        v = QVBoxLayout(self)
         self.map_toggle = QCheckBox("compression map on the slice views")
         self.map_toggle.setChecked(False)  # a viewer first: the map is asked for
-        self.map_toggle.toggled.connect(self._on_overlay_toggles)
         self.metric_box = QComboBox()
         self.metric_box.addItems(["compressed size", "compression ratio"])
         self.metric_box.currentIndexChanged.connect(self._on_metric_changed)
         self.block_grid_toggle = QCheckBox("chunk grid")
         self.file_grid_toggle = QCheckBox("storage unit grid")
-        for box in (self.block_grid_toggle, self.file_grid_toggle):
-            box.toggled.connect(self._on_overlay_toggles)
+        for box in (self.map_toggle, self.block_grid_toggle, self.file_grid_toggle):
+            box.toggled.connect(self._on_toggled)
         v.addWidget(self.map_toggle)
         v.addWidget(self.metric_box)
         v.addWidget(self.block_grid_toggle)
         v.addWidget(self.file_grid_toggle)
-        self._map_box = v
-        self.colorbar: pg.ColorBarItem | None = None  # built when first shown
+        self._box = v
+        self.colorbar: Any = None  # a pg.ColorBarItem once built
+        self.colorbar_view: Any = None  # its pg.GraphicsLayoutWidget
         v.addStretch(1)
-        self.tabs.addTab(w, "Map")
 
-    def _ensure_colorbar(self) -> pg.ColorBarItem:
+    @property
+    def shown(self) -> tuple[bool, bool, bool]:
+        """(map, chunk grid, unit grid): which overlays the user asked for."""
+        return (self.map_toggle.isChecked(), self.block_grid_toggle.isChecked(),
+                self.file_grid_toggle.isChecked())
+
+    def _on_toggled(self, _checked: bool) -> None:
+        self.shown_changed.emit(*self.shown)
+
+    def _on_metric_changed(self, index: int) -> None:
+        self.metric_changed.emit(inspect.SIZE if index == 0 else inspect.RATIO)
+
+    def _ensure_colorbar(self) -> Any:
         if self.colorbar is None:
             self.colorbar_view = pg.GraphicsLayoutWidget()
             self.colorbar_view.setFixedHeight(80)
@@ -59,64 +67,16 @@ class MapTabMixin:
                                             interactive=False, orientation="horizontal",
                                             label="bytes")
             self.colorbar_view.addItem(self.colorbar)
-            self._map_box.insertWidget(4, self.colorbar_view)
+            self._box.insertWidget(4, self.colorbar_view)
         return self.colorbar
 
-    def _on_metric_changed(self, index: int) -> None:
-        self._metric = inspect.SIZE if index == 0 else inspect.RATIO
-        self._update_colorbar()
-        self._overlay_keys.clear()
-        self._refresh_overlays()
-
-    def _update_colorbar(self) -> None:
-        if self.volume is None:
-            return
-        if self.tabs.currentIndex() != MAP_TAB and self.colorbar is None:
-            self._dirty_tabs.add(MAP_TAB)
+    def refresh(self) -> None:
+        """The colour bar of ``state.metric`` over ``state.volume``'s chunks."""
+        volume = self._state.volume
+        if volume is None:
             return
         colorbar = self._ensure_colorbar()
-        lo, hi = metric_levels(self._metric, self.volume.chunk_nbytes)
-        colorbar.setLevels((lo, hi))
-        colorbar.axis.setLabel("stored bytes per chunk" if self._metric == inspect.SIZE
-                                    else "log2 compression ratio")
-
-    def _on_overlay_toggles(self, *_args: Any) -> None:
-        for item in self._overlays.values():
-            item.setVisible(self.map_toggle.isChecked())
-        for block, files in self._grids.values():
-            block.setVisible(self.block_grid_toggle.isChecked())
-            files.setVisible(self.file_grid_toggle.isChecked())
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.show_map = self.map_toggle.isChecked()
-                w.show_block_grid = self.block_grid_toggle.isChecked()
-                w.show_file_grid = self.file_grid_toggle.isChecked()
-                w.update()
-
-    def _update_grid_spacing(self) -> None:
-        if self.volume is None:
-            return
-        chunk, unit = self.volume.chunk_shape, self.volume.unit_len_vx
-        for axis, (block, files) in self._grids.items():
-            u, v = inspect.IN_PLANE[axis]
-            block.set_grid((chunk[u], chunk[v]), block.extent)
-            files.set_grid((unit[u], unit[v]), files.extent)
-        for widgets in self._view_overlays.values():
-            for w in widgets:
-                w.set_grid(chunk, unit, self._extent)
-
-    def _update_grid_extent(self, positions: set[Vec3]) -> None:
-        if self.volume is None or not positions:
-            return
-        side = self.volume.unit_len_vx
-        lo = [min(p[a] for p in positions) * side[a] for a in range(3)]
-        hi = [(max(p[a] for p in positions) + 1) * side[a] for a in range(3)]
-        extent = ((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
-        if extent != self._extent:
-            self._extent = extent
-            self._update_grid_spacing()
-        for axis, (block, files) in self._grids.items():
-            u, v = inspect.IN_PLANE[axis]
-            rect = QRectF(lo[u], lo[v], hi[u] - lo[u], hi[v] - lo[v])
-            block.set_grid(block.spacing, rect)
-            files.set_grid(files.spacing, rect)
+        metric = self._state.metric
+        colorbar.setLevels(metric_levels(metric, volume.chunk_nbytes))
+        colorbar.axis.setLabel("stored bytes per chunk" if metric == inspect.SIZE
+                               else "log2 compression ratio")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from viewer.core import inspect
@@ -30,6 +30,8 @@ TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
 BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
 ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
 RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+#: The invalid index: the parent of a flat table's rows (a shared default, never changed).
+NO_PARENT = QModelIndex()
 
 
 class _QtColumnsModel(QAbstractTableModel):
@@ -37,7 +39,7 @@ class _QtColumnsModel(QAbstractTableModel):
 
     COLUMNS: tuple[str, ...] = ()
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
+    def columnCount(self, parent: Index = NO_PARENT) -> int:
         return 0 if parent.isValid() else len(self.COLUMNS)
 
     def headerData(self, section: int, orientation: Qt.Orientation,
@@ -55,7 +57,7 @@ class QtJumpTableModel(_QtColumnsModel):
 
     COLUMNS = ("index", "cx", "cy", "cz", "offset", "end", "stored bytes", "ratio", "flags")
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.table: inspect.UnitTable | None = None
         self.columns: tuple[str, ...] = self.COLUMNS
@@ -88,7 +90,7 @@ class QtJumpTableModel(_QtColumnsModel):
         return int(self._row_of[chunk_index])
 
     # -- Qt overrides --------------------------------------------------------------------------
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
+    def columnCount(self, parent: Index = NO_PARENT) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
     def headerData(self, section: int, orientation: Qt.Orientation,
@@ -97,7 +99,7 @@ class QtJumpTableModel(_QtColumnsModel):
             return self.columns[section] if 0 <= section < len(self.columns) else None
         return None
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
+    def rowCount(self, parent: Index = NO_PARENT) -> int:
         return 0 if parent.isValid() or self.table is None else self.table.num_chunks
 
     def _value(self, chunk: int, col: int) -> Any:
@@ -160,8 +162,10 @@ class QtJumpTableModel(_QtColumnsModel):
         elif name in ("cx", "cy", "cz"):
             keys = t.coords[:, "xyz".index(name[1])]
         else:
-            keys = {"offset": t.starts, "end": t.ends, "stored bytes": t.sizes,
-                    "ratio": t.ratio, "flags": t.flags}[name]
+            by_name: dict[str, npt.NDArray[Any]] = {
+                "offset": t.starts, "end": t.ends, "stored bytes": t.sizes, "ratio": t.ratio,
+                "flags": t.flags}
+            keys = by_name[name]
         self.beginResetModel()
         perm = np.argsort(keys, kind="stable").astype(np.int64)
         if order == Qt.SortOrder.DescendingOrder:
@@ -181,7 +185,7 @@ class QtFilesModel(_QtColumnsModel):
     COLUMNS = ("unit", "compression", "size on disk", "chunks", "min", "median", "max", "ratio",
                "problems")
 
-    def __init__(self, root: str = "", parent: Any = None) -> None:
+    def __init__(self, root: str = "", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.root = root
         self.rows: list[inspect.UnitStats] = []
@@ -242,7 +246,7 @@ class QtFilesModel(_QtColumnsModel):
                 row.size_min, row.size_median, row.size_max, row.ratio, row.problem_count)[col]
 
     # -- Qt overrides --------------------------------------------------------------------------
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
+    def rowCount(self, parent: Index = NO_PARENT) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
@@ -259,8 +263,8 @@ class QtFilesModel(_QtColumnsModel):
         if role == SORT_ROLE:
             return self._value(self.rows[index.row()], index.column())
         if role == TOOLTIP:
-            row = self.rows[index.row()]
-            return "\n".join(str(p) for p in row.problems[:10]) if row.problems else None
+            stats = self.rows[index.row()]
+            return "\n".join(str(p) for p in stats.problems[:10]) if stats.problems else None
         return None
 
     def _sort_rows(self, column: int, order: Qt.SortOrder) -> None:

@@ -1,23 +1,23 @@
-"""Overlays for the slice views: the compression map and the chunk and storage-unit grids.
+"""The inspector's overlay on a slice view: the compression map and the chunk and
+storage-unit grids, drawn over a QPainter-based slice view (``viewer.ui.slice_view``) as a
+transparent child widget.  Also the colour scale the map and the Map tab's colour bar share.
 
-Coordinates: every overlay draws in the view's *in-plane voxel coordinates* (u, v) of the
-dataset, u along the view's horizontal data axis (XY: x; XZ: x; YZ: y) and v along the other,
-one scene unit per voxel, voxel (u, v) covering ``[u, u+1) x [v, v+1)``.  That is the frame of a
-pyqtgraph ``ImageItem`` holding the plane with ``axisOrder='col-major'`` placed at the plane's
-voxel origin.  A view whose image sits elsewhere applies the same transform to the overlays
-(``item.setTransform(image_item.transform())`` / ``setPos``).
+Coordinates: a ``CompressionPlane`` holds one value per chunk (u, v) of the in-plane chunk grid
+(``inspect.IN_PLANE``: u, v are data axes); the overlay maps them to the view's horizontal and
+vertical data axes and through the view's ``to_widget`` to pixels, times ``scale`` (the view's
+voxels per inspected voxel, not 1 when another mag than the view's is inspected).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtCore import QEvent, QObject, QPointF, QRect, QRectF, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QWidget
 
 from viewer.core import inspect
 
@@ -28,8 +28,11 @@ OVERLAY_ALPHA = 150
 #: Ratios are coloured on a log2 scale from 1x to 2**RATIO_LOG2_MAX x.
 RATIO_LOG2_MAX = 8.0
 
+Vec3 = tuple[int, int, int]
 
-def colormap() -> pg.ColorMap:
+
+def colormap() -> Any:
+    """The map's colours (a ``pg.ColorMap``)."""
     return pg.colormap.get(COLORMAP_NAME)
 
 
@@ -64,118 +67,50 @@ def colourise(values: npt.NDArray[np.float64], metric: str, chunk_nbytes: int,
     return rgba.astype(np.uint8)
 
 
-class QtCompressionOverlay(pg.ImageItem):  # type: ignore[misc]
-    """Per-chunk stored size or ratio on one view plane, one image pixel per chunk, scaled to
-    cover the chunks' voxels (``chunk_size`` along u and v: chunks need not be cubes).  Built by ``QtInspectorPanel.compression_overlay(axis)``,
-    which keeps it up to date as the cursor moves."""
+class OverlayView(Protocol):
+    """What the overlay needs of the slice view it covers (``QtSliceView`` offers it): its
+    normal ``axis``, the data axes along the screen's horizontal and vertical, screen pixels
+    per voxel along them, the map from data to widget pixels and the data range shown."""
 
-    def __init__(self, axis: int) -> None:
-        super().__init__(axisOrder="col-major")
-        self.axis = axis
-        self.plane: inspect.CompressionPlane | None = None
-        self.setZValue(20)
-        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
-
-    def set_plane(self, plane: inspect.CompressionPlane | None) -> None:
-        """Show ``plane`` (None: nothing)."""
-        self.plane = plane
-        if plane is None or plane.values.size == 0:
-            self.clear()
-            return
-        rgba = colourise(plane.values, plane.metric, plane.chunk_nbytes)
-        self.setImage(rgba, autoLevels=False, levels=None)
-        nu, nv = plane.values.shape
-        cu, cv = plane.chunk_size
-        self.setRect(QRectF(plane.origin[0], plane.origin[1], nu * cu, nv * cv))
-
-
-def _pair(spacing: int | tuple[int, int]) -> tuple[int, int]:
-    if isinstance(spacing, tuple):
-        return (max(1, int(spacing[0])), max(1, int(spacing[1])))
-    return (max(1, int(spacing)), max(1, int(spacing)))
-
-
-class QtGridOverlay(pg.GraphicsObject):  # type: ignore[misc]
-    """Lines every ``spacing`` (u, v) voxels over ``extent`` (u0, v0, u1, v1), drawn only where
-    they are at least ``MIN_PIXELS`` apart on screen: the chunk grid or the unit grid."""
-
-    MIN_PIXELS = 4.0
-
-    def __init__(self, spacing: int | tuple[int, int], color: Any = (255, 255, 255, 90),
-                 width: float = 1.0) -> None:
-        super().__init__()
-        self.spacing = _pair(spacing)
-        self.extent = QRectF()
-        self._pen = QPen(QColor(*color) if isinstance(color, tuple) else QColor(color))
-        self._pen.setCosmetic(True)
-        self._pen.setWidthF(width)
-        self.setZValue(21)
-        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
-
-    def set_grid(self, spacing: int | tuple[int, int], extent: QRectF) -> None:
-        self.prepareGeometryChange()
-        self.spacing = _pair(spacing)
-        self.extent = QRectF(extent)
-        self.update()
-
-    def boundingRect(self) -> QRectF:
-        return QRectF(self.extent)
-
-    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem,
-              widget: QWidget | None = None) -> None:
-        rect = self.extent.intersected(option.exposedRect) if not option.exposedRect.isEmpty() \
-            else QRectF(self.extent)
-        if rect.isEmpty():
-            return
-        t = painter.transform()
-        px_u = abs(t.m11()) + abs(t.m21())
-        px_v = abs(t.m22()) + abs(t.m12())
-        su, sv = self.spacing
-        painter.setPen(self._pen)
-        if su * px_u >= self.MIN_PIXELS:
-            u = np.ceil(rect.left() / su) * su
-            while u <= rect.right():
-                painter.drawLine(pg.QtCore.QPointF(u, rect.top()),
-                                 pg.QtCore.QPointF(u, rect.bottom()))
-                u += su
-        if sv * px_v >= self.MIN_PIXELS:
-            v = np.ceil(rect.top() / sv) * sv
-            while v <= rect.bottom():
-                painter.drawLine(pg.QtCore.QPointF(rect.left(), v),
-                                 pg.QtCore.QPointF(rect.right(), v))
-                v += sv
+    @property
+    def axis(self) -> int: ...
+    @property
+    def h_axis(self) -> int: ...
+    @property
+    def v_axis(self) -> int: ...
+    def scales(self) -> tuple[float, float]: ...
+    def to_widget(self, h: float, v: float) -> tuple[float, float]: ...
+    def visible_range(self) -> tuple[tuple[float, float], tuple[float, float]]: ...
+    def rect(self) -> QRect: ...
 
 
 class QtSliceOverlay(QWidget):
-    """The compression map and the chunk and unit grids drawn over a QPainter-based slice view
-    (``viewer.ui.slice_view.QtSliceView``) as a transparent child widget, so the view's own code
-    is untouched.  It follows the view's geometry through an event filter and maps dataset
-    coordinates with the view's ``to_widget``; the view's repaints repaint it too.
-
-    The view must offer ``axis``, ``h_axis``, ``v_axis`` (dataset axes along the screen's
-    horizontal and vertical), ``state.zoom`` and ``to_widget(h, v) -> (x, y)``.  ``scale``
-    (``set_scale``) is the view's voxels per inspected voxel along x, y, z: not 1 when the
-    inspected dataset is another mag of a webKnossos layer than the one the view shows.
-    """
+    """The compression map and the chunk and unit grids over one slice view (``view``, a
+    ``QWidget`` that is an ``OverlayView``), as a transparent child widget, so the view's own
+    code is untouched.  It follows the view's geometry through an event filter; the view's
+    repaints repaint it too.  ``QtInspectorPanel.attach_to_view`` makes one and keeps it up
+    to date."""
 
     MIN_PIXELS = 4.0
 
-    def __init__(self, view: QWidget) -> None:
+    def __init__(self, view: OverlayView) -> None:
+        if not isinstance(view, QWidget):
+            raise TypeError(f"the overlay covers a widget, not {type(view).__name__}")
         super().__init__(view)
-        self.view = view
-        self.axis: int = view.axis  # type: ignore[attr-defined]
+        self.view: OverlayView = view
+        self._view_widget: QWidget = view
+        self.axis: int = view.axis
         self.plane: inspect.CompressionPlane | None = None
         self.show_map = False
         self.show_block_grid = False
         self.show_file_grid = False
         #: Chunk and storage-unit sizes in voxels along x, y, z (0: no grid).
-        self.chunk_shape: tuple[int, int, int] = (0, 0, 0)
-        self.unit_shape: tuple[int, int, int] = (0, 0, 0)
+        self.chunk_shape: Vec3 = (0, 0, 0)
+        self.unit_shape: Vec3 = (0, 0, 0)
         #: Volume extent in voxels, (lo, hi) per axis, of the units known so far.
-        self.extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
+        self.extent: tuple[Vec3, Vec3] | None = None
         self.scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
-        self._image: Any = None
+        self._image: QImage | None = None
         self._pixels: npt.NDArray[np.uint8] | None = None
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground, True)
@@ -183,23 +118,33 @@ class QtSliceOverlay(QWidget):
         view.installEventFilter(self)
         self.show()
 
-    def eventFilter(self, watched: Any, event: Any) -> bool:
-        from PySide6.QtCore import QEvent
+    @property
+    def pixels(self) -> npt.NDArray[np.uint8] | None:
+        """The map as drawn, before scaling: RGBA ``(rows, columns, 4)``, one pixel per chunk,
+        rows along the view's vertical axis (None: no map)."""
+        return self._pixels
 
-        if watched is self.view and event.type() == QEvent.Type.Resize:
+    def grid_spacing(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(chunk grid, unit grid) line spacing in voxels along the plane's (u, v) axes
+        (``inspect.IN_PLANE``)."""
+        u, v = inspect.IN_PLANE[self.axis]
+        return ((self.chunk_shape[u], self.chunk_shape[v]),
+                (self.unit_shape[u], self.unit_shape[v]))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._view_widget and event.type() == QEvent.Type.Resize:
             self.setGeometry(self.view.rect())
         return False
 
     def set_plane(self, plane: inspect.CompressionPlane | None) -> None:
-        from PySide6.QtGui import QImage
-
+        """Show ``plane``'s values (None: no map)."""
         self.plane = plane
         if plane is None or plane.values.size == 0:
             self._image = None
             self._pixels = None
         else:
             u_ax, _ = inspect.IN_PLANE[self.axis]
-            values = plane.values.T if self.view.h_axis == u_ax else plane.values  # type: ignore[attr-defined]
+            values = plane.values.T if self.view.h_axis == u_ax else plane.values
             rgba = np.ascontiguousarray(colourise(values, plane.metric, plane.chunk_nbytes))
             self._pixels = rgba
             rows, cols = rgba.shape[:2]
@@ -211,21 +156,28 @@ class QtSliceOverlay(QWidget):
         self.scale = (float(scale[0]), float(scale[1]), float(scale[2]))
         self.update()
 
-    def set_grid(self, chunk_shape: tuple[int, int, int], unit_shape: tuple[int, int, int],
-                 extent: tuple[tuple[int, int, int], tuple[int, int, int]] | None) -> None:
-        """Grid lines every chunk and every storage unit (voxels along x, y, z)."""
+    def set_grid(self, chunk_shape: Vec3, unit_shape: Vec3,
+                 extent: tuple[Vec3, Vec3] | None) -> None:
+        """Grid lines every chunk and every storage unit (voxels along x, y, z) over
+        ``extent``."""
         self.chunk_shape = (int(chunk_shape[0]), int(chunk_shape[1]), int(chunk_shape[2]))
         self.unit_shape = (int(unit_shape[0]), int(unit_shape[1]), int(unit_shape[2]))
         self.extent = extent
         self.update()
 
-    def paintEvent(self, event: Any) -> None:
-        view: Any = self.view
+    def set_shown(self, show_map: bool, block_grid: bool, file_grid: bool) -> None:
+        """Which of the map, the chunk grid and the unit grid are drawn."""
+        self.show_map = show_map
+        self.show_block_grid = block_grid
+        self.show_file_grid = file_grid
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        view = self.view
         painter = QPainter(self)
-        zoom = float(view.state.zoom)
         # Screen pixels per view voxel along the view's horizontal and vertical axes: the zoom
         # times the stretch that draws anisotropic voxels in their physical shape.
-        zh, zv = view.scales() if hasattr(view, "scales") else (zoom, zoom)
+        zh, zv = view.scales()
         if self.show_map and self._image is not None and self.plane is not None:
             p = self.plane
             u_ax, v_ax = inspect.IN_PLANE[self.axis]
@@ -254,15 +206,15 @@ class QtSliceOverlay(QWidget):
                 pen = QPen(colour)
                 pen.setCosmetic(True)
                 painter.setPen(pen)
-                self._paint_lines(painter, view, lo, hi, steps)
+                self._paint_lines(painter, lo, hi, steps)
         painter.end()
 
-    def _paint_lines(self, painter: QPainter, view: Any, lo: tuple[int, int, int],
-                     hi: tuple[int, int, int], steps: tuple[float, float]) -> None:
+    def _paint_lines(self, painter: QPainter, lo: Vec3, hi: Vec3,
+                     steps: tuple[float, float]) -> None:
         """Grid lines every ``steps`` (horizontal, vertical) view voxels within lo..hi."""
+        view = self.view
         ha, va = view.h_axis, view.v_axis
-        (vh0, vh1), (vv0, vv1) = view.visible_range() if hasattr(view, "visible_range") else (
-            (lo[ha], hi[ha]), (lo[va], hi[va]))
+        (vh0, vh1), (vv0, vv1) = view.visible_range()
         h_lo, h_hi = max(lo[ha], vh0), min(hi[ha], vh1)
         v_lo, v_hi = max(lo[va], vv0), min(hi[va], vv1)
         if h_hi <= h_lo or v_hi <= v_lo:
@@ -271,15 +223,13 @@ class QtSliceOverlay(QWidget):
         bottom = view.to_widget(h_lo, hi[va])[1] if hi[va] <= vv1 else float(self.height())
         left = view.to_widget(lo[ha], v_lo)[0] if lo[ha] >= vh0 else 0.0
         right = view.to_widget(hi[ha], v_lo)[0] if hi[ha] <= vh1 else float(self.width())
-        from PySide6.QtCore import QPointF
-
         step_h, step_v = steps
-        h = np.ceil(h_lo / step_h) * step_h
+        h = float(np.ceil(h_lo / step_h) * step_h)
         while h <= h_hi:
             x = view.to_widget(h, v_lo)[0]
             painter.drawLine(QPointF(x, top), QPointF(x, bottom))
             h += step_h
-        v = np.ceil(v_lo / step_v) * step_v
+        v = float(np.ceil(v_lo / step_v) * step_v)
         while v <= v_hi:
             y = view.to_widget(h_lo, v)[1]
             painter.drawLine(QPointF(left, y), QPointF(right, y))

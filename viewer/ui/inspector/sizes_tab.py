@@ -1,53 +1,64 @@
-"""The inspector's Sizes tab: the histogram of stored chunk sizes and the list of what one
-bar holds.
-
-Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in; its methods
-use the panel's state.  GUI thread only."""
+"""The inspector's Sizes tab: the histogram of stored chunk sizes (of the shown unit or of
+the whole volume) and the list of what one bar holds.  GUI thread only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QComboBox,
-    QListWidget,
-    QListWidgetItem,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QComboBox, QSplitter, QVBoxLayout, QWidget
+
+from viewer.core import inspect
+from viewer.ui.inspector.host import InspectorHost
+from viewer.ui.inspector.state import InspectorState
+from viewer.ui.inspector.target_list import QtTargetList
 
 #: Items listed at most when a histogram bar is clicked.
 MAX_LISTED = 2000
 
 
-class SizesTabMixin:
-    """The Sizes tab of ``QtInspectorPanel``."""
+class QtSizesTab(QSplitter):
+    """The Sizes tab: the scope box (``hist_scope``: current unit or whole volume), the
+    histogram (``hist_plot``, built when first refreshed: pyqtgraph plots cost to build) and
+    the list of a clicked bar's chunks or units (``hist_list``; an entry goes there)."""
 
-    def _build_sizes_tab(self) -> None:
-        split = QSplitter(Qt.Orientation.Vertical)
+    def __init__(self, state: InspectorState, host: InspectorHost,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Vertical, parent)
+        self._state = state
+        self._edges: npt.NDArray[np.float64] | None = None
         top = QWidget()
         v = QVBoxLayout(top)
         v.setContentsMargins(0, 0, 0, 0)
         self.hist_scope = QComboBox()
         self.hist_scope.addItems(["current unit", "whole volume"])
-        self.hist_scope.currentIndexChanged.connect(lambda _i: self._update_histogram())
+        self.hist_scope.currentIndexChanged.connect(lambda _i: self.refresh())
         v.addWidget(self.hist_scope)
         self._hist_box = v
-        self.hist_plot: pg.PlotWidget | None = None  # built when first shown
-        self.hist_list = QListWidget()
-        self.hist_list.itemClicked.connect(self._on_target_item_clicked)
-        split.addWidget(top)
-        split.addWidget(self.hist_list)
-        split.setStretchFactor(0, 3)  # the histogram gets most of the height
-        split.setStretchFactor(1, 1)
-        self.tabs.addTab(split, "Sizes")
+        self.hist_plot: Any = None  # a pg.PlotWidget once built
+        self.hist_bars: Any = None  # its pg.BarGraphItem
+        self.hist_list = QtTargetList(host)
+        self.addWidget(top)
+        self.addWidget(self.hist_list)
+        self.setStretchFactor(0, 3)  # the histogram gets most of the height
+        self.setStretchFactor(1, 1)
 
-    def _ensure_hist_plot(self) -> pg.PlotWidget:
-        """The histogram plot, built on first use (pyqtgraph plots cost to build)."""
+    @property
+    def whole_volume(self) -> bool:
+        """The histogram counts every unit's chunks (else the shown unit's)."""
+        return self.hist_scope.currentIndex() == 1
+
+    def volume_changed(self) -> None:
+        """A new volume (``state.volume``): its size bins."""
+        volume = self._state.volume
+        self._edges = inspect.histogram_edges(volume.chunk_nbytes) if volume is not None \
+            else None
+
+    def _ensure_plot(self) -> Any:
+        """The histogram plot, built on first use."""
         if self.hist_plot is None:
             self.hist_plot = pg.PlotWidget()
             self.hist_plot.setLabel("bottom", "stored chunk size", units="B")
@@ -56,33 +67,35 @@ class SizesTabMixin:
             self.hist_plot.setMinimumHeight(160)  # the list below takes what is left
             self.hist_bars = pg.BarGraphItem(x0=[], x1=[], height=[], brush=(90, 140, 220))
             self.hist_plot.addItem(self.hist_bars)
-            self.hist_plot.scene().sigMouseClicked.connect(self._on_histogram_clicked)
+            self.hist_plot.scene().sigMouseClicked.connect(self._on_plot_clicked)
             self._hist_box.addWidget(self.hist_plot, 1)
         return self.hist_plot
 
-    def _update_histogram(self) -> None:
-        edges = self._hist_edges
+    def refresh(self) -> None:
+        """Draw the histogram of what ``state`` holds now."""
+        edges = self._edges
         if edges is None:
             return
-        if self.hist_scope.currentIndex() == 0:
-            t = self.current_table
+        counts: npt.NDArray[np.int64]
+        if not self.whole_volume:
+            t = self._state.table
             counts = (np.histogram(t.sizes[t.stored], bins=edges)[0] if t is not None
                       else np.zeros(len(edges) - 1, dtype=np.int64))
         else:
             counts = np.zeros(len(edges) - 1, dtype=np.int64)
-            for r in self.files_model.rows:
+            for r in self._state.units:
                 if r.histogram is not None and len(r.histogram) == len(counts):
                     counts += r.histogram
-        plot = self._ensure_hist_plot()
+        plot = self._ensure_plot()
         self.hist_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
         plot.enableAutoRange()
         self.hist_list.clear()
 
-    def _on_histogram_clicked(self, event: Any) -> None:
-        edges = self._hist_edges
-        if edges is None or self.volume is None:
+    def _on_plot_clicked(self, event: Any) -> None:
+        edges = self._edges
+        if edges is None or self._state.volume is None:
             return
-        vb = self._ensure_hist_plot().getPlotItem().getViewBox()
+        vb = self._ensure_plot().getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         x = vb.mapSceneToView(event.scenePos()).x()
@@ -91,26 +104,24 @@ class SizesTabMixin:
     def list_histogram_bin(self, bin_index: int) -> None:
         """List the chunks (current unit) or units (whole volume) in histogram bar
         ``bin_index``; clicking an entry goes there."""
-        edges = self._hist_edges
+        edges = self._edges
         self.hist_list.clear()
-        if edges is None or self.volume is None or not 0 <= bin_index < len(edges) - 1:
+        if edges is None or self._state.volume is None or not 0 <= bin_index < len(edges) - 1:
             return
         lo, hi = edges[bin_index], edges[bin_index + 1]
-        if self.hist_scope.currentIndex() == 0:
-            t = self.current_table
+        if not self.whole_volume:
+            t = self._state.table
             if t is None:
                 return
             found = np.flatnonzero(t.stored & (t.sizes >= lo) & (t.sizes < hi))
             for index in found[:MAX_LISTED].tolist():
                 x, y, z = t.coords[index].tolist()
-                item = QListWidgetItem(f"chunk {index} ({x}, {y}, {z}): {int(t.sizes[index]):,} B")
-                item.setData(Qt.ItemDataRole.UserRole, (t.path, index))
-                self.hist_list.addItem(item)
+                self.hist_list.add_target(
+                    f"chunk {index} ({x}, {y}, {z}): {int(t.sizes[index]):,} B", t.path, index)
             if len(found) > MAX_LISTED:
-                self.hist_list.addItem(f"... {len(found) - MAX_LISTED} more")
+                self.hist_list.add_target(f"... {len(found) - MAX_LISTED} more")
         else:
-            for r in self.files_model.rows:
+            for r in self._state.units:
                 if r.histogram is not None and r.histogram[bin_index] > 0:
-                    item = QListWidgetItem(f"{r.path}: {int(r.histogram[bin_index])} chunks")
-                    item.setData(Qt.ItemDataRole.UserRole, (r.path, None))
-                    self.hist_list.addItem(item)
+                    self.hist_list.add_target(f"{r.path}: {int(r.histogram[bin_index])} chunks",
+                                              r.path)

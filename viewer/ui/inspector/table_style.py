@@ -1,7 +1,5 @@
 """Table styling shared by the inspector's tabs: compact whole tables and fast long ones.
-
-Part of ``QtInspectorPanel`` (``viewer.ui.inspector.panel``), which mixes it in.  GUI thread
-only."""
+GUI thread only."""
 
 from __future__ import annotations
 
@@ -15,43 +13,40 @@ from PySide6.QtWidgets import (
 )
 
 
-class TableStyleMixin:
-    """Sizing rules for the panel's table views (static helpers)."""
+def compact_table(table: QTableWidget) -> None:
+    """A small read-only table shown whole: one text line per row (long cells elided, the
+    whole text in the tooltip), narrow columns sized to their contents, the last one taking
+    the rest of the width, its height that of its rows."""
+    table.verticalHeader().hide()
+    table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
+    header = table.horizontalHeader()
+    for c in range(table.columnCount() - 1):
+        header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+    table.setWordWrap(False)
+    table.setTextElideMode(Qt.TextElideMode.ElideRight)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+    table.setFixedHeight(table.horizontalHeader().sizeHint().height() + 4)
 
-    @staticmethod
-    def _compact_table(table: QTableWidget) -> None:
-        """A small read-only table shown whole: one text line per row (long cells elided,
-        the whole text in the tooltip), narrow columns sized to their contents, the last one
-        taking the rest of the width, its height that of its rows."""
-        table.verticalHeader().hide()
-        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
-        header = table.horizontalHeader()
-        for c in range(table.columnCount() - 1):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
-        table.setWordWrap(False)
-        table.setTextElideMode(Qt.TextElideMode.ElideRight)
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + 4)
 
-    @staticmethod
-    def _fit_table_height(table: QTableWidget) -> None:
-        rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
-        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + rows
-                             + 2 * table.frameWidth())
+def fit_table_height(table: QTableWidget) -> None:
+    """Make a compact table as tall as its rows."""
+    rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+    table.setFixedHeight(table.horizontalHeader().sizeHint().height() + rows
+                         + 2 * table.frameWidth())
 
-    @staticmethod
-    def _fast_table(view: QTableView) -> None:
-        """Fixed row heights and no content-based sizing: scrolling stays O(visible rows)."""
-        view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        view.verticalHeader().setDefaultSectionSize(20)
-        view.verticalHeader().hide()
-        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        view.horizontalHeader().setDefaultSectionSize(80)
-        view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        view.setWordWrap(False)
+
+def fast_table(view: QTableView) -> None:
+    """Fixed row heights and no content-based sizing: scrolling stays O(visible rows)."""
+    view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+    view.verticalHeader().setDefaultSectionSize(20)
+    view.verticalHeader().hide()
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    view.horizontalHeader().setDefaultSectionSize(80)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setWordWrap(False)
