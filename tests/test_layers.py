@@ -1,4 +1,4 @@
-"""The layering rule: format and core never import Qt (DESIGN.md)."""
+"""The layering rule: format, core and render never import Qt (DESIGN.md)."""
 
 import os
 import subprocess
@@ -22,8 +22,8 @@ def test_data_layers_import_with_qt_blocked():
         "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph'):\n"
         "            raise ImportError('blocked: ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import pkgutil, importlib, viewer.format, viewer.core\n"
-        "for pkg in (viewer.format, viewer.core):\n"
+        "import pkgutil, importlib, viewer.format, viewer.core, viewer.render\n"
+        "for pkg in (viewer.format, viewer.core, viewer.render):\n"
         "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
         "        importlib.import_module(m.name)\n"
         "print('ok')\n"

@@ -45,7 +45,9 @@ from viewer.core.loader import Loader
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
 from viewer.format import Dataset, FormatError, Mag, Volume, open_dataset, select_mag
-from viewer.ui.compare import images
+from viewer.render import difference as images
+from viewer.render.palette import Palette
+from viewer.render.plane import render_plane
 from viewer.ui.compare.overlay import A_COLOR, B_COLOR, QtCompareOverlay
 from viewer.ui.compare.run import (
     PROCESS_THRESHOLD_BYTES,  # noqa: F401  (re-exported: part of this module's API before the split)
@@ -55,7 +57,6 @@ from viewer.ui.compare.run import (
     parse_box,
 )
 from viewer.ui.loading import QtLoadingBridge
-from viewer.ui.render import Palette, render_plane
 from viewer.ui.slice_view import QtSliceView
 
 Vec3 = tuple[int, int, int]
