@@ -71,15 +71,15 @@ class QtCompareController(QObject):
         self.showing_b = False
         self.tolerance = 0.0
         self.show_blocks = True
+        self.b = QtSideB(window, self)
+        self.run = QtComparisonRun(self.state, window.show_error, self)
+        self.pictures = ComparePictures(window, self.b, self._on_level_changed)
+        self.hover = QtHoverValues(window, self.b)
         self.overlays_a = {axis: QtCompareOverlay(view, self, "A")
                            for axis, view in window.views.items()}
         self.overlays_b: dict[int, QtCompareOverlay] = {}
-        self.b = QtSideB(window, self)
         self.b.plane_changed.connect(lambda axis: self.overlays_a[axis].update())
-        self.run = QtComparisonRun(self.state, window.show_error, self)
         self.run.outlines_changed.connect(self._update_views)
-        self.pictures = ComparePictures(window, self.b, self._on_level_changed)
-        self.hover = QtHoverValues(window, self.b)
         #: The Compare dock and its panel (set by ``install_compare``).
         self.dock: QDockWidget | None = None
         self.panel: QWidget | None = None
