@@ -151,12 +151,6 @@ class QtCompareController(QObject):
             return VolumeSpec(path)
         return VolumeSpec(path, self.state.layers[0].name, self.window.dataset_mag)
 
-    @property
-    def data_path_a(self) -> str | None:
-        """Where A's compared mag lives (the volume the window's coordinates are in)."""
-        dataset = self.window.dataset
-        return None if dataset is None else str(dataset.path)
-
     def close_b(self) -> None:
         """Close B: cancel the comparison, stop B's loader, back to A only."""
         self.run.abandon()

@@ -268,14 +268,6 @@ class QtComparisonRun(QObject):
         self.job_id += 1
         self.running = False
 
-    def wait_for_job(self, timeout: float | None = None) -> bool:
-        """Join the comparison's thread; True when it ended."""
-        thread = self._job_thread
-        if thread is None:
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
-
     def clear(self) -> None:
         """Forget the results (the comparison they came from is gone)."""
         self.results = []

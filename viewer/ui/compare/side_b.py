@@ -74,10 +74,8 @@ class QtSideB(QObject):
         super().__init__(parent)
         self.host = host
         self.state = host.state
-        #: The path B was opened by, and where its compared mag lives (a dataset of layers:
-        #: one layer's mag folder); None while no B is open.
+        #: The path B was opened by; None while no B is open.
         self.path: str | None = None
-        self.data_path: str | None = None
         #: B's compared volume, and how the comparison job opens it.
         self.volume: Volume | None = None
         self.spec: VolumeSpec | None = None
@@ -114,7 +112,7 @@ class QtSideB(QObject):
         opened, mag, spec = found
         volume = mag.volume
         self.volume, self._opened, self.spec = volume, opened, spec
-        self.data_path, self.path = mag.path, path
+        self.path = path
         self._extent = extent.ExtentScan(volume, lambda _bounds, _done: None).start()
         # B's blocks go into A's block cache (one budget for both: B does not double the
         # memory), keyed apart from A's layers; a window reading synchronously has no cache.
@@ -146,7 +144,7 @@ class QtSideB(QObject):
         self.source = None
         self._opened = None
         self.volume = self.spec = None
-        self.path = self.data_path = None
+        self.path = None
         self.forget_planes()
         for view in self.views.values():
             view.show_plane(None, None)
