@@ -1,9 +1,11 @@
-"""The layering rule: format and core never import Qt (DESIGN.md)."""
+"""The layering rule: format, core and render never import Qt (DESIGN.md)."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,8 +24,8 @@ def test_data_layers_import_with_qt_blocked():
         "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph'):\n"
         "            raise ImportError('blocked: ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import pkgutil, importlib, viewer.format, viewer.core\n"
-        "for pkg in (viewer.format, viewer.core):\n"
+        "import pkgutil, importlib, viewer.format, viewer.core, viewer.render\n"
+        "for pkg in (viewer.format, viewer.core, viewer.render):\n"
         "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
         "        importlib.import_module(m.name)\n"
         "print('ok')\n"
@@ -31,3 +33,16 @@ def test_data_layers_import_with_qt_blocked():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_render_and_compare_modules_import_no_cycle():
+    """No two modules of ``viewer.render`` or of ``viewer.ui.compare`` import each other, even
+    through other modules (the compare controller and its overlay did: the overlay now draws
+    from a protocol the controller meets)."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("viewer")
+    for package in ("viewer.render", "viewer.ui.compare"):
+        modules = sorted(graph.find_descendants(package) | {package})
+        cycles = [(a, b) for i, a in enumerate(modules) for b in modules[i + 1:]
+                  if graph.chain_exists(a, b) and graph.chain_exists(b, a)]
+        assert cycles == [], cycles

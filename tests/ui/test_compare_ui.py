@@ -52,7 +52,7 @@ def _compare(window, a_path, b_path, pos=None, zoom=None, start=True):
 
 def _settled(qtbot, window, controller) -> None:
     qtbot.waitUntil(lambda: window.planes_complete() and controller.planes_complete()
-                    and not controller.running, timeout=30000)
+                    and not controller.run.running, timeout=30000)
     qtbot.wait(20)
 
 
@@ -72,7 +72,7 @@ def test_compare_opens_b_with_the_same_cursor_and_zoom(qtbot, window, pair):
     expected = _ramp()
     expected[CHANGED] += DELTA
     for axis, view in window.views.items():
-        plane = c.planes_b[axis]
+        plane = c.b.planes[axis]
         assert plane.request == view.request
         assert plane.request.index == window.state.cursor[axis]
         off, shape = plane.request.box()
@@ -81,12 +81,12 @@ def test_compare_opens_b_with_the_same_cursor_and_zoom(qtbot, window, pair):
         assert np.array_equal(np.moveaxis(box, axis, -1)[..., 0], plane.data[0])
     # Side by side (the mode B opens in): B's views on the same state, showing B's planes.
     assert c.mode == c.SIDE
-    for axis, b_view in c.b_views.items():
+    for axis, b_view in c.b.views.items():
         assert b_view.isVisible() and b_view.state is window.state
         assert b_view.plane is not None and b_view.plane.request.index == (10, 20, 30)[axis]
     window.state.set_cursor((11, 22, 33))
-    qtbot.waitUntil(lambda: all(c.planes_b[a].request.index == (11, 22, 33)[a]
-                                for a in c.planes_b), timeout=10000)
+    qtbot.waitUntil(lambda: all(c.b.planes[a].request.index == (11, 22, 33)[a]
+                                for a in c.b.planes), timeout=10000)
 
 
 def test_compare_option_renders_both(tmp_path, pair):
@@ -95,7 +95,8 @@ def test_compare_option_renders_both(tmp_path, pair):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
     done = subprocess.run([sys.executable, "-m", "viewer", str(a_path), "--compare",
                            str(b_path), "--pos", ",".join(map(str, CHANGED)), "--screenshot",
-                           str(out)], env=env, capture_output=True, text=True, timeout=300, check=False)
+                           str(out)], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert out.stat().st_size > 10_000
 
@@ -164,8 +165,8 @@ def test_hover_shows_a_and_b_values(qtbot, window, pair):
     a_path, b_path = pair
     c = _compare(window, a_path, b_path, pos=CHANGED, start=False)
     _settled(qtbot, window, c)
-    c._on_hovered(CHANGED)
-    text = c.hover_label.text()
+    c.hover.show(CHANGED)
+    text = c.hover.label.text()
     value_a = int(_ramp()[CHANGED])
     assert f"A</span> {value_a}" in text and f"B</span> {value_a + DELTA}" in text
     assert f"A\u2212B {-DELTA}" in text
@@ -175,14 +176,14 @@ def test_background_comparison_finds_the_voxel_and_the_list_moves_the_cursor(
         qtbot, window, pair):
     a_path, b_path = pair
     c = _compare(window, a_path, b_path, pos=(1, 1, 1))
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
-    s = c.summary
+    qtbot.waitUntil(lambda: c.run.summary is not None, timeout=30000)
+    s = c.run.summary
     assert not s.equal and s.blocks_compared == s.blocks_total == 512
-    assert len(c.results) == 1
-    block = c.results[0]
+    assert len(c.run.results) == 1
+    block = c.run.results[0]
     assert block.position == tuple(v // 8 * 8 for v in CHANGED)
     assert block.voxels_different == 1 and block.max_abs_diff == DELTA
-    assert any(f.kind == "block_type" for f in c.findings)  # LZ4HC vs raw: information
+    assert any(f.kind == "block_type" for f in c.run.findings)  # LZ4HC vs raw: information
     table = c.panel.table
     assert table.model().rowCount() == 1
     assert "Different" in c.panel.summary.text()
@@ -192,7 +193,7 @@ def test_background_comparison_finds_the_voxel_and_the_list_moves_the_cursor(
     rect = table.visualRect(table.model().index(0, 1))
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     qtbot.waitUntil(lambda: window.state.cursor == CHANGED, timeout=10000)
-    assert c.selected == 0
+    assert c.run.selected == 0
     rects, _, selected = c.block_rects(XY, window.views[XY].request)
     assert len(rects) == 1 and selected is not None
 
@@ -205,12 +206,12 @@ def test_next_and_previous_mismatch_keys_move_the_cursor(qtbot, window, tmp_path
     a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
     b_path = write_dataset(tmp_path / "B", b, block_len=8, file_len=4)
     c = _compare(window, a_path, b_path, pos=(0, 0, 0), start=False)
-    c.use_process = True  # as for a large dataset: the job in a child process
+    c.run.use_process = True  # as for a large dataset: the job in a child process
     assert c.start_comparison()
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=60000)
-    assert c.job.used_process
-    assert len(c.results) == 2
-    order = [c.results[0].position, c.results[1].position]
+    qtbot.waitUntil(lambda: c.run.summary is not None, timeout=60000)
+    assert c.run.job.used_process
+    assert len(c.run.results) == 2
+    order = [c.run.results[0].position, c.run.results[1].position]
     targets = {tuple(v // 8 * 8 for v in p): p for p in (CHANGED, CHANGED_2)}
     window.activateWindow()
     view = window.views[XY]
@@ -237,15 +238,15 @@ def test_cancel_stops_the_comparison_and_closing_joins_every_thread(qtbot, windo
     c = _compare(window, a_path, b_path, start=False)
     assert c.start_comparison()
     c.panel.cancel_button.click()
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
-    assert c.summary.cancelled and not c.running
+    qtbot.waitUntil(lambda: c.run.summary is not None, timeout=30000)
+    assert c.run.summary.cancelled and not c.run.running
     assert "cancelled" in c.panel.progress.format()
-    qtbot.waitUntil(lambda: c.threads() == [], timeout=30000)
-    c.use_process = True
+    qtbot.waitUntil(lambda: c.run.threads() == [], timeout=30000)
+    c.run.use_process = True
     c.start_comparison()  # another one, in a child process, running when the window closes
-    job = c.job
+    job = c.run.job
     window.close()
-    assert c.source_b is None and c.threads() == []
+    assert c.b.source is None and c.run.threads() == []
     assert job._proc is None  # the child was waited for
     assert _compare_threads() == []
 
@@ -253,12 +254,12 @@ def test_cancel_stops_the_comparison_and_closing_joins_every_thread(qtbot, windo
 def test_opening_another_dataset_cancels_and_compares_again(qtbot, window, pair, tmp_path):
     a_path, b_path = pair
     c = _compare(window, a_path, b_path)
-    first = c.job_id
+    first = c.run.job_id
     other = write_dataset(tmp_path / "A2", _ramp(), block_len=8, file_len=4)
     assert window.open_path(other)
-    assert c.job_id > first
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
-    assert c.summary.a == str(other) and len(c.results) == 1
+    assert c.run.job_id > first
+    qtbot.waitUntil(lambda: c.run.summary is not None, timeout=30000)
+    assert c.run.summary.a == str(other) and len(c.run.results) == 1
 
 
 def test_a_b_that_cannot_be_opened_is_a_message(qtbot, window, pair, tmp_path):
@@ -285,10 +286,10 @@ def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
     assert box is not None and c.panel.box.text() == ", ".join(map(str, (*box[0], *box[1])))
     assert all(o <= p < o + s for p, o, s in zip((4, 4, 4), *box, strict=True))
     c.panel.start_button.click()
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
+    qtbot.waitUntil(lambda: c.run.summary is not None, timeout=30000)
     (_, shape) = box
-    assert c.summary.box == box
-    assert c.summary.blocks_compared == shape[0] * shape[1] * shape[2] // 8 ** 3 < 16 ** 3
+    assert c.run.summary.box == box
+    assert c.run.summary.blocks_compared == shape[0] * shape[1] * shape[2] // 8 ** 3 < 16 ** 3
     c.panel.common_action.trigger()
     assert c.panel.box.text() == "0, 0, 0, 128, 128, 128"
 
@@ -327,9 +328,9 @@ def test_two_webknossos_datasets_compare_their_first_layer_voxel_for_voxel(
         ds.close()
         roots[name] = tmp_path / name
     c = _compare(window, roots["A"], roots["B"], pos=(1, 1, 1), zoom=0.25)
-    qtbot.waitUntil(lambda: c.summary is not None, timeout=30000)
-    assert not c.summary.equal and len(c.results) == 1
-    assert c.results[0].position == tuple(v // 8 * 8 for v in CHANGED)
+    qtbot.waitUntil(lambda: c.run.summary is not None, timeout=30000)
+    assert not c.run.summary.equal and len(c.run.results) == 1
+    assert c.run.results[0].position == tuple(v // 8 * 8 for v in CHANGED)
     _settled(qtbot, window, c)
     assert window.views[XY].plane.factors == (1, 1)  # zoomed out, but mag 1 while comparing
     c.close_b()
@@ -349,19 +350,19 @@ def test_b_of_another_format_is_shown_and_compared(qtbot, window, tmp_path):
     a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
     b_path = toyformat.write_toy(tmp_path / "B", b[np.newaxis], (16, 8, 4))
     c = _compare(window, a_path, b_path, pos=CHANGED, zoom=4.0, start=False)
-    assert c.spec_b is not None and c.spec_b.path == str(b_path)
+    assert c.b.spec is not None and c.b.spec.path == str(b_path)
     _settled(qtbot, window, c)
-    c._on_hovered(CHANGED)
+    c.hover.show(CHANGED)
     value_a = int(data[CHANGED])
-    assert f"B</span> {value_a + DELTA}" in c.hover_label.text()
+    assert f"B</span> {value_a + DELTA}" in c.hover.label.text()
     for use_process in (False, True):
-        c.use_process = use_process
+        c.run.use_process = use_process
         assert c.start_comparison()
-        qtbot.waitUntil(lambda: c.summary is not None, timeout=60000)
-        assert [r.position for r in c.results] == [tuple(v // 8 * 8 for v in CHANGED)]
-        assert {f.kind for f in c.findings} >= {"format", "chunk_shape"}
+        qtbot.waitUntil(lambda: c.run.summary is not None, timeout=60000)
+        assert [r.position for r in c.run.results] == [tuple(v // 8 * 8 for v in CHANGED)]
+        assert {f.kind for f in c.run.findings} >= {"format", "chunk_shape"}
     window.state.set_cursor((0, 0, 0))
-    c.go_to_mismatch(0)
+    c.run.go_to_mismatch(0)
     qtbot.waitUntil(lambda: window.state.cursor == CHANGED, timeout=10000)
 
 
@@ -414,7 +415,7 @@ def test_b_shares_the_windows_block_cache(qtbot, tmp_path):
     assert compare.open_b(b, start=False)
     qtbot.waitUntil(lambda: window.planes_complete() and compare.planes_complete(),
                     timeout=30000)
-    assert compare.source_b.cache is window.source.cache
+    assert compare.b.source.cache is window.source.cache
     layers = {key[0] for key in list(window.source.cache.keys())}
     assert any(isinstance(k, tuple) and k[0] == "compare B" for k in layers)
     assert any(not isinstance(k, tuple) for k in layers)  # A's blocks, in the same cache

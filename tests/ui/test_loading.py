@@ -134,43 +134,6 @@ def test_window_on_the_loader_fills_all_views(qtbot, dataset_path: Path, vol: np
     assert not any(t.is_alive() for t in second.threads)
 
 
-def test_a_plane_filling_in_renders_the_same_piecewise_as_whole(
-        dataset_path: Path, vol: np.ndarray) -> None:
-    """Re-rendering only what changed since the last version of a plane (blocks arrived) gives
-    exactly the pixels of a full render, at every step, for each of the four looks."""
-    from viewer.core.slicing import Plane
-    from viewer.core.state import Contrast
-    from viewer.ui.render import Palette, render_plane
-
-    palette = Palette(Contrast(lo=10, hi=200, gamma=0.8), np.dtype(np.uint8))
-    for axis, req in ((XY, PlaneRequest(XY, 13, (0, 0), (64, 64))),
-                      (XZ, PlaneRequest(XZ, 40, (-8, 0), (64, 48))),
-                      (YZ, PlaneRequest(YZ, 5, (8, 4), (60, 48)))):
-        (ox, oy, oz), (sx, sy, sz) = req.box()
-        full = np.zeros((1, *req.shape), np.uint8)
-        lo = [max(o, 0) for o in (ox, oy, oz)]
-        got = vol[lo[0]:ox + sx, lo[1]:oy + sy, lo[2]:oz + sz].squeeze(axis=axis)
-        full[0, full.shape[1] - got.shape[0]:, full.shape[2] - got.shape[1]:] = got
-        status = np.full(req.shape, Status.PENDING, np.uint8)
-        status[:2, :] = Status.ABSENT
-        previous = None
-        rng = np.random.default_rng(axis)
-        for step in range(6):
-            if step:  # a few 8x8 "blocks" arrive: data, a failure, an absent file
-                for _ in range(3):
-                    u, v = rng.integers(0, req.shape[0] // 8) * 8, rng.integers(0, req.shape[1] // 8) * 8
-                    status[u:u + 8, v:v + 8] = rng.choice([Status.DATA, Status.DATA, Status.FAILED])
-            if step == 5:
-                status[status == Status.PENDING] = Status.DATA
-            data = np.where(status == Status.DATA, full[0], 0)[None]
-            plane = Plane(req, data.copy(), status.copy(), {})
-            whole = render_plane(plane, palette)
-            piecewise = render_plane(plane, palette, previous)
-            np.testing.assert_array_equal(piecewise.argb(), whole.argb())
-            previous = piecewise
-        assert (previous.argb() == render_plane(plane, palette).argb()).all()
-
-
 def test_the_window_releases_prefetch_once_its_views_are_complete(
         qtbot, dataset_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Prefetch waits for the screen; the window taking its planes complete lets it start (the

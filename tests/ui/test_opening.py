@@ -9,10 +9,8 @@ from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from window_fixtures import write_dataset
 
-from viewer.core.slicing import XY, Plane, PlaneRequest, Status
-from viewer.core.state import Contrast
+from viewer.core.slicing import XY, Status
 from viewer.format import open_volume
-from viewer.ui.render import FAILED_COLORS, PENDING_COLORS, Palette, render_plane
 
 
 def test_window_with_the_background_loader_shows_the_data(window, tmp_path, qtbot):
@@ -35,19 +33,6 @@ def test_window_with_the_background_loader_shows_the_data(window, tmp_path, qtbo
     qtbot.waitUntil(window.planes_complete, timeout=20000)
     assert window.views[XY].request.index == 20
     assert window.views[XY].value_at((20, 20, 20))[0] == 4.0
-
-
-def test_pending_and_failed_pixels_have_their_own_looks():
-    request = PlaneRequest(XY, 0, (0, 0), (12, 12))
-    status = np.zeros((12, 12), np.uint8)
-    status[:6, :] = Status.PENDING
-    status[6:, :6] = Status.FAILED
-    plane = Plane(request, np.zeros((1, 12, 12), np.uint8), status)
-    px = render_plane(plane, Palette(Contrast(), np.dtype(np.uint8))).argb()
-    # XY is shown with x across: pixel [row=y, col=x]
-    assert set(np.unique(px[:, :6])) == set(np.array(PENDING_COLORS, np.uint32))
-    assert set(np.unique(px[:6, 6:])) == set(np.array(FAILED_COLORS, np.uint32))
-    assert set(np.unique(px[6:, 6:])) == {0xFF000000}
 
 
 def test_dropping_a_folder_opens_it(window, ramp_dataset):

@@ -8,7 +8,7 @@ import pytest
 from window_fixtures import write_dataset
 
 from viewer.core.slicing import XY
-from viewer.ui.render import NAN_COLOR
+from viewer.render.palette import NAN_COLOR
 
 TYPES = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
          "float32", "float64"]

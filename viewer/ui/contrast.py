@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core.state import COLORMAPS, CONTRAST, DATASET, ViewerState
-from viewer.ui.render import colormap_table, index_table
+from viewer.render.palette import colormap_table, index_table
 
 HANDLE_GRAB = 6
 

@@ -2,12 +2,13 @@
 at screen resolution or twice it.
 
 At 2x the views are drawn anew at twice their pixel density (the data at the finer scale a
-2x screen would show, crisp lines and text), not an upscaled screenshot.  GUI thread only.
+2x screen would show, crisp lines and text), not an upscaled screenshot.  What it needs of the
+window is ``ExportHost``.  GUI thread only.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QPainter, QPixmap
@@ -18,17 +19,36 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QRadioButton,
+    QStatusBar,
     QVBoxLayout,
     QWidget,
 )
 
 from viewer.core.slicing import VIEW_NAMES
-from viewer.ui.slice_view import BACKGROUND
+from viewer.core.state import ViewerState
+from viewer.ui.slice_view import BACKGROUND, QtSliceView
 
 FOCUSED, ALL = "focused", "all"
 
 
-def render_views(window: Any, which: str = FOCUSED, scale: int = 1) -> QPixmap:
+class ExportHost(Protocol):
+    """The window's members the export uses (``QtMainWindow`` has them)."""
+
+    @property
+    def state(self) -> ViewerState: ...
+
+    @property
+    def views(self) -> dict[int, QtSliceView]: ...
+
+    @property
+    def dataset_path(self) -> str | None: ...
+
+    def statusBar(self) -> QStatusBar: ...
+
+    def show_error(self, title: str, detail: str) -> None: ...
+
+
+def render_views(window: ExportHost, which: str = FOCUSED, scale: int = 1) -> QPixmap:
     """The focused view (``FOCUSED``) or every visible view in its place (``ALL``), drawn at
     ``scale`` (1 or 2) times the screen's pixels."""
     views = window.views
@@ -38,17 +58,21 @@ def render_views(window: Any, which: str = FOCUSED, scale: int = 1) -> QPixmap:
         chosen = [v for v in views.values() if v.isVisible()]
     if not chosen:
         raise ValueError("no view is shown")
-    origin = chosen[0].mapTo(window, QPoint(0, 0))
-    area = QRect(origin, chosen[0].size())
+
+    def place(view: QtSliceView) -> QRect:
+        """Where ``view`` lies in the window (the top-level widget holding the views)."""
+        return QRect(view.mapTo(view.window(), QPoint(0, 0)), view.size())
+
+    area = place(chosen[0])
     for view in chosen[1:]:
-        area = area.united(QRect(view.mapTo(window, QPoint(0, 0)), view.size()))
+        area = area.united(place(view))
     pixmap = QPixmap(area.width() * scale, area.height() * scale)
     pixmap.setDevicePixelRatio(scale)
     pixmap.fill(BACKGROUND)
     for view in chosen:
         view.render_scale = float(scale)
         try:
-            at = view.mapTo(window, QPoint(0, 0)) - area.topLeft()
+            at = place(view).topLeft() - area.topLeft()
             painter = QPainter(pixmap)
             view.render(painter, at)
             painter.end()
@@ -58,7 +82,7 @@ def render_views(window: Any, which: str = FOCUSED, scale: int = 1) -> QPixmap:
     return pixmap
 
 
-def export_view(window: Any, path: str, which: str = FOCUSED, scale: int = 1) -> bool:
+def export_view(window: ExportHost, path: str, which: str = FOCUSED, scale: int = 1) -> bool:
     """Write ``render_views`` to ``path`` as PNG; False (and a message) when it cannot."""
     try:
         image = render_views(window, which, scale).toImage()
@@ -70,7 +94,8 @@ def export_view(window: Any, path: str, which: str = FOCUSED, scale: int = 1) ->
 
     tmp = atomic.temp_name(path)
     try:
-        if not image.save(tmp, "PNG"):
+        # (the stub asks for bytes, PySide6 6.11 takes only str)
+        if not image.save(tmp, "PNG"):  # type: ignore[call-overload]
             raise OSError("the PNG could not be written")
         atomic.commit_file(tmp, path)
     except OSError as exc:
@@ -85,10 +110,9 @@ def export_view(window: Any, path: str, which: str = FOCUSED, scale: int = 1) ->
 class QtExportDialog(QDialog):
     """Which views, which resolution; then a file name."""
 
-    def __init__(self, window: Any) -> None:
+    def __init__(self, window: ExportHost) -> None:
         super().__init__(window if isinstance(window, QWidget) else None)
         self.setWindowTitle("Export View")
-        self.window_ = window
         column = QVBoxLayout(self)
         column.addWidget(QLabel("What to export"))
         name = VIEW_NAMES[window.state.focused]
@@ -98,14 +122,14 @@ class QtExportDialog(QDialog):
         column.addWidget(self.focused)
         column.addWidget(self.all)
         column.addWidget(QLabel("Resolution"))
-        self.screen = QRadioButton("Screen (1\u00d7)")
+        self.single = QRadioButton("Screen (1\u00d7)")
         self.double = QRadioButton("Twice the screen's (2\u00d7)")
-        self.screen.setChecked(True)
-        for group, buttons in ((QButtonGroup(self), (self.focused, self.all)),
-                               (QButtonGroup(self), (self.screen, self.double))):
-            for button in buttons:
+        self.single.setChecked(True)
+        for group, choices in ((QButtonGroup(self), (self.focused, self.all)),
+                               (QButtonGroup(self), (self.single, self.double))):
+            for button in choices:
                 group.addButton(button)
-        column.addWidget(self.screen)
+        column.addWidget(self.single)
         column.addWidget(self.double)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
                                    | QDialogButtonBox.StandardButton.Cancel)
@@ -122,15 +146,20 @@ class QtExportDialog(QDialog):
         return 2 if self.double.isChecked() else 1
 
 
-def choose_and_export(window: Any) -> None:
+def choose_and_export(window: ExportHost) -> None:
     """The menu entry: the dialog, a file name, the PNG."""
     dialog = QtExportDialog(window)
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return
     name = (window.dataset_path or "view").rstrip("/").split("/")[-1] or "view"
-    path, _ = QFileDialog.getSaveFileName(window, "Export view as PNG", f"{name}.png",
+    parent = window if isinstance(window, QWidget) else None
+    path, _ = QFileDialog.getSaveFileName(parent, "Export view as PNG", f"{name}.png",
                                           "PNG images (*.png)")
     if path:
         if not path.lower().endswith(".png"):
             path += ".png"
         export_view(window, path, dialog.which, dialog.scale)
+
+
+__all__ = ["ALL", "FOCUSED", "ExportHost", "QtExportDialog", "choose_and_export", "export_view",
+           "render_views"]

@@ -17,9 +17,11 @@ import numpy as np
 from viewer.core import state as st
 from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES
-from viewer.ui.blend import blend, render_layer
+from viewer.render.blend import blend, render_layer
+from viewer.render.levels import histogram, robust_range
+from viewer.render.palette import Palette
+from viewer.render.plane import Rendered
 from viewer.ui.error_banner import _describe
-from viewer.ui.render import Palette, Rendered, histogram, robust_range
 from viewer.ui.slice_view import QtSliceView
 
 

@@ -57,6 +57,7 @@ from viewer.core.state import (
     parse_position,
 )
 from viewer.format import Dataset, FormatError, Volume
+from viewer.render.palette import Palette
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
@@ -66,7 +67,6 @@ from viewer.ui.opening import (
     QtExtentBridge,
     RecentDatasetsMixin,
 )
-from viewer.ui.render import Palette
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import StatusBarMixin
 from viewer.ui.theme import checkbox_style

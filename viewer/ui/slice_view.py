@@ -8,7 +8,7 @@ the ``PlaneSource``; the view only says which plane it needs (``wanted_request``
 the answer (``show_plane``).
 
 Drawing is a single scaled ``drawImage`` of a 32-bit image that was built once per plane change
-(``viewer.ui.render``), plus a few lines: a cursor move that leaves the plane unchanged costs
+(``viewer.render``), plus a few lines: a cursor move that leaves the plane unchanged costs
 only a repaint.
 """
 
@@ -35,7 +35,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from viewer.core.multires import scale_bar
 from viewer.core.slicing import IN_PLANE, VIEW_NAMES, Plane, PlaneRequest
 from viewer.core.state import SCREEN_AXES, ViewerState
-from viewer.ui.render import Rendered
+from viewer.render.plane import Rendered
 
 _tables: dict[int, tuple[np.ndarray, list[int]]] = {}
 
@@ -180,7 +180,7 @@ class QtSliceView(QWidget):
 
     # -- data --------------------------------------------------------------------------------
     def show_plane(self, plane: Plane | None, rendered: Rendered | None) -> None:
-        """Show ``plane``, already rendered for the screen (``viewer.ui.render``)."""
+        """Show ``plane``, already rendered for the screen (``viewer.render.plane``)."""
         self.plane = plane
         self.request = plane.request if plane is not None else None
         self.rendered = rendered
@@ -355,7 +355,8 @@ class QtSliceView(QWidget):
         painter.setPen(QColor(200, 200, 205))
         z = self.state.zoom
         zoom_text = f"{z:.3g}x" if z >= 1 else f"1/{1 / z:.3g}x"
-        axes_text = f"{AXIS_NAMES[self.h_axis]} \u2192   {AXIS_NAMES[self.v_axis]} \u2193   {zoom_text}"
+        axes_text = (f"{AXIS_NAMES[self.h_axis]} \u2192   {AXIS_NAMES[self.v_axis]} \u2193   "
+                     f"{zoom_text}")
         width = painter.fontMetrics().horizontalAdvance(axes_text) + 14
         rect = QRectF(self.width() - width - 6, self.height() - 28, width, 22)
         painter.fillRect(rect, QColor(0, 0, 0, 150))

@@ -1,22 +1,27 @@
-"""Mounting the compare side into the main window, in one call.
+"""Mounting the compare mode into the main window, in one call.
 
-``install_compare(window)`` needs what ``viewer.ui.main_window.QtMainWindow`` offers: ``state``,
-``views``, ``grid`` (to split the quadrants for side by side), ``dataset``, ``dataset_path``,
-``show_error``, ``statusBar()``, ``menuBar()`` and the signal ``dataset_opened``.  It adds
-File > Compare with... (Ctrl+B), a Compare menu with every mode and key, and the Compare dock;
-it returns the ``QtCompareController``.
+``install_compare(window)`` builds the ``QtCompareController`` the window holds (as
+``window.compare``) on the members of the window listed in ``host.CompareHost`` (checked here:
+a window that lacks one is a ``TypeError`` naming it), adds File > Compare with... (Ctrl+B), a
+Compare menu with every mode and key, and the Compare dock (``QtComparePanel``), and returns
+the controller.  ``settle`` waits for B's planes and the comparison (``--screenshot``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QFileDialog, QMenu
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMessageBox, QWidget
 
+from viewer.ui.compare import modes
 from viewer.ui.compare.controller import QtCompareController
-from viewer.ui.compare.panel import MODE_KEYS, QtComparePanel
+from viewer.ui.compare.host import as_host
+from viewer.ui.compare.modes import MODE_KEYS
+from viewer.ui.compare.panel import QtComparePanel
 from viewer.ui.docks import dock_beside_contrast
 from viewer.ui.menus import add_action, find_menu
 
@@ -30,15 +35,17 @@ difference A&minus;B, mismatch mask</td></tr>
 </table>"""
 
 
-def install_compare(window: Any, path_b: str | None = None) -> QtCompareController:
+def install_compare(window: QMainWindow, path_b: str | None = None) -> QtCompareController:
     """Create the compare controller and its dock, add the menus; open ``path_b`` as B."""
-    controller = QtCompareController(window)
-    window.compare = controller  # what the window compares with (the status bar asks it)
+    controller = QtCompareController(as_host(window))
+    # What the window compares with (the remote-data notice asks it for B's path).
+    window.compare = controller  # type: ignore[attr-defined]
+    run = controller.run
     panel = QtComparePanel(controller)
     dock = dock_beside_contrast(window, "Compare", "compareDock", panel)
     dock.hide()
-    controller.dock = dock  # type: ignore[attr-defined]
-    controller.panel = panel  # type: ignore[attr-defined]
+    controller.dock = dock
+    controller.panel = panel
 
     def choose_b() -> None:
         path = QFileDialog.getExistingDirectory(window, "Compare with dataset B (folder)")
@@ -53,8 +60,8 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
     controller.b_changed.connect(on_b_changed)
     panel.open_button.clicked.connect(lambda *_: choose_b())
 
-    def action(text: str, slot: Any, shortcut: str | None = None, menu: QMenu | None = None,
-               checkable: bool = False) -> QAction:
+    def action(text: str, slot: Callable[[], Any], shortcut: str | None = None,
+               menu: QMenu | None = None, checkable: bool = False) -> QAction:
         return add_action(window, text, slot, shortcut, menu, checkable=checkable)
 
     compare_with = action("Compare &with\u2026", choose_b, "Ctrl+B")
@@ -70,15 +77,14 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
     action("Compare &with\u2026", choose_b, None, menu)
     action("&Close B", controller.close_b, None, menu)
     menu.addSeparator()
-    modes = {}
-    for mode in controller.MODES:
-        modes[mode] = action(controller.MODE_NAMES[mode],
-                             lambda m=mode: controller.set_mode(m), MODE_KEYS[mode], menu,
-                             checkable=True)
+    mode_actions: dict[str, QAction] = {}
+    for mode in modes.MODES:
+        mode_actions[mode] = action(modes.MODE_NAMES[mode], partial(controller.set_mode, mode),
+                                    MODE_KEYS[mode], menu, checkable=True)
     action("Flicker: show the other dataset", controller.toggle_flicker, "B", menu)
     menu.addSeparator()
-    action("&Next Mismatch", controller.next_mismatch, "N", menu)
-    action("&Previous Mismatch", controller.previous_mismatch, "P", menu)
+    action("&Next Mismatch", run.next_mismatch, "N", menu)
+    action("&Previous Mismatch", run.previous_mismatch, "P", menu)
     menu.addSeparator()
     action("Compare Whole &Dataset", panel.start, "F5", menu)
     action("Cancel Comparison", controller.cancel_comparison, "Esc", menu)
@@ -93,7 +99,7 @@ def install_compare(window: Any, path_b: str | None = None) -> QtCompareControll
         bar.addMenu(menu)
 
     def on_mode_changed(mode: str) -> None:
-        for m, act in modes.items():
+        for m, act in mode_actions.items():
             act.setChecked(m == mode)
 
     controller.mode_changed.connect(on_mode_changed)
@@ -111,14 +117,12 @@ def settle(controller: QtCompareController, timeout_s: float = 60.0) -> None:
     while time.perf_counter() < deadline:
         if app is not None:
             app.processEvents()
-        if controller.planes_complete() and not controller.running:
+        if controller.planes_complete() and not controller.run.running:
             break
         time.sleep(0.005)
     if app is not None:
         app.processEvents()
 
 
-def _show_keys(window: Any) -> None:
-    from PySide6.QtWidgets import QMessageBox
-
+def _show_keys(window: QWidget) -> None:
     QMessageBox.information(window, "Compare keys", KEYS_HELP)

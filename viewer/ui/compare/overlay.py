@@ -6,6 +6,8 @@ filter, maps dataset coordinates with the view's ``to_widget``, and repaints whe
 does.  Over A's views it draws the mode's picture (B in flicker, B right of the divider in
 swipe, A - B, the mismatch mask), then the crosshair and label again on top of it; over every
 view it outlines the mismatching blocks found so far and wears a badge saying what is shown.
+What it draws it asks of an ``OverlaySource`` (the compare controller is one) at every paint;
+the overlay knows nothing else of the compare mode.
 ``QtSwipeHandle`` is the draggable divider of one view in swipe mode.
 
 GUI thread only.
@@ -13,17 +15,26 @@ GUI thread only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QPainterPath,
+    QPaintEvent,
+    QPen,
+)
 from PySide6.QtWidgets import QWidget
 
-from viewer.ui.slice_view import AXIS_NAMES, BACKGROUND, VIEW_COLORS
-
-if TYPE_CHECKING:
-    from viewer.ui.compare.controller import QtCompareController
+from viewer.core.slicing import PlaneRequest
+from viewer.ui.compare import modes
+from viewer.ui.slice_view import AXIS_NAMES, BACKGROUND, VIEW_COLORS, QtSliceView
 
 A_COLOR = QColor(120, 175, 255)
 B_COLOR = QColor(245, 166, 35)
@@ -33,15 +44,55 @@ SELECTED_COLOR = QColor(255, 255, 255)
 HANDLE_WIDTH = 14
 
 
+class OverlaySource(Protocol):
+    """What the overlays draw, asked at every paint."""
+
+    @property
+    def active(self) -> bool:
+        """A B is open (without one the overlays draw nothing)."""
+        ...
+
+    @property
+    def mode(self) -> str:
+        """One of ``modes.MODES``."""
+        ...
+
+    @property
+    def show_blocks(self) -> bool:
+        """Outline the mismatching blocks."""
+        ...
+
+    @property
+    def block_len(self) -> int:
+        """The blocks' smallest side in voxels."""
+        ...
+
+    def mode_image(self, axis: int) -> tuple[QImage, tuple[int, int]] | None:
+        """The picture over A's view ``axis`` and the dataset (h, v) of its top-left pixel
+        (None: A's own image shows)."""
+        ...
+
+    def block_rects(self, axis: int, request: PlaneRequest
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_],
+                               tuple[int, int, int, int] | None]:
+        """The mismatching blocks the plane cuts as (h0, v0, h1, v1), which are damaged, and
+        the selected one."""
+        ...
+
+    def badge(self, role: str) -> tuple[str, QColor]:
+        """The text and colour of the pill a view of ``role`` ("A" or "B") wears."""
+        ...
+
+
 class QtCompareOverlay(QWidget):
     """The compare layer of one view; ``role`` is ``"A"`` (the window's view) or ``"B"``."""
 
-    def __init__(self, view: Any, controller: QtCompareController, role: str) -> None:
+    def __init__(self, view: QtSliceView, source: OverlaySource, role: str) -> None:
         super().__init__(view)
-        self.view: Any = view
-        self.controller = controller
+        self.view = view
+        self.source = source
         self.role = role
-        self.axis: int = view.axis
+        self.axis = view.axis
         #: Swipe divider as a fraction of the view's width (A views).
         self.swipe = 0.5
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
@@ -64,8 +115,8 @@ class QtCompareOverlay(QWidget):
         return self.swipe * self.width()
 
     # -- painting -----------------------------------------------------------------------------
-    def paintEvent(self, event: Any) -> None:
-        c = self.controller
+    def paintEvent(self, event: QPaintEvent) -> None:
+        c = self.source
         if not c.active or self.view.plane is None:
             return
         painter = QPainter(self)
@@ -75,14 +126,14 @@ class QtCompareOverlay(QWidget):
             painter.end()
 
     def _paint(self, painter: QPainter) -> None:
-        c = self.controller
+        c = self.source
         mode = c.mode
         picture = c.mode_image(self.axis) if self.role == "A" else None
         if picture is not None:
             image, (h0, v0) = picture
             zh, zv = self.view.scales()  # anisotropic voxels keep their physical shape
             clip = QRectF(0, 0, self.width(), self.height())
-            if mode == c.SWIPE:
+            if mode == modes.SWIPE:
                 x = self.divider_x()
                 clip = QRectF(x, 0, self.width() - x, self.height())
             painter.save()
@@ -95,11 +146,11 @@ class QtCompareOverlay(QWidget):
             self._paint_frame(painter)
             self.view.paint_scale_bar(painter)  # the picture covered the view's own
             painter.restore()
-            if mode != c.SWIPE:
+            if mode != modes.SWIPE:
                 self._paint_label(painter)
         if c.show_blocks:
             self._paint_blocks(painter)
-        if self.role == "A" and mode == c.SWIPE:
+        if self.role == "A" and mode == modes.SWIPE:
             self._paint_divider(painter)
         self._paint_badge(painter)
 
@@ -157,15 +208,14 @@ class QtCompareOverlay(QWidget):
         request = self.view.request
         if request is None:
             return
-        rects, damaged, selected = self.controller.block_rects(self.axis, request)
+        rects, damaged, selected = self.source.block_rects(self.axis, request)
         if len(rects) == 0:
             return
         view = self.view
         zh, zv = view.scales()
         fill = QColor(BLOCK_COLOR)
-        fill.setAlpha(28 if self.controller.mode in (self.controller.A_ONLY,
-                                                      self.controller.SIDE) else 0)
-        thin = min(zh, zv) * self.controller.block_len < 6  # too small to outline: fill them
+        fill.setAlpha(28 if self.source.mode in (modes.A_ONLY, modes.SIDE) else 0)
+        thin = min(zh, zv) * self.source.block_len < 6  # too small to outline: fill them
         if thin:
             fill.setAlpha(150)
         # Widget coordinates of every rectangle at once; only those on screen are drawn.
@@ -208,9 +258,9 @@ class QtCompareOverlay(QWidget):
         self._pill(painter, "B", B_COLOR, QPointF(x + 8, 34))
 
     def _paint_badge(self, painter: QPainter) -> None:
-        if self.role == "A" and self.controller.mode == self.controller.SWIPE:
+        if self.role == "A" and self.source.mode == modes.SWIPE:
             return
-        text, colour = self.controller.badge(self.role)
+        text, colour = self.source.badge(self.role)
         if text:
             self._pill(painter, text, colour, QPointF(self.width() - 8, 8), right_aligned=True)
 
@@ -232,7 +282,7 @@ class QtCompareOverlay(QWidget):
 class QtSwipeHandle(QWidget):
     """The grip of a view's swipe divider: drag it left or right.  Shown in swipe mode only."""
 
-    def __init__(self, view: Any, overlay: QtCompareOverlay) -> None:
+    def __init__(self, view: QtSliceView, overlay: QtCompareOverlay) -> None:
         super().__init__(view)
         self.view = view
         self.overlay = overlay
@@ -260,5 +310,8 @@ class QtSwipeHandle(QWidget):
             self.set_fraction(x / self.view.width())
         event.accept()
 
-    def paintEvent(self, event: Any) -> None:  # the overlay draws the divider
+    def paintEvent(self, event: QPaintEvent) -> None:  # the overlay draws the divider
         pass
+
+
+__all__ = ["A_COLOR", "B_COLOR", "OverlaySource", "QtCompareOverlay", "QtSwipeHandle"]

@@ -1,10 +1,11 @@
 """The Compare dock: B, the modes, the tolerance, the background comparison and its results.
 
-``QtComparePanel`` shows what ``QtCompareController`` holds and drives it: mode buttons (with
-their keys), the tolerance, the box to compare, a progress bar with Cancel, the summary
-(blocks compared, mismatching blocks and voxels, max |A - B|, first mismatch), the structural
-findings and named diagnoses, and the list of mismatching blocks (a click moves the cursor
-there).  GUI thread only.
+``QtComparePanel`` shows what ``QtCompareController`` and its comparison run
+(``controller.run``) hold and drives them: mode buttons (with their keys), the tolerance, the
+box to compare, a progress bar with Cancel, the summary (blocks compared, mismatching blocks
+and voxels, max |A - B|, first mismatch), the structural findings and named diagnoses, and the
+list of mismatching blocks (``QtMismatchModel``; a click moves the cursor there).  GUI thread
+only.
 """
 
 from __future__ import annotations
@@ -35,13 +36,12 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core.compare import DIAGNOSIS, DIFFERENCE, BlockResult, Summary
-from viewer.core.compare.model import json_number
-from viewer.ui.compare.controller import QtCompareController, parse_box
+from viewer.core.compare.model import Box, json_number
+from viewer.ui.compare import modes
+from viewer.ui.compare.controller import QtCompareController
+from viewer.ui.compare.modes import MODE_KEYS
+from viewer.ui.compare.run import QtComparisonRun, parse_box
 
-#: Keys of the modes (also in the Compare menu and the README).
-MODE_KEYS = {QtCompareController.A_ONLY: "Alt+1", QtCompareController.SIDE: "Alt+2",
-             QtCompareController.FLICKER: "Alt+3", QtCompareController.SWIPE: "Alt+4",
-             QtCompareController.DIFFERENCE: "Alt+5", QtCompareController.MASK: "Alt+6"}
 SEVERITY_COLORS = {DIFFERENCE: "#ff6b6b", DIAGNOSIS: "#ffb347"}
 MAX_FINDINGS_SHOWN = 30
 _ROOT = QModelIndex()
@@ -59,14 +59,14 @@ class QtMismatchModel(QAbstractTableModel):
 
     HEADERS = ("#", "x, y, z", "voxels", "max |A\u2212B|", "file \u00b7 block")
 
-    def __init__(self, controller: QtCompareController) -> None:
+    def __init__(self, run: QtComparisonRun) -> None:
         super().__init__()
-        self.controller = controller
+        self.run = run
         self._rows = 0
 
     def sync(self) -> None:
-        """Follow ``controller.results``: append new rows, or reset when it was cleared."""
-        n = len(self.controller.results)
+        """Follow ``run.results``: append new rows, or reset when it was cleared."""
+        n = len(self.run.results)
         if n < self._rows:
             self.beginResetModel()
             self._rows = n
@@ -90,9 +90,9 @@ class QtMismatchModel(QAbstractTableModel):
 
     def data(self, index: QModelIndex | QPersistentModelIndex,
              role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or index.row() >= len(self.controller.results):
+        if not index.isValid() or index.row() >= len(self.run.results):
             return None
-        r: BlockResult = self.controller.results[index.row()]
+        r: BlockResult = self.run.results[index.row()]
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
@@ -122,6 +122,7 @@ class QtComparePanel(QWidget):
     def __init__(self, controller: QtCompareController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        run = self.run = controller.run
         self.setObjectName("comparePanel")
         column = QVBoxLayout(self)
         column.setContentsMargins(8, 6, 8, 6)
@@ -144,11 +145,11 @@ class QtComparePanel(QWidget):
         self.mode_buttons: dict[str, QToolButton] = {}
         self.mode_group = QButtonGroup(self)
         self.mode_group.setExclusive(True)
-        for n, mode in enumerate(controller.MODES):
+        for n, mode in enumerate(modes.MODES):
             button = QToolButton()
-            button.setText(controller.MODE_NAMES[mode])
+            button.setText(modes.MODE_NAMES[mode])
             button.setCheckable(True)
-            button.setToolTip(f"{controller.MODE_NAMES[mode]} ({MODE_KEYS[mode]})")
+            button.setToolTip(f"{modes.MODE_NAMES[mode]} ({MODE_KEYS[mode]})")
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
             button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
             button.clicked.connect(lambda *_, m=mode: controller.set_mode(m))
@@ -201,7 +202,7 @@ class QtComparePanel(QWidget):
         self.start_button = QPushButton("Compare (F5)")
         self.start_button.clicked.connect(self.start)
         self.cancel_button = QPushButton("Cancel (Esc)")
-        self.cancel_button.clicked.connect(lambda *_: controller.cancel_comparison())
+        self.cancel_button.clicked.connect(lambda *_: run.cancel())
         row.addWidget(self.start_button)
         row.addWidget(self.cancel_button)
         column.addLayout(row)
@@ -225,15 +226,15 @@ class QtComparePanel(QWidget):
         self.prev_button = QToolButton()
         self.prev_button.setText("\u25c0 P")
         self.prev_button.setToolTip("Previous mismatch (P)")
-        self.prev_button.clicked.connect(lambda *_: controller.previous_mismatch())
+        self.prev_button.clicked.connect(lambda *_: run.previous_mismatch())
         self.next_button = QToolButton()
         self.next_button.setText("N \u25b6")
         self.next_button.setToolTip("Next mismatch (N)")
-        self.next_button.clicked.connect(lambda *_: controller.next_mismatch())
+        self.next_button.clicked.connect(lambda *_: run.next_mismatch())
         row.addWidget(self.prev_button)
         row.addWidget(self.next_button)
         column.addLayout(row)
-        self.model = QtMismatchModel(controller)
+        self.model = QtMismatchModel(run)
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -258,10 +259,10 @@ class QtComparePanel(QWidget):
         self.close_button.clicked.connect(lambda *_: controller.close_b())
         controller.b_changed.connect(lambda *_: self.refresh())
         controller.mode_changed.connect(lambda *_: self.refresh())
-        controller.results_changed.connect(self._on_results_changed)
-        controller.job_started.connect(lambda: self.refresh())
-        controller.job_finished.connect(lambda *_: self.refresh())
-        controller.selection_changed.connect(self._on_selection_changed)
+        run.results_changed.connect(self._on_results_changed)
+        run.job_started.connect(lambda: self.refresh())
+        run.job_finished.connect(lambda *_: self.refresh())
+        run.selection_changed.connect(self._on_selection_changed)
         self.setStyleSheet(PANEL_STYLE)
         self.refresh()
 
@@ -277,7 +278,7 @@ class QtComparePanel(QWidget):
         self.box.setStyleSheet("")
         self.controller.start_comparison(box)
 
-    def _fill_box(self, box: Any) -> None:
+    def _fill_box(self, box: Box | None) -> None:
         self.box.setText("" if box is None else ", ".join(str(v) for v in (*box[0], *box[1])))
         self.box.setStyleSheet("")
 
@@ -287,7 +288,7 @@ class QtComparePanel(QWidget):
 
     def _on_row_clicked(self, index: QModelIndex) -> None:
         if index.isValid():
-            self.controller.go_to_mismatch(index.row())
+            self.run.go_to_mismatch(index.row())
 
     def _on_selection_changed(self, row: int) -> None:
         if 0 <= row < self.model.rowCount():
@@ -302,7 +303,7 @@ class QtComparePanel(QWidget):
 
     # -- showing ------------------------------------------------------------------------------
     def refresh(self) -> None:
-        c = self.controller
+        c, run = self.controller, self.run
         active = c.active
         a_path = c.window.dataset_path or "(none)"
         if active:
@@ -322,24 +323,24 @@ class QtComparePanel(QWidget):
         self.tolerance.setEnabled(active)
         for widget in (self.box, self.box_button):
             widget.setEnabled(active)
-        self.start_button.setEnabled(active and not c.running)
-        self.cancel_button.setEnabled(active and c.running)
-        done, total = c.progress
+        self.start_button.setEnabled(active and not run.running)
+        self.cancel_button.setEnabled(active and run.running)
+        done, total = run.progress
         self.progress.setVisible(active)
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(min(done, max(total, 1)))
-        if c.running:
+        if run.running:
             self.progress.setFormat(f"{done:,} / {total:,} blocks  %p%" if total else
                                     "checking the structure\u2026")
-        elif c.summary is not None and c.summary.cancelled:
+        elif run.summary is not None and run.summary.cancelled:
             self.progress.setFormat(f"cancelled at {done:,} / {total:,} blocks")
-        elif c.summary is not None:
+        elif run.summary is not None:
             self.progress.setFormat(f"{done:,} blocks compared")
         else:
             self.progress.setFormat("")
         self.summary.setText(self._summary_html() if active else "")
         self.findings.setText(self._findings_html() if active else "")
-        n = len(c.results)
+        n = len(run.results)
         self.list_title.setText(f"Mismatching blocks ({n:,})" if n else "Mismatching blocks")
         self.prev_button.setEnabled(n > 0)
         self.next_button.setEnabled(n > 0)
@@ -350,28 +351,28 @@ class QtComparePanel(QWidget):
         if not c.active:
             return ""
         return {
-            c.A_ONLY: "A alone; the outlines mark the blocks that differ.",
-            c.SIDE: "A left, B right in every view; both follow the cursor and zoom.",
-            c.FLICKER: f"Showing <b>{'B' if c.showing_b else 'A'}</b>. Press <b>B</b> to "
+            modes.A_ONLY: "A alone; the outlines mark the blocks that differ.",
+            modes.SIDE: "A left, B right in every view; both follow the cursor and zoom.",
+            modes.FLICKER: f"Showing <b>{'B' if c.showing_b else 'A'}</b>. Press <b>B</b> to "
                        "flip between A and B.",
-            c.SWIPE: "A left of the divider, B right; drag the divider.",
-            c.DIFFERENCE: "A\u2212B: <span style='color:#ff5838'>red A&gt;B</span>, "
+            modes.SWIPE: "A left of the divider, B right; drag the divider.",
+            modes.DIFFERENCE: "A\u2212B: <span style='color:#ff5838'>red A&gt;B</span>, "
                           "<span style='color:#4696ff'>blue A&lt;B</span>, black equal; "
                           f"levels \u00b1{c.level:g} (the largest on screen).",
-            c.MASK: "<span style='color:#ffd21f'>Yellow</span>: |A\u2212B| above the "
+            modes.MASK: "<span style='color:#ffd21f'>Yellow</span>: |A\u2212B| above the "
                     "tolerance; grey: A.",
         }[c.mode]
 
     def _summary_html(self) -> str:
-        c = self.controller
-        if c.error is not None:
+        run = self.run
+        if run.error is not None:
             return (f"<span style='color:#ff6b6b'><b>Could not compare:</b> "
-                    f"{html.escape(str(c.error))}</span>")
-        s: Summary | None = c.summary
+                    f"{html.escape(str(run.error))}</span>")
+        s: Summary | None = run.summary
         if s is None:
-            if not c.running:
+            if not run.running:
                 return ""
-            n = len(c.results)
+            n = len(run.results)
             return (f"Comparing\u2026 {n:,} mismatching block{'s' if n != 1 else ''} so far."
                     if n else "Comparing\u2026")
         if s.equal:
@@ -405,7 +406,7 @@ class QtComparePanel(QWidget):
     def _findings_html(self) -> str:
         """Named diagnoses first (the likely cause), then structural differences, then
         information."""
-        findings = self.controller.findings
+        findings = self.run.findings
         if not findings:
             return ""
         order = {DIAGNOSIS: 0, DIFFERENCE: 1}

@@ -1,28 +1,30 @@
-"""The whole-dataset comparison of A and B, run for ``QtCompareController``.
+"""The whole-dataset comparison of A and B, and the mismatching blocks it finds.
 
-The whole-dataset comparison is a ``viewer.core.compare.CompareJob`` on a thread of its own
-(plus its two pool threads); its callbacks hop to the GUI thread through ``QtCompareBridge``.
-Mismatching blocks stream into ``results`` and onto the views as outlines; ``go_to_mismatch``
-moves the cursor to the largest difference inside a block (found on a worker thread).  The
-job is cancelled and joined when another dataset is opened and when the window closes.
-
-``ComparisonRunMixin`` holds that run's state and methods; ``QtCompareController`` inherits
-them (its signals ``job_started``, ``results_changed``, ``job_finished`` and
-``selection_changed`` are declared there, on the QObject).  The module's functions are what
-the run hands to its threads (``_run_job``, ``find_voxel``) and the box parser of the panel.
+``QtComparisonRun`` runs a ``viewer.core.compare.CompareJob`` on a thread of its own (plus its
+two pool threads), or for a large comparison the same job in a child process
+(``CompareProcess``: the numpy work would hold this process's GIL and stall the window); the
+job's callbacks hop to the GUI thread through ``QtCompareBridge``.  Mismatching blocks stream
+into ``results`` and become the outlines the overlays draw (``block_rects``);
+``go_to_mismatch`` moves the cursor to the largest difference inside a block (found on a
+worker thread).  A run is cancelled and joined when another dataset is opened and when the
+window closes.  The module's functions are what the run hands to its threads (``_run_job``,
+``find_voxel``), the size that decides where it runs, and the box parser of the panel.
 
 GUI thread only (the job's and the worker's callables excepted, which only call the bridge).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from PySide6.QtCore import QObject, Signal
 
 from viewer.core.compare import (
     BlockResult,
@@ -34,9 +36,10 @@ from viewer.core.compare import (
 )
 from viewer.core.compare.model import Box
 from viewer.core.slicing import IN_PLANE, PlaneRequest
-from viewer.core.state import SCREEN_AXES
+from viewer.core.state import SCREEN_AXES, ViewerState
 from viewer.format import FormatError, Volume
 from viewer.ui.compare.bridge import QtCompareBridge, Update
+from viewer.ui.compare.host import describe
 from viewer.ui.compare.remote import CompareProcess
 
 Vec3 = tuple[int, int, int]
@@ -83,8 +86,6 @@ def find_voxel(a: VolumeSpec | Volume, b: VolumeSpec | Volume, block: BlockResul
 
 def parse_box(text: str) -> Box | None:
     """``"x,y,z,w,h,d"`` (any separators) as a box; empty text: None (everything)."""
-    import re
-
     numbers = re.findall(r"-?\d+", text)
     if not numbers:
         return None
@@ -96,16 +97,37 @@ def parse_box(text: str) -> Box | None:
     return ((v[0], v[1], v[2]), (v[3], v[4], v[5]))
 
 
-class ComparisonRunMixin:
-    """The background comparison of ``QtCompareController`` (mixed into it: it uses the
-    controller's window, state, signals and ``_update_views``).  See the module docstring."""
+def compared_bytes(volume: Volume, bounds: tuple[Vec3, Vec3], box: Box | None) -> int:
+    """The voxel bytes of A a comparison over ``box`` (None: all of ``bounds``) reads."""
+    lo, hi = bounds
+    shape = [b - a for a, b in zip(lo, hi, strict=True)] if box is None else list(box[1])
+    return (int(shape[0]) * int(shape[1]) * int(shape[2]) * int(volume.num_channels)
+            * int(volume.dtype.itemsize))
 
-    def _init_run(self) -> None:
-        """The run's state (called from the controller's ``__init__``)."""
+
+class QtComparisonRun(QObject):
+    """The background comparison and its results.  See the module docstring."""
+
+    #: A comparison started.
+    job_started = Signal()
+    #: New results arrived (blocks, findings, progress) from the running comparison, or they
+    #: were cleared.
+    results_changed = Signal()
+    #: The comparison ended: its Summary, or the exception that stopped it.
+    job_finished = Signal(object)
+    #: The selected mismatching block (index into ``results``).
+    selection_changed = Signal(int)
+    #: The outlines of the mismatching blocks changed (blocks arrived, cleared, selected).
+    outlines_changed = Signal()
+
+    def __init__(self, state: ViewerState, show_error: Callable[[str, str], None],
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.show_error = show_error
         self.bridge = QtCompareBridge(self)
         self.bridge.updated.connect(self._on_job_update)
         self.bridge.delivered.connect(self._on_delivered)
-        # The background comparison.
         self.job: CompareJob | CompareProcess | None = None
         #: Run comparisons in a child process: None decides by size, True / False force it.
         self.use_process: bool | None = None
@@ -113,6 +135,9 @@ class ComparisonRunMixin:
         self.running = False
         self._job_thread: threading.Thread | None = None
         self._old_threads: list[threading.Thread] = []
+        #: The sides and the tolerance of the comparison the results come from.
+        self._sides: tuple[VolumeSpec, VolumeSpec] | None = None
+        self.tolerance = 0.0
         self.results: list[BlockResult] = []
         self.findings: list[Finding] = []
         self.progress: tuple[int, int] = (0, 0)
@@ -127,6 +152,7 @@ class ComparisonRunMixin:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="wkw-compare-ui")
         self._token = 0
         self._rects: dict[int, tuple[Any, ...]] = {}
+        self._closed = False
 
     @property
     def block_len(self) -> int:
@@ -168,14 +194,16 @@ class ComparisonRunMixin:
         return rects, damaged, selected
 
     # == the background comparison ==============================================================
-    def start_comparison(self, box: Box | None = None) -> bool:
-        """Compare A and B block by block in the background (over ``box``, or everything),
-        with the current tolerance.  A running comparison is cancelled first."""
-        spec_a, spec_b = self.spec_a, self.spec_b
-        if not self.active or spec_a is None or spec_b is None:
+    def start(self, a: VolumeSpec, b: VolumeSpec, box: Box | None, tolerance: float,
+              chunk_shape: Vec3, nbytes: int) -> bool:
+        """Compare ``a`` and ``b`` block by block in the background (over ``box``, or
+        everything) with ``tolerance``; a running comparison is cancelled first.
+        ``chunk_shape``: A's (what a mismatching block covers); ``nbytes``: the voxel bytes
+        compared (``compared_bytes``), which decide whether it runs in a child process."""
+        if self._closed:
             return False
-        self._abandon_comparison()
-        self._clear_results()
+        self.abandon()
+        self.clear()
         self.job_id += 1
         job_id = self.job_id
         bridge = self.bridge
@@ -184,20 +212,18 @@ class ComparisonRunMixin:
             "on_block": lambda r: bridge.job_block(job_id, r),
             "on_finding": lambda f: bridge.job_finding(job_id, f)}
         try:
-            if self._in_child_process(box):
+            if self._in_child_process(nbytes):
                 job: CompareJob | CompareProcess = CompareProcess(
-                    spec_a, spec_b, box, self.tolerance, **callbacks)
+                    a, b, box, tolerance, **callbacks)
             else:
-                job = CompareJob(spec_a, spec_b, box=box,
-                                 tolerance=self.tolerance, workers=2, **callbacks)
+                job = CompareJob(a, b, box=box, tolerance=tolerance, workers=2, **callbacks)
         except ValueError as exc:
-            self.window.show_error("Cannot start the comparison", str(exc))
+            self.show_error("Cannot start the comparison", str(exc))
             return False
         self.box = box
-        dataset = self.window.dataset
-        if dataset is not None:
-            c = dataset.chunk_shape
-            self.chunk_shape = (int(c[0]), int(c[1]), int(c[2]))
+        self._sides = (a, b)
+        self.tolerance = tolerance
+        self.chunk_shape = chunk_shape
         self.job = job
         self.running = True
         thread = threading.Thread(target=_run_job, args=(job, job_id, bridge),
@@ -207,7 +233,7 @@ class ComparisonRunMixin:
         self.job_started.emit()
         return True
 
-    def _in_child_process(self, box: Box | None) -> bool:
+    def _in_child_process(self, nbytes: int) -> bool:
         """Large comparisons run in a child process (``CompareProcess``: the numpy work
         would hold this process's GIL and stall the window); small ones on a thread, where
         they end before a child would have started.  ``use_process`` overrides."""
@@ -215,16 +241,9 @@ class ComparisonRunMixin:
             return self.use_process
         if getattr(sys, "frozen", False):
             return False
-        dataset = self.window.dataset
-        if dataset is None:
-            return False
-        lo, hi = self.state.bounds
-        shape = [b - a for a, b in zip(lo, hi, strict=True)] if box is None else list(box[1])
-        nbytes = int(shape[0]) * int(shape[1]) * int(shape[2]) * int(dataset.num_channels) \
-            * int(dataset.dtype.itemsize)
         return nbytes > PROCESS_THRESHOLD_BYTES
 
-    def cancel_comparison(self, wait: bool = False) -> None:
+    def cancel(self, wait: bool = False) -> None:
         """Stop the comparison after the chunks already running (it still reports what it
         compared).  ``wait``: join its thread and those of earlier cancelled comparisons."""
         if self.job is not None:
@@ -236,9 +255,9 @@ class ComparisonRunMixin:
             self._old_threads = []
             self._job_thread = None
 
-    def _abandon_comparison(self) -> None:
+    def abandon(self) -> None:
         """Cancel the comparison without waiting and ignore whatever it still reports (its
-        thread is joined later: at the next ``cancel_comparison(wait=True)`` or on close)."""
+        thread is joined later: at the next ``cancel(wait=True)`` or on ``shutdown``)."""
         if self.job is not None:
             self.job.cancel()
         if self._job_thread is not None:
@@ -249,15 +268,8 @@ class ComparisonRunMixin:
         self.job_id += 1
         self.running = False
 
-    def wait_for_job(self, timeout: float | None = None) -> bool:
-        """Join the comparison's thread; True when it ended."""
-        thread = self._job_thread
-        if thread is None:
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
-
-    def _clear_results(self) -> None:
+    def clear(self) -> None:
+        """Forget the results (the comparison they came from is gone)."""
         self.results = []
         self.findings = []
         self.progress = (0, 0)
@@ -268,7 +280,7 @@ class ComparisonRunMixin:
         self._damaged = np.zeros(0, dtype=bool)
         self._rects.clear()
         self.results_changed.emit()
-        self._update_views()
+        self.outlines_changed.emit()
 
     def _on_job_update(self, job_id: int, update: Update) -> None:
         if job_id != self.job_id or self._closed:
@@ -294,10 +306,10 @@ class ComparisonRunMixin:
                 self.progress = (finished.blocks_compared, finished.blocks_total)
             else:
                 self.error = finished
-                self.window.show_error("The comparison stopped", _describe(finished))
+                self.show_error("The comparison stopped", describe(finished))
         self.results_changed.emit()
         if update.blocks:
-            self._update_views()
+            self.outlines_changed.emit()
         if finished is not None:
             self.job_finished.emit(finished)
 
@@ -310,14 +322,14 @@ class ComparisonRunMixin:
         index %= len(self.results)
         self.selected = index
         self.selection_changed.emit(index)
-        self._update_views()
+        self.outlines_changed.emit()
         block = self.results[index]
         self._token += 1
         token = self._token
-        spec_a, spec_b = self.spec_a, self.spec_b
-        if spec_a is None or spec_b is None or self._closed:
+        if self._sides is None or self._closed:
             return
-        future = self._executor.submit(find_voxel, spec_a, spec_b, block, self.chunk_shape,
+        a, b = self._sides
+        future = self._executor.submit(find_voxel, a, b, block, self.chunk_shape,
                                        self.tolerance)
 
         def done(f: Future[Vec3 | None]) -> None:
@@ -342,17 +354,27 @@ class ComparisonRunMixin:
         if isinstance(found, tuple):
             pos = found
         else:
-            pos = tuple(p + max(c // 2, 0) for p, c in zip(block.position, self.chunk_shape, strict=True))
+            pos = tuple(p + max(c // 2, 0)
+                        for p, c in zip(block.position, self.chunk_shape, strict=True))
         self.state.set_cursor(pos)
         self.state.recenter()
 
     def threads(self) -> list[threading.Thread]:
-        """The threads this controller started that are still alive (for tests)."""
+        """The threads this run started that are still alive (for tests)."""
         alive = []
         for thread in (*self._old_threads, self._job_thread):
             if thread is not None and thread.is_alive():
                 alive.append(thread)
         return alive
+
+    def shutdown(self) -> None:
+        """Cancel and join the comparison and the voxel search: no thread left."""
+        if self._closed:
+            return
+        self.abandon()
+        self.cancel(wait=True)
+        self._closed = True
+        self._executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_job(job: CompareJob | CompareProcess, job_id: int, bridge: QtCompareBridge) -> None:
@@ -364,15 +386,5 @@ def _run_job(job: CompareJob | CompareProcess, job_id: int, bridge: QtCompareBri
     bridge.job_finished(job_id, outcome)
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return f"no such file or folder: {exc.filename or exc}"
-    return str(exc) or type(exc).__name__
-
-
-__all__ = [
-    "PROCESS_THRESHOLD_BYTES",
-    "ComparisonRunMixin",
-    "find_voxel",
-    "parse_box",
-]
+__all__ = ["PROCESS_THRESHOLD_BYTES", "QtComparisonRun", "compared_bytes", "find_voxel",
+           "parse_box"]

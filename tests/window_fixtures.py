@@ -1,4 +1,5 @@
-"""Helpers for the window tests: real datasets on disk, written with the project's writer."""
+"""Real datasets on disk, written with the project's writer, for the window and the rendering
+tests (at the top of tests/, so that every test directory imports it by name)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from window_fixtures import write_dataset
 
 from viewer.core.slicing import XY, XZ, YZ, Plane, PlaneRequest, Status, read_plane
 from viewer.format import open_volume, wkw
-from viewer.ui.render import FAILED_COLORS, PENDING_COLORS, to_screen
-from viewer.ui.segments import SEGMENT_ALPHA, SegmentPalette, render_segments, segment_rgb
+from viewer.render.plane import FAILED_COLORS, PENDING_COLORS, to_screen
+from viewer.render.segments import SEGMENT_ALPHA, SegmentPalette, render_segments, segment_rgb
 
 INT_TYPES = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]
 

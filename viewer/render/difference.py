@@ -2,23 +2,21 @@
 
 Every function takes ``Plane``s of the same request (A's and B's) and returns 32-bit ARGB
 pixels laid out as the view shows them (rows along the view's vertical axis), like
-``viewer.ui.render.render_plane``.  Plain numpy; called on the GUI thread, on planes that are
-already in memory (a plane is at most a few megapixels).
+``viewer.render.plane.render_plane``.  Plain numpy, no Qt; called on the GUI thread, on planes
+that are already in memory (a plane is at most a few megapixels).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from viewer.core.compare import difference_plane, mismatch_mask
-from viewer.core.slicing import Plane, Status
-from viewer.ui.render import to_screen
-
-ARGB = npt.NDArray[np.uint32]
+from viewer.core.slicing import Plane
+from viewer.render.palette import ARGB
+from viewer.render.plane import Rendered, to_screen
 
 #: Pixels with no difference to show (not loaded yet, or unreadable on either side).
 NO_DATA_COLOR = 0xFF2E3036
@@ -30,12 +28,10 @@ DIVERGING_MID = (18, 18, 22)
 DIVERGING_POS = (255, 88, 56)
 
 
-def as_argb(rendered: Any) -> ARGB:
-    """ARGB pixels of what ``render_plane`` returned (a plain array, or an object whose
-    ``argb()`` gives one)."""
-    if hasattr(rendered, "argb"):
-        return np.ascontiguousarray(rendered.argb(), dtype=np.uint32)
-    return np.ascontiguousarray(rendered, dtype=np.uint32)
+def as_argb(rendered: Rendered | ARGB) -> ARGB:
+    """C-contiguous ARGB pixels of what ``render_plane`` returned (or of ARGB pixels)."""
+    pixels = rendered.argb() if isinstance(rendered, Rendered) else rendered
+    return np.ascontiguousarray(pixels, dtype=np.uint32)
 
 
 @lru_cache(maxsize=1)
@@ -106,7 +102,5 @@ def mask_image(a_pixels: ARGB, mismatch: npt.NDArray[np.bool_], axis: int) -> AR
     return np.ascontiguousarray(out)
 
 
-def readable(plane: Plane) -> npt.NDArray[np.bool_]:
-    """Pixels with voxels to show (data, or an absent file's zeros)."""
-    ok: npt.NDArray[np.bool_] = (plane.status == Status.DATA) | (plane.status == Status.ABSENT)
-    return ok
+__all__ = ["MASK_COLOR", "NO_DATA_COLOR", "as_argb", "channel_pair", "difference",
+           "difference_image", "diverging_table", "mask", "mask_image", "max_abs"]

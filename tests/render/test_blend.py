@@ -12,9 +12,10 @@ from window_fixtures import write_dataset
 from viewer.core.slicing import XY, Plane, PlaneRequest, Status, read_plane
 from viewer.core.state import COLOR, SEGMENTATION, Contrast, LayerDisplay
 from viewer.format import Volume, open_volume
-from viewer.ui.blend import blend, render_layer
-from viewer.ui.render import Palette, render_plane
-from viewer.ui.segments import SegmentPalette, render_segments
+from viewer.render.blend import blend, render_layer
+from viewer.render.palette import Palette
+from viewer.render.plane import render_plane
+from viewer.render.segments import SegmentPalette, render_segments
 
 
 def channels(px: int) -> tuple[int, int, int]:

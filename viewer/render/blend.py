@@ -12,7 +12,7 @@ row chunks through a few scratch arrays that stay in cache (whole-plane temporar
 in page faults than the arithmetic).
 
 ``render_layer`` turns one layer's plane into pixels with that layer's look: contrast and
-colormap for a color layer (``render.render_plane``), a colour per segment id for a
+colormap for a color layer (``plane.render_plane``), a colour per segment id for a
 segmentation layer (``segments.render_segments``), its palettes cached per layer name.
 
 GUI thread (or one thread at a time): pure numpy, no Qt.
@@ -28,8 +28,9 @@ import numpy.typing as npt
 
 from viewer.core.slicing import Plane
 from viewer.core.state import LayerDisplay
-from viewer.ui.render import ARGB, Palette, Rendered, render_plane
-from viewer.ui.segments import SegmentPalette, render_segments, same_grid
+from viewer.render.palette import ARGB, Palette
+from viewer.render.plane import Rendered, render_plane
+from viewer.render.segments import SegmentPalette, render_segments, same_grid
 
 OPAQUE = np.uint32(0xFF000000)
 _RED_BLUE = np.uint32(0x00FF00FF)
@@ -158,7 +159,7 @@ def _over(src: npt.NDArray[np.uint32], dst: npt.NDArray[np.uint32], weight: int,
 def render_layer(plane: Plane, display: LayerDisplay, palette_cache: PaletteCache,
                  previous: Rendered | None = None) -> Rendered:
     """``plane`` of the layer ``display`` describes, with that layer's look: a color layer
-    through ``render.render_plane`` with a ``Palette`` of its contrast and voxel type, a
+    through ``plane.render_plane`` with a ``Palette`` of its contrast and voxel type, a
     segmentation layer through ``render_segments`` with a ``SegmentPalette`` of its selected
     and hovered ids.  ``palette_cache`` (one dict per window, by layer name) keeps each layer's
     palette until its contrast, voxel type or ids change, so that the lookup tables are not

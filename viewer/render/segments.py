@@ -9,11 +9,11 @@ bijection of 64-bit integers and all of it is integer math, so ids above 2**53 (
 would round) stay apart; and two neighbouring ids always land about 0.618 of the table apart:
 their hues differ by more than a fifth of the circle, never the same colour.
 
-The alpha channel carries each pixel's coverage for blending (``viewer.ui.blend``): id 0 is the
+The alpha channel carries each pixel's coverage for blending (``viewer.render.blend``): id 0 is the
 background, fully transparent; a segment is drawn at ``SEGMENT_ALPHA``; the selected and the
 hovered id are drawn opaque and mixed towards white, so that they stand out of the rest.
 
-Pixels that are not data keep their looks (``render.paint_status``): the loading hatch, the
+Pixels that are not data keep their looks (``plane.paint_status``): the loading hatch, the
 failed hatch (both opaque), and absent (no file) as a tinted veil that stays visible over the
 layers below even though absent data reads as id 0.
 """
@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core.slicing import Plane, Status
-from viewer.ui.render import ARGB, Rendered, paint_status, to_screen
+from viewer.render.palette import ARGB
+from viewer.render.plane import Rendered, paint_status, to_screen
 
 #: Alpha of a segment that is neither selected nor hovered (about 0.55).
 SEGMENT_ALPHA = 0x8C
@@ -241,10 +242,8 @@ def _render_picks(plane: Plane, palette: SegmentPalette, previous: Rendered,
 
 
 def _rendered(pixels: ARGB, plane: Plane, palette: SegmentPalette) -> Rendered:
-    """A ``Rendered`` that remembers its ``SegmentPalette`` (its field is typed for the color
-    ``Palette``; both only need comparing)."""
-    kept: Any = palette
-    return Rendered(pixels, None, plane, kept)
+    """A ``Rendered`` of ARGB pixels that remembers its plane and ``SegmentPalette``."""
+    return Rendered(pixels, None, plane, palette)
 
 
 def same_grid(before: Plane | None, plane: Plane) -> bool:
@@ -256,7 +255,7 @@ def same_grid(before: Plane | None, plane: Plane) -> bool:
 
 
 def _paint(out: ARGB, status: npt.NDArray[np.uint8], origin: tuple[int, int]) -> None:
-    """``render.paint_status`` plus an alpha for absent pixels (their id 0 is transparent)."""
+    """``plane.paint_status`` plus an alpha for absent pixels (their id 0 is transparent)."""
     if not status.any():
         return
     paint_status(out, status, origin)
