@@ -207,7 +207,7 @@ class BlockCache:
                     self._block_bytes -= value_bytes(old)
             total = sum(size for _, _, size in sized)
             if self._evict_locked(total):  # room for all at once: one eviction pass
-                for key, value, size in sized:
+                for key, value, _ in sized:
                     blocks[key] = value
                 self._block_bytes += total
                 self._peak = max(self._peak, self._block_bytes + self._table_bytes)
