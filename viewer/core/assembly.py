@@ -20,7 +20,7 @@ the GUI thread).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,11 +101,11 @@ class PlaneAssembler:
         return entry
 
     def fill(self, entry: PlaneEntry, values: Sequence[BlockValue | None],
-             unit_state: Callable[[Vec3], Any]) -> None:
+             bad_units: Container[Vec3], unit_state: Callable[[Vec3], Any]) -> None:
         """Copy the blocks of ``entry.missing`` that are known now into the plane: ``values``
-        are their cached values (None: not cached), ``unit_state(unit)`` says what is known of
-        a storage unit (None: absent, a ``FormatError``: unreadable, anything else: still to
-        be read).  What stays unknown stays missing."""
+        are their cached values (None: not cached); a block not cached whose storage unit is in
+        ``bad_units`` takes the unit's look from ``unit_state(unit)`` (None: absent, a
+        ``FormatError``: unreadable).  What stays unknown stays missing."""
         lay = entry.layout
         axis, depth = lay.request.axis, lay.depth
         u0, u1, v0, v1 = lay.u0.tolist(), lay.u1.tolist(), lay.v0.tolist(), lay.v1.tolist()
@@ -119,6 +119,9 @@ class PlaneAssembler:
         for k, value in zip(entry.missing, values, strict=True):
             if value is None:
                 key = keys[k]
+                if key[2] not in bad_units:
+                    still.append(k)
+                    continue
                 state = unit_state(key[2])
                 if state is None:
                     status[u0[k]:u1[k], v0[k]:v1[k]] = Status.ABSENT

@@ -134,6 +134,9 @@ class ChunkReader:
         self._lock = threading.Lock()
         self._open: OrderedDict[Vec3, StorageUnit] = OrderedDict()
         self._states: dict[Vec3, UnitState] = {}
+        #: Units known to be absent or unreadable (their ``state`` None or a ``FormatError``):
+        #: a set, so that the scheduler and the planes test a block's unit at C speed.
+        self.bad_units: set[Vec3] = set()
         self._stopping = False
         self._touched: dict[int, StorageUnit] = {}  # units read since pages were released
         self._touched_blocks = 0
@@ -160,9 +163,8 @@ class ChunkReader:
         return self._states.get(unit, UNKNOWN)
 
     def unreadable(self, unit: Vec3) -> bool:
-        """The unit is known to be absent or damaged.  Any thread."""
-        state = self._states.get(unit, UNKNOWN)
-        return state is None or isinstance(state, FormatError)
+        """The unit is known to be absent or damaged (in ``bad_units``).  Any thread."""
+        return unit in self.bad_units
 
     @property
     def hinting(self) -> bool:
@@ -193,6 +195,10 @@ class ChunkReader:
                     self.cache.release_file((self.layer, self.mag, old))
                     closing.append(unit)
             self._states[pos] = state
+            if state is None or isinstance(state, FormatError):
+                self.bad_units.add(pos)
+            else:
+                self.bad_units.discard(pos)
         for unit in closing:  # its pages released by file, once, as it goes
             unit.release_pages()
             self.volume.done_with(unit)
@@ -237,9 +243,10 @@ class ChunkReader:
         disk_started = _disk_reads()
         hint = hint and self._hint_tasks != 0
         states = self._states
-        owned: list[tuple[BlockKey, BlockValue]] = []
+        done: list[BlockKey] = []  # the keys read, in order
+        values: list[BlockValue] = []
         touched: list[StorageUnit] = []
-        decoded = read = 0
+        decoded = 0
         start = 0
         n = len(keys)
         while start < n:  # one run of keys per storage unit
@@ -259,20 +266,26 @@ class ChunkReader:
                 state.will_need(indices)
             results = self._read_unit(pos, state, indices)
             if results is None:
-                return read  # closing
-            read += len(run)
-            touched.append(state)
-            for key, value in zip(run, results, strict=True):
+                return len(done)  # closing
+            if len(results) != len(run):
+                raise ValueError(f"{state!r} returned {len(results)} chunks for "
+                                 f"{len(run)} asked for")
+            done += run
+            if type(state).release_pages is not StorageUnit.release_pages:
+                touched.append(state)
+            for value in results:
                 if value is None:
-                    owned.append((key, ABSENT))
+                    values.append(ABSENT)
                 elif isinstance(value, np.ndarray):
-                    value = _own(value)
+                    if value.base is not None:
+                        value = _own(value)
                     decoded += value.nbytes
-                    owned.append((key, value))
+                    values.append(value)
                 else:
-                    owned.append((key, value))
-        if owned:
-            self.cache.put_many(owned)
+                    values.append(value)
+        read = len(done)
+        if read:
+            self.cache.put_many(list(zip(done, values, strict=True)))
         from_disk = _disk_reads() != disk_started
         release: list[StorageUnit] = []
         elapsed = time.perf_counter() - started
@@ -319,9 +332,10 @@ class ChunkReader:
             return [BlockDecodeError(str(exc), unit.path, block=i) for i in indices]
 
     def _touched_locked(self, units: list[StorageUnit], blocks: int) -> list[StorageUnit]:
-        """The units whose mapped pages to drop now: every unit read from, once every
-        ``RELEASE_EVERY`` blocks read (a ``madvise`` over a whole file per batch cost ~0.1 ms
-        of a worker's time with the GIL held).  Under ``_lock``."""
+        """The units whose mapped pages to drop now: every unit read from (that may hold pages:
+        its class overrides ``release_pages``), once every ``RELEASE_EVERY`` blocks read (a
+        ``madvise`` over a whole file per batch cost ~0.1 ms of a worker's time with the GIL
+        held).  Under ``_lock``."""
         touched = self._touched
         for unit in units:
             touched[id(unit)] = unit
@@ -346,6 +360,7 @@ class ChunkReader:
             units = list(self._open.values())
             self._open.clear()
             self._states.clear()
+            self.bad_units.clear()
         for unit in units:
             self.volume.done_with(unit)
         for pos in positions:
@@ -353,15 +368,13 @@ class ChunkReader:
 
 
 def _own(block: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``block`` in memory of its own.  A format may decode a batch into one buffer and return
-    views of it: cached as they are, one block would keep the whole batch alive and the budget
-    would count a fraction of the memory held."""
-    root = block.base
-    if root is None:
-        return block
+    """``block`` (a view: its ``base`` is set) in memory of its own.  A format may decode a
+    batch into one buffer and return views of it: cached as they are, one block would keep the
+    whole batch alive and the budget would count a fraction of the memory held."""
+    root = block
     while isinstance(root.base, np.ndarray):
         root = root.base
-    if not isinstance(root, np.ndarray) or root.nbytes <= block.nbytes:
+    if root is block or root.nbytes <= block.nbytes:
         return block
     own = block.copy(order="K")
     own.flags.writeable = False

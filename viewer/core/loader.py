@@ -156,7 +156,7 @@ class Loader:
         self.prefetch_enabled = prefetch_enabled
 
         self._io = ChunkReader(dataset, layer, mag, self.cache)
-        self._sched = Scheduler(self.cache, self._io.unreadable)
+        self._sched = Scheduler(self.cache, self._io.bad_units)
         self._keys = BlockKeys(dataset, layer, mag)
         self._planes = PlaneAssembler(self._chunk, dataset.num_channels, dataset.dtype,
                                       dataset.fill_value, dataset.unit_path)
@@ -251,10 +251,10 @@ class Loader:
         self._sched.next_generation()
         if visible_sig != self._visible_sig:
             self.cache.set_pinned(visible, visible_bytes, owner=(self.layer, self.mag))
-            unreadable = self._io.unreadable
+            bad = self._io.bad_units
             with self._lock:
                 old = self._visible
-                newly = [key for key in visible if key not in old and not unreadable(key[2])]
+                newly = [key for key in visible if key not in old and key[2] not in bad]
                 present = self.cache.present(newly)
                 prefetched = self._prefetched
                 for key, hit in zip(newly, present, strict=True):
@@ -288,7 +288,7 @@ class Loader:
         if entry.missing:
             keys = entry.keys
             planes.fill(entry, self.cache.get_many([keys[k] for k in entry.missing]),
-                        self._io.state)
+                        self._io.bad_units, self._io.state)
             if entry.missing and not self._closed:
                 self._requeue_orphans(entry)
         if not entry.missing and self._sched.holding and planes.complete(self._wanted):

@@ -32,7 +32,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,12 +99,12 @@ class Taken:
 class Scheduler:
     """Priority queue, generations, in-flight blocks (see the module docstring).
 
-    ``cache``: blocks cached are not read.  ``unreadable(unit)``: true for a storage unit known
-    to be absent or damaged (its blocks are not queued)."""
+    ``cache``: blocks cached are not read.  ``bad_units``: the storage units known to be absent
+    or damaged (their blocks are not queued; read as it changes)."""
 
-    def __init__(self, cache: BlockCache, unreadable: Callable[[Vec3], bool]) -> None:
+    def __init__(self, cache: BlockCache, bad_units: Container[Vec3]) -> None:
         self.cache = cache
-        self._unreadable = unreadable
+        self._bad_units = bad_units
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
         self._queue: list[tuple[tuple[int, ...], int, Task]] = []
@@ -186,24 +186,17 @@ class Scheduler:
         seen = self._queued
         cache = self.cache
         in_flight = self._in_flight
-        unreadable = self._unreadable
+        bad = self._bad_units
         gen = self.generation
         for prio, _, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
             size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
             per_unit: dict[Vec3, list[int]] = {}
-            bad: dict[Vec3, bool] = {}
             for k, (key, cached) in enumerate(zip(keys, cache.present(keys), strict=True)):
-                if cached or key in seen or key in in_flight:
-                    continue
-                pos = key[2]
-                rows = per_unit.get(pos)
+                if cached or key in seen or key in in_flight or key[2] in bad:
+                    continue  # (a bad unit: absent or unreadable, nothing to read)
+                rows = per_unit.get(key[2])
                 if rows is None:
-                    skip = bad.get(pos)
-                    if skip is None:
-                        skip = bad[pos] = unreadable(pos)
-                    if skip:
-                        continue  # absent or unreadable unit: nothing to read
-                    rows = per_unit[pos] = []
+                    rows = per_unit[key[2]] = []
                 seen.add(key)
                 rows.append(k)
             # Batches of up to ``size`` blocks of one unit; units with only a few blocks
