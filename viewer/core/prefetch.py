@@ -186,8 +186,8 @@ def sign(value: int) -> int:
 class Plan:
     """What ranking the prefetch of one screen needs (taken on the GUI thread, ranked by a
     worker): the views in order (focused first) with their layouts, the cursor, the bytes of
-    the screen's blocks, and each
-    view's direction of motion along its normal and in its plane."""
+    the screen's blocks, and each view's direction of motion along its normal and in its
+    plane."""
 
     order: list[int]
     layouts: dict[int, PlaneLayout]
@@ -228,6 +228,9 @@ def rank(plan: Plan, keys: BlockKeys, chunk: Vec3, allowance: int,
     def grid(lay: PlaneLayout, layer: int) -> Callable[[], IntArray]:
         return lambda: plane_grid(lay.request.axis, layer, lay.u_blocks, lay.v_blocks)
 
+    def given(blocks: IntArray) -> Callable[[], IntArray]:
+        return lambda: blocks
+
     for rank_, i in enumerate(order):
         lay = layouts[i]
         axis = lay.request.axis
@@ -242,7 +245,7 @@ def rank(plan: Plan, keys: BlockKeys, chunk: Vec3, allowance: int,
         if pan:
             for k, band in enumerate(pan_band(lay, *pan), 1):
                 add((2, k, rank_), ("pan", axis, lay.layer, lay.u_blocks, lay.v_blocks, pan, k),
-                    lambda band=band: band)  # type: ignore[misc]
+                    given(band))
     centre = tuple(c // d for c, d in zip(cursor, chunk, strict=True))
     add((3, 0, 0), ("near", centre), lambda: neighbourhood(cursor, chunk))
     for rank_, i in enumerate(order):
