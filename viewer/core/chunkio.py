@@ -267,9 +267,10 @@ class ChunkReader:
             results = self._read_unit(pos, state, indices)
             if results is None:
                 return len(done)  # closing
-            if len(results) != len(run):
-                raise ValueError(f"{state!r} returned {len(results)} chunks for "
-                                 f"{len(run)} asked for")
+            if len(results) != len(indices):  # a format's bug: the blocks fail, not the worker
+                results = [BlockDecodeError(f"the format returned {len(results)} chunks for "
+                                            f"{len(indices)} asked for", state.path, block=i)
+                           for i in indices]
             done += run
             if type(state).release_pages is not StorageUnit.release_pages:
                 touched.append(state)
