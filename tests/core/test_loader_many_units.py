@@ -15,7 +15,7 @@ import pytest
 from loading_fixtures import CountingDataset
 from toyformat import ToyVolume, write_toy
 
-from viewer.core import loader as loader_mod
+from viewer.core import chunkio, schedule
 from viewer.core.loader import Loader, open_units_limit
 from viewer.core.slicing import PlaneRequest
 
@@ -48,17 +48,17 @@ def nofile() -> Iterator[Any]:
 def test_open_unit_limit_follows_rlimit_nofile(nofile: Any, toy: tuple[str, np.ndarray]
                                                ) -> None:
     nofile(1000)
-    assert open_units_limit() == (1000 - loader_mod.RESERVED_DESCRIPTORS) // 2
+    assert open_units_limit() == (1000 - chunkio.RESERVED_DESCRIPTORS) // 2
     ld = Loader(ToyVolume(toy[0]), workers=1)
     try:
-        assert ld.open_units_limit == (1000 - loader_mod.RESERVED_DESCRIPTORS) // 2
+        assert ld.open_units_limit == (1000 - chunkio.RESERVED_DESCRIPTORS) // 2
     finally:
         ld.close()
     nofile(300)
-    assert open_units_limit() == max(loader_mod.MIN_OPEN_UNITS,
-                                     (300 - loader_mod.RESERVED_DESCRIPTORS) // 2)
+    assert open_units_limit() == max(chunkio.MIN_OPEN_UNITS,
+                                     (300 - chunkio.RESERVED_DESCRIPTORS) // 2)
     nofile(80)  # never below the floor
-    assert open_units_limit() == loader_mod.MIN_OPEN_UNITS
+    assert open_units_limit() == chunkio.MIN_OPEN_UNITS
 
 
 class _Opens(CountingDataset):
@@ -120,13 +120,14 @@ def test_small_units_share_batches(toy: tuple[str, np.ndarray]) -> None:
     ld = Loader(vol, workers=1, prefetch_enabled=False)
     try:
         req = PlaneRequest(XY, 5, (0, 0), (64, 48))
-        with ld._lock:  # the worker cannot take a task while the queue is looked at
-            ld._enqueue_locked([((0, 0), (), *ld._keys_for(None, ld._layout(req).blocks),
-                                 False)])
-            tasks = [t for _, _, t in ld._queue if t.keys]
+        sched = ld._sched
+        with sched.lock:  # the worker cannot take a task while the queue is looked at
+            sched.enqueue_locked([((0, 0), (), *ld._keys.keys(None, ld._planes.layout(req).blocks),
+                                   False)])
+            tasks = [t for _, _, t in sched._queue if t.keys]
             units = {k[2] for t in tasks for k in t.keys}
             assert len(units) == 48
-            assert len(tasks) == -(-48 // loader_mod.VISIBLE_BATCH)
+            assert len(tasks) == -(-48 // schedule.VISIBLE_BATCH)
             for t in tasks:  # each task's keys grouped by unit, first unit named
                 assert t.file == t.keys[0][2]
     finally:
@@ -161,7 +162,7 @@ def test_read_ahead_hints_while_reads_go_to_the_disk(toy: tuple[str, np.ndarray]
     """Every read counted as one from the disk: the next tasks' blocks are hinted."""
     path, _ = toy
     counter = iter(range(10 ** 9))
-    monkeypatch.setattr(loader_mod, "_disk_reads", lambda: next(counter))
+    monkeypatch.setattr(chunkio, "_disk_reads", lambda: next(counter))
     vol = _Opens(ToyVolume(path))
     ld = Loader(vol, workers=1)
     try:

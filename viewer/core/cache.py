@@ -190,15 +190,20 @@ class BlockCache:
         """``put`` for several blocks under one lock and, when they fit, one eviction pass (a
         worker's batch): the budget holds as with ``put``, least recently used blocks go
         first."""
+        if len({key for key, _ in items}) != len(items):
+            last: dict[BlockKey, BlockValue] = {}
+            for key, value in items:  # a key given twice: its last value, at its last place
+                last.pop(key, None)
+                last[key] = value
+            items = list(last.items())
         sized: list[tuple[BlockKey, BlockValue, int]] = []
-        last: dict[BlockKey, BlockValue] = {}
-        for key, value in items:  # a key given twice: its last value, at its last place
-            last.pop(key, None)
-            last[key] = value
-        for key, value in last.items():
-            if isinstance(value, np.ndarray) and value.flags.writeable:
-                value.flags.writeable = False
-            sized.append((key, value, value_bytes(value)))
+        for key, value in items:
+            if isinstance(value, np.ndarray):
+                if value.flags.writeable:
+                    value.flags.writeable = False
+                sized.append((key, value, value.nbytes))
+            else:
+                sized.append((key, value, value_bytes(value)))
         with self._lock:
             blocks = self._blocks
             for key, _, _ in sized:
@@ -207,7 +212,7 @@ class BlockCache:
                     self._block_bytes -= value_bytes(old)
             total = sum(size for _, _, size in sized)
             if self._evict_locked(total):  # room for all at once: one eviction pass
-                for key, value, size in sized:
+                for key, value, _ in sized:
                     blocks[key] = value
                 self._block_bytes += total
                 self._peak = max(self._peak, self._block_bytes + self._table_bytes)

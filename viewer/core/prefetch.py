@@ -12,18 +12,25 @@ of the plane each one fills.  The prefetch policy ranks what to read beyond the 
 2. then the Morton neighbourhood of the cursor: the blocks around the cursor's block, nearest
    first, and one layer on either side of views that have not moved yet.
 
-Pure functions of their arguments; any thread.
+``rank`` turns a ``Plan`` (what is on screen and how the views moved) into ranked lists of
+blocks for the loader's scheduler, within a byte allowance.
+
+Pure functions of their arguments (``rank`` also remembers the grids it keys in its
+``BlockKeys``); any thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.core.blockkeys import BlockKeys
+from viewer.core.schedule import Ranked
 from viewer.core.slicing import IN_PLANE, PlaneRequest
 
 IntArray = npt.NDArray[np.int64]
@@ -173,3 +180,81 @@ def neighbourhood(cursor: Sequence[int], chunk: int | Sequence[int],
 
 def sign(value: int) -> int:
     return (value > 0) - (value < 0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ranking the prefetch of one screen needs (taken on the GUI thread, ranked by a
+    worker): the views in order (focused first) with their layouts, the cursor, the bytes of
+    the screen's blocks, and each view's direction of motion along its normal and in its
+    plane."""
+
+    order: list[int]
+    layouts: dict[int, PlaneLayout]
+    cursor: Vec3
+    visible_bytes: int  #: what the screen's blocks take decoded
+    normal_dir: dict[int, int]
+    pan_dir: dict[int, tuple[int, int]]
+
+
+def rank(plan: Plan, keys: BlockKeys, chunk: Vec3, allowance: int,
+         block_nbytes: int) -> list[Ranked]:
+    """What to read beyond the screen, ranked (at most ``allowance`` bytes of blocks):
+
+    2. the next ``LAYERS_AHEAD`` block layers in each view's direction of motion (nearer
+       layers first, focused view first), and bands beyond the edge a view was panned towards;
+    3. the neighbourhood of the cursor, then one layer either side of views that have not
+       moved.
+    """
+    order, layouts, cursor = plan.order, plan.layouts, plan.cursor
+    out: list[Ranked] = []
+    spent = 0
+
+    def add(prio: tuple[int, ...], memo: tuple[Any, ...], make: Callable[[], IntArray]
+            ) -> None:
+        nonlocal spent
+        blocks = keys.remembered(memo)
+        if blocks is None:
+            blocks = make()
+        if len(blocks) == 0:
+            return
+        cost = len(blocks) * block_nbytes
+        if spent + cost > allowance:
+            return
+        spent += cost
+        block_keys, blocks = keys.keys(memo, blocks)
+        out.append((prio, memo, block_keys, blocks, True))
+
+    def grid(lay: PlaneLayout, layer: int) -> Callable[[], IntArray]:
+        return lambda: plane_grid(lay.request.axis, layer, lay.u_blocks, lay.v_blocks)
+
+    def given(blocks: IntArray) -> Callable[[], IntArray]:
+        return lambda: blocks
+
+    for rank_, i in enumerate(order):
+        lay = layouts[i]
+        axis = lay.request.axis
+        direction = plan.normal_dir.get(axis)
+        if direction and len(lay):
+            for k in range(1, LAYERS_AHEAD + 1):
+                layer = lay.layer + direction * k
+                if layer >= 0:
+                    add((2, k, rank_), ("plane", axis, layer, lay.u_blocks, lay.v_blocks),
+                        grid(lay, layer))
+        pan = plan.pan_dir.get(axis)
+        if pan:
+            for k, band in enumerate(pan_band(lay, *pan), 1):
+                add((2, k, rank_), ("pan", axis, lay.layer, lay.u_blocks, lay.v_blocks, pan, k),
+                    given(band))
+    centre = tuple(c // d for c, d in zip(cursor, chunk, strict=True))
+    add((3, 0, 0), ("near", centre), lambda: neighbourhood(cursor, chunk))
+    for rank_, i in enumerate(order):
+        lay = layouts[i]
+        axis = lay.request.axis
+        if axis in plan.normal_dir or not len(lay):
+            continue
+        for layer in (lay.layer + 1, lay.layer - 1):
+            if layer >= 0:
+                add((3, 1, rank_), ("plane", axis, layer, lay.u_blocks, lay.v_blocks),
+                    grid(lay, layer))
+    return out

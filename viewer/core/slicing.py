@@ -121,7 +121,8 @@ def read_plane(volume: Volume, request: PlaneRequest) -> Plane:
             for fx in range(first[0], last[0] + 1):
                 origin = (fx * side[0], fy * side[1], fz * side[2])
                 lo = [max(o, g) for o, g in zip(offset, origin, strict=True)]
-                hi = [min(o + n, g + s) for o, n, g, s in zip(offset, shape, origin, side, strict=True)]
+                hi = [min(o + n, g + s)
+                      for o, n, g, s in zip(offset, shape, origin, side, strict=True)]
                 region = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, offset, strict=True))
                 try:
                     unit = volume.open_unit((fx, fy, fz))

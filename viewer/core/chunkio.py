@@ -1,0 +1,385 @@
+"""The loader's chunk I/O: storage units opened, kept and read through the format seam.
+
+``ChunkReader`` reads batches of blocks of one ``Volume`` (any format) through the
+``Volume`` / ``StorageUnit`` interface of ``viewer.format.volume`` only, and stores what it read
+in the ``BlockCache``:
+
+* **Units kept open.**  A unit is opened once (``Volume.open_unit``) and kept, at most
+  ``open_units_limit`` of them (sized from ``RLIMIT_NOFILE``: a screen of a one-chunk-per-file
+  format touches several hundred units, and a limit below that closed and reopened units every
+  jump).  An open unit's index is charged to the cache budget (``account_file``).  A unit found
+  absent or unreadable is remembered as such (``state``): its blocks are not asked for again.
+* **One call per unit.**  A batch's blocks come grouped by unit; each unit's run is one
+  ``StorageUnit.read_chunks`` call, and the whole batch goes into the cache with one
+  ``put_many``.  A unit another program rewrote since it was opened (``FileChangedError``) is
+  opened again and read once more.
+* **Read-ahead only where it pays.**  ``will_need`` hints are given only while reads go to the
+  disk (``HINT_MEMORY``) or over a network (``_latency_bound``): on pages already in memory a
+  hint is pure cost.
+* **The four looks.**  An absent chunk is cached as ``ABSENT``, a damaged one as its
+  ``FormatError``; an absent or unreadable unit is its ``state`` (None or the error); real data,
+  zeros included, is an array.
+
+Threads: ``read``, ``hint`` and ``resolve`` on worker threads (concurrently); ``state`` and
+``unreadable`` from any (lock-free reads of a dict); ``stop`` and ``close`` from the owner.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.core.cache import ABSENT, BlockCache, BlockKey, BlockValue
+from viewer.format import (
+    BlockDecodeError,
+    DatasetLayoutError,
+    FormatError,
+    StorageUnit,
+    Volume,
+    is_url,
+)
+from viewer.format.errors import FileChangedError
+
+log = logging.getLogger(__name__)
+
+Vec3 = tuple[int, int, int]
+#: What is known of a storage unit: open | it failed to open | absent.
+UnitState = StorageUnit | FormatError | None
+
+#: Descriptors left for the rest of the process when sizing the open-unit limit.
+RESERVED_DESCRIPTORS = 64
+#: Bounds of the open-unit limit (``open_units_limit``).
+MIN_OPEN_UNITS = 64
+MAX_OPEN_UNITS = 8192
+#: The reader drops the pages of the units it read from (``StorageUnit.release_pages``: a
+#: mapped file's pages count in the process's RSS) once every this many blocks read, and a
+#: unit's as it is closed.  A unit that maps nothing releases nothing.
+RELEASE_EVERY = 256
+#: Read-ahead hints (``StorageUnit.will_need``) are given only while reads go to the disk: a
+#: batch during which the worker's thread had to read from the disk (its ``ru_inblock`` or
+#: ``ru_majflt`` grew: ``getrusage(RUSAGE_THREAD)``) turns them on for the next
+#: ``HINT_MEMORY`` batches.  On pages already in memory a hint is pure cost (issue 20: 5.7 us a
+#: block of ``MADV_WILLNEED`` on resident pages).  (Wall time against CPU time is no signal on
+#: a shared machine: there a worker waits for a core far more than for the disk.)
+HINT_MEMORY = 16
+
+
+def open_units_limit() -> int:
+    """How many open storage units a loader keeps (their indexes are charged to the budget):
+    half the file descriptors the process may open beyond ``RESERVED_DESCRIPTORS``
+    (``RLIMIT_NOFILE``), between ``MIN_OPEN_UNITS`` and ``MAX_OPEN_UNITS``.  A screen of a
+    one-chunk-per-file format (N5, Zarr v2) touches several hundred units, and a limit below
+    that closed and reopened units every jump (issue 20: 128 cost 39 % of the workers' time)."""
+    soft = 1024
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            soft = 1 << 20
+    except (ImportError, OSError, ValueError):
+        pass
+    return max(MIN_OPEN_UNITS, min(MAX_OPEN_UNITS, (soft - RESERVED_DESCRIPTORS) // 2))
+
+
+def _disk_reads() -> int:
+    """Blocks this thread read from the disk so far (input blocks and major page faults), or
+    -1 where the system does not say."""
+    if _RUSAGE_THREAD is None:
+        return -1
+    try:
+        r = _resource.getrusage(_RUSAGE_THREAD)
+    except (OSError, ValueError):
+        return -1
+    return int(r.ru_inblock + r.ru_majflt)
+
+
+try:
+    import resource as _resource
+
+    _RUSAGE_THREAD: int | None = getattr(_resource, "RUSAGE_THREAD", None)
+except ImportError:  # pragma: no cover - not POSIX
+    _RUSAGE_THREAD = None
+
+
+class _Unknown:
+    """The state of a unit not opened yet."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+#: The ``state`` of a unit not opened yet.
+UNKNOWN: Any = _Unknown()
+
+
+class ChunkReader:
+    """Open units and batched chunk reads of one volume (see the module docstring).
+
+    ``layer`` and ``mag`` name the volume's blocks in the shared ``cache``."""
+
+    def __init__(self, volume: Volume, layer: Hashable, mag: Hashable,
+                 cache: BlockCache) -> None:
+        self.volume = volume
+        self.layer = layer
+        self.mag = mag
+        self.cache = cache
+        self._lock = threading.Lock()
+        self._open: OrderedDict[Vec3, StorageUnit] = OrderedDict()
+        self._states: dict[Vec3, UnitState] = {}
+        #: Units known to be absent or unreadable (their ``state`` None or a ``FormatError``):
+        #: a set, so that the scheduler and the planes test a block's unit at C speed.
+        self.bad_units: set[Vec3] = set()
+        self._stopping = False
+        self._touched: dict[int, StorageUnit] = {}  # units read since pages were released
+        self._touched_blocks = 0
+        #: Open units kept, at most this many (``open_units_limit``).
+        self.open_units_limit = open_units_limit()
+        #: Batches left that give read-ahead hints (see ``HINT_MEMORY``); where the system
+        #: cannot say whether reads went to the disk, always (-1).
+        self._hint_tasks = 0 if _RUSAGE_THREAD is not None else -1
+        #: A volume read over a network: every read waits on it (the thread's disk counters
+        #: do not see it), so read-ahead always pays.
+        self._latency_bound = is_url(str(volume.path))
+        if self._latency_bound:
+            self._hint_tasks = -1
+        # Counters (under ``_lock``).
+        self.blocks_read = 0
+        self.bytes_decoded = 0
+        self.decode_seconds = 0.0  #: worker wall time spent reading and decoding
+        self.decode_cpu_seconds = 0.0  #: worker CPU time spent reading and decoding
+
+    # -- unit states ----------------------------------------------------------------------------
+    def state(self, unit: Vec3) -> Any:
+        """What is known of the unit at ``unit``: ``UNKNOWN`` (not opened yet), the open
+        ``StorageUnit``, its ``FormatError`` (unreadable) or None (absent).  Any thread."""
+        return self._states.get(unit, UNKNOWN)
+
+    def unreadable(self, unit: Vec3) -> bool:
+        """The unit is known to be absent or damaged (in ``bad_units``).  Any thread."""
+        return unit in self.bad_units
+
+    @property
+    def hinting(self) -> bool:
+        """Read-ahead hints pay now (reads went to the disk lately, or go over a network)."""
+        return self._hint_tasks != 0
+
+    def resolve(self, pos: Vec3) -> UnitState:
+        """Open the unit at ``pos`` and remember it (keeping at most ``open_units_limit``
+        open: the least recently opened are closed).  Worker thread."""
+        state: UnitState
+        try:
+            state = self.volume.open_unit(pos)
+        except FormatError as exc:
+            state = exc
+        except OSError as exc:
+            state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
+                                       self.volume.unit_path(pos))
+        closing: list[StorageUnit] = []
+        with self._lock:
+            if self._stopping:
+                return state
+            if isinstance(state, StorageUnit):
+                self._open[pos] = state
+                self._open.move_to_end(pos)
+                while len(self._open) > self.open_units_limit:
+                    old, unit = self._open.popitem(last=False)
+                    self._states.pop(old, None)
+                    self.cache.release_file((self.layer, self.mag, old))
+                    closing.append(unit)
+            self._states[pos] = state
+            if state is None or isinstance(state, FormatError):
+                self.bad_units.add(pos)
+            else:
+                self.bad_units.discard(pos)
+        for unit in closing:  # its pages released by file, once, as it goes
+            unit.release_pages()
+            self.volume.done_with(unit)
+        if isinstance(state, StorageUnit) and state.table_bytes:
+            self.cache.account_file((self.layer, self.mag, pos), state.table_bytes)
+        return state
+
+    def _reopen(self, pos: Vec3, old: StorageUnit) -> UnitState:
+        """Forget the unit at ``pos`` (``old``, which another program changed) and open it
+        again.  ``old`` is not closed here: other workers may still be reading from it (their
+        reads fail on their own); it goes when the last of them lets go."""
+        with self._lock:
+            if self._states.get(pos) is old:
+                self._states.pop(pos, None)
+                self._open.pop(pos, None)
+        forget = getattr(self.volume, "forget_unit", None)
+        if forget is not None:
+            forget(pos)
+        return self.resolve(pos)
+
+    # -- reading --------------------------------------------------------------------------------
+    def hint(self, ahead: list[tuple[Vec3, list[int]]], stopping: Callable[[], bool]) -> None:
+        """Ask the storage for the chunks of units about to be read (opening the units first
+        when needed: a WKW file's header and jump table are one small read).  Worker thread."""
+        for pos, indices in ahead:
+            if stopping():
+                return
+            state = self._states.get(pos, UNKNOWN)
+            if state is UNKNOWN:
+                state = self.resolve(pos)
+            if state is not None and not isinstance(state, FormatError):
+                state.will_need(indices)
+
+    def read(self, keys: list[BlockKey], hint: bool) -> int:
+        """Read and decode the blocks ``keys`` (grouped by unit: one ``read_chunks`` per run),
+        put them into the cache and return how many were read (blocks of absent or unreadable
+        units are not; their look is the unit's ``state``).  ``hint``: give the units a
+        ``will_need`` first (read-ahead is on and the batch was not hinted before).  Worker
+        thread."""
+        started = time.perf_counter()
+        cpu_started = time.thread_time()
+        disk_started = _disk_reads()
+        hint = hint and self._hint_tasks != 0
+        states = self._states
+        done: list[BlockKey] = []  # the keys read, in order
+        values: list[BlockValue] = []
+        touched: list[StorageUnit] = []
+        decoded = 0
+        start = 0
+        n = len(keys)
+        while start < n:  # one run of keys per storage unit
+            pos = keys[start][2]
+            end = start + 1
+            while end < n and keys[end][2] == pos:
+                end += 1
+            run = keys[start:end] if end - start < n else keys
+            start = end
+            state = states.get(pos, UNKNOWN)
+            if state is UNKNOWN:
+                state = self.resolve(pos)
+            if state is None or isinstance(state, FormatError):
+                continue  # absent or unreadable: the plane reads its state
+            indices = [key[3] for key in run]
+            if hint:
+                state.will_need(indices)
+            results = self._read_unit(pos, state, indices)
+            if results is None:
+                return len(done)  # closing
+            if len(results) != len(indices):  # a format's bug: the blocks fail, not the worker
+                results = [BlockDecodeError(f"the format returned {len(results)} chunks for "
+                                            f"{len(indices)} asked for", state.path, block=i)
+                           for i in indices]
+            done += run
+            if type(state).release_pages is not StorageUnit.release_pages:
+                touched.append(state)
+            for value in results:
+                if value is None:
+                    values.append(ABSENT)
+                elif isinstance(value, np.ndarray):
+                    if value.base is not None:
+                        value = _own(value)
+                    decoded += value.nbytes
+                    values.append(value)
+                else:
+                    values.append(value)
+        read = len(done)
+        if read:
+            self.cache.put_many(list(zip(done, values, strict=True)))
+        from_disk = _disk_reads() != disk_started
+        release: list[StorageUnit] = []
+        elapsed = time.perf_counter() - started
+        cpu = time.thread_time() - cpu_started
+        with self._lock:
+            if read:
+                self.blocks_read += read
+                self.bytes_decoded += decoded
+                self.decode_seconds += elapsed
+                self.decode_cpu_seconds += cpu
+                if self._hint_tasks >= 0:
+                    if from_disk:  # cold: ask ahead for the next batches' pages
+                        self._hint_tasks = HINT_MEMORY
+                    elif self._hint_tasks:
+                        self._hint_tasks -= 1
+            if touched:
+                release = self._touched_locked(touched, read)
+        for unit in release:
+            unit.release_pages()
+        return read
+
+    def _read_unit(self, pos: Vec3, unit: StorageUnit, indices: list[int]
+                   ) -> Sequence[Any] | None:
+        """``unit.read_chunks(indices)``, every failure turned into the blocks' errors (None:
+        the volume is closing)."""
+        try:
+            try:
+                return unit.read_chunks(indices)
+            except FileChangedError:
+                # Another program rewrote the unit since it was opened: open it again and read
+                # from the new one (once; a second change is the blocks' error).
+                state = self._reopen(pos, unit)
+                if state is None or isinstance(state, FormatError):
+                    raise
+                return state.read_chunks(indices)
+        except FileChangedError as exc:
+            return [exc] * len(indices)
+        except OSError as exc:
+            return [BlockDecodeError(f"read failed: {exc.strerror or exc}", unit.path,
+                                     block=i) for i in indices]
+        except ValueError as exc:  # the unit was closed under us (dataset closing)
+            if self._stopping:
+                return None
+            return [BlockDecodeError(str(exc), unit.path, block=i) for i in indices]
+
+    def _touched_locked(self, units: list[StorageUnit], blocks: int) -> list[StorageUnit]:
+        """The units whose mapped pages to drop now: every unit read from (that may hold pages:
+        its class overrides ``release_pages``), once every ``RELEASE_EVERY`` blocks read (a
+        ``madvise`` over a whole file per batch cost ~0.1 ms of a worker's time with the GIL
+        held).  Under ``_lock``."""
+        touched = self._touched
+        for unit in units:
+            touched[id(unit)] = unit
+        self._touched_blocks += blocks
+        if self._touched_blocks < RELEASE_EVERY:
+            return []
+        self._touched = {}
+        self._touched_blocks = 0
+        return list(touched.values())
+
+    # -- the owner's side -----------------------------------------------------------------------
+    def stop(self) -> None:
+        """No unit is opened or remembered from now on (the loader is closing)."""
+        with self._lock:
+            self._stopping = True
+
+    def close(self) -> None:
+        """Hand every open unit back to the volume and its index's charge back to the cache.
+        After the workers stopped."""
+        with self._lock:
+            positions = list(self._states)
+            units = list(self._open.values())
+            self._open.clear()
+            self._states.clear()
+            self.bad_units.clear()
+        for unit in units:
+            self.volume.done_with(unit)
+        for pos in positions:
+            self.cache.release_file((self.layer, self.mag, pos))
+
+
+def _own(block: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``block`` (a view: its ``base`` is set) in memory of its own.  A format may decode a
+    batch into one buffer and return views of it: cached as they are, one block would keep the
+    whole batch alive and the budget would count a fraction of the memory held."""
+    root = block
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is block or root.nbytes <= block.nbytes:
+        return block
+    own = block.copy(order="K")
+    own.flags.writeable = False
+    return own
+
+
+__all__ = ["ChunkReader", "UnitState", "UNKNOWN", "open_units_limit"]
