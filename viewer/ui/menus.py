@@ -45,7 +45,8 @@ KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
 <tr><td><b>1</b></td><td>one screen pixel per voxel (per smallest voxel side)</td></tr>
 <tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
-<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td><td>move along the focused view's normal</td></tr>
+<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td>
+<td>move along the focused view's normal</td></tr>
 <tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
 <tr><td><b>M</b>, <b>double-click</b></td><td>maximise the focused view / back to 2x2</td></tr>
 <tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
