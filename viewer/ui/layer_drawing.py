@@ -26,7 +26,7 @@ from viewer.core.multires import ComposedPlane
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
 from viewer.format import FormatError
-from viewer.ui.blend import blend, render_layer
+from viewer.ui.blend import PaletteCache, blend, render_layer
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import _describe
 from viewer.ui.render import Rendered, histogram, robust_range
@@ -65,7 +65,7 @@ class QtLayerDrawing(QObject):
         #: The first auto-contrast is still to come (a dataset that is not uint8).
         self.auto_pending = False
         #: Each layer's palette as last drawn (``blend.render_layer`` keeps it current).
-        self._palettes: dict[str, Any] = {}
+        self._palettes: PaletteCache = {}
         #: The layer whose voxel type and channels the contrast controls are set up for.
         self._contrast_for: str | None = None
         self._wanted_key: tuple[Any, ...] = ()

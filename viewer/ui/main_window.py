@@ -45,7 +45,7 @@ from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
 from viewer.ui.layer_drawing import QtLayerDrawing, default_contrast
-from viewer.ui.menus import WindowMenus
+from viewer.ui.menus import QtWindowMenus
 from viewer.ui.opening import QtDatasetOpener
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import QtWindowStatus
@@ -153,7 +153,7 @@ class QtMainWindow(QMainWindow):
         self.contrast_panel.auto_requested.connect(self.drawing.auto_contrast)
         self.opening = QtDatasetOpener(self)
         self.opening.extent_grown.connect(self._on_extent_grown)
-        self.menus = WindowMenus(self, self, self.drawing, self.status, self.contrast_dock)
+        self.menus = QtWindowMenus(self, self, self.drawing, self.status, self.contrast_dock)
         for view in self.views.values():
             view.hovered.connect(self.status.on_hovered)
             view.plane_wanted.connect(lambda *_: self.drawing.refresh_planes())

@@ -1,6 +1,6 @@
 """The main window's menus, its position tool bar, and the keys help they point to.
 
-``WindowMenus`` builds the File, Edit, View and Help menus and the tool bar on the window (a
+``QtWindowMenus`` builds the File, Edit, View and Help menus and the tool bar on the window (a
 ``QMainWindow``, which owns the actions and parents the dialogs), and runs what they ask: the
 open dialogs, the position field (Ctrl+G, Ctrl+Shift+C), zooming about the mouse, the keys help
 and About.  It reads and writes the model (``state``) and calls the window's few services
@@ -32,11 +32,11 @@ from viewer.core.state import format_position, parse_position
 from viewer.ui import remote as remote_ui
 from viewer.ui.actions import add_action, find_menu
 from viewer.ui.layer_drawing import QtLayerDrawing
-from viewer.ui.recent import RecentDatasets
+from viewer.ui.recent import QtRecentDatasets
 from viewer.ui.status_bar import QtWindowStatus
 from viewer.ui.window_host import WindowHost
 
-__all__ = ["KEYS_HELP", "WindowMenus", "add_action", "find_menu"]
+__all__ = ["KEYS_HELP", "QtWindowMenus", "add_action", "find_menu"]
 
 KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
@@ -59,7 +59,7 @@ KEYS_HELP = """<table cellspacing=4>
 </table>"""
 
 
-class WindowMenus:
+class QtWindowMenus:
     """The menus and the position tool bar of one window."""
 
     def __init__(self, window: QMainWindow, host: WindowHost, drawing: QtLayerDrawing,
@@ -69,6 +69,8 @@ class WindowMenus:
         self.state = host.state
         #: Rows (``<tr>...</tr>``) panels mounted later add to the keys help.
         self.keys_help_rows: list[str] = []
+        #: The About box, once opened.
+        self.about_box: QMessageBox | None = None
         state = self.state
 
         def act(text: str, slot: Callable[[], object],
@@ -83,7 +85,7 @@ class WindowMenus:
         act("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
         act("Open &URL\u2026", self.choose_url, "Ctrl+U", file_menu,
             "A dataset over HTTP(S), S3 or GCS")
-        self.recent = RecentDatasets(file_menu.addMenu("Open &Recent"), host.open_path)
+        self.recent = QtRecentDatasets(file_menu.addMenu("Open &Recent"), host.open_path)
         act("Open &Demo Dataset", self.open_demo, None, file_menu)
         file_menu.addSeparator()
         act("&Export View\u2026", self.export_view, "Ctrl+E", file_menu,
@@ -216,4 +218,4 @@ class WindowMenus:
     def show_about(self) -> None:
         from viewer.ui.about import show_about
 
-        show_about(self.window)
+        self.about_box = show_about(self.window)

@@ -14,7 +14,7 @@ from viewer.ui import settings
 RECENT_MAX = 10
 
 
-class RecentDatasets:
+class QtRecentDatasets:
     """The last ``RECENT_MAX`` datasets opened, newest first, listed in ``menu``; choosing one
     calls ``open_path`` with it."""
 
