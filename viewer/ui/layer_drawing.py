@@ -25,7 +25,6 @@ from viewer.core.layered import SourceLayer
 from viewer.core.multires import ComposedPlane
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
-from viewer.format import FormatError
 from viewer.ui.blend import PaletteCache, blend, render_layer
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import _describe
@@ -208,12 +207,9 @@ class QtLayerDrawing(QObject):
         view.show_plane(main, rendered)
         for plane in planes.values():
             if plane.errors:
-                self._note_failures(plane.errors)
+                self.blocks_failed.emit(plane.errors)
         if view.axis == self.state.focused:
             self.show_mag()
-
-    def _note_failures(self, errors: Mapping[tuple[str, int], FormatError]) -> None:
-        self.blocks_failed.emit(errors)
 
     def _render(self, view: QtSliceView, shown: list[st.LayerDisplay],
                 planes: Mapping[str, Plane], drawn: tuple[st.LayerDisplay, ...],
