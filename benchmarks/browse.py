@@ -119,14 +119,14 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
     state = ViewerState()
     window = QtMainWindow(state)
     arrivals: list[float] = []  # GUI time spent handling each "data arrived"
-    handle_arrival = window._on_data_arrived
+    handle_arrival = window.data_arrived
 
     def timed_arrival(box: Any) -> None:
         began = time.perf_counter()
         handle_arrival(box)
         arrivals.append(time.perf_counter() - began)
 
-    window._on_data_arrived = timed_arrival  # type: ignore[method-assign]
+    window.data_arrived = timed_arrival  # type: ignore[method-assign]
     loading = install_background_loading(window, budget_bytes=cache_mb << 20)
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     window.resize(1280, 860)

@@ -213,7 +213,7 @@ class Session:
     def open(self, root: Path, pos: tuple[int, int, int]) -> None:
         if not self.window.open_path(str(root), pos=pos, zoom=1.0):
             raise SystemExit(f"cannot open {root}: {self.window.errors}")
-        scan = getattr(self.window, "_extent_scan", None)
+        scan = self.window.opening.scan
         began = time.perf_counter()
         while scan is not None and not scan.done:  # the whole extent known (listing ended)
             self.app.processEvents()

@@ -240,7 +240,7 @@ class Session:
         needed = decoded_needed_bytes(source, LAYER, requests)
         decoded = after.bytes_decoded - before.bytes_decoded
         chosen = {v.name: mag_text(v.plane.mags[0]) for v in self.views()}
-        label = self.window.mag_label.text() if hasattr(self.window, "mag_label") else ""
+        label = self.window.status.mag_label.text() if hasattr(self.window, "status") else ""
         if check:
             self.check_planes()
         source.wait_idle(TIMEOUT_S)

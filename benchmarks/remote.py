@@ -183,7 +183,7 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         # The extent (probed over HTTP, files cannot be listed) before any jump: a jump made
         # while it is provisional is clamped to it.
         deadline = time.perf_counter() + JUMP_TIMEOUT_S
-        while getattr(window, "_extent_scan", None) is not None \
+        while window.opening.scan is not None \
                 and time.perf_counter() < deadline:
             app.processEvents()
             time.sleep(0.002)

@@ -110,7 +110,7 @@ def run(steps: int, cache_mb: int, seed: int) -> dict[str, Any]:
             state.set_layer(names[-1], visible=not layer.visible)
 
     def auto_contrast() -> None:
-        action = getattr(window, "auto_contrast", None)
+        action = getattr(window.drawing, "auto_contrast", None)
         if callable(action):
             action()
 

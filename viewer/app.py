@@ -16,8 +16,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from viewer.core.state import ViewerState, parse_position
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QCoreApplication
+
+    from viewer.ui.main_window import QtMainWindow
 
 WINDOW_SIZE = (1280, 860)
 
@@ -98,7 +104,7 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "wkw-viewer"])
     app.setApplicationName("wkw-viewer")
     app.setOrganizationName("wkw-viewer")
-    _set_icon(app)
+    _set_icon()
     state = ViewerState()
     window = QtMainWindow(state)
     # Planes come from the background loader (decoded-block cache, worker threads); without
@@ -113,7 +119,9 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
         if args.screenshot:
-            window.setAttribute(_qt().WidgetAttribute.WA_DontShowOnScreen)
+            from PySide6.QtCore import Qt
+
+            window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
         window.show()
         path = args.path
         if path is None:  # the demo: generated on first use, the window already up
@@ -156,10 +164,10 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
         window.close()
 
 
-def _choose_layer(window: object, layer: str | None, mag: str | None) -> str | None:
+def _choose_layer(window: QtMainWindow, layer: str | None, mag: str | None) -> str | None:
     """Make ``layer`` active and lock its ``mag`` (``--layer``, ``--mag``); the problem, if
     any, as a sentence."""
-    state = window.state  # type: ignore[attr-defined]
+    state = window.state
     names = [la.name for la in state.layers]
     if layer is not None:
         if layer not in names:
@@ -173,16 +181,16 @@ def _choose_layer(window: object, layer: str | None, mag: str | None) -> str | N
         except ValueError as exc:
             return f"--mag: {exc}"
         active = state.active_layer
-        source = window.source  # type: ignore[attr-defined]
+        source = window.source
         mags = source.layers[active].mag_list if source is not None and active else []
-        if vector not in mags:
+        if active is None or vector not in mags:
             return f"--mag: layer {active!r} has no mag {mag} (mags: " \
                    f"{', '.join('-'.join(map(str, m)) for m in mags)})"
         state.set_layer(active, mag_lock=vector)
     return None
 
 
-def _install_inspector(window: object) -> None:
+def _install_inspector(window: QtMainWindow) -> None:
     """Mount the Layers dock (beside Contrast; keys V and L) and the inspector in the fourth
     quadrant, once the views show their data; if one cannot load, say so and go on."""
     from viewer.ui.layers_panel import install_layers_panel
@@ -193,7 +201,7 @@ def _install_inspector(window: object) -> None:
 
         install_inspector(window)
     except Exception as exc:  # the views stay usable without it
-        window.show_error("The inspector could not start", str(exc))  # type: ignore[attr-defined]
+        window.show_error("The inspector could not start", str(exc))
 
 
 #: Warnings of Qt's offscreen platform that say nothing to a person (it cannot pass a window's
@@ -206,22 +214,21 @@ def _quiet_offscreen_warnings() -> None:
     message of Qt goes to stderr as before."""
     if os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] != "offscreen":
         return
-    from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
+    from PySide6.QtCore import (
+        QMessageLogContext,
+        QtMsgType,
+        qFormatLogMessage,
+        qInstallMessageHandler,
+    )
 
-    def handler(kind: object, context: object, text: str) -> None:
+    def handler(kind: QtMsgType, context: QMessageLogContext, text: str) -> None:
         if text not in OFFSCREEN_NOISE:
-            sys.stderr.write(qFormatLogMessage(kind, context, text) + "\n")  # type: ignore[arg-type]
+            sys.stderr.write(qFormatLogMessage(kind, context, text) + "\n")
 
     qInstallMessageHandler(handler)
 
 
-def _qt():  # type: ignore[no-untyped-def]
-    from PySide6.QtCore import Qt
-
-    return Qt
-
-
-def _demo_path(window: object, headless: bool) -> str | None:
+def _demo_path(window: QtMainWindow, headless: bool) -> str | None:
     from viewer.core import demo
 
     path = demo.default_demo_path()
@@ -238,31 +245,32 @@ def _demo_path(window: object, headless: bool) -> str | None:
             demo.build_demo(path, progress)
         except OSError as exc:
             print(file=sys.stderr)
-            window.show_error("Cannot generate the demo dataset", str(exc))  # type: ignore[attr-defined]
+            window.show_error("Cannot generate the demo dataset", str(exc))
             return None
         print(file=sys.stderr)
         return str(path)
     from viewer.ui.demo_dialog import ensure_demo_with_progress
 
-    found = ensure_demo_with_progress(window)  # type: ignore[arg-type]
+    found = ensure_demo_with_progress(window)
     return str(found) if found is not None else None
 
 
-def _wait_for_planes(app: object, window: object, timeout_s: float = 60.0) -> None:
+def _wait_for_planes(app: QCoreApplication, window: QtMainWindow,
+                     timeout_s: float = 60.0) -> None:
     """Process events until every plane on screen has arrived from the loader and painted."""
     deadline = time.perf_counter() + timeout_s
     while True:
-        app.processEvents()  # type: ignore[attr-defined]
-        if window.planes_complete() or time.perf_counter() > deadline:  # type: ignore[attr-defined]
+        app.processEvents()
+        if window.planes_complete() or time.perf_counter() > deadline:
             break
         time.sleep(0.002)
-    app.processEvents()  # type: ignore[attr-defined]
+    app.processEvents()
 
 
-def _settle(app: object, seconds: float) -> None:
+def _settle(app: QCoreApplication, seconds: float) -> None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        app.processEvents()  # type: ignore[attr-defined]
+        app.processEvents()
         time.sleep(0.01)
 
 
@@ -274,10 +282,10 @@ def _report_first_paint(started: float) -> None:
               f"after_main={time.perf_counter() - started:.3f}", file=sys.stderr)
 
 
-def _screenshot(app: object, window: object, filename: str) -> int:
-    window._on_histogram_due()  # type: ignore[attr-defined]  # the histogram timer has not fired yet
-    app.processEvents()  # type: ignore[attr-defined]
-    image = window.grab()  # type: ignore[attr-defined]
+def _screenshot(app: QCoreApplication, window: QtMainWindow, filename: str) -> int:
+    window.drawing.on_histogram_due()  # the histogram timer has not fired yet
+    app.processEvents()
+    image = window.grab()
     from viewer.format import atomic  # written beside FILE, then renamed over it: never torn
 
     tmp = atomic.temp_name(filename)
@@ -289,22 +297,22 @@ def _screenshot(app: object, window: object, filename: str) -> int:
         atomic.discard(tmp)
         print(f"wkw-viewer: cannot write {filename}: {exc}", file=sys.stderr)
         return 2
-    errors = window.errors  # type: ignore[attr-defined]
+    errors = window.errors
     for message in errors:
         print(f"wkw-viewer: {message}", file=sys.stderr)
     return 2 if errors else 0
 
 
-def _set_icon(app: object) -> None:
+def _set_icon() -> None:
     from importlib import resources
 
-    from PySide6.QtGui import QIcon, QPixmap
+    from PySide6.QtGui import QGuiApplication, QIcon, QPixmap
 
     icon = resources.files("viewer.resources").joinpath("icon.png")
     if icon.is_file():
         pixmap = QPixmap()
         pixmap.loadFromData(icon.read_bytes())
-        app.setWindowIcon(QIcon(pixmap))  # type: ignore[attr-defined]
+        QGuiApplication.setWindowIcon(QIcon(pixmap))
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def main() -> int:
                 return
             report["size"] = [w.width(), w.height()]
             report["status_cut"] = cut_status_sections(w)
-            report["value_text"] = w.value_label.text()
+            report["value_text"] = w.status.value_label.text()
             report["layout"] = {
                 "menu": rect(w.menuBar(), w), "status": rect(w.statusBar(), w),
                 "views": {str(a): rect(v, w) for a, v in w.views.items()},

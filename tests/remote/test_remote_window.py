@@ -64,7 +64,7 @@ def test_window_opens_a_url_and_shows_its_data(qtbot, window, http: RangeServer,
     assert int(plane.data[0, at[0], at[1]]) == int(truth[20, 30, 10])
     qtbot.waitUntil(lambda: "net" in window.remote_status.text(), timeout=WAIT_MS)
     assert window.remote_status.isVisible()
-    actions = {a.text(): a for a in window.findChildren(type(window.open_action))}
+    actions = {a.text(): a for a in window.findChildren(type(window.menus.open_action))}
     assert actions["Open &URL\u2026"].shortcut().toString() == "Ctrl+U"
 
 

@@ -26,7 +26,7 @@ def test_about_names_the_versions(window, qtbot):
     import viewer
 
     _action(window, "Help", "About").trigger()
-    box = window.about_box
+    box = window.menus.about_box
     qtbot.waitUntil(box.isVisible)
     text = box.text()
     for needle in (viewer.__version__, qVersion(), numpy.__version__, lz4.__version__,

@@ -90,7 +90,7 @@ def test_the_window_generates_the_demo_with_a_progress_dialog(window, tmp_path, 
             self.progressed.connect(lambda d, t: seen.append((d, t)))
 
     monkeypatch.setattr(demo_dialog, "QtDemoProgress", Recording)
-    window.open_demo()
+    window.menus.open_demo()
     assert demo.is_complete(tmp_path / demo.DEMO_NAME)
     assert window.dataset_path == str(tmp_path / demo.DEMO_NAME)
     assert seen[-1] == (8, 8)  # progress reached the GUI thread

@@ -70,15 +70,15 @@ def test_mouse_position_follows_the_slice_under_a_still_mouse(window, ramp_datas
                        Qt.MouseButton.NoButton, Qt.MouseButton.NoButton,
                        Qt.KeyboardModifier.NoModifier)
     QGuiApplication.sendEvent(xy, move)
-    assert window.mouse_label.text().startswith("mouse  5, 7, 10")
-    value_before = window.value_label.text()
+    assert window.status.mouse_label.text().startswith("mouse  5, 7, 10")
+    value_before = window.status.value_label.text()
     window.state.set_focused(XY)
     qtbot.keyClick(xy, Qt.Key.Key_PageDown)
     assert window.state.cursor[2] == 11
-    assert window.mouse_label.text().startswith("mouse  5, 7, 11")
+    assert window.status.mouse_label.text().startswith("mouse  5, 7, 11")
     # ramp value x + 2y + 3z: one slice on is 3 more
-    assert window.value_label.text() != value_before
-    assert window.value_label.text().endswith(str(5 + 2 * 7 + 3 * 11))
+    assert window.status.value_label.text() != value_before
+    assert window.status.value_label.text().endswith(str(5 + 2 * 7 + 3 * 11))
 
 
 def _luminance(c) -> float:
@@ -193,8 +193,8 @@ def test_status_bar_and_docks_show_their_whole_text(qtbot, wk_dataset, size):
                                               xy.mapToGlobal(at), Qt.MouseButton.NoButton,
                                               Qt.MouseButton.NoButton,
                                               Qt.KeyboardModifier.NoModifier))
-    assert "segmentation" in window.value_label.text()
-    assert "\u00b5m" in window.mouse_label.text() or "nm" in window.mouse_label.text()
+    assert "segmentation" in window.status.value_label.text()
+    assert "\u00b5m" in window.status.mouse_label.text() or "nm" in window.status.mouse_label.text()
     qtbot.wait(50)  # the labels' new texts are laid out
     assert window.size().width() == size[0] and window.size().height() == size[1]
     kinds = (QLabel, QAbstractButton, QLineEdit)

@@ -120,7 +120,7 @@ def screen_pixel(view, h: float, v: float) -> tuple[int, int, int]:
 
 
 def mag_label(window) -> str:
-    return window.mag_label.text()
+    return window.status.mag_label.text()
 
 
 def wait_label(qtbot, window, mag: tuple[int, int, int]) -> None:

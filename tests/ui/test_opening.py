@@ -56,10 +56,10 @@ def test_recent_datasets_are_remembered_newest_first(window, tmp_path, monkeypat
     window.open_path(ramp_dataset)
     window.open_path(other)
     window.open_path(ramp_dataset)
-    assert window.recent() == [str(ramp_dataset), str(other)]
-    actions = [a.text() for a in window.recent_menu.actions()]
+    assert window.menus.recent.paths() == [str(ramp_dataset), str(other)]
+    actions = [a.text() for a in window.menus.recent.menu.actions()]
     assert actions == [str(ramp_dataset), str(other)]
-    window.recent_menu.actions()[1].trigger()
+    window.menus.recent.menu.actions()[1].trigger()
     assert window.dataset_path == str(other)
     assert (tmp_path / "settings").exists()
 
@@ -101,16 +101,16 @@ def test_a_webknossos_dataset_opens_with_all_its_layers(window, tmp_path):
                                   seg[x0:x1, y0:y1, 30])
     # the status bar gives both layers' values under the mouse
     hx, hy = (int(v) + 32 for v in np.argwhere(seg[32:96, 32:96, 30] > 0)[0])
-    window._on_hovered((hx, hy, 30))
-    text = window.value_label.text()
+    window.status.on_hovered((hx, hy, 30))
+    text = window.status.value_label.text()
     em, seg = int(em[hx, hy, 30]), int(seg[hx, hy, 30])
     assert seg > 0
     assert f"color {em}" in text and f"segmentation {seg}" in text
     # the segment under the mouse is highlighted; S selects it, S again selects none
     assert window.state.layer("segmentation").hovered_id == seg
-    window.select_hovered_segment()
+    window.status.select_hovered_segment()
     assert window.state.layer("segmentation").selected_id == seg
-    window.select_hovered_segment()
+    window.status.select_hovered_segment()
     assert window.state.layer("segmentation").selected_id is None
     # hiding the segmentation layer: the views show the color layer alone
     window.state.set_layer("segmentation", visible=False)

@@ -62,7 +62,7 @@ def test_a_layer_without_mag_1_is_shown_in_mag1_voxels_from_its_finest_mag(windo
     # positions and sizes are in mag-1 voxels: a voxel of mag 2-2-1 spans 2 x 2 x 1 of them
     assert window.state.voxel_size_nm == VOXEL
     assert window.state.bounds == ((0, 0, 0), (64, 64, 64))
-    assert "10 \u00d7 10 \u00d7 25 nm" in window.info_label.text()
+    assert "10 \u00d7 10 \u00d7 25 nm" in window.status.info_label.text()
     plane = window.views[XY].plane
     assert plane.mags[0] == (2, 2, 1) and plane.factors == (2, 2)
     (x0, y0) = plane.mag_request.request.lo
@@ -78,13 +78,13 @@ def test_a_layer_without_mag_1_is_shown_in_mag1_voxels_from_its_finest_mag(windo
 def test_status_bar_shows_positions_in_physical_units(window, tmp_path, qtbot):
     assert window.open_path(write_wk(tmp_path / "wk", ramp()), pos=(40, 20, 50), zoom=4)
     # 40 x 10, 20 x 10, 50 x 25 nm
-    assert window.cursor_label.text() == "cursor  40, 20, 50  \u00b7  0.4, 0.2, 1.25 \u00b5m"
+    assert window.status.cursor_label.text() == "cursor  40, 20, 50  \u00b7  0.4, 0.2, 1.25 \u00b5m"
     xz = window.views[XZ]
     qtbot.mouseMove(xz, centre_of(xz, (36, 20, 47)))
-    assert window.mouse_label.text() == \
+    assert window.status.mouse_label.text() == \
         f"mouse  36, 20, 47  \u00b7  {format_physical((36, 20, 47), VOXEL)}"
-    assert window.mouse_label.text().endswith("0.36, 0.2, 1.175 \u00b5m")
-    assert window.value_label.text() == f"value  {(36 + 40 + 141) % 251}"
+    assert window.status.mouse_label.text().endswith("0.36, 0.2, 1.175 \u00b5m")
+    assert window.status.value_label.text() == f"value  {(36 + 40 + 141) % 251}"
 
 
 def test_each_view_draws_a_round_scale_bar(window, tmp_path, qtbot):
@@ -199,9 +199,9 @@ def test_a_plain_wkw_dataset_has_no_scale_bar_and_stays_isotropic(window, tmp_pa
     for view in window.views.values():
         assert view.scale_bar_shown is None and view.scale_bar_now() is None
         assert view.scales() == (3.0, 3.0)
-    assert window.cursor_label.text() == "cursor  32, 32, 32"
+    assert window.status.cursor_label.text() == "cursor  32, 32, 32"
     xz = window.views[XZ]
     qtbot.mouseClick(xz, Qt.MouseButton.LeftButton, pos=centre_of(xz, (25, 32, 40)))
     assert window.state.cursor == (25, 32, 40)
     qtbot.mouseMove(xz, centre_of(xz, (26, 32, 41)))
-    assert window.mouse_label.text() == "mouse  26, 32, 41"
+    assert window.status.mouse_label.text() == "mouse  26, 32, 41"

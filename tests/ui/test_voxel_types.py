@@ -123,19 +123,19 @@ def test_auto_contrast_uses_robust_percentiles_of_the_screen(window, tmp_path):
     data[5, 5, :] = 255  # a few outliers must not set the top level
     root = write_dataset(tmp_path / "auto", data)
     window.open_path(root, zoom=4)
-    window.auto_contrast()
+    window.drawing.auto_contrast()
     c = window.state.contrast
     assert (c.lo, c.hi) == (100, 140)
 
 
 def test_histogram_counts_what_is_on_screen(window, ramp_dataset, qtbot):
     window.open_path(ramp_dataset, zoom=8)
-    window._on_histogram_due()
+    window.drawing.on_histogram_due()
     counts = window.contrast_panel.histogram.counts
     total = sum(v.plane.data.size for v in window.views.values())
     assert counts.sum() == total  # zoomed out, all of each plane is on screen
     window.state.set_zoom(40)  # zoomed in: only what the views show counts
-    window._on_histogram_due()
+    window.drawing.on_histogram_due()
     counts = window.contrast_panel.histogram.counts
     shown = 0
     for v in window.views.values():

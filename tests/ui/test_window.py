@@ -127,7 +127,7 @@ def test_drag_pans_without_moving_the_cursor(window, ramp_dataset, qtbot):
 
 def test_position_field_and_copy(window, ramp_dataset, qtbot):
     window.open_path(ramp_dataset)
-    field = window.position_field
+    field = window.menus.position_field
     field.setFocus()
     field.setText("(3; 4; 5)")
     qtbot.keyClick(field, Qt.Key.Key_Return)
@@ -135,7 +135,7 @@ def test_position_field_and_copy(window, ramp_dataset, qtbot):
     field.setText("not a position")
     qtbot.keyClick(field, Qt.Key.Key_Return)
     assert window.state.cursor == (3, 4, 5)
-    window.copy_position()
+    window.menus.copy_position()
     assert QGuiApplication.clipboard().text() == "3, 4, 5"
     field.setText("999, -4, 7")  # clamped into the dataset
     qtbot.keyClick(field, Qt.Key.Key_Return)
@@ -146,11 +146,11 @@ def test_status_bar_shows_positions_value_file_and_block(window, ramp_dataset, q
     window.open_path(ramp_dataset, pos=(16, 16, 16), zoom=8)
     xy = window.views[XY]
     qtbot.mouseMove(xy, widget_point(xy, (21, 9, 16)))
-    assert window.mouse_label.text() == "mouse  21, 9, 16"
-    assert window.value_label.text() == f"value  {(21 + 18 + 48) % 251}"
+    assert window.status.mouse_label.text() == "mouse  21, 9, 16"
+    assert window.status.value_label.text() == f"value  {(21 + 18 + 48) % 251}"
     # file side 16: voxel (21, 9, 16) is in file x1 y0 z1; block (8^3) (0, 1, 0) inside it -> 2
-    assert window.block_label.text() == "file  z1/y0/x1.wkw   block  2"
-    assert window.cursor_label.text() == "cursor  16, 16, 16"
+    assert window.status.block_label.text() == "file  z1/y0/x1.wkw   block  2"
+    assert window.status.cursor_label.text() == "cursor  16, 16, 16"
 
 
 def test_bright_voxel_appears_under_each_crosshair(window, tmp_path, qtbot):
@@ -252,8 +252,8 @@ def test_absent_file_has_its_own_look(window, tmp_path):
 
 def test_recent_datasets_are_not_kept_when_settings_are_disabled(window, ramp_dataset):
     window.open_path(ramp_dataset)
-    assert window.recent() == []
-    assert not window.recent_menu.isEnabled()
+    assert window.menus.recent.paths() == []
+    assert not window.menus.recent.menu.isEnabled()
 
 
 def test_side_panel_can_be_replaced(window, qtbot):
@@ -312,10 +312,10 @@ def test_a_position_jump_fetches_each_plane_once(window, ramp_dataset, qtbot):
     seen: list[frozenset] = []
     window.state.subscribe(seen.append)
     fetched: list[int] = []
-    fetch = window._fetch
-    window._fetch = lambda view, req, **kw: (fetched.append(view.axis),  # type: ignore
+    fetch = window.drawing.fetch
+    window.drawing.fetch = lambda view, req, **kw: (fetched.append(view.axis),  # type: ignore
                                              fetch(view, req, **kw))
-    field = window.position_field
+    field = window.menus.position_field
     field.setFocus()
     field.setText("2, 29, 30")
     qtbot.keyClick(field, Qt.Key.Key_Return)
@@ -348,7 +348,7 @@ def test_a_dataset_of_many_files_opens_and_paints_before_its_files_are_listed(
                 events.append("listing resumed")
             yield path
 
-    window.extent_listing = held
+    window.opening.extent_listing = held
     view = window.views[XY]
     try:
         assert window.open_path(root, pos=(60, 70, 30), zoom=4)
@@ -357,8 +357,8 @@ def test_a_dataset_of_many_files_opens_and_paints_before_its_files_are_listed(
         painted = view.paint_count
         qtbot.waitUntil(lambda: view.paint_count > painted and view.plane is not None)
         events.append("painted")
-        assert window._extent_scan is not None and not window._extent_scan.done
-        assert "listing files" in window.info_label.text()
+        assert window.opening.scan is not None and not window.opening.scan.done
+        assert "listing files" in window.status.info_label.text()
         centers = dict(window.state.centers)
     finally:
         gate.set()
@@ -367,9 +367,9 @@ def test_a_dataset_of_many_files_opens_and_paints_before_its_files_are_listed(
     assert window.state.cursor == (60, 70, 30)
     assert window.state.centers == centers
     assert window.state.zoom == 4
-    qtbot.waitUntil(lambda: window._extent_scan is None, timeout=60_000)
-    assert "listing files" not in window.info_label.text()
-    assert "128 \u00d7 128 \u00d7 64" in window.info_label.text()
+    qtbot.waitUntil(lambda: window.opening.scan is None, timeout=60_000)
+    assert "listing files" not in window.status.info_label.text()
+    assert "128 \u00d7 128 \u00d7 64" in window.status.info_label.text()
     # The views now reach the whole dataset: a click far from the first file lands there.
     window.state.jump_to((120, 3, 60))
     assert window.state.cursor == (120, 3, 60)

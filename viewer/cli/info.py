@@ -130,11 +130,12 @@ def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decod
             size: int | None = os.path.getsize(path) if not is_url(path) else None
         except OSError:
             size = None
-        fields = {"path": path, "unit": list(position), "block_type": None,
-                  "compression": None, "file_size": size, "block_sizes": size_summary(None),
-                  "ratio": None, "chunks": {"count": 0, "present": 0},
-                  "problems": [problem_fields(p) for p in problems]}
-        return UnitReport(fields, np.zeros(0, np.int64), 0, [])
+        absent: dict[str, Any] = {
+            "path": path, "unit": list(position), "block_type": None, "compression": None,
+            "file_size": size, "block_sizes": size_summary(None), "ratio": None,
+            "chunks": {"count": 0, "present": 0},
+            "problems": [problem_fields(p) for p in problems]}
+        return UnitReport(absent, np.zeros(0, np.int64), 0, [])
     problems = list(table.problems)
     extra = inspect.difference_problem(facts.header, table.description, table.path)
     if extra is not None:
@@ -153,7 +154,7 @@ def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decod
     total = int(sizes.sum()) if len(sizes) else 0
     ratio = round(table.chunk_nbytes * len(sizes) / total, 4) if total else None
     desc = table.description
-    fields = {
+    fields: dict[str, Any] = {
         "path": table.path,
         "unit": list(position),
         "block_type": desc.get("block_type", inspect.compression_of(table, facts.compression)),

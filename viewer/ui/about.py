@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import platform
 import sys
-from typing import Any
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
@@ -53,11 +52,12 @@ def about_html() -> str:
             "<p>Licence: MIT.</p>")
 
 
-def show_about(window: Any) -> None:
-    box = QMessageBox(window if isinstance(window, QWidget) else None)
+def show_about(parent: QWidget | None) -> QMessageBox:
+    """Open the About box over ``parent`` (not modal); returns it."""
+    box = QMessageBox(parent)
     box.setWindowTitle("About wkw-viewer")
     box.setText(about_html())
     box.setIconPixmap(box.windowIcon().pixmap(64, 64))
     box.setStandardButtons(QMessageBox.StandardButton.Ok)
-    window.about_box = box  # tests find it
     box.open()
+    return box

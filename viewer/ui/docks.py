@@ -3,17 +3,16 @@ and tabbed with the Contrast dock (the Layers and Compare panels live there)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QFrame, QScrollArea, QWidget
+from PySide6.QtWidgets import QDockWidget, QFrame, QMainWindow, QScrollArea, QWidget
 
 #: Pixels the holder adds beyond the panel and its scroll bar (the bar is drawn a little
 #: wider than its size hint under the window's style sheet).
 SLACK = 6
 
 
-def dock_beside_contrast(window: Any, title: str, name: str, panel: QWidget) -> QDockWidget:
+def dock_beside_contrast(window: QMainWindow, title: str, name: str, panel: QWidget
+                         ) -> QDockWidget:
     """Put ``panel`` in a dock ``title`` (object name ``name``) on ``window``'s right, tabbed
     with ``window.contrast_dock`` when it has one; movable, floatable and closable.  The
     panel scrolls vertically and keeps to the dock's width."""
@@ -35,6 +34,6 @@ def dock_beside_contrast(window: Any, title: str, name: str, panel: QWidget) -> 
                      | QDockWidget.DockWidgetFeature.DockWidgetClosable)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     contrast_dock = getattr(window, "contrast_dock", None)
-    if contrast_dock is not None:
+    if isinstance(contrast_dock, QDockWidget):
         window.tabifyDockWidget(contrast_dock, dock)
     return dock

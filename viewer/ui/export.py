@@ -8,6 +8,7 @@ window is ``ExportHost``.  GUI thread only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from PySide6.QtCore import QPoint, QRect
@@ -19,7 +20,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QRadioButton,
-    QStatusBar,
     QVBoxLayout,
     QWidget,
 )
@@ -38,12 +38,12 @@ class ExportHost(Protocol):
     def state(self) -> ViewerState: ...
 
     @property
-    def views(self) -> dict[int, QtSliceView]: ...
+    def views(self) -> Mapping[int, QtSliceView]: ...
 
     @property
     def dataset_path(self) -> str | None: ...
 
-    def statusBar(self) -> QStatusBar: ...
+    def show_message(self, text: str, timeout_ms: int = 0) -> None: ...
 
     def show_error(self, title: str, detail: str) -> None: ...
 
@@ -87,7 +87,7 @@ def export_view(window: ExportHost, path: str, which: str = FOCUSED, scale: int 
     try:
         image = render_views(window, which, scale).toImage()
     except ValueError as exc:
-        window.statusBar().showMessage(f"Nothing to export: {exc}", 6000)
+        window.show_message(f"Nothing to export: {exc}", 6000)
         return False
     image.setDevicePixelRatio(1.0)
     from viewer.format import atomic  # beside the target, then renamed over it: never torn
@@ -102,7 +102,7 @@ def export_view(window: ExportHost, path: str, which: str = FOCUSED, scale: int 
         atomic.discard(tmp)
         window.show_error("Could not export the view", f"cannot write {path}: {exc}")
         return False
-    window.statusBar().showMessage(f"exported {image.width()} \u00d7 {image.height()} pixels "
+    window.show_message(f"exported {image.width()} \u00d7 {image.height()} pixels "
                                    f"to {path}", 6000)
     return True
 

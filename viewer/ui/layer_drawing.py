@@ -1,38 +1,174 @@
-"""How the layers' planes become a view's picture: fetch each visible layer's plane from the
-source, render it by category (``blend.render_layer``), bring the layers onto one pixel grid,
-blend them, and hand the result to the view; plus the contrast controls, histogram and mag
-label, which follow the active layer.
+"""How the layers' planes become the views' pictures: tell the source which planes are on
+screen, fetch each visible layer's plane, render it by category (``blend.render_layer``), bring
+the layers onto one pixel grid, blend them, and hand the result to the view; plus the contrast
+controls, the histogram and the mag shown, which follow the active layer.
 
-``LayerDrawingMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on
-the window (GUI thread) and use what the window holds (``state``, ``source``, ``views``,
-``layer_types``, ``contrast_panel``, ``mag_label``).
+``QtLayerDrawing`` is held by the window (``viewer.ui.main_window``), which calls
+``refresh_planes`` when the views' planes may have changed, ``data_arrived`` when the loader
+brought data, and ``start`` when a dataset opens.  It reads the source and the views through the
+window's ``WindowHost`` and reports through its signals: ``mag_shown`` (the status bar's mag
+text), ``layer_mags_shown`` (each layer's mag on screen, for the layers panel), ``mags_listed``
+(the mags each layer has, when a dataset opens) and ``blocks_failed``.  GUI thread only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from viewer.core import state as st
-from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status
-from viewer.core.state import SCREEN_AXES
-from viewer.render.blend import blend, render_layer
+from viewer.core.layered import SourceLayer
+from viewer.core.multires import ComposedPlane
+from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
+from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
+from viewer.render.blend import PaletteCache, blend, render_layer
 from viewer.render.levels import histogram, robust_range
-from viewer.render.palette import Palette
 from viewer.render.plane import Rendered
+from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import _describe
 from viewer.ui.slice_view import QtSliceView
+from viewer.ui.window_host import WindowHost
+
+Vec3 = tuple[int, int, int]
+#: How long after the last change the histogram of the screen is computed.
+HISTOGRAM_DELAY_MS = 150
 
 
-class LayerDrawingMixin:
-    """Draws the layers of ``QtMainWindow``'s views."""
+class QtLayerDrawing(QObject):
+    """Draws the layers of the window's views and keeps the contrast controls on the active
+    layer."""
 
-    def _shown_layers(self) -> list[st.LayerDisplay]:
+    #: The status bar's mag text: "layer: mag 2-2-1" (empty: every layer has one mag).
+    mag_shown = Signal(str)
+    #: {layer name: the mag the focused view shows of it (None: unknown)}.
+    layer_mags_shown = Signal(object)
+    #: {layer name: the mags it has, finest first}: a dataset was opened.
+    mags_listed = Signal(object)
+    #: {(path, block): error}: blocks of a plane just drawn that failed to read.
+    blocks_failed = Signal(object)
+
+    def __init__(self, host: WindowHost, contrast_panel: QtContrastPanel,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.host = host
+        self.state = host.state
+        self.contrast_panel = contrast_panel
+        #: Each layer's (dtype of one channel, channel count), by name.
+        self.layer_types: dict[str, tuple[np.dtype[Any], int]] = {}
+        #: Read every layer at its finest mag whatever the zoom (a comparison is open: its
+        #: differences are voxel for voxel).
+        self.force_finest = False
+        #: The first auto-contrast is still to come (a dataset that is not uint8).
+        self.auto_pending = False
+        #: Each layer's palette as last drawn (``blend.render_layer`` keeps it current).
+        self._palettes: PaletteCache = {}
+        #: The layer whose voxel type and channels the contrast controls are set up for.
+        self._contrast_for: str | None = None
+        self._wanted_key: tuple[Any, ...] = ()
+        self._wanted: list[PlaneRequest] = []
+        self.histogram_timer = QTimer(self)
+        self.histogram_timer.setSingleShot(True)
+        self.histogram_timer.setInterval(HISTOGRAM_DELAY_MS)
+        self.histogram_timer.timeout.connect(self.on_histogram_due)
+
+    def start(self, layers: Sequence[SourceLayer]) -> None:
+        """A dataset of ``layers`` opens (its source is the host's already): forget what was
+        drawn of the previous one."""
+        self._wanted = []
+        self._wanted_key = ()
+        self.layer_types = {layer.name: (layer.dtype, layer.num_channels) for layer in layers}
+        self._palettes = {}
+        self._contrast_for = None  # a new dataset: set the controls up for its active layer
+        self.auto_pending = (layers[0].finest.dtype != np.uint8
+                             and layers[0].finest.value_range is None
+                             and layers[0].category != st.SEGMENTATION)
+        self.mags_listed.emit({layer.name: layer.mag_list for layer in layers})
+
+    # -- which planes --------------------------------------------------------------------------
+    def visible_axes(self) -> list[int]:
+        layout = self.state.layout
+        return [a for a in (XY, XZ, YZ) if layout is None or layout == a]
+
+    def planes_complete(self) -> bool:
+        """Every visible view shows its whole plane of every visible layer, each at the mag
+        its zoom calls for (nothing still loading, no coarse placeholder left)."""
+        for axis in self.visible_axes():
+            view = self.host.views[axis]
+            if view.plane is None:
+                continue
+            if not all(p.complete for p in (view.layer_planes or {"": view.plane}).values()):
+                return False
+        return True
+
+    def refresh_planes(self, force: bool = False, rerender: bool = False) -> set[int]:
+        """Fetch the planes that changed (all with ``force``) and tell the source what is on
+        screen: the planes, how many voxels a pixel spans in each view (which mag it reads)
+        and the layers drawn with their locked mags.  ``rerender``: what is fetched is drawn
+        anew even if no plane changed (the look did).  Returns the views fetched."""
+        source = self.host.source
+        if source is None:
+            return set()
+        views = self.host.views
+        requests: dict[int, PlaneRequest] = {}
+        for axis in self.visible_axes():
+            req = views[axis].wanted_request()
+            if req is not None:
+                requests[axis] = req
+        wanted = list(requests.values())
+        vpp = [views[a].voxels_per_pixel() for a in requests]
+        layers = {la.name: (source.layers[la.name].mag_list[0] if self.force_finest
+                            else la.mag_lock) for la in self.shown_layers()}
+        key = (tuple(wanted), tuple(vpp), tuple(layers.items()))
+        mags_changed = key[1:] != self._wanted_key[1:]
+        if key != self._wanted_key or wanted != self._wanted:
+            self._wanted_key = key
+            self._wanted = wanted
+            focused = list(requests).index(self.state.focused) \
+                if self.state.focused in requests else None
+            source.set_wanted(wanted, focused, self.state.cursor, voxels_per_px=vpp,
+                              layers=layers)
+        fetched = set()
+        for axis, req in requests.items():
+            view = views[axis]
+            if force or mags_changed or req != view.request:
+                self.fetch(view, req, rerender=rerender)
+                fetched.add(axis)
+        if fetched:
+            self._maybe_auto_contrast()
+            self.histogram_timer.start()
+            self.show_mag()
+        return fetched
+
+    def data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
+        """Data inside ``boxes`` (one ``(offset, shape)`` or a list of them) became
+        available: re-fetch the planes they touch."""
+        if self.host.source is None:
+            return
+        listed = [cast(Box3, boxes)] if boxes and isinstance(boxes[0][0], int) \
+            else cast(Sequence[Box3], boxes)
+        for view in self.host.views.values():
+            req = view.request
+            if req is None:
+                continue
+            r_off, r_shape = req.box()
+            if any(all(o < ro + rs and ro < o + s
+                       for o, s, ro, rs in zip(offset, shape, r_off, r_shape, strict=True))
+                   for offset, shape in listed):
+                self.fetch(view, req)
+        self._maybe_auto_contrast()
+        self.histogram_timer.start()
+
+    # -- drawing -------------------------------------------------------------------------------
+    def shown_layers(self) -> list[st.LayerDisplay]:
         """The layers drawn, bottom first; when every layer is hidden, the active one (drawn
         black, so that the cursor still has a plane to show and its values)."""
+        source = self.host.source
         layers = [la for la in self.state.visible_layers()
-                  if self.source is not None and la.name in self.source.layers]
+                  if source is not None and la.name in source.layers]
         if layers:
             return layers
         active = self.state.active_layer
@@ -40,20 +176,21 @@ class LayerDrawingMixin:
 
     def _maybe_auto_contrast(self) -> None:
         """The first auto-contrast of a dataset that is not uint8, once its planes are in."""
-        if self._auto_pending and self.planes_complete():
-            self._auto_pending = False
+        if self.auto_pending and self.planes_complete():
+            self.auto_pending = False
             self.auto_contrast()
 
-    def _fetch(self, view: QtSliceView, request: PlaneRequest, rerender: bool = False) -> None:
+    def fetch(self, view: QtSliceView, request: PlaneRequest, rerender: bool = False) -> None:
         """Get ``view``'s plane of every layer drawn, render and blend them, and show the
         result.  Nothing is redrawn when no plane changed (the source hands back the same
         objects) and nor did the way they are drawn, unless ``rerender``."""
-        assert self.source is not None
-        shown = self._shown_layers()
+        source = self.host.source
+        assert source is not None
+        shown = self.shown_layers()
         try:
-            planes = {la.name: self.source.plane(request, la.name) for la in shown}
+            planes: dict[str, Plane] = {la.name: source.plane(request, la.name) for la in shown}
         except Exception as exc:  # an unexpected read error must not take the window down
-            self.show_error("Cannot read a plane", _describe(exc))
+            self.host.show_error("Cannot read a plane", _describe(exc))
             view.show_plane(None, None)
             view.layer_planes, view.layer_rendered = {}, {}
             view.request = request
@@ -71,12 +208,12 @@ class LayerDrawingMixin:
         view.show_plane(main, rendered)
         for plane in planes.values():
             if plane.errors:
-                self._note_failures(plane.errors)
+                self.blocks_failed.emit(plane.errors)
         if view.axis == self.state.focused:
-            self._show_mag()
+            self.show_mag()
 
     def _render(self, view: QtSliceView, shown: list[st.LayerDisplay],
-                planes: dict[str, Plane], drawn: tuple[st.LayerDisplay, ...],
+                planes: Mapping[str, Plane], drawn: tuple[st.LayerDisplay, ...],
                 main: Plane) -> Rendered:
         """The layers' planes rendered and blended, bottom first, on ``main``'s pixel grid
         (layers read at coarser mags are scaled onto it).  One opaque color layer is rendered
@@ -101,24 +238,14 @@ class LayerDrawingMixin:
         return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
                                 la.opacity) for la in drawn]))
 
-    def _get_palette(self) -> Palette:
-        """The active layer's palette as its views draw it (the compare overlay uses it)."""
-        palette = self._palettes.get(self.state.active_layer or "")
-        if isinstance(palette, Palette) and palette.contrast == self.state.contrast:
-            return palette
-        if self._palette is None or self._palette.contrast != self.state.contrast:
-            dtype = self.dataset.dtype if self.dataset is not None else np.dtype(np.uint8)
-            self._palette = Palette(self.state.contrast, dtype)
-        return self._palette
-
-    def _rerender_all(self, skip: Collection[int] = ()) -> None:
+    def rerender_all(self, skip: Collection[int] = ()) -> None:
         """Draw every view's planes anew (the look changed), but those in ``skip`` (views
         just fetched and drawn already)."""
-        for axis, view in self.views.items():
-            if axis not in skip and view.request is not None and self.source is not None:
-                self._fetch(view, view.request, rerender=True)
+        for axis, view in self.host.views.items():
+            if axis not in skip and view.request is not None and self.host.source is not None:
+                self.fetch(view, view.request, rerender=True)
 
-    def _show_active_layer(self) -> None:
+    def show_active_layer(self) -> None:
         """Point the contrast controls at the active layer's voxel type and channels (greyed
         out for a segmentation layer: its ids have colours of their own)."""
         active = self.state.active_layer
@@ -136,31 +263,29 @@ class LayerDrawingMixin:
         self.contrast_panel.set_channels(channels, rgb)
         self.contrast_panel.set_integer_levels(dtype.kind in "iu")
 
-    def _show_mag(self) -> None:
+    def show_mag(self) -> None:
         """Name in the status bar the mag the focused view shows of the active layer."""
-        view = self.views.get(self.state.focused)
+        view = self.host.views.get(self.state.focused)
         plane = view.layer_planes.get(self.state.active_layer or "", view.plane) \
             if view is not None else None
-        label = getattr(plane, "label", None)
-        panel = getattr(self, "layers_panel", None)
-        if panel is not None and view is not None:
-            for name, layer_plane in view.layer_planes.items():
-                mags = getattr(layer_plane, "mags", None)
-                panel.set_shown_mag(name, mags[0] if mags else None)
-        if label is None or self.opened is None or \
-                all(len(layer.mags) < 2 for layer in self.opened.layers):
-            self.mag_label.setText("")
+        label = plane.label if isinstance(plane, ComposedPlane) else None
+        if view is not None:
+            self.layer_mags_shown.emit({name: _chosen_mag(layer_plane)
+                                        for name, layer_plane in view.layer_planes.items()})
+        opened = self.host.opened
+        if label is None or opened is None or all(len(la.mags) < 2 for la in opened.layers):
+            self.mag_shown.emit("")
             return
-        self.mag_label.setText(f"{self.state.active_layer}: {label}")
+        self.mag_shown.emit(f"{self.state.active_layer}: {label}")
 
     # -- histogram and contrast of the active layer -----------------------------------------
-    def _screen_values(self) -> np.ndarray | None:
+    def screen_values(self) -> npt.NDArray[Any] | None:
         """The values of the shown channel(s) on screen, DATA pixels only, flattened."""
-        parts = []
+        parts: list[npt.NDArray[Any]] = []
         c = self.state.contrast
         active = self.state.active_layer or ""
-        for axis in self._visible_axes():
-            view = self.views[axis]
+        for axis in self.visible_axes():
+            view = self.host.views[axis]
             plane = view.layer_planes.get(active, view.plane)
             if plane is None:
                 continue
@@ -180,8 +305,8 @@ class LayerDrawingMixin:
             return None
         return np.concatenate(parts)
 
-    def _on_histogram_due(self) -> None:
-        values = self._screen_values()
+    def on_histogram_due(self) -> None:
+        values = self.screen_values()
         if values is None or values.size == 0:
             self.contrast_panel.histogram.set_histogram(np.zeros(0), np.array([0.0, 1.0]))
             return
@@ -190,7 +315,7 @@ class LayerDrawingMixin:
 
     def auto_contrast(self) -> None:
         """Levels from robust percentiles (0.5 %, 99.5 %) of the data on screen."""
-        values = self._screen_values()
+        values = self.screen_values()
         if values is None:
             return
         found = robust_range(values)
@@ -210,7 +335,12 @@ def default_contrast(dtype: np.dtype[Any], value_range: tuple[float, float] | No
     return st.Contrast(lo=0.0, hi=hi, rgb=rgb)
 
 
-def on_finest_grid(planes: dict[str, Plane], active: str | None) -> Plane:
+def _chosen_mag(plane: Plane) -> Vec3 | None:
+    """The mag a plane was read at (None: a plane of one mag, which does not say)."""
+    return plane.mags[0] if isinstance(plane, ComposedPlane) and plane.mags else None
+
+
+def on_finest_grid(planes: Mapping[str, Plane], active: str | None) -> Plane:
     """The plane whose pixel grid the layers are blended on: the active layer's when no other
     layer was read at a finer mag, else the finest one (layers of one dataset may have
     different mags, or be read at different ones)."""
@@ -219,7 +349,8 @@ def on_finest_grid(planes: dict[str, Plane], active: str | None) -> Plane:
     return first if first.factors == finest.factors else finest
 
 
-def regrid(argb: np.ndarray, plane: Plane, target: Plane, axis: int) -> np.ndarray:
+def regrid(argb: npt.NDArray[np.uint32], plane: Plane, target: Plane, axis: int
+           ) -> npt.NDArray[np.uint32]:
     """A layer's rendered pixels (screen orientation) of ``plane`` on ``target``'s pixel grid
     (nearest neighbour; the same array when the grids agree)."""
     if (plane.factors == target.factors and plane.image_origin == target.image_origin

@@ -44,8 +44,9 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core.state import DATASET, LAYERS, LayerDisplay, ViewerState
+from viewer.ui.actions import add_action, find_menu
 from viewer.ui.docks import dock_beside_contrast
-from viewer.ui.menus import add_action, find_menu
+from viewer.ui.main_window import QtMainWindow
 
 Vec3 = tuple[int, int, int]
 
@@ -344,6 +345,11 @@ class QtLayersPanel(QWidget):
         if row is not None:
             row.set_shown_mag(text)
 
+    def set_shown_mags(self, mags: Mapping[str, str | Sequence[int] | None]) -> None:
+        """``set_shown_mag`` of each layer in ``mags``."""
+        for name, mag in mags.items():
+            self.set_shown_mag(name, mag)
+
     def row_order(self) -> list[str]:
         """The layer names from the top row down."""
         return [name for name, _ in self._row_keys()]
@@ -391,21 +397,25 @@ class QtLayersPanel(QWidget):
             self.state.set_layer(name, **changes)
 
 
-def install_layers_panel(window: Any) -> QtLayersPanel:
+def install_layers_panel(window: QtMainWindow) -> QtLayersPanel:
     """Dock a ``QtLayersPanel`` of ``window.state`` in ``window`` as "Layers", tabified with
     ``window.contrast_dock`` and raised; kept as ``window.layers_panel`` and
-    ``window.layers_dock``."""
+    ``window.layers_dock``.  The panel follows the window's layer drawing (the mags each layer
+    has, the mag on screen) and lists its keys in the window's keys help."""
     panel = QtLayersPanel(window.state)
     dock = dock_beside_contrast(window, "Layers", "layersDock", panel)
     dock.raise_()
-    window.layers_panel = panel
-    window.layers_dock = dock
-    source = getattr(window, "source", None)
-    if source is not None and hasattr(source, "layers"):  # a dataset is open already
+    window.layers_panel, window.layers_dock = panel, dock
+    drawing = window.drawing
+    drawing.mags_listed.connect(panel.set_mags)
+    drawing.layer_mags_shown.connect(panel.set_shown_mags)
+    # (Qt ends both connections when the panel is deleted: it is their receiver.)
+    source = window.source
+    if source is not None:  # a dataset is open already
         panel.set_mags({name: layer.mag_list for name, layer in source.layers.items()})
-        if hasattr(window, "_show_mag"):
-            window._show_mag()
-    window.layer_actions = _layer_actions(window, panel, dock)
+        drawing.show_mag()
+    window.menus.keys_help_rows.append(KEYS_HELP_ROWS)
+    _layer_actions(window, panel, dock)
     return panel
 
 
@@ -415,7 +425,7 @@ KEYS_HELP_ROWS = """<tr><td><b>V</b></td><td>show / hide the active layer</td></
 </td></tr>"""
 
 
-def _layer_actions(window: Any, panel: QtLayersPanel, dock: QDockWidget) -> list[QAction]:
+def _layer_actions(window: QWidget, panel: QtLayersPanel, dock: QDockWidget) -> list[QAction]:
     """Window-wide keys: V shows/hides the active layer, L makes the next layer down (from the
     top row, wrapping) the active one.  Listed in the window's View menu when it has one,
     beside the dock's own show/hide entry."""

@@ -12,14 +12,13 @@ box changes the budget at run time.
 
 ``install_background_loading(window, budget_bytes)`` switches a ``QtMainWindow`` to the loader:
 every dataset it opens gets a ``LayeredSource`` with a ``Loader`` per layer and mag, all on one
-block cache, whose bridge feeds ``window._on_data_arrived``.
+block cache, whose bridge feeds ``window.data_arrived``.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
@@ -29,6 +28,7 @@ from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.slicing import Box3, PlaneSource
 from viewer.format import Volume
+from viewer.ui.main_window import QtMainWindow
 
 MIB = 1 << 20
 STATUS_INTERVAL_MS = 500
@@ -176,7 +176,8 @@ class QtBackgroundLoading(QObject):
     (one per layer and mag, made when first needed, sharing one cache and its budget), with
     its bridge and status section."""
 
-    def __init__(self, window: Any, budget_bytes: int | None = None, workers: int = 2) -> None:
+    def __init__(self, window: QtMainWindow, budget_bytes: int | None = None,
+                 workers: int = 2) -> None:
         super().__init__(window)
         self.window = window
         self.budget_bytes = budget_bytes
@@ -203,13 +204,13 @@ class QtBackgroundLoading(QObject):
 
         source = LayeredSource(layers, part, cache=cache, on_close=on_close)
         bridge = QtLoadingBridge(source, self)
-        bridge.boxes_arrived.connect(self.window._on_data_arrived)
+        bridge.boxes_arrived.connect(self.window.data_arrived)
         self.loader, self.bridge = source, bridge
         self.status.set_loader(source)
         return source
 
 
-def install_background_loading(window: Any, budget_bytes: int | None = None,
+def install_background_loading(window: QtMainWindow, budget_bytes: int | None = None,
                                workers: int = 2) -> QtBackgroundLoading:
     """Switch ``window`` (a ``QtMainWindow``) to background loading for every dataset it opens
     from now on."""

@@ -19,7 +19,8 @@ from PySide6.QtCore import QByteArray, QEvent, QObject
 
 from viewer.core import view_memory
 from viewer.ui import settings
-from viewer.ui.menus import add_action, find_menu
+from viewer.ui.actions import add_action, find_menu
+from viewer.ui.main_window import QtMainWindow
 
 GEOMETRY_KEY = "window/geometry"
 DOCKS_KEY = "window/docks"
@@ -35,7 +36,7 @@ def dataset_key(path: str) -> str:
 class QtWindowMemory(QObject):
     """Saves and restores one window's layout and its datasets' views."""
 
-    def __init__(self, window: Any) -> None:
+    def __init__(self, window: QtMainWindow) -> None:
         super().__init__(window)
         self.window = window
         self._key: str | None = None
@@ -43,7 +44,8 @@ class QtWindowMemory(QObject):
         self._default_docks = window.saveState()
         self._default_size = window.size()
         view_menu = find_menu(window, "View")
-        view_menu.addSeparator()
+        if view_menu is not None:
+            view_menu.addSeparator()
         self.remember_action = add_action(window, "&Remember Each Dataset's View",
                                           self._on_remember_toggled, menu=view_menu,
                                           checkable=True)
@@ -95,14 +97,14 @@ class QtWindowMemory(QObject):
         if saved is None:
             return
         window = self.window
-        by_pos, by_zoom = getattr(window, "opened_with", (False, False))
+        by_pos, by_zoom = window.opened_with
         mags = {name: layer.mag_list for name, layer in window.source.layers.items()} \
             if window.source is not None else {}
-        channels = {name: t[1] for name, t in window.layer_types.items()}
+        channels = {name: t[1] for name, t in window.drawing.layer_types.items()}
         if view_memory.apply(window.state, saved, mags, position=not by_pos, zoom=not by_zoom,
                              channels=channels):
-            window._auto_pending = False  # the remembered levels, not fresh ones
-            window.statusBar().showMessage("restored the last view of this dataset", 4000)
+            window.drawing.auto_pending = False  # the remembered levels, not fresh ones
+            window.show_message("restored the last view of this dataset", 4000)
         self._view = view_memory.snapshot(window.state)
 
     def _views(self) -> dict[str, Any]:
@@ -131,7 +133,7 @@ class QtWindowMemory(QObject):
             store.setValue(GEOMETRY_KEY, self.window.saveGeometry())
             store.setValue(DOCKS_KEY, self.window.saveState())
 
-    def eventFilter(self, watched: Any, event: Any) -> bool:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() == QEvent.Type.Close:
             self.save_view()
             self.save_layout()
@@ -151,14 +153,14 @@ class QtWindowMemory(QObject):
         self._view = None
         self.window.restoreState(self._default_docks)
         self.window.resize(self._default_size)
-        self.window.statusBar().showMessage("window layout and remembered views reset", 4000)
+        self.window.show_message("window layout and remembered views reset", 4000)
 
 
 def _flag(value: Any) -> bool:
     return value not in (False, "false", "0", 0)
 
 
-def install_memory(window: Any) -> QtWindowMemory:
+def install_memory(window: QtMainWindow) -> QtWindowMemory:
     """Give ``window`` (a ``QtMainWindow``) its memory; call after its docks and size are
     set up (the remembered ones then replace them)."""
     memory = QtWindowMemory(window)

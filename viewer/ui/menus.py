@@ -1,18 +1,42 @@
-"""The main window's menus, tool bar and shortcuts, and the keys help they point to.
+"""The main window's menus, its position tool bar, and the keys help they point to.
 
-``MenusMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on the
-window and use what the window holds (``state``, ``contrast_dock``, its slots).
+``QtWindowMenus`` builds the File, Edit, View and Help menus and the tool bar on the window (a
+``QMainWindow``, which owns the actions and parents the dialogs), and runs what they ask: the
+open dialogs, the position field (Ctrl+G, Ctrl+Shift+C), zooming about the mouse, the keys help
+and About.  It reads and writes the model (``state``) and calls the window's few services
+through its ``WindowHost``; auto-contrast and selecting the segment under the mouse are the
+layer drawing's and the status bar's.  Panels mounted later list their keys in the help by
+appending rows to ``keys_help_rows``.  GUI thread only.
+
+(``add_action`` and ``find_menu`` live in ``viewer.ui.actions``; they are named here too for
+the callers that import them from this module.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLabel, QLineEdit, QMessageBox, QToolBar
+from PySide6.QtGui import QAction, QCursor, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QToolBar,
+)
 
+from viewer.core.state import format_position, parse_position
 from viewer.ui import remote as remote_ui
+from viewer.ui.actions import add_action, find_menu
+from viewer.ui.layer_drawing import QtLayerDrawing
+from viewer.ui.recent import QtRecentDatasets
+from viewer.ui.status_bar import QtWindowStatus
+from viewer.ui.window_host import WindowHost
+
+__all__ = ["KEYS_HELP", "QtWindowMenus", "add_action", "find_menu"]
 
 KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
@@ -21,7 +45,8 @@ KEYS_HELP = """<table cellspacing=4>
 <tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
 <tr><td><b>1</b></td><td>one screen pixel per voxel (per smallest voxel side)</td></tr>
 <tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
-<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td><td>move along the focused view's normal</td></tr>
+<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td>
+<td>move along the focused view's normal</td></tr>
 <tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
 <tr><td><b>M</b>, <b>double-click</b></td><td>maximise the focused view / back to 2x2</td></tr>
 <tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
@@ -34,82 +59,60 @@ KEYS_HELP = """<table cellspacing=4>
 </table>"""
 
 
-def add_action(window: Any, text: str, slot: Callable[[], Any],
-               shortcut: str | QKeySequence | None = None, menu: Any = None, tip: str = "",
-               checkable: bool = False) -> QAction:
-    """An action of ``window`` (its shortcut works wherever the focus is), listed in ``menu``
-    when given; ``slot`` is called without arguments."""
-    action = QAction(text, window)
-    if shortcut is not None:
-        action.setShortcut(QKeySequence(shortcut))
-    if tip:
-        action.setToolTip(tip)
-    action.setCheckable(checkable)
-    action.triggered.connect(lambda *_: slot())
-    if menu is not None:
-        menu.addAction(action)
-    window.addAction(action)
-    return action
+class QtWindowMenus:
+    """The menus and the position tool bar of one window."""
 
+    def __init__(self, window: QMainWindow, host: WindowHost, drawing: QtLayerDrawing,
+                 status: QtWindowStatus, contrast_dock: QDockWidget) -> None:
+        self.window = window
+        self.host = host
+        self.state = host.state
+        #: Rows (``<tr>...</tr>``) panels mounted later add to the keys help.
+        self.keys_help_rows: list[str] = []
+        #: The About box, once opened.
+        self.about_box: QMessageBox | None = None
+        state = self.state
 
-def find_menu(window: Any, title: str) -> Any:
-    """The menu of ``window``'s menu bar titled ``title`` (ignoring the ``&``), or None."""
-    bar = window.menuBar() if hasattr(window, "menuBar") else None
-    if bar is None:
-        return None
-    for act in bar.actions():
-        menu = act.menu()
-        if menu is not None and act.text().replace("&", "") == title:
-            return menu
-    return None
+        def act(text: str, slot: Callable[[], object],
+                shortcut: str | QKeySequence | QKeySequence.StandardKey | None = None,
+                menu: QMenu | None = None, tip: str = "") -> QAction:
+            return add_action(window, text, slot, shortcut, menu, tip)
 
-
-class MenusMixin:
-    """Builds the menus and the position tool bar of ``QtMainWindow``; shows the keys help."""
-
-    def _action(self, text: str, slot: Callable[[], Any], shortcut: str | QKeySequence | None = None,
-                menu: Any = None, tip: str = "") -> QAction:
-        return add_action(self, text, slot, shortcut, menu, tip)
-
-    def _build_actions(self) -> None:
-        bar = self.menuBar()
+        bar = window.menuBar()
         file_menu = bar.addMenu("&File")
-        self.open_action = self._action("&Open Dataset Folder\u2026", self.choose_folder,
-                                        QKeySequence.StandardKey.Open, file_menu)
-        self._action("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
-        self._action("Open &URL\u2026", lambda: remote_ui.choose_url(self), "Ctrl+U", file_menu,
-                     "A dataset over HTTP(S), S3 or GCS")
-        self.recent_menu = file_menu.addMenu("Open &Recent")
-        self._action("Open &Demo Dataset", self.open_demo, None, file_menu)
+        self.open_action = act("&Open Dataset Folder\u2026", self.choose_folder,
+                               QKeySequence.StandardKey.Open, file_menu)
+        act("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
+        act("Open &URL\u2026", self.choose_url, "Ctrl+U", file_menu,
+            "A dataset over HTTP(S), S3 or GCS")
+        self.recent = QtRecentDatasets(file_menu.addMenu("Open &Recent"), host.open_path)
+        act("Open &Demo Dataset", self.open_demo, None, file_menu)
         file_menu.addSeparator()
-        self._action("&Export View\u2026", self._on_export_view, "Ctrl+E", file_menu,
-                     "Save the focused view or all views as a PNG (1x or 2x)")
+        act("&Export View\u2026", self.export_view, "Ctrl+E", file_menu,
+            "Save the focused view or all views as a PNG (1x or 2x)")
         file_menu.addSeparator()
-        self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, file_menu)
+        act("&Quit", window.close, QKeySequence.StandardKey.Quit, file_menu)
         edit = bar.addMenu("&Edit")
-        self._action("&Copy Position", self.copy_position, "Ctrl+Shift+C", edit)
-        self._action("&Go to Position\u2026", self._on_go_to, "Ctrl+G", edit)
+        act("&Copy Position", self.copy_position, "Ctrl+Shift+C", edit)
+        act("&Go to Position\u2026", self.go_to, "Ctrl+G", edit)
         view = bar.addMenu("&View")
-        self._action("&Maximise Focused View / 2x2", self.state.toggle_maximized, "M", view)
-        self._action("&Centre on Cursor", self.state.recenter, "C", view)
-        self._action("Zoom &In", lambda: self._zoom_key(1), QKeySequence.StandardKey.ZoomIn, view)
-        self._action("Zoom In", lambda: self._zoom_key(1), "+")
-        self._action("Zoom In", lambda: self._zoom_key(1), "=")
-        self._action("Zoom &Out", lambda: self._zoom_key(-1), QKeySequence.StandardKey.ZoomOut,
-                     view)
-        self._action("Zoom Out", lambda: self._zoom_key(-1), "-")
-        self._action("&Actual Size (1 voxel = 1 pixel)", lambda: self.state.set_zoom(1.0), "1",
-                     view)
+        act("&Maximise Focused View / 2x2", state.toggle_maximized, "M", view)
+        act("&Centre on Cursor", state.recenter, "C", view)
+        act("Zoom &In", lambda: self.zoom_key(1), QKeySequence.StandardKey.ZoomIn, view)
+        act("Zoom In", lambda: self.zoom_key(1), "+")
+        act("Zoom In", lambda: self.zoom_key(1), "=")
+        act("Zoom &Out", lambda: self.zoom_key(-1), QKeySequence.StandardKey.ZoomOut, view)
+        act("Zoom Out", lambda: self.zoom_key(-1), "-")
+        act("&Actual Size (1 voxel = 1 pixel)", lambda: state.set_zoom(1.0), "1", view)
         view.addSeparator()
-        self._action("A&uto-Contrast", self.auto_contrast, "A", view)
-        self._action("&Invert", lambda: self.state.set_contrast(
-            invert=not self.state.contrast.invert), "I", view)
-        self._action("&Select Segment Under Mouse", self.select_hovered_segment, "S", view)
+        act("A&uto-Contrast", drawing.auto_contrast, "A", view)
+        act("&Invert", lambda: state.set_contrast(invert=not state.contrast.invert), "I", view)
+        act("&Select Segment Under Mouse", status.select_hovered_segment, "S", view)
         view.addSeparator()
-        view.addAction(self.contrast_dock.toggleViewAction())
+        view.addAction(contrast_dock.toggleViewAction())
         help_menu = bar.addMenu("&Help")
-        self._action("&Keys and Mouse", self.show_keys, "F1", help_menu)
-        self._action("&About wkw-viewer", self._on_about, None, help_menu)
+        act("&Keys and Mouse", self.show_keys, "F1", help_menu)
+        act("&About wkw-viewer", self.show_about, None, help_menu)
 
         tools = QToolBar("Position")
         tools.setObjectName("positionToolbar")
@@ -123,39 +126,96 @@ class MenusMixin:
         self.position_field.setFixedWidth(170)
         self.position_field.returnPressed.connect(self._on_position_entered)
         tools.addWidget(self.position_field)
-        copy = QAction("Copy", self)
-        copy.setToolTip("Copy the cursor position (Ctrl+Shift+C)")
-        copy.triggered.connect(lambda *_: self.copy_position())
-        tools.addAction(copy)
+        self._tool(tools, "Copy", "Copy the cursor position (Ctrl+Shift+C)", self.copy_position)
         tools.addSeparator()
-        maximise = QAction("Maximise", self)
-        maximise.setToolTip("Maximise the focused view / back to 2x2 (M)")
-        maximise.triggered.connect(lambda *_: self.state.toggle_maximized())
-        tools.addAction(maximise)
-        centre = QAction("Centre", self)
-        centre.setToolTip("Centre every view on the cursor (C)")
-        centre.triggered.connect(lambda *_: self.state.recenter())
-        tools.addAction(centre)
-        auto = QAction("Auto-contrast", self)
-        auto.setToolTip("Levels from the data on screen (A)")
-        auto.triggered.connect(lambda *_: self.auto_contrast())
-        tools.addAction(auto)
-        self.addToolBar(tools)
-        self._update_recent_menu()
+        self._tool(tools, "Maximise", "Maximise the focused view / back to 2x2 (M)",
+                   state.toggle_maximized)
+        self._tool(tools, "Centre", "Centre every view on the cursor (C)", state.recenter)
+        self._tool(tools, "Auto-contrast", "Levels from the data on screen (A)",
+                   drawing.auto_contrast)
+        window.addToolBar(tools)
 
-    def _on_export_view(self) -> None:
+    def _tool(self, tools: QToolBar, text: str, tip: str, slot: Callable[[], object]) -> None:
+        """A button of the tool bar (its key is the menu entry's)."""
+        action = QAction(text, self.window)
+        action.setToolTip(tip)
+        action.triggered.connect(lambda *_: slot())
+        tools.addAction(action)
+
+    # -- opening -------------------------------------------------------------------------------
+    def choose_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self.window, "Open WKW dataset folder")
+        if path:
+            self.host.open_path(path)
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open a WKW file", "",
+                                              "WKW files (*.wkw);;All files (*)")
+        if path:
+            self.host.open_path(path)
+
+    def choose_url(self) -> None:
+        remote_ui.choose_url(self.window, self.host.open_path, self.recent.paths())
+
+    def open_demo(self) -> None:
+        from viewer.ui.demo_dialog import ensure_demo_with_progress
+
+        path = ensure_demo_with_progress(self.window)
+        if path is not None:
+            self.host.open_path(path)
+
+    def export_view(self) -> None:
         from viewer.ui.export import choose_and_export
 
-        choose_and_export(self)
+        choose_and_export(self.host)
 
-    def _on_about(self) -> None:
+    # -- the position field and the zoom keys --------------------------------------------------
+    def _on_position_entered(self) -> None:
+        field = self.position_field
+        try:
+            pos = parse_position(field.text())
+        except ValueError as exc:
+            self.host.show_message(str(exc), 6000)
+            field.setStyleSheet("border: 1px solid #d44;")
+            return
+        field.setStyleSheet("")
+        self.state.jump_to(pos)  # one notification: each plane fetched and drawn once
+        field.setText(format_position(self.state.cursor))
+        self.host.views[self.state.focused].setFocus()
+
+    def go_to(self) -> None:
+        self.position_field.setFocus()
+        self.position_field.selectAll()
+
+    def show_cursor(self) -> None:
+        """The cursor moved: show it in the position field (unless someone is typing)."""
+        if not self.position_field.hasFocus():
+            self.position_field.setText(format_position(self.state.cursor))
+
+    def copy_position(self) -> None:
+        text = format_position(self.state.cursor)
+        QGuiApplication.clipboard().setText(text)
+        self.host.show_message(f"copied {text}", 3000)
+
+    def zoom_key(self, steps: int) -> None:
+        """Zoom about the mouse when it is over a view, else about that view's centre."""
+        for axis, view in self.host.views.items():
+            if not view.isVisible():
+                continue
+            local = view.mapFromGlobal(QCursor.pos())
+            if view.rect().contains(local):
+                h, v = view.to_dataset(local.x(), local.y())
+                self.state.zoom_by(steps, about=(axis, h, v))
+                return
+        self.state.zoom_by(steps)
+
+    # -- help ----------------------------------------------------------------------------------
+    def show_keys(self) -> None:
+        rows = "".join(self.keys_help_rows)
+        QMessageBox.information(self.window, "Keys and mouse",
+                                KEYS_HELP.replace("</table>", rows + "</table>"))
+
+    def show_about(self) -> None:
         from viewer.ui.about import show_about
 
-        show_about(self)
-
-    def show_keys(self) -> None:
-        from viewer.ui.layers_panel import KEYS_HELP_ROWS
-
-        rows = KEYS_HELP_ROWS if getattr(self, "layers_panel", None) is not None else ""
-        QMessageBox.information(self, "Keys and mouse",
-                                KEYS_HELP.replace("</table>", rows + "</table>"))
+        self.about_box = show_about(self.window)

@@ -1,21 +1,31 @@
-"""Helpers for opening datasets: the bridge that brings the background extent scan's reports
-to the GUI thread, and the recent-datasets list.
+"""Opening a dataset for the window: which layers can be read, the box they span, and, for a
+dataset that does not declare its extent (a plain WKW dataset), the background scan of its
+storage units that grows it.
 
-``RecentDatasetsMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on
-the window and use its ``recent_menu`` and ``open_path``.
+``QtDatasetOpener.open(path, pos)`` opens the dataset (a URL on a thread, the window staying
+responsive: ``viewer.ui.remote.open_dataset``) and returns an ``Opening``, or raises; the window
+then shows it and hands the opening's scan back with ``adopt``.  While the scan of the shown
+dataset finds more files, ``extent_grown(bounds)`` is emitted on the GUI thread (the scan's
+reports hop there through ``QtExtentBridge``).  GUI thread only, but for ``QtExtentBridge.report``.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 
 from viewer.core import extent
-from viewer.format import is_url
-from viewer.ui import settings
+from viewer.core.layered import SourceLayer, source_layers
+from viewer.core.state import Vec3
+from viewer.format import Dataset, Volume
+from viewer.ui import remote as remote_ui
 
-RECENT_MAX = 10
+#: How long opening waits for the file scan before it shows a provisional extent (a dataset of
+#: a few hundred files is listed in far less: it opens with its whole extent at once).
+QUICK_EXTENT_S = 0.15
 
 
 class QtExtentBridge(QObject):
@@ -29,32 +39,110 @@ class QtExtentBridge(QObject):
         self.extent_found.emit(scan, bounds, done)
 
 
-class RecentDatasetsMixin:
-    """The recent datasets of ``QtMainWindow`` (kept in QSettings, unless settings are off)."""
+@dataclass
+class Opening:
+    """A dataset opened and not shown yet."""
 
-    # -- recent datasets ---------------------------------------------------------------------
-    def recent(self) -> list[str]:
-        store = settings.open_settings()
-        if store is None:
-            return []
-        value = store.value("recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
+    #: The dataset (any format: its layers, mags, voxel size and problems).
+    dataset: Dataset
+    #: The layers that can be read, color layers first.
+    layers: list[SourceLayer]
+    #: The box they span, in mag-1 voxels (provisional while ``scan`` runs).
+    bounds: tuple[Vec3, Vec3]
+    #: The scan still growing ``bounds`` (None: they are final).
+    scan: extent.ExtentScan | None = None
+    #: What did not open (layers, mags), as sentences.
+    notes: list[str] = field(default_factory=list)
 
-    def _add_recent(self, path: str) -> None:
-        store = settings.open_settings()
-        if store is None:
-            return
-        path = path if is_url(path) else os.path.abspath(path)
-        items = [path] + [p for p in self.recent() if p != path]
-        store.setValue("recent", items[:RECENT_MAX])
-        self._update_recent_menu()
 
-    def _update_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        items = self.recent()
-        for path in items:
-            action = self.recent_menu.addAction(path)
-            action.triggered.connect(lambda *_, p=path: self.open_path(p))
-        self.recent_menu.setEnabled(bool(items))
+class QtDatasetOpener(QObject):
+    """Opens datasets and follows the extent scan of the one shown."""
+
+    #: The scan of the dataset shown found more files: they span these (lo, hi) bounds.
+    extent_grown = Signal(object)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        #: The scan of the dataset shown (None: its extent is final).
+        self.scan: extent.ExtentScan | None = None
+        #: Test hook: the file listing the extent scan walks (default ``list_files``).
+        self.extent_listing: Callable[[Volume], Any] | None = None
+        self._bridge = QtExtentBridge(self)
+        self._bridge.extent_found.connect(self._on_extent_found,
+                                          Qt.ConnectionType.QueuedConnection)
+
+    @property
+    def scanning(self) -> bool:
+        """The files of the dataset shown are still being listed (its extent may grow)."""
+        return self.scan is not None
+
+    def open(self, path: str, pos: Sequence[int] | None = None) -> Opening:
+        """Open ``path``; raises (after closing what it opened) when nothing can be shown."""
+        opened = remote_ui.open_dataset(path)  # a URL: on a thread
+        try:
+            return self._open_layers(opened, pos)
+        except BaseException:
+            opened.close()
+            raise
+
+    def adopt(self, scan: extent.ExtentScan | None) -> None:
+        """``scan`` grows the extent of the dataset now shown (its reports are queued: they
+        come after this)."""
+        self.scan = scan
+
+    def stop(self, scan: extent.ExtentScan | None = None) -> None:
+        """Stop ``scan`` (default: the shown dataset's)."""
+        scan = scan or self.scan
+        if scan is not None:
+            scan.cancel()
+            scan.join(2.0)
+        if scan is self.scan:
+            self.scan = None
+
+    def _on_extent_found(self, scan: extent.ExtentScan, bounds: extent.Bounds,
+                         done: bool) -> None:
+        if scan is not self.scan:
+            return  # a scan of a dataset no longer shown
+        if done:
+            self.scan = None
+        self.extent_grown.emit(bounds)
+
+    def _open_layers(self, opened: Dataset, pos: Sequence[int] | None) -> Opening:
+        """The layers of ``opened`` that can be read (color layers first), the box they span
+        in mag-1 voxels, and the extent scan still growing it (a single layer whose extent is
+        not declared, such as a plain WKW dataset: see ``_find_extent``); what did not open is
+        noted."""
+        notes = [str(p) for p in opened.problems]
+        layers, problems = source_layers(opened)
+        notes.extend(str(p) for p in problems)
+        if not layers:
+            raise ValueError("no layer of this dataset can be read"
+                             + (f": {'; '.join(notes)}" if notes else ""))
+        layers.sort(key=lambda la: la.category == "segmentation")  # stable: colors first
+        described = [opened.layer(la.name) for la in layers]
+        if len(layers) == 1 and not described[0].extent_declared:
+            bounds, scan = self._find_extent(layers[0].finest, pos)
+            return Opening(opened, layers, bounds, scan, notes)
+        boxes = [d.bounding_box for d in described]
+        boxes = [b for b in boxes if not b.is_empty] or boxes
+        lo = tuple(min(b.top_left[a] for b in boxes) for a in range(3))
+        hi = tuple(max(b.top_left[a] + b.size[a] for b in boxes) for a in range(3))
+        return Opening(opened, layers, (lo, hi), None, notes)  # type: ignore[arg-type]
+
+    def _find_extent(self, dataset: Volume, pos: Sequence[int] | None
+                     ) -> tuple[tuple[Vec3, Vec3], extent.ExtentScan | None]:
+        """The extent of a volume that does not declare it, and the scan still growing it
+        (None when it is final).  The storage units are listed on a thread; a small dataset's
+        listing ends while we wait a moment, a large one opens with a provisional extent
+        (``extent.provisional_bounds``)."""
+        listing = self.extent_listing(dataset) if self.extent_listing is not None else None
+        bridge = self._bridge
+        scan = extent.ExtentScan(dataset, lambda b, done: bridge.report(scan, b, done), listing)
+        scan.start()
+        if scan.wait(QUICK_EXTENT_S) and scan.result is not None:
+            return scan.result, None
+        try:
+            return extent.provisional_bounds(dataset, pos), scan
+        except BaseException:
+            self.stop(scan)
+            raise

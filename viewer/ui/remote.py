@@ -1,5 +1,6 @@
 """The window's side of remote datasets (issue 16): File > Open URL..., opening a URL without
-freezing the window, and a status-bar section with the network counters.
+freezing the window, and a status-bar section with the network counters (the window adds
+it, telling it which paths it shows).
 
 ``open_dataset(path)`` is the registry's, except that for a URL the requests (detection, the
 metadata, every mag's header) run on a thread while the GUI thread keeps handling events; it
@@ -11,6 +12,7 @@ on-disk cache's hits, and errors with the last one (its HTTP status).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -59,21 +61,21 @@ def open_dataset(path: str) -> Dataset:
     return result
 
 
-def choose_url(window: Any) -> None:
-    """File > Open URL...: ask for a URL and open it."""
+def choose_url(parent: QWidget | None, open_path: Callable[[str], object],
+               recent: Sequence[str] = ()) -> None:
+    """File > Open URL...: ask for a URL (offering the last one of ``recent``) and open it."""
     url, ok = QInputDialog.getText(
-        window, "Open URL",
+        parent, "Open URL",
         "URL of a dataset (http://, https://, s3://, gs://): a webKnossos dataset, a WKW "
         "dataset or file, a zarr array or group, an N5 dataset", QLineEdit.EchoMode.Normal,
-        _last_url(window))
+        _last_url(recent))
     url = url.strip()
     if ok and url:
-        window.open_path(url)
+        open_path(url)
 
 
-def _last_url(window: Any) -> str:
-    recent = getattr(window, "recent", None)
-    for item in (recent() if recent is not None else []):
+def _last_url(recent: Sequence[str]) -> str:
+    for item in recent:
         if is_url(item):
             return str(item)
     return "https://"
@@ -82,10 +84,12 @@ def _last_url(window: Any) -> str:
 class QtRemoteStatus(QLabel):
     """The network counters in the status bar (hidden until something remote is read)."""
 
-    def __init__(self, parent: QWidget | None = None, window: Any = None) -> None:
+    def __init__(self, parent: QWidget | None = None,
+                 shown_paths: Callable[[], Sequence[str | None]] | None = None) -> None:
         super().__init__(parent)
-        #: The window whose dataset decides whether the section shows (None: always).
-        self.window = window
+        #: The paths of what the window shows: the section shows when one is a URL (None:
+        #: whenever anything remote was read).
+        self.shown_paths = shown_paths
         self.setObjectName("remoteStatus")
         self.timer = QTimer(self)
         self.timer.setInterval(STATUS_INTERVAL_MS)
@@ -98,7 +102,7 @@ class QtRemoteStatus(QLabel):
         from viewer.format import remote_stats
 
         s = remote_stats()
-        shown = s.stores > 0 and (self.window is None or self._reads_remote())
+        shown = s.stores > 0 and (self.shown_paths is None or self._reads_remote())
         self.setVisible(shown)
         if not shown:
             return
@@ -119,18 +123,7 @@ class QtRemoteStatus(QLabel):
             + (f"; last: {s.last_error}" if s.last_error else ""),
         ]))
 
-
     def _reads_remote(self) -> bool:
         """Whether the window shows a dataset read over the network (A, or compare's B)."""
-        paths = [getattr(self.window, "dataset_path", None)]
-        compare = getattr(self.window, "compare", None)
-        paths.append(getattr(compare, "path_b", None))
+        paths = self.shown_paths() if self.shown_paths is not None else []
         return any(isinstance(p, str) and is_url(p) for p in paths)
-
-
-def install(window: Any) -> QtRemoteStatus:
-    """Add the network section to ``window``'s status bar."""
-    status = QtRemoteStatus(window=window)
-    window.statusBar().addPermanentWidget(status)
-    window.remote_status = status
-    return status

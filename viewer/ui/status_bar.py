@@ -1,10 +1,12 @@
 """The main window's status bar: the cursor, the mouse position, the value and block under the
-mouse, and the dataset summary (with physical units where the dataset has a voxel size).
+mouse, the mag shown, and the dataset summary (with physical units where the dataset has a voxel
+size).
 
-``StatusBarMixin`` is a part of ``QtMainWindow`` (viewer.ui.main_window): its methods run on the
-window and use what the window holds (``state``, ``dataset``, ``views``, ``opened``).
-With several layers the value under the mouse is given for each visible layer, and
-``mag_label`` names the mag the focused view shows (``color: mag 4-4-2``).
+``QtWindowStatus`` fills the window's ``QStatusBar`` with its sections (one flow that wraps onto
+a second line on a narrow window) and keeps them current; it reads what is open through the
+window's ``WindowHost``.  With several layers the value under the mouse is given for each visible
+layer, and ``mag_label`` names the mag the focused view shows (``color: mag 4-4-2``).  Other
+parts add sections of their own with ``add_widget``.  GUI thread only.
 """
 
 from __future__ import annotations
@@ -14,30 +16,42 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QWidget
+import numpy.typing as npt
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from viewer.core.multires import format_physical
 from viewer.core.slicing import IN_PLANE, Status
 from viewer.core.state import format_position
 from viewer.ui.flow_layout import QtFlowLayout
+from viewer.ui.slice_view import QtSliceView
+from viewer.ui.window_host import WindowHost
+
+Vec3 = tuple[int, int, int]
+#: (layer, values, status, coarse) of one layer at one voxel: see ``QtWindowStatus.layer_values``.
+LayerValue = tuple[str, npt.NDArray[Any], int, bool]
 
 
-class StatusBarMixin:
-    """Fills the status bar of ``QtMainWindow``."""
+class QtWindowStatus(QObject):
+    """The sections of the window's status bar."""
 
-    def _build_status_bar(self) -> None:
-        bar = self.statusBar()
+    def __init__(self, bar: QStatusBar, host: WindowHost) -> None:
+        super().__init__(bar)
+        self.bar = bar
+        self.host = host
+        self.state = host.state
+        #: The voxel under the mouse (None: the mouse is over no view).
+        self.hover: Vec3 | None = None
         # Every section sits in one flow that wraps onto a second line on a narrow window
         # (QStatusBar itself cuts the sections' text short when they do not fit).
-        self.status_sections = QWidget()
-        self.status_sections.setObjectName("statusSections")
+        self.sections = QWidget()
+        self.sections.setObjectName("statusSections")
         # the status bar's own colour shows through the sections (not the panels' colour)
-        self.status_sections.setStyleSheet(
+        self.sections.setStyleSheet(
             "#statusSections, #statusSections > QWidget { background: transparent; }")
-        self._status_flow = QtFlowLayout(self.status_sections)
-        bar.addWidget(self.status_sections, 1)
-        bar.messageChanged.connect(self._on_status_message)
+        self._flow = QtFlowLayout(self.sections)
+        bar.addWidget(self.sections, 1)
+        bar.messageChanged.connect(self._on_message)
         self.cursor_label = QLabel()
         self.mouse_label = QLabel()
         self.value_label = QLabel()
@@ -50,13 +64,13 @@ class StatusBarMixin:
         for label in (self.cursor_label, self.mouse_label, self.value_label, self.block_label,
                       self.mag_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            self._status_flow.addWidget(label)
-        self._status_flow.addWidget(self.info_label)
+            self._flow.addWidget(label)
+        self._flow.addWidget(self.info_label)
 
-    def add_status_widget(self, widget: QWidget, permanent: bool = False) -> None:
+    def add_widget(self, widget: QWidget, permanent: bool = False) -> None:
         """Add a section to the status bar: before the dataset summary, or (``permanent``)
         at the end."""
-        flow = self._status_flow
+        flow = self._flow
         if permanent:
             flow.addWidget(widget)
             return
@@ -67,31 +81,37 @@ class StatusBarMixin:
             if item is not None:
                 flow.addItem(item)
 
-    def _on_status_message(self, text: str) -> None:
+    def _on_message(self, text: str) -> None:
         """While a message shows, the sections are hidden: the bar keeps their height so that
         the views do not jump."""
-        bar = self.statusBar()
         if text:
-            bar.setMinimumHeight(self.status_sections.height() + 4)
+            self.bar.setMinimumHeight(self.sections.height() + 4)
         else:
-            bar.setMinimumHeight(0)
+            self.bar.setMinimumHeight(0)
 
-    def _show_info(self) -> None:
-        """The status bar's dataset summary (size: what the files found so far span)."""
-        if self.dataset is None:
+    def show_cursor(self, pos: Sequence[int]) -> None:
+        self.cursor_label.setText(f"cursor  {self.position_text(pos)}")
+
+    def show_mag(self, text: str) -> None:
+        """Name the mag the focused view shows (empty: the dataset has one mag per layer)."""
+        self.mag_label.setText(text)
+
+    def show_info(self, scanning: bool = False) -> None:
+        """The dataset summary (size: what the files found so far span; ``scanning``: the
+        files are still being listed, the extent may grow)."""
+        vol = self.host.dataset
+        if vol is None:
             return
-        vol = self.dataset
         info = vol.info()
         lo, hi = self.state.bounds
         size = " \u00d7 ".join(str(b - a) for a, b in zip(lo, hi, strict=True))
-        scanning = self._extent_scan is not None
         more = " (listing files\u2026)" if scanning else ""
         chans = f" \u00d7 {vol.num_channels}" if vol.num_channels > 1 else ""
         physical = note = ""
         if self.state.voxel_size_nm is not None:
             physical = (" \u00b7 " + " \u00d7 ".join(f"{v:.4g}" for v in self.state.voxel_size_nm)
                         + " nm")
-        opened = self.opened
+        opened = self.host.opened
         if opened is not None and (len(opened.layers) > 1 or opened.voxel_size_declared):
             names = ", ".join(f"{la.name} ({la.category})" for la in self.state.layers)
             what = "webKnossos" if opened.format == "webknossos" else opened.format
@@ -102,14 +122,14 @@ class StatusBarMixin:
         chunk = "\u00d7".join(map(str, vol.chunk_shape))
         unit = "\u00d7".join(map(str, vol.unit_shape))
         self.info_label.setToolTip(
-            f"{self.dataset_path}\n{info.format}: voxel type {vol.dtype.name}, "
+            f"{self.host.dataset_path}\n{info.format}: voxel type {vol.dtype.name}, "
             f"{vol.num_channels} channel(s), {info.compression} chunks of {chunk} voxels, "
             f"{unit} chunks per storage unit; the data span {size} voxels"
             + ("\n(still listing the data files: the extent may grow)" if scanning else "")
             + note)
 
-    # -- status bar --------------------------------------------------------------------------
-    def _position_text(self, pos: Sequence[int]) -> str:
+    # -- the cursor and the mouse -----------------------------------------------------------
+    def position_text(self, pos: Sequence[int]) -> str:
         """``x, y, z`` in voxels, and where the dataset has a voxel size also in physical
         units (the voxel's corner, as webKnossos counts): ``40, 20, 50 · 0.4, 0.2, 1.25 µm``."""
         text = format_position(pos)
@@ -118,28 +138,34 @@ class StatusBarMixin:
             text += f"  \u00b7  {format_physical(pos, size)}"
         return text
 
-    def _on_hovered(self, pos: tuple[int, int, int] | None) -> None:
-        self._hover = pos
-        self._show_hover(pos)
+    def on_hovered(self, pos: Vec3 | None) -> None:
+        """A view's mouse is over voxel ``pos`` (None: over no voxel)."""
+        self.hover = pos
+        self.show_hover(pos)
 
-    def _show_hover(self, pos: tuple[int, int, int] | None) -> None:
-        if pos is None or self.dataset is None:
+    def rehover(self) -> None:
+        """Show the mouse's voxel anew (its value arrived, or what is under it changed)."""
+        if self.hover is not None:
+            self.show_hover(self.hover)
+
+    def show_hover(self, pos: Vec3 | None) -> None:
+        vol = self.host.dataset
+        if pos is None or vol is None:
             self.mouse_label.setText("")
             self.value_label.setText("")
             self.block_label.setText("")
             self._hover_segments([])
             return
-        self.mouse_label.setText(f"mouse  {self._position_text(pos)}")
+        self.mouse_label.setText(f"mouse  {self.position_text(pos)}")
         lo, hi = self.state.bounds
         if not all(a <= p < b for p, a, b in zip(pos, lo, hi, strict=True)):
             self.value_label.setText("outside the data")
             self.block_label.setText("")
             return
-        found = self._layer_values(pos)
+        found = self.layer_values(pos)
         self.value_label.setText(_values_text(found))
         self._hover_segments(found)
-        vol = self.dataset
-        chunk = np.asarray([p // m for p, m in zip(pos, self.dataset_mag, strict=True)],
+        chunk = np.asarray([p // m for p, m in zip(pos, self.host.dataset_mag, strict=True)],
                            dtype=np.int64) // np.asarray(vol.chunk_shape)
         units, indices = vol.locate(chunk[None, :])
         unit = (int(units[0][0]), int(units[0][1]), int(units[0][2]))
@@ -148,13 +174,11 @@ class StatusBarMixin:
         rel = os.path.relpath(path, base) if path.startswith(base) else path
         self.block_label.setText(f"file  {rel}   block  {int(indices[0])}")
 
-
-    def _layer_values(self, pos: tuple[int, int, int]
-                      ) -> list[tuple[str, np.ndarray, int, bool]]:
+    def layer_values(self, pos: Vec3) -> list[LayerValue]:
         """(layer, values, status, coarse) of each visible layer at ``pos``, from the first
         view whose planes hold it; ``coarse`` when the value comes from a coarser mag than
         mag 1 (it is the value of the mag voxel containing ``pos``)."""
-        for view in self.views.values():
+        for view in self.host.views.values():
             found = _values_on(view, pos)
             if found:
                 return found
@@ -169,8 +193,8 @@ class StatusBarMixin:
                 self.state.set_layer(layer.name, selected_id=None
                                      if hovered == layer.selected_id else hovered)
 
-    def _hover_segments(self, found: list[tuple[str, np.ndarray, int, bool]]) -> None:
-        """Highlight the segment under the mouse (``found``: ``_layer_values``) in each
+    def _hover_segments(self, found: list[LayerValue]) -> None:
+        """Highlight the segment under the mouse (``found``: ``layer_values``) in each
         segmentation layer."""
         ids = {name: int(values[0]) for name, values, status, _ in found
                if status == Status.DATA}
@@ -181,9 +205,8 @@ class StatusBarMixin:
                     self.state.set_layer(layer.name, hovered_id=hovered)
 
 
-def _values_on(view: Any, pos: tuple[int, int, int]
-               ) -> list[tuple[str, np.ndarray, int, bool]]:
-    """``_layer_values`` on one view: every layer's plane there must hold ``pos``."""
+def _values_on(view: QtSliceView, pos: Vec3) -> list[LayerValue]:
+    """``QtWindowStatus.layer_values`` on one view: every layer's plane there must hold ``pos``."""
     planes = view.layer_planes or ({"": view.plane} if view.plane is not None else {})
     u, v = IN_PLANE[view.axis]
     out = []
@@ -200,7 +223,7 @@ def _values_on(view: Any, pos: tuple[int, int, int]
     return out
 
 
-def _values_text(found: list[tuple[str, np.ndarray, int, bool]]) -> str:
+def _values_text(found: list[LayerValue]) -> str:
     """The status bar's values: ``value  12`` for one layer, ``color 12   segmentation 7``
     for several."""
     several = len(found) > 1
