@@ -30,8 +30,9 @@ def ramp() -> np.ndarray:
 def write_wk(root: Path, data: np.ndarray, mag: tuple[int, int, int] = (1, 1, 1),
              voxel_size: tuple[float, float, float] = VOXEL) -> Path:
     """A one-layer webKnossos dataset holding ``data`` at ``mag`` (block_len 8, file_len 4)."""
-    spec = LayerSpec("color", BoundingBox((0, 0, 0), tuple(s * m for s, m in zip(data.shape, mag, strict=True))),
-                     mags=[mag], block_len=8, file_len=4)
+    extent = tuple(s * m for s, m in zip(data.shape, mag, strict=True))
+    spec = LayerSpec("color", BoundingBox((0, 0, 0), extent), mags=[mag], block_len=8,
+                     file_len=4)
     ds = create_dataset(root, [spec], voxel_size=voxel_size)
     ds.layer("color").mag(mag).write((0, 0, 0), data)
     ds.close()

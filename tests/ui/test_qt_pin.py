@@ -59,7 +59,8 @@ def test_thousands_of_cursor_moves_leave_true_and_none_alone(tmp_path):
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(root)], capture_output=True,
                             text=True, env=env, timeout=300,
                             cwd=Path(__file__).resolve().parents[2])
-    assert result.returncode == 0, f"the process died ({result.returncode}): {result.stderr[-2000:]}"
+    assert result.returncode == 0, \
+        f"the process died ({result.returncode}): {result.stderr[-2000:]}"
     figures = dict(line.split() for line in result.stdout.splitlines() if line.strip())
     assert int(figures["paints"]) >= MOVES  # the moves really went through painted views
     # a leak of one reference per emit or update would show as thousands here
