@@ -320,6 +320,9 @@ class Loader:
         self._latency_bound = is_url(str(dataset.path))
         if self._latency_bound:
             self._hint_tasks = -1
+        #: The storage units whose read-ahead is kept (a volume at a URL: ``_drop_far_hints``).
+        self._hint_units: frozenset[Vec3] = frozenset()
+        self._hint_visible: set[BlockKey] | None = None
 
         # GUI-thread state.
         self._planes: OrderedDict[PlaneRequest, _PlaneEntry] = OrderedDict()
@@ -433,7 +436,25 @@ class Loader:
                                  self._epoch, plan)
                     heapq.heappush(self._queue, ((2, -1), next(self._seq), task))
                 self._changed.notify_all()
+        if self._latency_bound and visible is not self._hint_visible:
+            self._drop_far_hints(visible)
         self._trim_planes()
+
+    def _drop_far_hints(self, visible: set[BlockKey]) -> None:
+        """A volume at a URL: when the screen moved to other storage units, stop the network
+        read-ahead of units neither on screen nor next to one (queued or on the wire: their
+        requests would hold the connections the new screen's reads need).  Scrolling and
+        panning keep theirs; a far jump drops them all.  GUI thread."""
+        self._hint_visible = visible
+        units = {key[2] for key in visible}
+        near = frozenset((x + dx, y + dy, z + dz) for x, y, z in units
+                         for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1))
+        if near == self._hint_units:
+            return
+        self._hint_units = near
+        drop = getattr(self.volume, "drop_read_ahead", None)
+        if drop is not None:
+            drop(near)
 
     def _layout(self, request: PlaneRequest) -> prefetch.PlaneLayout:
         lay = self._layouts.get(request)
