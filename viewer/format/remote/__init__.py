@@ -5,9 +5,23 @@ many requests in flight, retries, an on-disk cache of fetched bytes and counters
 
 from __future__ import annotations
 
-from viewer.format.remote.config import RemoteConfig, configure, current
+from viewer.format.remote.config import (
+    RemoteConfig,
+    apply_cache_setting,
+    configure,
+    current,
+    set_cache_mb,
+)
 from viewer.format.remote.errors import RangeNotSupportedError, RemoteError, RemoteIOError
-from viewer.format.remote.store import RemoteStats, RemoteStore, stats
+from viewer.format.remote.store import (
+    CacheInfo,
+    RemoteStats,
+    RemoteStore,
+    cache_info,
+    clear_cache,
+    stats,
+)
 
 __all__ = ["RemoteConfig", "configure", "current", "RemoteStore", "RemoteStats", "stats",
-           "RemoteError", "RemoteIOError", "RangeNotSupportedError"]
+           "RemoteError", "RemoteIOError", "RangeNotSupportedError", "CacheInfo", "cache_info",
+           "clear_cache", "set_cache_mb", "apply_cache_setting"]
