@@ -79,6 +79,8 @@ class MenusMixin:
         self._action("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
         self._action("Open &URL\u2026", lambda: remote_ui.choose_url(self), "Ctrl+U", file_menu,
                      "A dataset over HTTP(S), S3 or GCS")
+        self._action("Remote &Cache\u2026", lambda: remote_ui.choose_cache(self), None,
+                     file_menu, "Size of the on-disk cache of bytes read over the network")
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._action("Open &Demo Dataset", self.open_demo, None, file_menu)
         file_menu.addSeparator()
