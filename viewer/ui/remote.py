@@ -149,8 +149,10 @@ class QtRemoteStatus(QLabel):
 
 
     def _reads_remote(self) -> bool:
-        """Whether the window shows a dataset read over the network (A, or compare's B)."""
-        paths = [getattr(self.window, "dataset_path", None)]
+        """Whether the window shows a dataset read over the network (A, or compare's B; A at
+        a URL, or a local properties file whose mags are at URLs)."""
+        paths = [getattr(self.window, "dataset_path", None),
+                 getattr(getattr(self.window, "dataset", None), "path", None)]
         compare = getattr(self.window, "compare", None)
         paths.append(getattr(compare, "path_b", None))
         return any(isinstance(p, str) and is_url(p) for p in paths)
