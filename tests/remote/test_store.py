@@ -337,3 +337,48 @@ def test_read_ahead_of_units_kept_survives_a_move(http: RangeServer, data_root: 
     assert [key for key in store._flying] == [volume.unit_key(here)]  # type: ignore[attr-defined]
     http.release()
     volume.close()
+
+
+def test_a_far_jump_stops_the_read_ahead_of_the_units_left(tmp_path: Path) -> None:
+    """The loader on a volume at a URL: after a jump to units far away, the read-ahead of
+    the units left behind is stopped (what a worker waits for is not), and what was stopped
+    is read whole when the place is shown again."""
+    import numpy as np
+    import wkw as reference
+
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, PlaneRequest
+    from viewer.format import open_volume
+
+    configure(merge_gap=0, timeout_s=30)
+    truth = np.arange(64 * 64 * 8, dtype=np.uint8).reshape(64, 64, 8, order="F") * 7
+    header = reference.Header(np.uint8, block_len=8, file_len=1,
+                              block_type=reference.Header.BLOCK_TYPE_LZ4HC)
+    with reference.Dataset.create(str(tmp_path / "tiny"), header) as ds:  # 8 x 8 x 1 units
+        ds.write((0, 0, 0), truth)
+    with RangeServer(str(tmp_path)) as srv:
+        volume = open_volume(f"{srv.url}/tiny")
+        assert volume.shape == (64, 64, 8)  # probed before the server hangs
+        store = volume.store  # type: ignore[attr-defined]
+        loader = Loader(volume, budget_bytes=16 << 20, prefetch_enabled=False)
+        try:
+            srv.hang = True
+            here = PlaneRequest(XY, 0, (0, 0), (32, 32))  # units (0..3, 0..3, 0)
+            loader.set_wanted([here], 0, (0, 0, 0))
+            assert _until(lambda: srv.hanging >= 8)  # header reads and read-ahead, held
+            left = {volume.unit_key((x, y, 0)) for x in range(4) for y in range(4)}
+            before = stats().cancelled
+            far = PlaneRequest(XY, 0, (48, 48), (64, 64))  # units (6..7, 6..7, 0)
+            loader.set_wanted([far], 0, (56, 56, 0))
+            assert _until(lambda: stats().cancelled > before)
+            flying = store._flying
+            assert all(job.wanted for key in left for job in flying.get(key, []))
+            srv.release()
+            assert loader.wait_idle(30)
+            loader.set_wanted([here], 0, (0, 0, 0))
+            assert _until(lambda: loader.plane(here).complete)
+            np.testing.assert_array_equal(loader.plane(here).data[0], truth[:32, :32, 0])
+            assert stats().errors == 0
+        finally:
+            srv.release()
+            loader.close()

@@ -973,6 +973,22 @@ class Loader:
             forget(pos)
         return self._resolve(pos)
 
+    def _hint_task_units(self, keys: list[BlockKey], states: dict[Vec3, Any]) -> bool:
+        """A volume at a URL, a task over several storage units (an N5 or zarr v2 chunk per
+        file): ask for all of them before reading the first, so that their requests are on
+        the wire together rather than one unit's after another's.  Whether it did (``states``
+        then holds the units opened).  Worker thread."""
+        by_unit: dict[Vec3, list[int]] = {}
+        for key in keys:
+            by_unit.setdefault(key[2], []).append(key[3])
+        if len(by_unit) < 2:
+            return False
+        self._hint(list(by_unit.items()))
+        with self._lock:
+            for pos in by_unit:
+                states[pos] = self._file_states.get(pos, states.get(pos, _UNKNOWN))
+        return True
+
     def _run(self, task: _Task, keys: list[BlockKey], blocks: IntArray,
              states: dict[Vec3, Any], hinting: bool) -> None:
         """Read and decode ``keys`` (grouped by unit), cache them, tell the listeners."""
@@ -982,6 +998,8 @@ class Loader:
         owned: list[tuple[BlockKey, BlockValue]] = []
         touched: list[StorageUnit] = []
         decoded = read = 0
+        if hinting and self._latency_bound and not task.hinted:
+            hinting = not self._hint_task_units(keys, states)
         start = 0
         n = len(keys)
         while start < n:  # one run of keys per storage unit
