@@ -45,9 +45,9 @@ from viewer.ui import settings
 
 STATUS_INTERVAL_MS = 500
 MIB = 1 << 20
-#: The window's setting: MiB of the on-disk cache of fetched bytes.
+#: The window's setting: MiB of the on-disk cache of fetched bytes (default: the remote
+#: configuration's, 4096).
 CACHE_KEY = "remote/cache_mb"
-DEFAULT_CACHE_MB = 4096
 
 
 def open_dataset(path: str) -> Dataset:
@@ -178,13 +178,17 @@ class QtRemoteCacheDialog(QDialog):
         self.setWindowTitle("Remote Cache")
         info = remote_cache_info()
         form = QFormLayout(self)
+        about = QLabel("Bytes read over the network (HTTP, S3, GCS) are kept on disk, so that "
+                       "a second visit costs no request; the least recently used go first.")
+        about.setWordWrap(True)
+        form.addRow(about)
         self.size_box = QSpinBox()
         self.size_box.setRange(0, 1 << 22)
         self.size_box.setSingleStep(512)
         self.size_box.setSuffix(" MB")
         self.size_box.setValue(info.budget_bytes // MIB)
-        self.size_box.setToolTip("Bytes read over the network are kept on disk up to this size, so "
-                             "a second visit costs no request (0: no cache)")
+        self.size_box.setToolTip("Bytes read over the network are kept on disk up to this "
+                                 "size, so a second visit costs no request (0: no cache)")
         form.addRow("Size", self.size_box)
         folder = QLabel(info.folder)
         folder.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -574,7 +574,7 @@ class StoreWkwVolume(Volume):
         if self.closed or time.monotonic() - asked_at > STALE_PREFETCH_S:
             return True
         with self._lock:
-            return asked_at <= self._dropped_at and key not in self._kept
+            return asked_at < self._dropped_at and key not in self._kept
 
     def close(self) -> None:
         self.closed = True
