@@ -367,7 +367,7 @@ def test_a_far_jump_stops_the_read_ahead_of_the_units_left(tmp_path: Path) -> No
             loader.set_wanted([here], 0, (0, 0, 0))
             assert _until(lambda: srv.hanging >= 8)  # header reads and read-ahead, held
             left = {volume.unit_key((x, y, 0)) for x in range(4) for y in range(4)}
-            before = stats().cancelled
+            before, errors = stats().cancelled, stats().errors
             far = PlaneRequest(XY, 0, (48, 48), (64, 64))  # units (6..7, 6..7, 0)
             loader.set_wanted([far], 0, (56, 56, 0))
             assert _until(lambda: stats().cancelled > before)
@@ -378,7 +378,7 @@ def test_a_far_jump_stops_the_read_ahead_of_the_units_left(tmp_path: Path) -> No
             loader.set_wanted([here], 0, (0, 0, 0))
             assert _until(lambda: loader.plane(here).complete)
             np.testing.assert_array_equal(loader.plane(here).data[0], truth[:32, :32, 0])
-            assert stats().errors == 0
+            assert stats().errors == errors  # stopping is never a failure
         finally:
             srv.release()
             loader.close()
