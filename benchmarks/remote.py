@@ -22,9 +22,13 @@ one child process per reader, interleaved:
 Figures (``--json``): ``jump_complete_ms_p50``/``_p95`` (ours, window, all rounds),
 ``bytes_fetched_over_needed`` (bytes fetched, every header, jump table and merged gap included,
 over the stored bytes of the blocks the loader asked for — shown and prefetched),
-``revisit_requests`` (requests made while the revisited jumps completed, summed).  Targets:
-p95 <= 250 ms, <= 1.3, 0.  Detail: per-round figures, tensorstore's and our loader-only jump
-times.  The machine's other load makes the figures noisy: run it a few times.
+``revisit_requests`` (requests made while the revisited jumps completed, summed; the revisit
+runs with prefetch off, so that it counts what the views show, not a fresh loader's prefetch
+around the place).  Targets: p95 <= 250 ms, <= 1.3, 0.  ``context`` (also on stderr with
+``--json``): tensorstore's and our loader-only times for the same planes.  Detail: per-round
+figures; for each revisit request, its unit, byte range, priority, caller, and whether the first
+pass fetched it and the range cache held it; the views' planes where a revisit's differ from the
+first pass's.  The machine's other load makes the figures noisy: run it a few times.
 """
 
 from __future__ import annotations
@@ -120,7 +124,8 @@ def zarr3_copy(root: Path) -> Path | None:
 
 
 # -- our reader, in a child process ----------------------------------------------------------------
-def plane_boxes(pos: tuple[int, int, int]) -> list[tuple[int, int, tuple[int, int], tuple[int, int]]]:
+def plane_boxes(pos: tuple[int, int, int]
+                ) -> list[tuple[int, int, tuple[int, int], tuple[int, int]]]:
     """(axis, index, lo, hi) of the three 448 x 448 planes around ``pos`` (browse's)."""
     def span(c: int, n: int) -> tuple[int, int]:
         return max(0, c - 224) // 64 * 64, min(n, (c + 224 + 63) // 64 * 64)
@@ -156,21 +161,54 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         note(self, indices)
         will_need(self, indices)
 
-    from viewer.format.remote.store import RemoteStore
+    # Every request of the first pass (key -> ranges), and what a revisit asks for: which
+    # unit, which bytes, at which priority, from where, whether the first pass fetched them and
+    # whether the range cache held them when they were scheduled.
+    import traceback
 
-    requested: list[tuple[str, int, int | None]] = []
-    real_request = RemoteStore._request
+    from viewer.format.remote.store import READ, RemoteStore
 
-    def logged_request(self: RemoteStore, key: str, start: int, end: int | None) -> bytes:
-        requested.append((key, start, end))
-        return real_request(self, key, start, end)
+    phase: dict[str, Any] = {"revisit": False, "at": "start"}
+    fetched: dict[str, list[tuple[int, int | None]]] = {}
+    requested: list[dict[str, Any]] = []
+    real_note, real_schedule = RemoteStore._note_request, RemoteStore._schedule
 
-    RemoteStore._request = logged_request  # type: ignore[method-assign]
+    def logged_request(self: RemoteStore, key: str, start: int, end: int | None) -> None:
+        if phase["revisit"]:
+            before = fetched.get(key, [])
+            covered = any(s <= start and (e is None or (end is not None and end <= e))
+                          for s, e in before)
+            touched = any((e is None or start < e) and (end is None or s < end)
+                          for s, e in before)
+            requested.append({"at": phase["at"], "key": key, "range": [start, end],
+                              "fetched_before":
+                              "whole" if covered else "part" if touched else "no",
+                              "ranges_of_key_before": len(before)})
+        else:
+            fetched.setdefault(key, []).append((start, end))
+        real_note(self, key, start, end)
+
+    def logged_schedule(self: RemoteStore, key: str, ranges: Any, priority: int) -> Any:
+        if phase["revisit"]:
+            cache = self._cache
+            url = self.location(key)
+            where = [f"{f.name}:{f.lineno}" for f in traceback.extract_stack(limit=8)[:-1]]
+            requested.append({"at": phase["at"], "scheduled": key,
+                              "ranges": [list(r) for r in ranges][:8],
+                              "priority": "read" if priority == READ else "prefetch",
+                              "cached": [cache is not None and cache.covers(url, s, e)
+                                         for s, e in ranges][:8], "from": where[-5:]})
+        return real_schedule(self, key, ranges, priority)
+
+    RemoteStore._note_request = logged_request  # type: ignore[method-assign]
+    RemoteStore._schedule = logged_schedule  # type: ignore[method-assign]
     StoreWkwUnit.read_stored = counting_read  # type: ignore[method-assign]
     StoreWkwUnit.will_need = counting_need  # type: ignore[method-assign]
 
     app = QApplication.instance() or QApplication(["remote-benchmark"])
     jumps = JUMPS[:4] if quick else JUMPS
+
+    start_cursors: list[Any] = []
 
     def session() -> tuple[Any, Any, list[Any]]:
         window = QtMainWindow(ViewerState())
@@ -188,6 +226,8 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
             app.processEvents()
             time.sleep(0.002)
         app.processEvents()
+        start_cursors.append([list(window.state.cursor), [list(b) for b in window.state.bounds],
+                              getattr(loading.loader, "prefetch", None)])
         return window, loading, [window.views[a] for a in (XY, XZ, YZ)]
 
     def wait(cond: Any, timeout: float, began: float | None = None) -> float:
@@ -230,6 +270,14 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         return out
 
     first_looks: list[list[int]] = []
+    first_planes: list[list[str]] = []
+    revisit_planes: list[list[str]] = []
+
+    def planes() -> list[str]:
+        """The planes the views show (their requests), to compare a revisit with its first."""
+        return [f"{v.width()}x{v.height()} "
+                + (repr(v.plane.request) if v.plane is not None else "") for v in views]
+
     for pos in jumps:
         before = stats().requests
         began = time.perf_counter()
@@ -237,6 +285,7 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         jump_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
         jump_requests.append(stats().requests - before)
         first_looks.append(looks())
+        first_planes.append(planes())
         idle(loading)
     after = stats()
     window.close()
@@ -249,32 +298,39 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
     deadline = time.perf_counter() + JUMP_TIMEOUT_S
     while (stats().in_flight or stats().queued) and time.perf_counter() < deadline:
         time.sleep(0.01)
-    # Revisit with fresh loaders: only the on-disk cache (and the store's sizes) remain.  The
-    # loaders' prefetch is off, so the requests counted are those for what the views show (with
-    # it on, a fresh loader's prefetch reaches blocks the first pass never fetched: its cache
-    # was full then).
+    # Revisit with fresh loaders: only the on-disk cache (and the store's sizes) remain.  Their
+    # prefetch is off, so the requests counted are those for what the views show: a fresh
+    # loader's prefetch reaches blocks around the place that the first pass never fetched (its
+    # block cache held others then, or the next jump cut it short), which is no revisit.  Off
+    # in the layered source: it sets each loader's ``prefetch_enabled`` on every change of the
+    # screen (turning it off in the loaders alone did not hold, and the requests counted on
+    # revisit, 0 in most rounds and up to ~100 in some, were that prefetch's, for blocks next
+    # to the screen: the benchmark's detail lists them, with whether the first pass fetched
+    # them).
     import functools
 
     import viewer.ui.loading as loading_module
 
-    loading_module.Loader = functools.partial(  # type: ignore[misc]
-        loading_module.Loader, prefetch_enabled=False)
+    loading_module.LayeredSource = functools.partial(  # type: ignore[misc]
+        loading_module.LayeredSource, prefetch=False)
     window, loading, views = session()
     reopen_requests = stats().requests - after.requests
-    del requested[:]
+    phase["revisit"] = True
     wait(complete, JUMP_TIMEOUT_S)
     idle(loading)
     revisit_requests = 0
     revisit_after_idle = 0
     revisit_ms: list[float] = []
     revisit_looks: list[list[int]] = []
-    for pos in jumps[:REVISITS]:
+    for k, pos in enumerate(jumps[:REVISITS]):
+        phase["at"] = k
         before = stats().requests
         began = time.perf_counter()
         window.state.jump_to(pos)
         revisit_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
         revisit_requests += stats().requests - before
         revisit_looks.append(looks())
+        revisit_planes.append(planes())
         idle(loading)
         revisit_after_idle += stats().requests - before
     window.close()
@@ -292,7 +348,11 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         "revisit_requests": revisit_requests,
         "revisit_requests_until_idle": revisit_after_idle,
         "revisit_ms": [round(j, 1) for j in revisit_ms],
-        "revisit_requested": [list(r) for r in requested[:12]],
+        "revisit_requested": [r for r in requested if r["at"] != "start"][:40],
+        "revisit_start_requested": [r for r in requested if r["at"] == "start"][:6],
+        "start_cursors": start_cursors,
+        "revisit_planes_differ": [[k, a, b] for k, (a, b) in enumerate(
+            zip(first_planes, revisit_planes, strict=False)) if a != b],
         "failed_absent_pixels": first_looks,
         "revisit_failed_absent_pixels": revisit_looks,
     }
@@ -305,7 +365,7 @@ def run_loader_only(url: str, quick: bool) -> list[float]:
     from viewer.format import open_volume
 
     volume = open_volume(url)
-    volume.bounds  # the extent (probed over HTTP) before the clock starts
+    _ = volume.bounds  # the extent (probed over HTTP) before the clock starts
     loader = Loader(volume, budget_bytes=256 << 20)
     out: list[float] = []
     try:
@@ -402,8 +462,14 @@ def main(argv: list[str] | None = None) -> int:
             if ts_ms else None,
         },
     }
+    context = (f"three 448^2 planes per jump p50/p95: ours (loader alone) "
+               f"{percentile(lo_ms, 50):.0f}/{percentile(lo_ms, 95):.0f} ms"
+               + (f", tensorstore zarr3 {percentile(ts_ms, 50):.0f}/"
+                  f"{percentile(ts_ms, 95):.0f} ms" if ts_ms else ", tensorstore not installed"))
+    result["context"] = context
     if args.json:
         print(json.dumps(result))
+        print(context, file=sys.stderr)
         return 0
     print(f"remote browse jumps over loopback + {args.delay_ms:.0f} ms per request, "
           f"{args.rounds} rounds")
@@ -412,10 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  bytes fetched / needed: {result['bytes_fetched_over_needed']:.3f}   "
           "(target <= 1.3)")
     print(f"  requests on revisit: {result['revisit_requests']}   (target 0)")
-    print(f"  three 448^2 planes per jump p50/p95: ours (loader alone) "
-          f"{percentile(lo_ms, 50):.0f}/{percentile(lo_ms, 95):.0f} ms"
-          + (f", tensorstore zarr3 {percentile(ts_ms, 50):.0f}/{percentile(ts_ms, 95):.0f} ms"
-             if ts_ms else ", tensorstore not installed"))
+    print(f"  {context}")
     return 0
 
 

@@ -5,6 +5,7 @@ from a server that hangs returns with a message, the window handling events mean
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +105,77 @@ def test_opening_a_url_that_hangs_returns_and_keeps_the_window_alive(
     assert not window.open_path(f"{http.url}/ds")
     assert ticks.during_hang > 0
     assert window.errors and "Cannot open" in window.errors[-1]
+
+
+@pytest.fixture
+def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "settings"
+    folder.mkdir()
+    monkeypatch.delenv("WKW_VIEWER_NO_SETTINGS", raising=False)
+    monkeypatch.setenv("WKW_VIEWER_SETTINGS_DIR", str(folder))
+    monkeypatch.delenv("WKW_VIEWER_REMOTE_CACHE_MB", raising=False)
+    return folder
+
+
+def test_cache_size_is_a_setting_kept_for_the_next_window(qtbot, settings_dir: Path,
+                                                          tmp_path: Path) -> None:
+    from PySide6.QtCore import QSettings
+
+    from viewer.format.remote import current
+    from viewer.format.remote.store import cache_info
+    from viewer.ui.main_window import QtMainWindow
+    from viewer.ui.remote import CACHE_KEY, QtRemoteCacheDialog
+
+    assert current().cache_bytes == 4096 << 20  # the default: a few GB
+    assert cache_info().folder == str(tmp_path / "range-cache")  # the conftest's, not the user's
+    dialog = QtRemoteCacheDialog()
+    qtbot.addWidget(dialog)
+    assert dialog.size_box.value() == 4096
+    dialog.size_box.setValue(512)
+    dialog.apply()
+    assert current().cache_bytes == 512 << 20
+    stored = QSettings(str(settings_dir / "wkw-viewer.ini"), QSettings.Format.IniFormat)
+    assert int(stored.value(CACHE_KEY)) == 512
+    # The next run: the window applies what was kept.
+    from viewer.format.remote import config
+
+    config.reset()
+    assert current().cache_bytes == 4096 << 20
+    window = QtMainWindow()
+    qtbot.addWidget(window)
+    assert current().cache_bytes == 512 << 20
+    window.close()
+
+
+def test_cache_size_of_the_run_wins_over_the_setting(qtbot, settings_dir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from PySide6.QtCore import QSettings
+
+    from viewer.cli import _take_option
+    from viewer.format.remote import current, set_cache_mb
+    from viewer.ui.main_window import QtMainWindow
+    from viewer.ui.remote import CACHE_KEY
+
+    stored = QSettings(str(settings_dir / "wkw-viewer.ini"), QSettings.Format.IniFormat)
+    stored.setValue(CACHE_KEY, 100)
+    stored.sync()
+    args, value = _take_option(["--remote-cache-mb", "300", "info", "x"], "--remote-cache-mb")
+    assert args == ["info", "x"] and value == "300"
+    monkeypatch.setenv("WKW_VIEWER_REMOTE_CACHE_MB", "0")  # undone after the test
+    set_cache_mb(int(value), for_children=True)  # what the command line does
+    assert os.environ["WKW_VIEWER_REMOTE_CACHE_MB"] == "300"
+    window = QtMainWindow()
+    qtbot.addWidget(window)
+    assert current().cache_bytes == 300 << 20
+    window.close()
+
+
+def test_remote_cache_option_of_any_command(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from viewer.cli import main
+    from viewer.format.remote import current
+
+    monkeypatch.setenv("WKW_VIEWER_REMOTE_CACHE_MB", "1")  # undone after the test
+    assert main(["--remote-cache-mb=64", "info", str(tmp_path / "nothing")]) == 2
+    assert current().cache_bytes == 64 << 20 and os.environ["WKW_VIEWER_REMOTE_CACHE_MB"] == "64"
+    assert main(["--remote-cache-mb", "lots", "info", str(tmp_path / "nothing")]) == 2

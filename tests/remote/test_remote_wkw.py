@@ -190,3 +190,58 @@ def test_registry_answers_for_urls(http: RangeServer) -> None:
     assert "cannot" in str(info.value)
     with pytest.raises(FormatError):
         open_dataset("ftp://example.invalid/ds")
+
+
+def _local_properties_with_url_mags(folder: Path, mag_url: str) -> Path:
+    """A local webKnossos dataset whose one layer's mag 1 is at ``mag_url`` and whose mag 2
+    is a local folder that is missing (a problem of its own, not of the URL mag)."""
+    import json
+
+    folder.mkdir()
+    doc = {"id": {"name": "mixed", "team": ""},
+           "scale": {"factor": [11.2, 11.2, 25.0], "unit": "nanometer"},
+           "dataLayers": [{"name": "color", "category": "color", "dataFormat": "wkw",
+                           "elementClass": "uint16",
+                           "boundingBox": {"topLeft": [0, 0, 0], "width": 64, "height": 64,
+                                           "depth": 32},
+                           "mags": [{"mag": [1, 1, 1], "path": mag_url},
+                                    {"mag": [2, 2, 2], "path": "./color/2"}]}]}
+    (folder / "datasource-properties.json").write_text(json.dumps(doc))
+    return folder
+
+
+@pytest.mark.parametrize("where", ["http", "s3"])
+def test_local_properties_with_mags_at_urls(where: str, request: pytest.FixtureRequest,
+                                            tmp_path: Path, truth: np.ndarray) -> None:
+    if where == "http":
+        url = f"{request.getfixturevalue('http').url}/ds/color/1"
+    else:
+        request.getfixturevalue("s3")
+        url = "s3://bkt/data/ds/color/1/"
+    root = _local_properties_with_url_mags(tmp_path / "mixed", url)
+    ds = open_dataset(str(root))
+    try:
+        layer = ds.layer("color")
+        assert [m.mag for m in layer.mags] == [(1, 1, 1)]  # mag 2's folder is missing
+        assert any("color/2" in str(p) for p in ds.problems)
+        mag = layer.mags[0]
+        assert mag.path == url.rstrip("/") and mag.rel_path == url
+        assert mag.check() is None
+        volume = mag.volume
+        assert isinstance(volume, StoreWkwVolume) and volume.path == url.rstrip("/")
+        got = volume.read((0, 0, 0), SHAPE)[0]
+        np.testing.assert_array_equal(got, truth)  # the absent file reads as zeros there too
+    finally:
+        ds.close()
+
+
+def test_local_properties_with_a_mag_at_an_unread_scheme(tmp_path: Path) -> None:
+    root = _local_properties_with_url_mags(tmp_path / "ftp", "ftp://example.invalid/color/1")
+    try:  # no mag of the layer opens: an error, or a dataset listing the problems
+        ds = open_dataset(str(root))
+    except FormatError as exc:
+        said = str(exc)
+    else:
+        said = "; ".join(str(p) for p in ds.problems)
+        ds.close()
+    assert "only http, https, s3 and gs URLs are read" in said

@@ -151,6 +151,28 @@ def test_cache_is_bounded_and_drops_least_recently_used(tmp_path: Path) -> None:
     assert later.get("http://h/o", 350, 420) == bytes([3]) * 50 + bytes([4]) * 20
 
 
+def test_a_smaller_cache_size_drops_the_least_recently_used_at_once(tmp_path: Path) -> None:
+    from viewer.format.remote import clear_cache, set_cache_mb
+    from viewer.format.remote.store import cache_info
+
+    cache = RangeCache(str(tmp_path / "c"), budget_bytes=1000)
+    for k in range(4):
+        cache.put("http://h/o", 100 * k, bytes([k]) * 100)
+    cache.get("http://h/o", 0, 100)  # used again: the newest
+    cache.set_budget(200)
+    assert cache.used_bytes <= 200
+    assert cache.get("http://h/o", 0, 100) == bytes([0]) * 100
+    assert cache.get("http://h/o", 100, 200) is None
+    # The process's cache: sized by the setting, emptied on demand.
+    set_cache_mb(1)
+    shared = range_cache()
+    assert shared is not None and shared.budget == 1 << 20
+    shared.put("http://h/p", 0, b"x" * 1000)
+    assert cache_info().used_bytes == 1000 and cache_info().budget_bytes == 1 << 20
+    clear_cache()
+    assert cache_info().used_bytes == 0 and shared.get("http://h/p", 0, 1000) is None
+
+
 def test_cache_drops_an_object_that_changed(tmp_path: Path) -> None:
     cache = RangeCache(str(tmp_path / "c"), budget_bytes=10_000)
     cache.put("http://h/o", 0, b"a" * 10, size=100, etag="v1")
@@ -232,3 +254,131 @@ def test_queued_read_ahead_is_dropped_when_cancelled(http: RangeServer, data_roo
     assert COUNTERS.in_flight == 0
     # What was dropped is fetched again when read.
     assert store.read_ranges(KEY, ranges[-3:]) == [whole[o:o + n] for o, n in ranges[-3:]]
+
+
+def _until(cond: object, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not cond() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.005)
+    return bool(cond())  # type: ignore[operator]
+
+
+def test_read_ahead_on_the_wire_is_stopped_and_keeps_nothing(
+        http: RangeServer, data_root: Path) -> None:
+    configure(merge_gap=0, timeout_s=30)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    cache = range_cache()
+    assert cache is not None
+    http.fault_match = "x0.wkw"
+    http.hang = True
+    before = stats()
+    store.prefetch(KEY, [(1000, 500)])  # type: ignore[attr-defined]
+    assert _until(lambda: http.hanging == 1)  # on the wire, the server not answering
+    assert store.cancel_prefetch() == 1  # type: ignore[attr-defined]
+    # Stopped while the server still hangs: the request is over at the client, counted as
+    # cancelled and not as an error, and nothing of it is in the cache.
+    assert _until(lambda: stats().in_flight == 0)
+    after = stats()
+    assert after.cancelled == before.cancelled + 1 and after.errors == before.errors
+    assert not cache.covers(store.location(KEY), 1000, 1500)
+    http.release()
+    http.reset_counts()
+    assert store.read(KEY, 1000, 500) == whole[1000:1500]  # asked for again, whole and right
+    assert http.requests == 1
+    assert cache.get(store.location(KEY), 1000, 1500) == whole[1000:1500]
+
+
+def test_a_read_waiting_on_read_ahead_is_never_stopped(
+        http: RangeServer, data_root: Path) -> None:
+    import threading
+
+    configure(merge_gap=0, timeout_s=30)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    http.fault_match = "x0.wkw"
+    http.hang = True
+    store.prefetch(KEY, [(2000, 400)])  # type: ignore[attr-defined]
+    assert _until(lambda: http.hanging == 1)
+    got: list[bytes | BaseException] = []
+
+    def read() -> None:
+        try:
+            got.append(store.read(KEY, 2100, 100))
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            got.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    flying = store._flying  # type: ignore[attr-defined]
+    assert _until(lambda: any(job.wanted for job in flying.get(KEY, [])))  # joined it
+    assert store.cancel_prefetch() == 0  # type: ignore[attr-defined]
+    http.release()
+    reader.join(30)
+    assert got == [whole[2100:2200]]
+    assert http.requests == 1  # the read-ahead's request served the read
+
+
+def test_read_ahead_of_units_kept_survives_a_move(http: RangeServer, data_root: Path) -> None:
+    from viewer.format.wkw.remote import StoreWkwVolume
+
+    configure(merge_gap=0, timeout_s=30)
+    store = open_store(http.url + "/ds/color/1")
+    volume = StoreWkwVolume.open(store)
+    http.fault_match = ".wkw"
+    here, there = (0, 0, 0), (1, 0, 0)
+    for unit in (here, there):
+        assert volume.open_unit(unit) is not None  # their header reads start: on the wire
+    http.hang = True
+    assert _until(lambda: http.hanging == 2)
+    before = stats().cancelled
+    volume.drop_read_ahead([here])  # the cursor moved on from ``there``
+    assert _until(lambda: stats().cancelled == before + 1)
+    assert [key for key in store._flying] == [volume.unit_key(here)]  # type: ignore[attr-defined]
+    http.release()
+    volume.close()
+
+
+def test_a_far_jump_stops_the_read_ahead_of_the_units_left(tmp_path: Path) -> None:
+    """The loader on a volume at a URL: after a jump to units far away, the read-ahead of
+    the units left behind is stopped (what a worker waits for is not), and what was stopped
+    is read whole when the place is shown again."""
+    import numpy as np
+    import wkw as reference
+
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, PlaneRequest
+    from viewer.format import open_volume
+
+    configure(merge_gap=0, timeout_s=30)
+    truth = np.arange(64 * 64 * 8, dtype=np.uint8).reshape(64, 64, 8, order="F") * 7
+    header = reference.Header(np.uint8, block_len=8, file_len=1,
+                              block_type=reference.Header.BLOCK_TYPE_LZ4HC)
+    with reference.Dataset.create(str(tmp_path / "tiny"), header) as ds:  # 8 x 8 x 1 units
+        ds.write((0, 0, 0), truth)
+    with RangeServer(str(tmp_path)) as srv:
+        volume = open_volume(f"{srv.url}/tiny")
+        assert volume.shape == (64, 64, 8)  # probed before the server hangs
+        store = volume.store  # type: ignore[attr-defined]
+        loader = Loader(volume, budget_bytes=16 << 20, prefetch_enabled=False)
+        try:
+            srv.hang = True
+            here = PlaneRequest(XY, 0, (0, 0), (32, 32))  # units (0..3, 0..3, 0)
+            loader.set_wanted([here], 0, (0, 0, 0))
+            assert _until(lambda: srv.hanging >= 8)  # header reads and read-ahead, held
+            left = {volume.unit_key((x, y, 0)) for x in range(4) for y in range(4)}
+            before, errors = stats().cancelled, stats().errors
+            far = PlaneRequest(XY, 0, (48, 48), (64, 64))  # units (6..7, 6..7, 0)
+            loader.set_wanted([far], 0, (56, 56, 0))
+            assert _until(lambda: stats().cancelled > before)
+            flying = store._flying
+            assert all(job.wanted for key in left for job in flying.get(key, []))
+            srv.release()
+            assert loader.wait_idle(30)
+            loader.set_wanted([here], 0, (0, 0, 0))
+            assert _until(lambda: loader.plane(here).complete)
+            np.testing.assert_array_equal(loader.plane(here).data[0], truth[:32, :32, 0])
+            assert stats().errors == errors  # stopping is never a failure
+        finally:
+            srv.release()
+            loader.close()

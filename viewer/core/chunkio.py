@@ -150,6 +150,9 @@ class ChunkReader:
         self._latency_bound = is_url(str(volume.path))
         if self._latency_bound:
             self._hint_tasks = -1
+        #: The storage units whose read-ahead is kept (a volume at a URL: ``follow_screen``).
+        self._hint_units: frozenset[Vec3] = frozenset()
+        self._hint_visible: set[BlockKey] | None = None
         # Counters (under ``_lock``).
         self.blocks_read = 0
         self.bytes_decoded = 0
@@ -220,6 +223,37 @@ class ChunkReader:
         return self.resolve(pos)
 
     # -- reading --------------------------------------------------------------------------------
+    def follow_screen(self, visible: set[BlockKey]) -> None:
+        """A volume at a URL: when the screen moved to other storage units, stop the network
+        read-ahead of units neither on screen nor next to one (queued or on the wire: their
+        requests would hold the connections the new screen's reads need).  Scrolling and
+        panning keep theirs; a far jump drops them all.  GUI thread."""
+        if not self._latency_bound or visible is self._hint_visible:
+            return
+        self._hint_visible = visible
+        units = {key[2] for key in visible}
+        near = frozenset((x + dx, y + dy, z + dz) for x, y, z in units
+                         for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1))
+        if near == self._hint_units:
+            return
+        self._hint_units = near
+        drop = getattr(self.volume, "drop_read_ahead", None)
+        if drop is not None:
+            drop(near)
+
+    def _hint_units_of(self, keys: list[BlockKey]) -> bool:
+        """A volume at a URL, a batch over several storage units (an N5 or zarr v2 chunk per
+        file): ask for all of them before reading the first, so that their requests are on
+        the wire together rather than one unit's after another's.  Whether it did.  Worker
+        thread."""
+        by_unit: dict[Vec3, list[int]] = {}
+        for key in keys:
+            by_unit.setdefault(key[2], []).append(key[3])
+        if len(by_unit) < 2:
+            return False
+        self.hint(list(by_unit.items()), lambda: self._stopping)
+        return True
+
     def hint(self, ahead: list[tuple[Vec3, list[int]]], stopping: Callable[[], bool]) -> None:
         """Ask the storage for the chunks of units about to be read (opening the units first
         when needed: a WKW file's header and jump table are one small read).  Worker thread."""
@@ -242,6 +276,8 @@ class ChunkReader:
         cpu_started = time.thread_time()
         disk_started = _disk_reads()
         hint = hint and self._hint_tasks != 0
+        if hint and self._latency_bound and self._hint_units_of(keys):
+            hint = False  # every unit of the batch was asked for already
         states = self._states
         done: list[BlockKey] = []  # the keys read, in order
         values: list[BlockValue] = []

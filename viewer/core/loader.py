@@ -275,6 +275,7 @@ class Loader:
             if self._sched.replace(ranked, plan, hold):
                 # Blocks on screen to read: prefetch waits until the views have them.
                 self._signature_visible_held = visible_sig
+        self._io.follow_screen(visible)
         self._planes.trim(self._wanted)
 
     def plane(self, request: PlaneRequest) -> Plane:

@@ -39,8 +39,13 @@ from viewer.format.errors import (
 )
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
 from viewer.format.registry import detect, format_names, open_dataset, open_volume
+from viewer.format.remote import CacheInfo as RemoteCacheInfo
 from viewer.format.remote import RemoteStats
+from viewer.format.remote import apply_cache_setting as apply_remote_cache_setting
+from viewer.format.remote import cache_info as remote_cache_info
+from viewer.format.remote import clear_cache as clear_remote_cache
 from viewer.format.remote import configure as configure_remote
+from viewer.format.remote import set_cache_mb as set_remote_cache_mb
 from viewer.format.remote import stats as remote_stats
 from viewer.format.store import is_url
 from viewer.format.volume import ChunkTable, StorageUnit, Volume, VolumeInfo
@@ -52,6 +57,11 @@ __all__ = [
     "remote_stats",
     "RemoteStats",
     "configure_remote",
+    "RemoteCacheInfo",
+    "remote_cache_info",
+    "clear_remote_cache",
+    "set_remote_cache_mb",
+    "apply_remote_cache_setting",
     "write_synthetic_dataset",
     "DEMO_MAGS",
     "PROPERTIES_FILE",

@@ -145,6 +145,7 @@ class QtMainWindow(QMainWindow):
 
         # The parts.
         self.status = QtWindowStatus(self.statusBar(), self)
+        remote_ui.apply_stored_cache_size()
         self.remote_status = remote_ui.QtRemoteStatus(shown_paths=self._shown_paths)
         self.statusBar().addPermanentWidget(self.remote_status)
         self.drawing = QtLayerDrawing(self, self.contrast_panel, self)
@@ -192,8 +193,11 @@ class QtMainWindow(QMainWindow):
         self.status.on_hovered(pos)
 
     def _shown_paths(self) -> list[str | None]:
-        """The paths of what the window shows: A, and compare's B when one is open."""
-        return [self.dataset_path, getattr(getattr(self, "compare", None), "path_b", None)]
+        """The paths of what the window shows: A (its folder, and where its volume is read: a
+        local properties file's mags may be at URLs), and compare's B when one is open."""
+        volume_path = self.dataset.path if self.dataset is not None else None
+        return [self.dataset_path, volume_path,
+                getattr(getattr(self, "compare", None), "path_b", None)]
 
     # -- building ----------------------------------------------------------------------------
     def _placeholder_panel(self) -> QWidget:

@@ -85,6 +85,8 @@ class QtWindowMenus:
         act("Open .wkw &File\u2026", self.choose_file, "Ctrl+Shift+O", file_menu)
         act("Open &URL\u2026", self.choose_url, "Ctrl+U", file_menu,
             "A dataset over HTTP(S), S3 or GCS")
+        act("Remote &Cache\u2026", lambda: remote_ui.choose_cache(window), None, file_menu,
+            "Size of the on-disk cache of bytes read over the network")
         self.recent = QtRecentDatasets(file_menu.addMenu("Open &Recent"), host.open_path)
         act("Open &Demo Dataset", self.open_demo, None, file_menu)
         file_menu.addSeparator()

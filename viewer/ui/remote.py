@@ -1,12 +1,17 @@
 """The window's side of remote datasets (issue 16): File > Open URL..., opening a URL without
-freezing the window, and a status-bar section with the network counters (the window adds
-it, telling it which paths it shows).
+freezing the window, a status-bar section with the network counters (the window adds it,
+telling it which paths it shows), and File > Remote Cache... (the size of the on-disk cache of
+fetched bytes, a setting kept with the window's).
 
 ``open_dataset(path)`` is the registry's, except that for a URL the requests (detection, the
 metadata, every mag's header) run on a thread while the GUI thread keeps handling events; it
 returns when they are done, which the requests' timeouts bound.  ``QtRemoteStatus`` shows, once
 anything remote was read: requests in flight (and queued), bytes fetched, throughput, the
 on-disk cache's hits, and errors with the last one (its HTTP status).
+
+The cache size setting (``remote/cache_mb``, MiB, default 4096) is applied when the window is
+made; ``--remote-cache-mb`` or ``WKW_VIEWER_REMOTE_CACHE_MB`` win over it for their run.  The
+dialog shows the cache's folder and what it holds, and can empty it.
 """
 
 from __future__ import annotations
@@ -16,14 +21,35 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from PySide6.QtCore import QEventLoop, QTimer, Slot
-from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QWidget
+from PySide6.QtCore import QEventLoop, Qt, QTimer, Slot
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
-from viewer.format import is_url, registry
+from viewer.format import (
+    apply_remote_cache_setting,
+    clear_remote_cache,
+    is_url,
+    registry,
+    remote_cache_info,
+    set_remote_cache_mb,
+)
 from viewer.format.dataset import Dataset
+from viewer.ui import settings
 
 STATUS_INTERVAL_MS = 500
 MIB = 1 << 20
+#: The window's setting: MiB of the on-disk cache of fetched bytes (default: the remote
+#: configuration's, 4096).
+CACHE_KEY = "remote/cache_mb"
 
 
 def open_dataset(path: str) -> Dataset:
@@ -118,12 +144,101 @@ class QtRemoteStatus(QLabel):
             f"requests: {s.requests} made, {s.in_flight} on the wire, {s.queued} waiting",
             f"fetched: {s.bytes_fetched / MIB:.1f} MB ({s.bytes_per_s / MIB:.2f} MB/s over the "
             "last seconds)",
-            f"on-disk cache: {s.cache_hits} ranges served ({s.cache_bytes / MIB:.1f} MB)",
+            f"on-disk cache: {s.cache_hits} ranges served ({s.cache_bytes / MIB:.1f} MB); "
+            "File > Remote Cache... sets its size",
+            f"read-ahead stopped as the cursor moved on: {s.cancelled} requests",
             f"errors: {s.errors} requests failed after their retries"
             + (f"; last: {s.last_error}" if s.last_error else ""),
         ]))
 
     def _reads_remote(self) -> bool:
-        """Whether the window shows a dataset read over the network (A, or compare's B)."""
+        """Whether the window shows a dataset read over the network (A, or compare's B; A at
+        a URL, or a local properties file whose mags are at URLs)."""
         paths = self.shown_paths() if self.shown_paths is not None else []
         return any(isinstance(p, str) and is_url(p) for p in paths)
+
+
+def stored_cache_mb() -> int | None:
+    """The cache size kept in the settings (None: none kept, or settings off)."""
+    store = settings.open_settings()
+    if store is None:
+        return None
+    value = store.value(CACHE_KEY)
+    try:
+        return max(0, int(str(value))) if value is not None else None
+    except ValueError:
+        return None
+
+
+class QtRemoteCacheDialog(QDialog):
+    """File > Remote Cache...: the on-disk cache's size (MiB), folder, use, and emptying it."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Remote Cache")
+        info = remote_cache_info()
+        form = QFormLayout(self)
+        about = QLabel("Bytes read over the network (HTTP, S3, GCS) are kept on disk, so that "
+                       "a second visit costs no request; the least recently used go first.")
+        about.setWordWrap(True)
+        form.addRow(about)
+        self.size_box = QSpinBox()
+        self.size_box.setRange(0, 1 << 22)
+        self.size_box.setSingleStep(512)
+        self.size_box.setSuffix(" MB")
+        self.size_box.setValue(info.budget_bytes // MIB)
+        self.size_box.setToolTip("Bytes read over the network are kept on disk up to this "
+                                 "size, so a second visit costs no request (0: no cache)")
+        form.addRow("Size", self.size_box)
+        folder = QLabel(info.folder)
+        folder.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow("Folder", folder)
+        self.used = QLabel()
+        form.addRow("Holds", self.used)
+        self.clear_button = QPushButton("Empty the Cache")
+        self.clear_button.clicked.connect(self._on_clear)
+        form.addRow("", self.clear_button)
+        note = "" if settings.enabled() else "Settings are off: the size holds for this run. "
+        if info.size_from_run:
+            note += ("This run's size comes from --remote-cache-mb or "
+                     "WKW_VIEWER_REMOTE_CACHE_MB; a size set here applies now and is kept for "
+                     "later runs.")
+        if note:
+            label = QLabel(note)
+            label.setWordWrap(True)
+            form.addRow(label)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self._show_used(info.used_bytes)
+
+    def _show_used(self, used: int) -> None:
+        self.used.setText(f"{used / MIB:.1f} MB")
+
+    @Slot()
+    def _on_clear(self) -> None:
+        clear_remote_cache()
+        self._show_used(remote_cache_info().used_bytes)
+
+    def apply(self) -> None:
+        """Keep the size chosen (in the settings) and use it from now on."""
+        mb = int(self.size_box.value())
+        store = settings.open_settings()
+        if store is not None:
+            store.setValue(CACHE_KEY, mb)
+        set_remote_cache_mb(mb)
+
+
+def apply_stored_cache_size() -> None:
+    """Use the cache size kept in the settings (unless this run set one)."""
+    apply_remote_cache_setting(stored_cache_mb())
+
+
+def choose_cache(parent: QWidget | None) -> None:
+    """File > Remote Cache...: show the dialog; OK applies and keeps the size."""
+    dialog = QtRemoteCacheDialog(parent)
+    if dialog.exec() == QDialog.DialogCode.Accepted:
+        dialog.apply()
+

@@ -5,12 +5,27 @@ many requests in flight, retries, an on-disk cache of fetched bytes and counters
 
 from __future__ import annotations
 
-from viewer.format.remote.config import RemoteConfig, configure, current
+from viewer.format.remote.config import (
+    RemoteConfig,
+    apply_cache_setting,
+    configure,
+    current,
+    set_cache_mb,
+)
 from viewer.format.remote.errors import RangeNotSupportedError, RemoteError, RemoteIOError
-from viewer.format.remote.store import RemoteStats, RemoteStore, open_remote_store, stats
+from viewer.format.remote.store import (
+    CacheInfo,
+    RemoteStats,
+    RemoteStore,
+    cache_info,
+    clear_cache,
+    open_remote_store,
+    stats,
+)
 from viewer.format.store import set_url_store_opener
 
 set_url_store_opener(open_remote_store)
 
 __all__ = ["RemoteConfig", "configure", "current", "RemoteStore", "RemoteStats", "stats",
-           "RemoteError", "RemoteIOError", "RangeNotSupportedError"]
+           "RemoteError", "RemoteIOError", "RangeNotSupportedError", "CacheInfo", "cache_info",
+           "clear_cache", "set_cache_mb", "apply_cache_setting"]

@@ -14,8 +14,14 @@ the same way as its parent:
 ``WKW_VIEWER_REMOTE_MERGE_GAP`` ranges closer than this (bytes) are one request         65536
 =============================== ===================================================== =========
 
-``configure(...)`` changes them for this process (the command line's ``--anon``); stores
-opened afterwards use the new values.
+``configure(...)`` changes them for this process (the command line's ``--anon`` and
+``--remote-cache-mb``); stores opened afterwards use the new values.
+
+The on-disk cache's size is also a setting of the window (File > Remote Cache...), kept with
+its other settings: ``apply_cache_setting(mb)`` applies that stored value unless the
+environment or the command line said otherwise for this run (they win: a run asked for a size
+gets it).  The command line's ``--remote-cache-mb N`` sets ``WKW_VIEWER_REMOTE_CACHE_MB``, so
+child processes read the same size.
 """
 
 from __future__ import annotations
@@ -97,6 +103,30 @@ def configure(**changes: object) -> RemoteConfig:
         if "anon" in changes:
             os.environ[ANON_ENV] = "1" if _current.anon else "0"
         return _current
+
+
+def cache_size_from_run() -> bool:
+    """Whether this run's cache size came from the environment or the command line (a stored
+    setting of the window does not override it)."""
+    return bool(os.environ.get(CACHE_MB_ENV, "").strip())
+
+
+def set_cache_mb(mb: int, *, for_children: bool = False) -> RemoteConfig:
+    """Size the on-disk cache (MiB, 0: none) for this process; ``for_children``: also in the
+    environment (the command line's ``--remote-cache-mb``, inherited by child processes)."""
+    mb = max(0, int(mb))
+    if for_children:
+        os.environ[CACHE_MB_ENV] = str(mb)
+    return configure(cache_bytes=mb << 20)
+
+
+def apply_cache_setting(mb: int | None) -> bool:
+    """Apply the window's stored cache size (MiB; None: none stored) unless this run's size
+    came from the environment or the command line; whether it was applied."""
+    if mb is None or cache_size_from_run():
+        return False
+    set_cache_mb(mb)
+    return True
 
 
 def reset() -> None:

@@ -259,6 +259,13 @@ class RangeCache:
                 continue
             self._drop_locked(url, obj, s, e)
 
+    def set_budget(self, budget_bytes: int) -> None:
+        """A new size: least recently used ranges go at once when it is smaller."""
+        with self._lock:
+            self.budget = max(0, int(budget_bytes))
+            if self._scanned:
+                self._evict_locked()
+
     @property
     def used_bytes(self) -> int:
         with self._lock:

@@ -12,6 +12,7 @@ Mags whose ``dataFormat`` is zarr, zarr3 or N5 open through the registry at thei
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from viewer.format.dataset import Dataset, Layer, Mag
@@ -135,7 +136,7 @@ def open_webknossos(path: str) -> Dataset:
             mags.append(Mag(mp.mag, mag_url, layer=lp.name, dtype=lp.dtype,
                             num_channels=lp.num_channels, rel_path=mp.path or None,
                             cube_length=mp.cube_length,
-                            opener=_mag_opener(mag_url, lp.name, mp.mag, lp.data_format,
+                            opener=mag_opener(mag_url, lp.name, mp.mag, lp.data_format,
                                                lp.dtype, lp.num_channels,
                                                (box.top_left, box.end))))
         if not mags:
@@ -152,8 +153,12 @@ def _format_names() -> list[str]:
     return registry.format_names()
 
 
-def _mag_opener(url: str, layer: str, mag: tuple[int, int, int], data_format: str, dtype: Any,
-                channels: int, bounds: Any) -> Any:
+def mag_opener(url: str, layer: str, mag: tuple[int, int, int], data_format: str, dtype: Any,
+               channels: int, bounds: Any) -> Callable[[], Volume]:
+    """Opens the mag at ``url`` (a webKnossos layer's, at a URL or in a local properties file
+    whose mag path is one): its format by ``data_format``, checked against the layer's
+    element class; ``bounds`` the layer's box at this mag."""
+
     def open_mag() -> Volume:
         from viewer.format.webknossos.errors import MagMismatchError, MissingMagError
 

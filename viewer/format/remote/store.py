@@ -11,16 +11,21 @@ signing with the usual AWS environment variables, ``AWS_ENDPOINT_URL``).  On top
   less than ``merge_gap`` apart are fetched in one request (and runs longer than
   ``max_request_bytes`` split and fetched in parallel).  A server that answers a range request
   with the whole object is detected and named (``RangeNotSupportedError``).
-* **Many requests in flight**: one process-wide pool of ``max_requests`` threads, each waiting
-  on one request (the GIL is released while it waits).  Reads someone waits for go before
-  read-ahead (``prefetch``), in the order asked; read-ahead newest first, and dropped when it
-  waited more than ``STALE_PREFETCH_S`` or its volume closed (unless a read took it over); a
-  range already being fetched is never asked for twice.
+* **Many requests in flight**: one process-wide asyncio event loop (its own thread) with at
+  most ``max_requests`` requests on the wire (obstore's async API: no thread per request).
+  Reads someone waits for go before read-ahead (``prefetch``), in the order asked; read-ahead
+  newest first.  Read-ahead nobody waits for is dropped when it waited more than
+  ``STALE_PREFETCH_S`` in the queue, and stopped, queued or on the wire, by
+  ``cancel_prefetch`` (its volume closed, or the cursor moved on to other storage units): the
+  request is cancelled (its connection closed), nothing of it reaches the cache, and it is
+  counted as cancelled, not as an error.  A job is either waited for or dropped, never both
+  (both decided under the store's lock), so a read never sees a false failure; a range
+  already being fetched is never asked for twice.
 * **A bounded on-disk cache** of the fetched ranges (``diskcache.RangeCache``), so a second
   visit, in this run or a later one, costs no request; objects found missing are remembered for
   the run.
 * **Counters** (``stats()``): requests made and in flight, bytes fetched, throughput over the
-  last seconds, errors and the last of them, cache hits.
+  last seconds, errors and the last of them, cancelled read-ahead, cache hits.
 
 Keys are paths below the URL given (``s3://bucket/prefix`` + ``key``).  A missing object raises
 ``FileNotFoundError``; a request that failed for good ``RemoteIOError`` (an ``OSError`` with the
@@ -30,6 +35,7 @@ true for the root; S3 and GCS list.
 
 from __future__ import annotations
 
+import asyncio
 import configparser
 import heapq
 import itertools
@@ -70,6 +76,7 @@ class RemoteStats:
     bytes_per_s: float  #: fetched over the last few seconds
     last_error: str | None
     stores: int  #: remote stores opened (0: nothing remote was read)
+    cancelled: int = 0  #: read-ahead requests stopped on the wire (the cursor moved on)
 
 
 class _Counters:
@@ -79,7 +86,7 @@ class _Counters:
         self.lock = threading.Lock()
         self.requests = self.in_flight = self.bytes = self.errors = 0
         self.hits = self.hit_bytes = 0
-        self.stores = 0
+        self.stores = self.cancelled = 0
         self.last_error: str | None = None
         self.recent: deque[tuple[float, int]] = deque()
 
@@ -88,10 +95,11 @@ class _Counters:
             self.requests += 1
             self.in_flight += 1
 
-    def end(self, nbytes: int, error: str | None = None) -> None:
+    def end(self, nbytes: int, error: str | None = None, cancelled: bool = False) -> None:
         now = time.monotonic()
         with self.lock:
             self.in_flight -= 1
+            self.cancelled += cancelled
             self.bytes += nbytes
             if nbytes:
                 self.recent.append((now, nbytes))
@@ -111,7 +119,8 @@ class _Counters:
                 self.recent.popleft()
             rate = sum(n for _, n in self.recent) / self.WINDOW_S
             return RemoteStats(self.requests, self.in_flight, queued, self.bytes, self.errors,
-                               self.hits, self.hit_bytes, rate, self.last_error, self.stores)
+                               self.hits, self.hit_bytes, rate, self.last_error, self.stores,
+                               self.cancelled)
 
 
 COUNTERS = _Counters()
@@ -123,67 +132,112 @@ STALE_PREFETCH_S = 3.0
 
 
 class _Dropped(Exception):
-    """A queued read-ahead request dropped before it started (stale, or its volume closed)."""
+    """A read-ahead request dropped (stale, its volume closed, or the cursor moved on) before
+    it finished: nobody waited for it, nothing of it was kept."""
 
 
 class _Job:
-    __slots__ = ("fn", "future", "started", "wanted", "cancelled", "queued_at", "on_drop")
+    """One request: ``[start, end)`` of ``key`` in ``store``.  ``wanted`` (someone waits for
+    it) and ``dropped`` change only under the store's lock, so a job is either waited for or
+    dropped, never both; its future is settled on the pool's event loop only."""
 
-    def __init__(self, fn: Callable[[], bytes], on_drop: Callable[[_Job], None]) -> None:
-        self.fn = fn
+    __slots__ = ("store", "key", "start", "end", "future", "started", "wanted", "dropped",
+                 "queued_at", "task")
+
+    def __init__(self, store: RemoteStore, key: str, start: int, end: int) -> None:
+        self.store = store
+        self.key = key
+        self.start = start
+        self.end = end
         self.future: Future[bytes] = Future()
         self.started = False
         #: Someone waits for it (a read): never dropped.
         self.wanted = False
-        self.cancelled = False
+        self.dropped = False
         self.queued_at = time.monotonic()
-        self.on_drop = on_drop
+        self.task: asyncio.Task[bytes] | None = None
 
 
 class _Pool:
-    """Threads that each run one request at a time: reads in the order asked, then read-ahead
-    newest first; read-ahead nobody waits for is dropped when stale or cancelled."""
+    """Requests on one asyncio event loop (its own thread), at most ``limit`` on the wire:
+    reads in the order asked, then read-ahead newest first.  Read-ahead nobody waits for is
+    dropped when it waited too long in the queue, and ``abort`` stops one queued or on the
+    wire (the client's request is cancelled: its connection closed, nothing of it kept)."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self._heap: list[tuple[int, int, _Job]] = []
         self._seq = itertools.count()
-        self._cv = threading.Condition()
-        self._threads = [threading.Thread(target=self._run, name=f"wkw-remote-{n}", daemon=True)
-                         for n in range(threads)]
-        for t in self._threads:
-            t.start()
+        self._lock = threading.Lock()
+        self._running = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="wkw-remote-io", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
 
     def submit(self, job: _Job, priority: int) -> None:
         seq = next(self._seq)
-        with self._cv:
+        with self._lock:
             # Reads in the order asked; read-ahead newest first (older hints are for places
             # the cursor has probably left).
             heapq.heappush(self._heap, (priority, seq if priority == READ else -seq, job))
-            self._cv.notify()
+        self._loop.call_soon_threadsafe(self._pump)
+
+    def abort(self, job: _Job) -> None:
+        """Stop ``job`` (already marked dropped under its store's lock), queued or on the
+        wire; any thread."""
+        self._loop.call_soon_threadsafe(self._abort, job)
 
     def queued(self) -> int:
-        with self._cv:
-            return sum(1 for _, _, j in self._heap if not j.started)
+        with self._lock:
+            return sum(1 for _, _, j in self._heap if not j.started and not j.dropped)
 
-    def _run(self) -> None:
-        while True:
-            with self._cv:
-                while not self._heap:
-                    self._cv.wait()
+    # -- on the loop ------------------------------------------------------------------------------
+    def _abort(self, job: _Job) -> None:
+        if job.task is not None:
+            job.task.cancel()  # settles the future as it ends (``_go``)
+        elif not job.future.done():
+            job.future.set_exception(_Dropped())
+
+    def _pump(self) -> None:
+        while self._running < self.limit:
+            with self._lock:
+                if not self._heap:
+                    return
                 _, _, job = heapq.heappop(self._heap)
-                if job.started:
-                    continue  # queued twice (raised to READ priority) and taken already
-                job.started = True
-                drop = not job.wanted and (
-                    job.cancelled or time.monotonic() - job.queued_at > STALE_PREFETCH_S)
-            if drop:
-                job.on_drop(job)
+            if job.started or job.dropped:
+                continue  # queued twice (raised to READ priority), or dropped: settled there
+            if time.monotonic() - job.queued_at > STALE_PREFETCH_S and \
+                    job.store._drop_unwanted(job):
                 job.future.set_exception(_Dropped())
                 continue
-            try:
-                job.future.set_result(job.fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            job.started = True
+            self._running += 1
+            job.task = self._loop.create_task(self._go(job))
+
+    async def _go(self, job: _Job) -> bytes:
+        try:
+            data = await job.store._request_async(job.key, job.start, job.end)
+        except asyncio.CancelledError:
+            job.store._forget(job)
+            if not job.future.done():
+                job.future.set_exception(_Dropped())
+            return b""
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            job.store._forget(job)
+            if not job.future.done():
                 job.future.set_exception(exc)
+            return b""
+        finally:
+            self._running -= 1
+            self._loop.call_soon(self._pump)
+        job.store._forget(job)
+        if not job.future.done():
+            job.future.set_result(data)
+        return data
 
 
 _pool: _Pool | None = None
@@ -199,11 +253,13 @@ def _shared() -> tuple[_Pool, RangeCache | None]:
             _pool = _Pool(cfg.max_requests)
         want_dir = _config.cache_dir(cfg) if cfg.cache_bytes > 0 else None
         if want_dir is None:
+            if _cache is not None:
+                _cache.set_budget(0)  # stores still holding it neither keep nor serve bytes
             _cache = None
         elif _cache is None or _cache.root != want_dir:
             _cache = RangeCache(want_dir, cfg.cache_bytes)
         else:
-            _cache.budget = cfg.cache_bytes
+            _cache.set_budget(cfg.cache_bytes)
         return _pool, _cache
 
 
@@ -235,6 +291,32 @@ def range_cache() -> RangeCache | None:
     return _shared()[1]
 
 
+@dataclass(frozen=True)
+class CacheInfo:
+    """The on-disk cache of fetched bytes, for the window's setting."""
+
+    folder: str
+    used_bytes: int
+    budget_bytes: int
+    #: The size came from the environment or the command line (the stored setting waits).
+    size_from_run: bool
+
+
+def cache_info() -> CacheInfo:
+    """Where the on-disk cache is, how much it holds and may hold (reads its folder once)."""
+    cfg = _config.current()
+    cache = _shared()[1]
+    return CacheInfo(_config.cache_dir(cfg), cache.used_bytes if cache is not None else 0,
+                     cfg.cache_bytes, _config.cache_size_from_run())
+
+
+def clear_cache() -> None:
+    """Delete every range the on-disk cache holds."""
+    cache = _shared()[1]
+    if cache is not None:
+        cache.clear()
+
+
 # -- the store ------------------------------------------------------------------------------------
 class RemoteStore(Store):
     """A ``Store`` rooted at a URL (see the module docstring)."""
@@ -251,8 +333,8 @@ class RemoteStore(Store):
         self._store = _make_store(self.scheme, self.root, rest, self.config)
         self._pool, self._cache = _shared()
         self._lock = threading.Lock()
-        #: key -> [(start, end, job)] fetches under way
-        self._flying: dict[str, list[tuple[int, int, _Job]]] = {}
+        #: key -> fetches queued or under way
+        self._flying: dict[str, list[_Job]] = {}
         self._missing: set[str] = set()
         self._sizes: dict[str, int] = {}
         with COUNTERS.lock:
@@ -268,52 +350,75 @@ class RemoteStore(Store):
         return key.strip("/")
 
     # -- one request ----------------------------------------------------------------------------
-    def _request(self, key: str, start: int, end: int | None) -> bytes:
-        """Fetch ``[start, end)`` (``end`` None: to the end of the object): one request."""
-        import obstore
-        from obstore.exceptions import NotSupportedError
+    def _note_request(self, key: str, start: int, end: int | None) -> None:
+        """Called as each request goes out (a hook for the benchmark's request log)."""
 
-        url = self.location(key)
-        options: Any = None
+    @staticmethod
+    def _options(start: int, end: int | None) -> Any:
         if end is not None:
-            options = {"range": (start, end)}
-        elif start:
-            options = {"range": {"offset": start}}
+            return {"range": (start, end)}
+        return {"range": {"offset": start}} if start else None
+
+    def _request(self, key: str, start: int, end: int | None) -> bytes:
+        """Fetch ``[start, end)`` (``end`` None: to the end of the object): one request, on
+        the calling thread (whole-object reads; ranges go through the pool)."""
+        import obstore
+
+        self._note_request(key, start, end)
         COUNTERS.begin()
         got = 0
         error: str | None = None
         try:
-            result = obstore.get(self._store, self._path(key), options=options)
-            meta = result.meta
+            result = obstore.get(self._store, self._path(key), options=self._options(start, end))
             data = bytes(result.bytes())
             got = len(data)
-            size = meta.get("size")
-            etag = meta.get("e_tag")
-            if end is not None and got > end - start:
-                raise RangeNotSupportedError(
-                    f"the server ignores Range requests (asked for {end - start} bytes at "
-                    f"{start}, got {got}): reading through it would download whole files",
-                    url)
-        except FileNotFoundError:
-            with self._lock:
-                self._missing.add(key)
-            raise FileNotFoundError(2, "no such object (HTTP 404)", url) from None
-        except NotSupportedError as exc:
-            error = "the server ignores Range requests"
-            raise RangeNotSupportedError(
-                "the server ignores Range requests (answers with the whole object): reading "
-                "through it would download whole files", url) from exc
-        except FormatError as exc:
-            error = exc.reason
-            raise
-        except Exception as exc:  # noqa: BLE001 - the client's errors: named and typed here
-            message, status = describe(exc)
-            if status == 416:  # the range starts past the end: an empty read, as pread
+            return self._answered(key, start, end, result.meta, data)
+        except BaseException as exc:
+            failure, error = self._failure(key, exc)
+            if failure is None:
                 return b""
-            error = message
-            raise RemoteIOError(message, url, status) from None
+            raise failure from None
         finally:
             COUNTERS.end(got, error)
+
+    async def _request_async(self, key: str, start: int, end: int) -> bytes:
+        """Fetch ``[start, end)``: one request, on the pool's event loop (cancellable: a
+        cancelled request keeps nothing and counts as cancelled, not failed)."""
+        import obstore
+
+        self._note_request(key, start, end)
+        COUNTERS.begin()
+        got = 0
+        error: str | None = None
+        cancelled = False
+        try:
+            result = await obstore.get_async(self._store, self._path(key),
+                                             options=self._options(start, end))
+            data = bytes(await result.bytes_async())
+            got = len(data)
+            # No await below: a cancellation cannot land between the bytes and the cache.
+            return self._answered(key, start, end, result.meta, data)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        except BaseException as exc:
+            failure, error = self._failure(key, exc)
+            if failure is None:
+                return b""
+            raise failure from None
+        finally:
+            COUNTERS.end(got, error, cancelled)
+
+    def _answered(self, key: str, start: int, end: int | None, meta: Any, data: bytes) -> bytes:
+        """Check an answer, note the object's size, keep the bytes in the range cache."""
+        url = self.location(key)
+        if end is not None and len(data) > end - start:
+            raise RangeNotSupportedError(
+                f"the server ignores Range requests (asked for {end - start} bytes at "
+                f"{start}, got {len(data)}): reading through it would download whole files",
+                url)
+        size = meta.get("size")
+        etag = meta.get("e_tag")
         if isinstance(size, int):
             with self._lock:
                 self._sizes[key] = size
@@ -321,6 +426,30 @@ class RemoteStore(Store):
             self._cache.put(url, start, data, size if isinstance(size, int) else None,
                             etag if isinstance(etag, str) else None)
         return data
+
+    def _failure(self, key: str, exc: BaseException
+                 ) -> tuple[BaseException | None, str | None]:
+        """What a request's exception becomes (None: an empty read) and the error counted."""
+        from obstore.exceptions import NotSupportedError
+
+        url = self.location(key)
+        if isinstance(exc, FileNotFoundError):
+            with self._lock:
+                self._missing.add(key)
+            return FileNotFoundError(2, "no such object (HTTP 404)", url), None
+        if isinstance(exc, NotSupportedError):
+            return RangeNotSupportedError(
+                "the server ignores Range requests (answers with the whole object): reading "
+                "through it would download whole files", url), \
+                "the server ignores Range requests"
+        if isinstance(exc, FormatError):
+            return exc, exc.reason
+        if not isinstance(exc, Exception):
+            return exc, None  # KeyboardInterrupt and the like: as they are
+        message, status = describe(exc)
+        if status == 416:  # the range starts past the end: an empty read, as pread
+            return None, None
+        return RemoteIOError(message, url, status), message
 
     def _known_size(self, key: str) -> int | None:
         with self._lock:
@@ -341,9 +470,9 @@ class RemoteStore(Store):
         with self._lock:
             flying = self._flying.setdefault(key, [])
             for i, (s, e) in enumerate(ranges):
-                for fs, fe, job in flying:
-                    if fs <= s and e <= fe:
-                        out[i] = (job, fs)
+                for job in flying:
+                    if job.start <= s and e <= job.end:
+                        out[i] = (job, job.start)
                         if priority == READ:
                             job.wanted = True
                             if not job.started:
@@ -364,9 +493,9 @@ class RemoteStore(Store):
                 groups.append((s, e, [i]))
             jobs: list[_Job] = []
             for gs, ge, members in groups:
-                job = _Job(self._fetcher(key, gs, ge), self._forget_job(key, gs, ge))
+                job = _Job(self, key, gs, ge)
                 job.wanted = priority == READ
-                flying.append((gs, ge, job))
+                flying.append(job)
                 for i in members:
                     out[i] = (job, gs)
                 jobs.append(job)
@@ -376,29 +505,44 @@ class RemoteStore(Store):
             self._pool.submit(job, READ)
         return [o for o in out if o is not None]
 
-    def _fetcher(self, key: str, start: int, end: int) -> Callable[[], bytes]:
-        forget = self._forget_job(key, start, end)
-
-        def run() -> bytes:
-            try:
-                return self._request(key, start, end)
-            finally:
-                forget(None)
-        return run
-
-    def _forget_job(self, key: str, start: int, end: int) -> Callable[[_Job | None], None]:
-        def forget(_: _Job | None) -> None:
-            with self._lock:
-                flying = self._flying.get(key, [])
-                flying[:] = [f for f in flying if not (f[0] == start and f[1] == end)]
-        return forget
-
-    def cancel_prefetch(self) -> None:
-        """Drop this store's queued read-ahead that nobody waits for (its volume closed)."""
+    def _forget(self, job: _Job) -> None:
+        """``job`` is over: later asks for its bytes find them in the cache, or ask anew."""
         with self._lock:
-            for flying in self._flying.values():
-                for _, _, job in flying:
-                    job.cancelled = True
+            flying = self._flying.get(job.key)
+            if flying is not None and job in flying:
+                flying.remove(job)
+                if not flying:
+                    del self._flying[job.key]
+
+    def _drop_unwanted(self, job: _Job) -> bool:
+        """Mark ``job`` dropped unless someone waits for it; whether it was."""
+        with self._lock:
+            if job.wanted or job.dropped:
+                return False
+            job.dropped = True
+        self._forget(job)
+        return True
+
+    def cancel_prefetch(self, keep: Callable[[str], bool] | None = None) -> int:
+        """Stop this store's read-ahead that nobody waits for, queued or on the wire (its
+        volume closed, or the cursor moved on); ``keep``: keys whose read-ahead is still
+        wanted.  A read waiting for a request is never stopped; a stopped request keeps
+        nothing.  The number stopped."""
+        dropped: list[_Job] = []
+        with self._lock:
+            for key, flying in list(self._flying.items()):
+                if keep is not None and keep(key):
+                    continue
+                for job in flying:
+                    if not job.wanted and not job.dropped:
+                        job.dropped = True
+                        dropped.append(job)
+                flying[:] = [j for j in flying if not j.dropped]
+                if not flying:
+                    del self._flying[key]
+        for job in dropped:
+            self._pool.abort(job)
+        return len(dropped)
 
     def _wait(self, job: _Job) -> bytes:
         cfg = self.config
@@ -441,7 +585,7 @@ class RemoteStore(Store):
             for _ in range(3):
                 try:
                     data = self._wait(job)
-                except _Dropped:  # read-ahead dropped just as we took it over: ask again
+                except _Dropped:  # defensive: a job waited for is never dropped; ask again
                     job, fs = self._schedule(key, [(off, end)], READ)[0]
                     continue
                 except (OSError, FormatError) as exc:
@@ -618,4 +762,5 @@ def _ini(path: str, section: str) -> dict[str, str]:
     return {k: v.strip() for k, v in parser.items(section)}
 
 
-__all__ = ["RemoteStore", "open_remote_store", "RemoteStats", "stats", "range_cache", "aws_config", "SCHEMES"]
+__all__ = ["RemoteStore", "open_remote_store", "RemoteStats", "stats", "range_cache",
+           "CacheInfo", "cache_info", "clear_cache", "aws_config", "SCHEMES"]

@@ -73,7 +73,8 @@ class MissingMagError(WebknossosError, DatasetLayoutError):
 
 class UnsupportedLayerError(WebknossosError):
     """A layer in a data format this program does not read yet (``zarr3``, ``zarr``, ``n5``,
-    ``neuroglancerPrecomputed``, ...) or at a location it cannot reach (a remote URL)."""
+    ``neuroglancerPrecomputed``, ...) or at a location it cannot reach (a URL scheme other than
+    http, https, s3 and gs)."""
 
 
 class MagMismatchError(WebknossosError, DatasetLayoutError):

@@ -70,8 +70,9 @@ class Layer(BaseLayer):
         """The layer of a properties entry and the problems found, or ``(None, problems)`` when
         no part of it can be opened (unsupported format, no mags at all, every mag missing).
 
-        A mag's folder is its ``path`` (relative to the dataset, or absolute, or ``file://``)
-        when the entry gives one, else the layer folder's ``{short name}`` or ``{long name}``
+        A mag's folder is its ``path`` (relative to the dataset, or absolute, or ``file://``,
+        or a URL: ``http(s)://``, ``s3://``, ``gs://``, read over the network) when the entry
+        gives one, else the layer folder's ``{short name}`` or ``{long name}``
         subfolder, whichever exists."""
         layer_dir = os.path.join(dataset_dir, props.name)
         if not _readable(props.data_format):
@@ -174,8 +175,14 @@ def _locate_mag(mp: MagProperties, layer: str, dataset_dir: str, layer_dir: str,
         if text.startswith("file://"):
             text = text[len("file://"):]
         elif "://" in text:
-            return UnsupportedLayerError(f"remote mag path {mp.path!r} is not supported",
-                                         mp.path, layer=layer, mag=mp.mag)
+            from viewer.format.remote.store import SCHEMES
+
+            if text.partition("://")[0].lower() not in SCHEMES:
+                return UnsupportedLayerError(
+                    f"remote mag path {mp.path!r}: only http, https, s3 and gs URLs are read",
+                    mp.path, layer=layer, mag=mp.mag)
+            # A mag at a URL: opened through the remote store when first used (``Mag``).
+            return text.rstrip("/"), mp.path
         path = os.path.normpath(text if os.path.isabs(text) else os.path.join(dataset_dir, text))
         if not os.path.isdir(path):
             return MissingMagError("mag folder is missing", path, layer=layer, mag=mp.mag)

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from viewer.format.dataset import Mag as BaseMag
 from viewer.format.errors import FormatError
 from viewer.format.geometry import mag_name, parse_mag
+from viewer.format.store import is_url
 from viewer.format.volume import Volume
 from viewer.format.webknossos.errors import MagMismatchError, MissingMagError
 from viewer.format.wkw import Dataset
@@ -96,6 +97,11 @@ class Mag(BaseMag):
             return self._dataset
 
     def _open_volume(self) -> Volume:
+        if is_url(self.path):  # a mag at a URL in a local properties file
+            from viewer.format.remote.entry import mag_opener
+
+            return mag_opener(self.path, self.layer, self.mag, self.data_format, self.dtype,
+                              self.num_channels, self.bounds)()
         if self.data_format == "wkw":
             return WkwVolume(self.dataset, self.bounds, own_dataset=False)
         from viewer.format import registry
@@ -122,6 +128,9 @@ class Mag(BaseMag):
         return volume
 
     def _open_wkw(self) -> Dataset:
+        if is_url(self.path):
+            raise MissingMagError("a mag at a URL is read only (no writable WKW dataset)",
+                                  self.path, layer=self.layer, mag=self.mag)
         if not is_mag_folder(self.path):
             what = "no mag folder" if not os.path.isdir(self.path) else f"no {HEADER_FILE}"
             raise MissingMagError(what, self.path, layer=self.layer, mag=self.mag)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -234,7 +234,8 @@ class StoreWkwUnit(StorageUnit):
         starts, ends = self._block_ranges(idx)
         out: list[StoredResult] = [None] * len(idx)
         want: list[int] = []
-        for k, (index, s, e) in enumerate(zip(idx.tolist(), starts.tolist(), ends.tolist(), strict=True)):
+        triples = zip(idx.tolist(), starts.tolist(), ends.tolist(), strict=True)
+        for k, (index, s, e) in enumerate(triples):
             problem = self._range_problem(index, s, e)
             if problem is not None:
                 out[k] = problem
@@ -295,16 +296,15 @@ class StoreWkwUnit(StorageUnit):
 
     def _load_then_prefetch(self, indices: list[int], asked_at: float) -> None:
         """A hint for a unit whose jump table was not there yet: the blocks' ranges once it
-        is, unless the hint went stale meanwhile or the volume closed."""
-        from viewer.format.remote.store import STALE_PREFETCH_S
-
-        if self.volume.closed or time.monotonic() - asked_at > STALE_PREFETCH_S:
+        is, unless the hint went stale meanwhile, the cursor moved on (``drop_read_ahead``)
+        or the volume closed."""
+        if self.volume.hint_dropped(self.key, asked_at):
             return
         try:
             self._load()
         except FormatError:
             return
-        if self.volume.closed or time.monotonic() - asked_at > STALE_PREFETCH_S:
+        if self.volume.hint_dropped(self.key, asked_at):
             return
         self._prefetch_blocks(indices)
 
@@ -373,6 +373,9 @@ class StoreWkwVolume(Volume):
         self.probe_problem: FormatError | None = None
         #: Set by ``close``: read-ahead still pending for it is dropped.
         self.closed = False
+        #: The last ``drop_read_ahead``: when, and the keys whose read-ahead it kept.
+        self._dropped_at = 0.0
+        self._kept: frozenset[str] = frozenset()
 
     @classmethod
     def open(cls, store: Store, bounds: tuple[Vec3, Vec3] | None = None) -> StoreWkwVolume:
@@ -549,6 +552,29 @@ class StoreWkwVolume(Volume):
 
     def problems(self) -> list[FormatError]:
         return [self.probe_problem] if self.probe_problem is not None else []
+
+    def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
+        """The cursor moved on: stop the read-ahead of every storage unit but ``keep`` (unit
+        positions), queued or on the wire, and the hints still waiting for a unit's jump
+        table.  What a read waits for is never stopped; what is stopped keeps nothing and is
+        asked for again when it is read.  Any thread."""
+        kept = frozenset(self.unit_key(u) for u in keep)
+        with self._lock:
+            self._dropped_at = time.monotonic()
+            self._kept = kept
+        cancel = getattr(self.store, "cancel_prefetch", None)
+        if cancel is not None:
+            cancel(kept.__contains__)
+
+    def hint_dropped(self, key: str, asked_at: float) -> bool:
+        """Whether a hint for ``key`` given at ``asked_at`` is of no use any more: stale, the
+        cursor moved on from its unit, or the volume closed."""
+        from viewer.format.remote.store import STALE_PREFETCH_S
+
+        if self.closed or time.monotonic() - asked_at > STALE_PREFETCH_S:
+            return True
+        with self._lock:
+            return asked_at < self._dropped_at and key not in self._kept
 
     def close(self) -> None:
         self.closed = True
