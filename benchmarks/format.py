@@ -5,9 +5,7 @@ raw.  For each file and each read (XY 512^2 slice, XZ, YZ, the full file, a 64^3
 implementations take turns, round after round (interleaved, the order alternating), each round
 with a fresh ``Dataset.open`` on both sides (the reference reopens its files on every read
 anyway); the time covers open + read + close.  Slices and boxes move to a new position every
-round, the same position for both.  What ours leaves to its helper thread at close (the
-unmapping) is finished, untimed, before the other side's round, so that it cannot slow the
-reference.  The figure is the median per side and the ratio
+round, the same position for both.  The figure is the median per side and the ratio
 ours/reference of the medians: measured in the same run, under the same load, so the ratio is
 fair even on a busy machine, while the absolute times are not.  The ratio of the best rounds
 (``*_min_ratio``) is printed beside it: on a shared machine it shows what each side does when
@@ -213,8 +211,6 @@ def run(rounds: int, full_rounds: int, ops: list[str],
                     wall, used = _time_cpu(lambda: fn(path, offset, shape))
                     times.append(wall)
                     cpu[name].append(used)
-                    if fn is _ours:  # its mapping's unmapping, left to the helper, done
-                        boxread.wait_for_helper()  # untimed, before the other side's round
                 _set_threads(None)
             if limit is not None:
                 limit.close()
