@@ -46,6 +46,8 @@ class FormatEntry:
 #: registry is first used: formats outside the package (the tests' toy format in a child
 #: process).
 PLUGINS_ENV = "WKW_VIEWER_FORMAT_PLUGINS"
+#: The module whose import registers every built-in format.
+BUILTIN_FORMATS = "viewer.format.formats"
 
 _entries: list[FormatEntry] = []
 _lock = threading.Lock()
@@ -75,8 +77,9 @@ def _load_builtins() -> None:
     _builtins_loaded = True
     import importlib
 
-    import viewer.format.formats  # noqa: F401 - registers every built-in format
-
+    # By name, like a plugin: the formats import this registry to join it, so the registry
+    # must not import them back (no import cycle).
+    importlib.import_module(BUILTIN_FORMATS)
     for name in os.environ.get(PLUGINS_ENV, "").split(","):
         if name.strip():
             try:

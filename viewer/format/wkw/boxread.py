@@ -30,16 +30,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from viewer.format import pool
-from viewer.format.errors import BlockDecodeError, FormatError
+from viewer.format.errors import FormatError
 from viewer.format.handles import readinto_fd
 from viewer.format.wkw import buffers, lz4block, morton
-from viewer.format.wkw.header import Header
+from viewer.format.wkw.blockfile import BlockFile
 
 Vec3 = tuple[int, int, int]
 
@@ -66,34 +66,6 @@ PER_BLOCK_COPY = 48
 
 _LZ4_WHOLE = lz4block.whole_decoder()
 _LZ4_PARTIAL = lz4block.partial_decoder()
-
-
-class BlockFile(Protocol):
-    """What a box read needs of the file it reads (``wkw.File`` is one): its header, size and
-    jump table, the checks that word a damaged block's error, and its descriptor."""
-
-    path: str
-    header: Header
-    file_size: int
-    _ranges_i64: npt.NDArray[np.int64] | None
-
-    def _ranges_of(self, indices: npt.NDArray[np.int64]
-                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
-
-    def _first_problem(self, indices: npt.NDArray[np.int64], starts: npt.NDArray[np.int64],
-                       ends: npt.NDArray[np.int64]) -> FormatError | None: ...
-
-    def _range_problem(self, index: int, start: int, end: int) -> FormatError | None: ...
-
-    def _sources(self, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
-                 indices: npt.NDArray[np.int64] | None = None) -> tuple[list[int], list[Any]]: ...
-
-    def _decode_error(self, index: int, start: int, got: int, wanted: int,
-                      partial: bool) -> BlockDecodeError: ...
-
-    def _short(self, index: int, start: int, end: int) -> BlockDecodeError: ...
-
-    def _reading(self, check: bool = True) -> Any: ...
 
 
 def _staging(nbytes: int) -> npt.NDArray[np.uint8]:
@@ -127,7 +99,7 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     threads = DECODE_THREADS
     if threads < 2 or blocks < 2 or blocks * h.block_bytes < enough:
         threads = 1
-    batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads)
+    batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads if threads > 1 else 1)
     if threads == 1 or len(batches) == 1:
         few = blocks <= PER_BLOCK_COPY
         for bl, bh in batches:
@@ -344,16 +316,18 @@ def _copy_raw_few(f: BlockFile, out_t: npt.NDArray[Any],
             if start + bb > f.file_size:
                 raise f._short(index, start, start + bb)
     scratch = _staging(bb)
+    view = memoryview(scratch)  # type: ignore[arg-type]
+    block = scratch[:bb].view(h.dtype).reshape(b, b, b, c)
+    first = h.data_offset
     with f._reading() as fd:
         for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
-            start = h.data_offset + index * bb + z0 * plane
+            start = first + index * bb + z0 * plane
             n = (z1 - z0) * plane
-            got = readinto_fd(fd, scratch[:n], start)
+            got = readinto_fd(fd, view[:n], start)
             if got < n:  # the file shrank since it was opened
                 raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
-            part = scratch[:n].view(h.dtype).reshape(z1 - z0, b, b, c)
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
-                part[:, y0:y1, x0:x1, :]
+                block[:z1 - z0, y0:y1, x0:x1, :]
 
 
 def _read_raw_blocks(f: BlockFile, indices: npt.NDArray[np.int64],

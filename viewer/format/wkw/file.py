@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from viewer.format.errors import BlockDecodeError, FormatError, HeaderError, JumpTableError
 from viewer.format.handles import FileHandle, readinto_fd
-from viewer.format.wkw import boxread, buffers, lz4block
+from viewer.format.wkw import boxread, buffers, filecheck, lz4block
 from viewer.format.wkw.header import HEADER_SIZE, Header
 
 #: Neighbouring byte ranges closer than this are fetched with one read.
@@ -267,11 +267,7 @@ class File:
         """Every problem of this file (empty: valid): the jump table checked for every block,
         bytes after the last block, and, unless ``decode`` is False, every block decoded to
         exactly its size.  Unlike a read, does not stop at the first damaged block."""
-        from viewer.format.wkw import validation
-
-        if self.header.is_compressed:
-            return validation.file_problems(self, decode)[1]
-        return validation._raw_problems(self)
+        return filecheck.file_problems(self, decode)[1]
 
     def _first_problem(self, indices: npt.NDArray[np.int64], starts: npt.NDArray[np.int64],
                        ends: npt.NDArray[np.int64]) -> FormatError | None:
