@@ -52,9 +52,10 @@ STAGING_BYTES = 2 << 20
 #: calling thread).
 PARALLEL_BYTES = 2 << 20
 #: The same for raw blocks (only copied, no decoding: threads pay off later).
-PARALLEL_RAW_BYTES = 8 << 20
-#: A read shared by the cores is cut into at least this many slabs per thread.
-SHARED_CHUNKS = 2
+PARALLEL_RAW_BYTES = 16 << 20
+#: A read shared by the cores is cut into at least this many slabs per thread (more, smaller
+#: slabs: less to wait for when a thread is descheduled in the middle of its last slab).
+SHARED_CHUNKS = 4
 #: A batch of raw blocks of which the box needs at most 1/RAW_PREAD_PLANES of each block's z
 #: planes (an XY plane) is read with one pread of just those planes per block.
 RAW_PREAD_PLANES = 4
@@ -95,9 +96,15 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     bhi = ((hi[0] - 1) // b + 1, (hi[1] - 1) // b + 1, (hi[2] - 1) // b + 1)
     out_t = out.T  # (Z, Y, X, C); C order when out is F order
     blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1]) * (bhi[2] - blo[2])
+    # Bytes decoded (compressed) or read (raw) per block: a read one block layer thick
+    # (an XY plane) needs each block only up to (raw: from and up to) its z planes.
+    per_block = h.block_bytes
+    if bhi[2] - blo[2] == 1:
+        z0, z1 = lo[2] - blo[2] * b, hi[2] - blo[2] * b
+        per_block = (z1 if h.is_compressed else z1 - z0) * (h.block_bytes // b)
     enough = PARALLEL_BYTES if h.is_compressed else PARALLEL_RAW_BYTES
     threads = DECODE_THREADS
-    if threads < 2 or blocks < 2 or blocks * h.block_bytes < enough:
+    if threads < 2 or blocks < 2 or blocks * per_block < enough:
         threads = 1
     batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads if threads > 1 else 1)
     if threads == 1 or len(batches) == 1:
@@ -144,16 +151,27 @@ def _read_shared(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[
         problem = f._first_problem(indices, *f._ranges_of(indices))
         if problem is not None:
             raise problem
+    # The slabs of one layer of slabs (along z) write one stretch of out: when there are
+    # enough layers, a thread takes a whole layer, so that no two threads fault in the same
+    # pages of a new output at once (measured: that tripled the kernel's time).
+    items: list[list[tuple[Vec3, Vec3]]] = []
+    for bl, bh in batches:
+        if items and items[-1][0][0][2] == bl[2]:
+            items[-1].append((bl, bh))
+        else:
+            items.append([(bl, bh)])
+    if len(items) < SHARED_CHUNKS * threads:
+        items = [[batch] for batch in batches]
     failed: list[FormatError] = []
 
     def one(k: int) -> None:
-        try:
-            _read_batch(f, out_t, lo, hi, shift, batches[k][0], batches[k][1],
-                        checked=True, few=False)
-        except FormatError as exc:
-            failed.append(exc)
+        for bl, bh in items[k]:
+            try:
+                _read_batch(f, out_t, lo, hi, shift, bl, bh, checked=True, few=False)
+            except FormatError as exc:
+                failed.append(exc)
 
-    pool.share(len(batches), one, threads)
+    pool.share(len(items), one, threads)
     if failed:
         raise min(failed, key=lambda e: e.block if e.block is not None else -1)
 

@@ -8,8 +8,9 @@ error).
 Stored bytes are read with ``os.pread``/``preadv`` through a ``handles.FileHandle`` (never a
 memory mapping): neighbouring blocks are merged into one read into a per-thread buffer, and
 compressed blocks are decoded from it by the system liblz4 (``lz4block``, via ctypes, the GIL
-released).  Box reads (``File.read_into``) go through ``boxread``, which picks one of three
-paths by size.  Why not a mapping (the reader mapped files until issue 21): a file truncated
+released).  Box reads (``File.read_into``) go through ``boxread``, which picks its way by
+size and shares large reads among all cores; the checks of every block (``validate``) are in
+``filecheck``.  Why not a mapping (the reader mapped files until issue 21): a file truncated
 by another process while it is mapped kills the reading process with SIGBUS, which no Python
 code can catch; a short ``pread`` is an ordinary error.  Unmapping also cost the helper thread
 about 0.5 ms per plane and made closing depend on that thread.  The copy out of the page
