@@ -15,11 +15,13 @@ Two ways through a box read, by size (the numbers are the constants below):
   and copying all release the GIL.  Raw XY planes are read with one pread per block (just
   the planes needed).
 
-Where the time of a full read goes (512^3 LZ4HC, 32^3 blocks, one core): decoding about 60 %,
-the copy into the output about 25 % (it runs at the memory's write speed: a block's rows are
-32 bytes, the output's 512), reading the stored bytes 8 %, first-touch page faults of the new
-output the rest.  The copy cannot be saved: LZ4 decodes a block into contiguous memory, and a
-block's voxels are not contiguous in a ``(C, X, Y, Z)`` array wider than one block.
+Where the time of a full read goes (512^3 LZ4HC, 32^3 blocks, one thread, output already
+faulted in; measured with cProfile): decoding about half, the copy into the output about a
+sixth (it writes at about the memory's speed: a block's rows are 32 bytes, the output's 512),
+reading the stored bytes a tenth, Python bookkeeping a tenth.  A new output's first-touch page
+faults add about a third of the decoding time in the kernel.  The copy cannot be saved: LZ4
+decodes a block into contiguous memory, and a block's voxels are not contiguous in a
+``(C, X, Y, Z)`` array wider than one block.
 
 Functions here take the file they read from (``BlockFile``: a ``wkw.File``); they use its
 descriptor, jump table and range checks, and never change it.  Stored bytes come from
@@ -56,6 +58,13 @@ PARALLEL_RAW_BYTES = 16 << 20
 #: A read shared by the cores is cut into at least this many slabs per thread (more, smaller
 #: slabs: less to wait for when a thread is descheduled in the middle of its last slab).
 SHARED_CHUNKS = 4
+#: A compressed read of at most this many bytes of blocks (a 512^2 plane of 32^3 blocks) that
+#: is shared by the cores is read as one batch whose decoding alone is shared,
+#: ``SHARED_DECODE_BLOCKS`` blocks at a time; larger reads are cut into slabs.
+ONE_BATCH_BYTES = 16 << 20
+#: Blocks a thread takes at a time when the decoding of one batch is shared (small, so that
+#: when a thread is descheduled in the middle of its blocks the others wait for little).
+SHARED_DECODE_BLOCKS = 8
 #: A batch of raw blocks of which the box needs at most 1/RAW_PREAD_PLANES of each block's z
 #: planes (an XY plane) is read with one pread of just those planes per block.
 RAW_PREAD_PLANES = 4
@@ -106,6 +115,12 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     threads = DECODE_THREADS
     if threads < 2 or blocks < 2 or blocks * per_block < enough:
         threads = 1
+    if threads > 1 and h.is_compressed and blocks * h.block_bytes <= ONE_BATCH_BYTES:
+        # A plane or a medium box: the checks, the reading and the copy out are done once,
+        # by this thread; only the decoding is shared, a few blocks at a time (per-slab
+        # Python work would serialise on the GIL: measured slower for planes).
+        _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, decode=_decode_shared)
+        return
     batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads if threads > 1 else 1)
     if threads == 1 or len(batches) == 1:
         few = blocks <= PER_BLOCK_COPY
@@ -178,12 +193,13 @@ def _read_shared(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[
 
 def _read_batch(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
                 shift: list[int], blo: Vec3, bhi: Vec3, checked: bool = False,
-                few: bool = True) -> None:
+                few: bool = True, decode: Any = lz4block.decode_many) -> None:
     """Read the blocks ``blo <= b < bhi`` (a box of the block grid) and copy their part of
     the box ``[lo, hi)`` into ``out_t`` (``(Z, Y, X, C)``).  ``checked``: the blocks' byte
     ranges were checked already.  ``few``: a batch of at most ``PER_BLOCK_COPY`` blocks may
     go block by block (``_read_few``: right for a small read, whose output stays in cache;
-    a slab of a large read is copied whole rows at a time instead)."""
+    a slab of a large read is copied whole rows at a time instead).  ``decode`` has the
+    signature of ``lz4block.decode_many`` (``_decode_shared`` shares it among the cores)."""
     h = f.header
     b = h.block_len
     nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
@@ -236,7 +252,7 @@ def _read_batch(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[i
     layer = nbx * nby
     prefixes = [min(hi[2] - (blo[2] + j) * b, z1) * plane
                 for j in range(nbz) for _ in range(layer)]
-    got = lz4block.decode_many(src, sizes, dst, prefixes, block_bytes)
+    got = decode(src, sizes, dst, prefixes, block_bytes)
     del keep
     failed = [k for k in range(count)
               if (got[k] < prefixes[k] if prefixes[k] < block_bytes
@@ -469,3 +485,20 @@ def _as_rows(a: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
                                           strides=(*a.strides[:-2], 1))
     return raw.view(np.dtype((np.void, row)))[..., 0]
 
+
+def _decode_shared(src: list[int], sizes: list[int], dst: list[int], prefixes: list[int],
+                   capacity: int) -> list[int]:
+    """``lz4block.decode_many`` with the cores taking the next ``SHARED_DECODE_BLOCKS``
+    blocks in turn (``pool.share``: the caller never waits for a pool thread to start, only
+    for the few blocks one is in the middle of)."""
+    n = len(src)
+    step = SHARED_DECODE_BLOCKS
+    got = [0] * n
+
+    def one(k: int) -> None:
+        a, e = k * step, min(k * step + step, n)
+        got[a:e] = lz4block.decode_many(src[a:e], sizes[a:e], dst[a:e], prefixes[a:e],
+                                        capacity)
+
+    pool.share(-(-n // step), one, DECODE_THREADS)
+    return got
