@@ -60,7 +60,8 @@ PARALLEL_RAW_BYTES = 16 << 20
 SHARED_CHUNKS = 4
 #: A compressed read of at most this many bytes of blocks (a 512^2 plane of 32^3 blocks) that
 #: is shared by the cores is read as one batch whose decoding alone is shared,
-#: ``SHARED_DECODE_BLOCKS`` blocks at a time; larger reads are cut into slabs.
+#: ``SHARED_DECODE_BLOCKS`` blocks at a time; larger reads are cut into slabs.  A read kept
+#: on one thread goes in batches of this size.
 ONE_BATCH_BYTES = 16 << 20
 #: Blocks a thread takes at a time when the decoding of one batch is shared (small, so that
 #: when a thread is descheduled in the middle of its blocks the others wait for little).
@@ -121,7 +122,12 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
         # Python work would serialise on the GIL: measured slower for planes).
         _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, decode=_decode_shared)
         return
-    batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads if threads > 1 else 1)
+    if threads == 1:
+        # One thread: batches as large as a plane (fewer, larger numpy operations; raw
+        # planes and slabs are bound by them, not by the cache).
+        batches = _batches(blo, bhi, h.block_bytes, 1, ONE_BATCH_BYTES)
+    else:
+        batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads)
     if threads == 1 or len(batches) == 1:
         few = blocks <= PER_BLOCK_COPY
         for bl, bh in batches:
@@ -130,14 +136,15 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     _read_shared(f, out_t, lo, hi, shift, blo, bhi, batches, threads)
 
 
-def _batches(blo: Vec3, bhi: Vec3, block_bytes: int, at_least: int = 1
-             ) -> list[tuple[Vec3, Vec3]]:
-    """The block box ``[blo, bhi)`` cut into slabs of at most ``STAGING_BYTES`` decoded (at
-    least one block), and into at least ``at_least`` slabs where it has that many rows:
-    whole rows along x where they fit, z slowest (a slab's copy into the Fortran-ordered
-    output then writes whole rows of it, one after the other)."""
+def _batches(blo: Vec3, bhi: Vec3, block_bytes: int, at_least: int = 1,
+             limit: int | None = None) -> list[tuple[Vec3, Vec3]]:
+    """The block box ``[blo, bhi)`` cut into slabs of at most ``limit`` (default
+    ``STAGING_BYTES``) decoded (at least one block), and into at least ``at_least`` slabs
+    where it has that many rows: whole rows along x where they fit, z slowest (a slab's copy
+    into the Fortran-ordered output then writes whole rows of it, one after the other)."""
     nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
-    fit = max(1, STAGING_BYTES // max(block_bytes, 1))  # blocks per slab
+    limit = STAGING_BYTES if limit is None else limit
+    fit = max(1, limit // max(block_bytes, 1))  # blocks per slab
     fit = min(fit, max(1, -(-nbx * nby * nbz // max(at_least, 1))))
     sx = min(nbx, fit)
     rows = max(1, fit // sx)
