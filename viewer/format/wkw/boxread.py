@@ -9,11 +9,12 @@ Two ways through a box read, by size (the numbers are the constants below):
   ``STAGING_BYTES`` decoded (``_batches``: whole rows of blocks along x, so that a slab's copy
   writes whole rows of the Fortran-ordered output, one after the other).  Each slab is read
   (one ``pread`` per run of neighbouring blocks), decoded into a per-thread staging buffer
-  that stays in the core's cache, and copied out by one numpy copy.  From ``PARALLEL_BYTES``
-  of blocks the slabs are shared by all cores (``viewer.format.pool.share``): the calling
-  thread and the pool's threads take the next slab until none is left; reading, decoding
-  and copying all release the GIL.  Raw XY planes are read with one pread per block (just
-  the planes needed).
+  and copied out by one numpy copy.  From ``PARALLEL_BYTES`` of blocks the work is shared by
+  all cores (``viewer.format.pool.share``): a read of up to ``ONE_BATCH_BYTES`` (a plane) is
+  one batch whose decoding alone is shared, a few blocks at a time; a larger one is cut into
+  slabs that the calling thread and the pool's threads take until none is left (reading,
+  decoding and copying all release the GIL).  Raw XY planes are read with one pread per
+  block (just the planes needed).
 
 Where the time of a full read goes (512^3 LZ4HC, 32^3 blocks, one thread, output already
 faulted in; measured with cProfile): decoding about half, the copy into the output about a
@@ -45,9 +46,11 @@ from viewer.format.wkw.blockfile import BlockFile
 
 Vec3 = tuple[int, int, int]
 
-#: Decoded bytes of one slab: small enough that a slab's staging buffer stays in a core's
-#: cache between its decoding and its copy into the output.
-STAGING_BYTES = 2 << 20
+#: Decoded bytes of one slab of a read shared by the cores (at most: a read is cut into at
+#: least ``SHARED_CHUNKS`` slabs per thread).  Slabs of 2 MB, whose staging buffer stays in
+#: a core's cache between decoding and copy, were measured no faster on the shared 2-core
+#: machine (more Python work per byte, more hand-offs of the GIL).
+STAGING_BYTES = 16 << 20
 #: A read of compressed blocks totalling at least this many bytes is shared by all cores
 #: (about 2 ms of decoding: below that, waking the pool's threads and the chance that one is
 #: descheduled in the middle of its share cost more than they save; a 64^3 box stays on the
