@@ -5,8 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,16 +31,3 @@ def test_data_layers_import_with_qt_blocked():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
-
-
-def test_render_and_compare_modules_import_no_cycle():
-    """No two modules of ``viewer.render`` or of ``viewer.ui.compare`` import each other, even
-    through other modules (the compare controller and its overlay did: the overlay now draws
-    from a protocol the controller meets)."""
-    grimp = pytest.importorskip("grimp")
-    graph = grimp.build_graph("viewer")
-    for package in ("viewer.render", "viewer.ui.compare"):
-        modules = sorted(graph.find_descendants(package) | {package})
-        cycles = [(a, b) for i, a in enumerate(modules) for b in modules[i + 1:]
-                  if graph.chain_exists(a, b) and graph.chain_exists(b, a)]
-        assert cycles == [], cycles

@@ -23,10 +23,10 @@ from viewer.format import wkw
 CHILD = textwrap.dedent("""
     import gc, sys
     from viewer.format import wkw
-    from viewer.format.wkw import boxread
+    from viewer.format import pool
 
-    locks = [("helper", boxread._helper_lock)]
-    executor = boxread._decode_helper()
+    locks = [("read pool", pool._lock)]
+    executor = pool.decode_pool()
     locks.append(("executor", executor._shutdown_lock))
     try:
         from viewer.format import handles

@@ -57,10 +57,10 @@ def test_close_closes_the_descriptor(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block_type", [1, 2], ids=["raw", "lz4hc"])
 def test_reads_across_rounds_of_open_and_close_equal_the_reference(
         tmp_path: Path, block_type: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each round opens, reads a plane or a box (sharing its decoding with the helper),
+    """Each round opens, reads a plane or a box (sharing it with the pool's threads),
     closes, and a file
     rewritten by the reference between rounds reads its new contents."""
-    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)  # every batch shared with the helper
+    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)  # every read shared with the pool
     monkeypatch.setattr(boxread, "PARALLEL_RAW_BYTES", 0)
     monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
     rng = np.random.default_rng(2)
@@ -86,7 +86,6 @@ def test_reads_across_rounds_of_open_and_close_equal_the_reference(
             assert np.array_equal(ours, expected), (version, offset, shape)
             sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert np.array_equal(ours[0], data[sl])
-    boxread.wait_for_helper()
 
 
 @pytest.mark.parametrize("block_type", [wkw_ref.Header.BLOCK_TYPE_RAW,

@@ -276,7 +276,8 @@ def test_split_reads_match_the_reference(tmp_path: Path, monkeypatch: pytest.Mon
     the reference's; regression: a helper batch that had not started yet was dropped."""
     from viewer.format.wkw import boxread
 
-    monkeypatch.setattr(boxread, "STAGING_BYTES", 1)  # one block layer per batch
+    monkeypatch.setattr(boxread, "STAGING_BYTES", 1)  # one block per slab
+    monkeypatch.setattr(boxread, "ONE_BATCH_BYTES", 0)  # every shared read slab by slab
     monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
     header = wkw_ref.Header(np.uint16, num_channels=3, block_len=4, file_len=8, block_type=bt)

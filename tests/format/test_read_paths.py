@@ -5,7 +5,8 @@ against the reference (PyPI ``wkw``) on files the reference wrote:
   blocks straight from the mapping or, without one, one ``pread`` per block);
 - a batch of mapped raw blocks forming an aligned power-of-two cube of the block grid,
   copied through one strided view (``_copy_morton_aligned``);
-- a read whose decoding the calling thread shares with the helper (``_decode_shared``);
+- a read whose decoding the calling thread shares with the pool's threads
+  (``_decode_shared``), and one whose slabs it shares (``_read_shared``);
 - damaged blocks met by a small read: the error names the lowest damaged block.
 """
 
@@ -152,6 +153,20 @@ def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
     with wkw.File.open(root / "z1" / "y0" / "x1.wkw") as f:
         whole = f.read((0, 0, 0), (SIDE, SIDE, SIDE))
     assert np.array_equal(whole, data[:, SIDE:, :SIDE, SIDE:])
+
+
+def test_reads_shared_slab_by_slab_match_the_reference(written: tuple[Path, np.ndarray],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads cut into slabs of one block that the two threads take in turn (forced with
+    tiny limits), raw and compressed."""
+    monkeypatch.setattr(boxread, "DECODE_THREADS", 2)
+    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(boxread, "PARALLEL_RAW_BYTES", 0)
+    monkeypatch.setattr(boxread, "ONE_BATCH_BYTES", 0)
+    monkeypatch.setattr(boxread, "STAGING_BYTES", 1)
+    root, data = written
+    for _ in range(3):
+        _check_all_boxes(root, data)
 
 
 def _lz4_file(tmp_path: Path) -> tuple[Path, np.ndarray]:

@@ -35,7 +35,7 @@ import collections
 import errno
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -291,10 +291,9 @@ def _wait_for_writers(fd: int) -> None:
     take it for ``lseek(SEEK_DATA)``: that seek waits for such a write to finish."""
     if _SEEK_DATA is None:
         return
-    try:
+    # ENXIO (no data), or a file system without it: nothing to wait for.
+    with suppress(OSError):
         os.lseek(fd, 0, _SEEK_DATA)
-    except OSError:
-        pass  # ENXIO (no data), or a file system without it: nothing to wait for
 
 
 _SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
@@ -303,11 +302,16 @@ _SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
 def readinto_fd(fd: int, buf: Any, offset: int) -> int:
     """``os.preadv`` into ``buf`` until it is full or the file ends."""
     view = memoryview(buf).cast("B")
-    total = 0
     n = len(view)
+    if _PREADV is not None:
+        total = _PREADV(fd, [view], offset)  # nearly always all of it at once
+        if total >= n or total <= 0:
+            return max(total, 0)
+    else:  # pragma: no cover - platforms without preadv
+        total = 0
     while total < n:
-        if hasattr(os, "preadv"):
-            got = os.preadv(fd, [view[total:]], offset + total)
+        if _PREADV is not None:
+            got = _PREADV(fd, [view[total:]], offset + total)
         else:  # pragma: no cover - platforms without preadv
             raw = os.pread(fd, n - total, offset + total)
             got = len(raw)
@@ -316,3 +320,6 @@ def readinto_fd(fd: int, buf: Any, offset: int) -> int:
             break
         total += got
     return total
+
+
+_PREADV: Callable[[int, list[memoryview], int], int] | None = getattr(os, "preadv", None)

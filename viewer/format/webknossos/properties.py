@@ -31,9 +31,10 @@ from viewer.format.geometry import (
     BoundingBox,
     VoxelSize,
     _is_int,
+    mag_name,
+    parse_mag,
 )
 from viewer.format.webknossos.errors import PropertiesError, WebknossosError
-from viewer.format.webknossos.mag import mag_name, parse_mag
 
 PROPERTIES_FILE = "datasource-properties.json"
 

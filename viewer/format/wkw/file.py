@@ -8,8 +8,9 @@ error).
 Stored bytes are read with ``os.pread``/``preadv`` through a ``handles.FileHandle`` (never a
 memory mapping): neighbouring blocks are merged into one read into a per-thread buffer, and
 compressed blocks are decoded from it by the system liblz4 (``lz4block``, via ctypes, the GIL
-released).  Box reads (``File.read_into``) go through ``boxread``, which picks one of three
-paths by size.  Why not a mapping (the reader mapped files until issue 21): a file truncated
+released).  Box reads (``File.read_into``) go through ``boxread``, which picks its way by
+size and shares large reads among all cores; the checks of every block (``validate``) are in
+``filecheck``.  Why not a mapping (the reader mapped files until issue 21): a file truncated
 by another process while it is mapped kills the reading process with SIGBUS, which no Python
 code can catch; a short ``pread`` is an ordinary error.  Unmapping also cost the helper thread
 about 0.5 ms per plane and made closing depend on that thread.  The copy out of the page
@@ -40,7 +41,7 @@ import numpy.typing as npt
 
 from viewer.format.errors import BlockDecodeError, FormatError, HeaderError, JumpTableError
 from viewer.format.handles import FileHandle, readinto_fd
-from viewer.format.wkw import boxread, lz4block
+from viewer.format.wkw import boxread, buffers, filecheck, lz4block
 from viewer.format.wkw.header import HEADER_SIZE, Header
 
 #: Neighbouring byte ranges closer than this are fetched with one read.
@@ -267,11 +268,7 @@ class File:
         """Every problem of this file (empty: valid): the jump table checked for every block,
         bytes after the last block, and, unless ``decode`` is False, every block decoded to
         exactly its size.  Unlike a read, does not stop at the first damaged block."""
-        from viewer.format.wkw import validation
-
-        if self.header.is_compressed:
-            return validation.file_problems(self, decode)[1]
-        return validation._raw_problems(self)
+        return filecheck.file_problems(self, decode)[1]
 
     def _first_problem(self, indices: npt.NDArray[np.int64], starts: npt.NDArray[np.int64],
                        ends: npt.NDArray[np.int64]) -> FormatError | None:
@@ -345,40 +342,35 @@ class File:
     def _sources(self, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
                  indices: npt.NDArray[np.int64] | None = None) -> tuple[list[int], list[Any]]:
         """Addresses of the stored bytes of blocks (ranges already checked; ``indices`` name
-        them in errors), and the objects that must stay alive while they are used."""
-        addresses = [0] * len(starts)
-        keep: list[Any] = []
+        them in errors), and the objects that must stay alive while they are used.  Blocks
+        closer than ``MERGE_GAP`` are read with one ``pread`` into this thread's buffer; the
+        runs and every block's address are worked out vectorised (a slab of a large read
+        has tens of runs)."""
         n = len(starts)
         if not n:
-            return addresses, keep
+            return [], []
         order = np.argsort(starts, kind="stable")
         s_sorted, e_sorted = starts[order], ends[order]
-        gap = s_sorted[1:] - np.maximum.accumulate(e_sorted)[:-1]
-        breaks = (np.flatnonzero(gap > MERGE_GAP) + 1).tolist()
-        bounds = list(zip([0, *breaks], [*breaks, n], strict=True))
-        run_lo = [int(s_sorted[a]) for a, _ in bounds]
-        run_hi = [int(e_sorted[a:b].max()) for a, b in bounds]
-        total = sum(h - lo for lo, h in zip(run_lo, run_hi, strict=True))
-        buf = boxread.source_buffer(total)
-        keep.append(buf)
-        base0 = buf.ctypes.data
+        reach = np.maximum.accumulate(e_sorted)  # the end of everything up to each block
+        first = np.flatnonzero(np.concatenate(([True], s_sorted[1:] - reach[:-1] > MERGE_GAP)))
+        last = np.append(first[1:], n) - 1
+        run_lo, run_hi = s_sorted[first], reach[last]
+        size = run_hi - run_lo
+        pos = np.cumsum(size) - size  # where each run lands in the buffer
+        buf = buffers.source(int(size.sum()))
+        run_of = np.repeat(np.arange(len(first)), np.diff(np.append(first, n)))
+        addresses = np.empty(n, dtype=np.int64)
+        addresses[order] = buf.ctypes.data + pos[run_of] + s_sorted - run_lo[run_of]
         view = memoryview(buf)  # type: ignore[arg-type]
-        pos = 0
-        order_l = order.tolist()
-        s_l = s_sorted.tolist()
-        e_l = e_sorted.tolist()
         with self._reading() as fd:
-            for (a, b), lo, hi in zip(bounds, run_lo, run_hi, strict=True):
-                got = readinto_fd(fd, view[pos:pos + hi - lo], lo)
+            for lo, hi, at, a in zip(run_lo.tolist(), run_hi.tolist(), pos.tolist(),
+                                     first.tolist(), strict=True):
+                got = readinto_fd(fd, view[at:at + hi - lo], lo)
                 if got < hi - lo:  # the file shrank since it was opened
-                    k = next(j for j in range(a, b) if e_l[j] > lo + got)
-                    block = int(indices[order_l[k]]) if indices is not None else -1
-                    raise self._short(block, s_l[k], e_l[k])
-                base = base0 + pos - lo
-                for k in range(a, b):
-                    addresses[order_l[k]] = base + s_l[k]
-                pos += hi - lo
-        return addresses, keep
+                    k = a + int(np.argmax(e_sorted[a:] > lo + got))
+                    block = int(indices[order[k]]) if indices is not None else -1
+                    raise self._short(block, int(s_sorted[k]), int(e_sorted[k]))
+        return addresses.tolist(), [buf]
 
     # -- reading blocks -----------------------------------------------------------------------
     def _as_block(self, buf: npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
@@ -482,7 +474,7 @@ class File:
                 buf = np.empty(bb, dtype=np.uint8)
                 if compressed:
                     size = end - start
-                    src = boxread.source_buffer(size)
+                    src = buffers.source(size)
                     got = readinto_fd(fd, memoryview(src)[:size], start)  # type: ignore[arg-type]
                     if got < size:
                         out.append(self._short(index, start, end))

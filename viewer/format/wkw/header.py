@@ -4,7 +4,8 @@ Layout, little-endian::
 
     0  "WKW"            magic
     3  version          only 1 exists
-    4  perDimLog2       low nibble: log2 voxels per block side; high nibble: log2 blocks per file side
+    4  perDimLog2       low nibble: log2 voxels per block side;
+                        high nibble: log2 blocks per file side
     5  blockType        1 raw, 2 LZ4, 3 LZ4HC
     6  voxelType        1 u8, 2 u16, 3 u32, 4 u64, 5 f32, 6 f64, 7 i8, 8 i16, 9 i32, 10 i64
     7  voxelSize        bytes per voxel, all channels together

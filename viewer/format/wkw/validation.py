@@ -25,19 +25,15 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import (
-    BlockDecodeError,
     DatasetLayoutError,
     FormatError,
     HeaderError,
-    JumpTableError,
 )
-from viewer.format.wkw import lz4block
+from viewer.format.wkw import filecheck
 from viewer.format.wkw.file import File, check_limits
 from viewer.format.wkw.header import HEADER_SIZE, Header
 
 HEADER_FILE = "header.wkw"
-#: Blocks decoded per batch while validating.
-DECODE_BATCH = 1024
 
 
 @dataclass
@@ -130,15 +126,15 @@ def check_file(path: str | os.PathLike[str], expected: Header | None = None,
         if expected is not None:
             report.problems.extend(_layout_problems(f, expected))
         if f.header.is_compressed:
-            sizes, problems = file_problems(f, decode=decode)
+            sizes, problems = filecheck.file_problems(f, decode=decode)
             report.block_sizes = sizes
             # Statistics of the blocks whose byte range is sound: a damaged table entry makes
             # a "size" (negative, or the rest of the file) that is no block's size.
             sound = None if sizes is None else sizes[~f.bad_ranges(*f.block_ranges())]
             report.block_stats = summary(sound)
         else:
-            problems = _raw_problems(f)
-            held = _raw_blocks_held(f)
+            problems = filecheck.raw_problems(f)
+            held = filecheck.raw_blocks_held(f)
             bb = f.header.block_bytes
             report.block_stats = summary(None) if not held else {
                 "min": bb, "median": float(bb), "max": bb, "total": bb * held}
@@ -168,72 +164,6 @@ def _layout_problems(f: File, expected: Header) -> list[FormatError]:
             f"block type {f.header.block_type_name} differs from {HEADER_FILE}'s "
             f"{expected.block_type_name} (webKnossos reads every file by {HEADER_FILE}'s)",
             f.path, offset=5))
-    return problems
-
-
-def file_problems(f: File, decode: bool = True
-                  ) -> tuple[npt.NDArray[np.int64] | None, list[FormatError]]:
-    """(block sizes, problems) of an open file: table checks vectorised, then every block
-    with a sound range decoded (unless ``decode`` is False).  Raw files: (None, problems)."""
-    h = f.header
-    if not h.is_compressed:
-        return None, _raw_problems(f)
-    starts, ends = f.block_ranges()
-    sizes = ends - starts
-    problems: list[FormatError] = []
-    bad = f.bad_ranges(starts, ends)
-    for k in np.flatnonzero(bad).tolist():
-        problem = f._range_problem(k, int(starts[k]), int(ends[k]))
-        if problem is not None:
-            problems.append(problem)
-    last = int(ends[-1])
-    if not bad[-1] and last < f.file_size:
-        problems.append(JumpTableError(
-            f"the file is {f.file_size} bytes but its last block ends at {last}: "
-            f"{f.file_size - last} bytes follow the last block",
-            f.path, block=h.num_blocks - 1, offset=HEADER_SIZE + 8 * (h.num_blocks - 1)))
-    if decode:
-        problems.extend(_decode_problems(f, np.flatnonzero(~bad), starts, ends))
-    problems.sort(key=lambda p: (p.block if p.block is not None else -1))
-    return sizes, problems
-
-
-def _decode_problems(f: File, good: npt.NDArray[np.intp], starts: npt.NDArray[np.int64],
-                     ends: npt.NDArray[np.int64]) -> list[FormatError]:
-    h = f.header
-    bb = h.block_bytes
-    scratch = np.empty(bb, dtype=np.uint8)
-    problems: list[FormatError] = []
-    for first in range(0, len(good), DECODE_BATCH):
-        batch = good[first:first + DECODE_BATCH]
-        src, keep = f._sources(starts[batch], ends[batch], batch.astype(np.int64))
-        got = lz4block.decode_many(src, (ends[batch] - starts[batch]).tolist(),
-                                   [scratch.ctypes.data] * len(batch), [bb] * len(batch), bb)
-        del keep
-        for k, n in zip(batch.tolist(), got, strict=True):
-            if n != bb:
-                problems.append(f._decode_error(k, int(starts[k]), n, bb, False))
-    return problems
-
-
-def _raw_blocks_held(f: File) -> int:
-    h = f.header
-    return int(max(min(h.num_blocks, (f.file_size - h.data_offset) // h.block_bytes), 0))
-
-
-def _raw_problems(f: File) -> list[FormatError]:
-    """A raw file holds its blocks when it is long enough; one problem names the first block
-    it cuts off (never an array over all blocks: a garbage header may claim 2^45 of them)."""
-    h = f.header
-    held = _raw_blocks_held(f)
-    problems: list[FormatError] = []
-    if held < h.num_blocks:
-        start = h.data_offset + held * h.block_bytes
-        needed = h.data_offset + h.num_blocks * h.block_bytes
-        problems.append(BlockDecodeError(
-            f"raw file is {f.file_size} bytes, shorter than its blocks (all {h.num_blocks} "
-            f"need {needed}): blocks {held}..{h.num_blocks - 1} are cut off",
-            f.path, block=held, offset=start))
     return problems
 
 
