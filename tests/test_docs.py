@@ -316,20 +316,25 @@ def _links(path: Path) -> list[tuple[int, str]]:
     return result
 
 
-@pytest.mark.parametrize("doc", LINKED, ids=lambda p: str(p.relative_to(ROOT)))
-def test_links_resolve(doc: Path) -> None:
-    assert doc.is_file(), f"{doc.relative_to(ROOT)} is missing"
+def check_links(doc: Path, root: Path = ROOT) -> None:
+    """Every relative link of ``doc`` names a file under ``root``, and its anchor a heading."""
     for number, target in _links(doc):
         if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
             continue
         file_part, _, anchor = target.partition("#")
         linked = (doc.parent / file_part).resolve() if file_part else doc
-        where = f"{doc.relative_to(ROOT)}:{number}: {target}"
+        where = f"{doc.relative_to(root)}:{number}: {target}"
         assert linked.exists(), f"{where}: no such file"
-        assert ROOT in linked.parents or linked == ROOT, f"{where}: outside the repository"
+        assert root in linked.parents or linked == root, f"{where}: outside the repository"
         if anchor:
             assert linked.suffix == ".md", f"{where}: an anchor into a file that is not Markdown"
             assert anchor in anchors(linked), f"{where}: no heading with this anchor"
+
+
+@pytest.mark.parametrize("doc", LINKED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_resolve(doc: Path) -> None:
+    assert doc.is_file(), f"{doc.relative_to(ROOT)} is missing"
+    check_links(doc)
 
 
 def test_cli_doc_names_every_flag() -> None:
@@ -343,3 +348,46 @@ def test_cli_doc_names_every_flag() -> None:
                 continue
             assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text), (
                 f"docs/cli.md does not name {flag} of `wkw-viewer {sub}`".replace("  ", " "))
+
+
+# The checks above fail when they should: each is shown a wrong document once.
+
+def test_json_shape_check_names_a_missing_key() -> None:
+    printed = {"equal": True, "pairs": [{"layer": "color", "mag": [1, 1, 1]}]}
+    same_shape({"equal": False, "pairs": [{"layer": "x", "mag": [2, 2, 1]}]}, printed, "doc")
+    with pytest.raises(AssertionError, match="not documented.*mag"):
+        same_shape({"equal": True, "pairs": [{"layer": "color"}]}, printed, "doc")
+    with pytest.raises(AssertionError, match="documented str, printed bool"):
+        same_shape({"equal": "yes", "pairs": []}, printed, "doc")
+
+
+def test_flag_check_refuses_an_unknown_flag() -> None:
+    check_flags("wkw-viewer info sample --json --quick   # exit 0", "doc")
+    with pytest.raises(AssertionError, match="--fast is not a flag"):
+        check_flags("wkw-viewer info sample --fast", "doc")
+    with pytest.raises(AssertionError, match="no benchmark"):
+        check_flags("python -m benchmarks.no_such_benchmark --json", "doc")
+
+
+def test_blocks_commands_and_anchors_are_parsed(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Title `x`\n\n## A, b & c\n\n```sh\n# not run: opens a window\n"
+                   "wkw-viewer a \\\n  --pos 1,2,3   # exit 2\n```\n\n## A, b & c\n")
+    [block] = blocks(doc)
+    assert block.lang == "sh" and block.not_run
+    assert commands(block) == [(7, "wkw-viewer a    --pos 1,2,3   # exit 2")]
+    assert expected_status(commands(block)[0][1]) == 2
+    assert anchors(doc) == {"title-x", "a-b--c", "a-b--c-1"}
+
+
+def test_link_check_names_a_missing_file_and_anchor(tmp_path: Path) -> None:
+    (tmp_path / "other.md").write_text("# Other\n")
+    doc = tmp_path / "doc.md"
+    doc.write_text("[ok](other.md#other) [web](https://example.org) `[code](nowhere.md)`\n")
+    check_links(doc, tmp_path)
+    doc.write_text("[bad](other.md#elsewhere)\n")
+    with pytest.raises(AssertionError, match="no heading with this anchor"):
+        check_links(doc, tmp_path)
+    doc.write_text("see [gone](gone.md)\n")
+    with pytest.raises(AssertionError, match="no such file"):
+        check_links(doc, tmp_path)
