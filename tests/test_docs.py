@@ -46,7 +46,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-LINKED = [*DOCS, ROOT / "CHANGELOG.md"]
+LINKED = [*DOCS, ROOT / "CHANGELOG.md", ROOT / "packaging" / "README.md"]
 NOT_RUN = re.compile(r"^#\s*not run:\s*\S")
 FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
 SUBCOMMANDS = ("info", "compare", "demo", "digest", "install-desktop")
