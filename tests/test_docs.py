@@ -44,12 +44,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from viewer.cli import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINKED = [*DOCS, ROOT / "CHANGELOG.md", ROOT / "packaging" / "README.md"]
 NOT_RUN = re.compile(r"^#\s*not run:\s*\S")
 FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
-SUBCOMMANDS = ("info", "compare", "demo", "digest", "install-desktop")
+SUBCOMMANDS = tuple(COMMANDS)  # info, compare, demo, install-desktop, digest
 CHANGED_VOXEL = (40, 20, 50)
 
 
@@ -348,6 +350,15 @@ def test_cli_doc_names_every_flag() -> None:
                 continue
             assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text), (
                 f"docs/cli.md does not name {flag} of `wkw-viewer {sub}`".replace("  ", " "))
+
+
+def test_performance_doc_names_every_benchmark() -> None:
+    """docs/performance.md has a section for every benchmark in benchmarks/."""
+    headings = anchors(ROOT / "docs" / "performance.md")
+    helpers = {"__init__", "datasets", "latency_proxy"}
+    for source in sorted((ROOT / "benchmarks").glob("*.py")):
+        if source.stem not in helpers:
+            assert source.stem in headings, f"docs/performance.md has no section {source.stem}"
 
 
 # The checks above fail when they should: each is shown a wrong document once.
