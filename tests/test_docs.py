@@ -117,7 +117,8 @@ def expected_status(command: str) -> int:
 @cache
 def help_text(subcommand: str) -> str:
     argv = [sys.executable, "-m", "viewer", *([subcommand] if subcommand else []), "--help"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=_env(ROOT))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
