@@ -1,8 +1,8 @@
-"""wkw-viewer: browse, compare and inspect webKNOSSOS-wrapper (WKW) volume datasets.
+"""wkw-viewer: browse, compare and inspect chunked volume datasets (WKW, webKnossos, N5, Zarr,
+zfpc, OpenVDS; local or over HTTP and S3).
 
 Layers, arrows pointing down only: ``app``/``cli`` -> ``ui`` (all Qt) -> ``core`` (Qt-free state,
-loading, comparison) -> ``format`` (Qt-free on-disk formats).  See DESIGN.md in the project's
-shared documents and the README.
+loading, comparison) -> ``format`` (Qt-free on-disk formats).  See docs/architecture.md.
 """
 
 __version__ = "0.1.0"
