@@ -48,8 +48,10 @@ except ImportError:  # pragma: no cover - not on POSIX
 
 #: Descriptors kept for the rest of the process (Qt, sockets, logs, the other formats).
 RESERVED = 48
-#: At most this many descriptors are kept open, whatever the limit.
-MAX_OPEN = 1024
+#: At most this many descriptors are kept open, whatever the limit: as many as the loader keeps
+#: storage units open (``viewer.core.chunkio.MAX_OPEN_UNITS``), so that a unit it keeps does not
+#: open its file again on every read.
+MAX_OPEN = 8192
 #: At least this many, however low the limit (fewer make reads reopen files constantly).
 MIN_OPEN = 4
 
