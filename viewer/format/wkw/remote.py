@@ -1,5 +1,8 @@
 """WKW read through a ``Store`` (issue 16): a WKW dataset or a single ``.wkw`` file at a URL.
 
+(About 600 lines: the unit (``StoreWkwUnit``) and the volume (``StoreWkwVolume``) live here
+together; they are the seam to split along.)
+
 Each data file is one storage unit (``StoreWkwUnit``).  Its header and jump table are fetched
 with one range read (``[0, dataOffset)``, whose length the dataset's ``header.wkw`` fixes), then
 only the byte ranges of the blocks asked for, which the store merges into as few requests as
