@@ -15,6 +15,7 @@ Threads: a ``ClusterRunner`` is used from one thread; ``cancel`` may be called f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -126,6 +127,13 @@ class ClusterRunner:
                                  f"{self.spec.address or 'local'}: {exc}") from None
 
     @property
+    def address(self) -> str:
+        """The scheduler's address (of the LocalCluster this runner started, too)."""
+        if self._client is None:
+            raise SchedulerError("the cluster is not started")
+        return str(self._client.scheduler.address)
+
+    @property
     def workers(self) -> int:
         """Workers the cluster has now."""
         if self._client is None:
@@ -193,10 +201,9 @@ class ClusterRunner:
         with self._lock:
             futures, self._futures = self._futures, []
         if futures and self._client is not None:
-            try:
+            # A closing client: nothing left to cancel.
+            with contextlib.suppress(Exception):
                 self._client.cancel(futures)
-            except Exception:  # noqa: BLE001 - a closing client: nothing left to cancel
-                pass
 
     def close(self) -> None:
         self._cancel_futures()
