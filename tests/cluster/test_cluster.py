@@ -232,3 +232,12 @@ def test_the_scan_setting_is_checked_and_taken_by_later_scans(tmp_path: Path,
         inspect.set_scan_scheduler(None)
         volume.close()
     assert inspect.UnitScan(volume, print).scheduler is None
+
+
+def test_the_window_says_a_scheduler_it_cannot_use() -> None:
+    from viewer import app
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert app.main(["--scheduler", "nowhere"]) == 2
+    assert "local:N" in err.getvalue()

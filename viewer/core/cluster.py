@@ -15,6 +15,7 @@ Threads: a ``ClusterRunner`` is used from one thread; ``cancel`` may be called f
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -90,9 +91,13 @@ class ClusterRunner:
     as tasks finish, in any order; ``cancel()`` (any thread) cancels what is left.  Use as a
     context manager: leaving it closes the client and a LocalCluster it started."""
 
-    def __init__(self, scheduler: str | SchedulerSpec, timeout_s: float = 30.0) -> None:
+    def __init__(self, scheduler: str | SchedulerSpec, timeout_s: float = 30.0,
+                 shared: bool = False) -> None:
         self.spec = parse_scheduler(scheduler) if isinstance(scheduler, str) else scheduler
         self.timeout_s = timeout_s
+        #: ``local:N``: use (and leave running) one LocalCluster of N workers per process,
+        #: for jobs that come again and again (the window's scans), instead of starting one.
+        self.shared = shared
         self._client: Any = None
         self._cluster: Any = None
         self._futures: list[Any] = []
@@ -110,14 +115,14 @@ class ClusterRunner:
     def start(self) -> None:
         if not dask_available():
             raise SchedulerError(INSTALL_HINT)
-        dist = _distributed()
-        Client, LocalCluster = dist.Client, dist.LocalCluster
+        Client = _distributed().Client
 
         try:
-            if self.spec.is_local:
-                self._cluster = LocalCluster(n_workers=self.spec.local_workers,
-                                             threads_per_worker=1, processes=True,
-                                             dashboard_address=None, host="127.0.0.1")
+            if self.spec.is_local and self.shared:
+                self._client = Client(_shared_cluster(self.spec.local_workers),
+                                      timeout=self.timeout_s)
+            elif self.spec.is_local:
+                self._cluster = _local_cluster(self.spec.local_workers)
                 self._client = Client(self._cluster, timeout=self.timeout_s)
             else:
                 self._client = Client(self.spec.address, timeout=self.timeout_s)
@@ -213,6 +218,35 @@ class ClusterRunner:
             client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _local_cluster(workers: int) -> Any:
+    return _distributed().LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+
+
+_shared: dict[int, Any] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_cluster(workers: int) -> Any:
+    """The process's LocalCluster of ``workers`` workers, started on first use and closed when
+    the program ends."""
+    with _shared_lock:
+        if workers not in _shared:
+            if not _shared:
+                atexit.register(_close_shared)
+            _shared[workers] = _local_cluster(workers)
+        return _shared[workers]
+
+
+def _close_shared() -> None:
+    with _shared_lock:
+        clusters = list(_shared.values())
+        _shared.clear()
+    for c in clusters:
+        with contextlib.suppress(Exception):
+            c.close()
 
 
 def units_per_task(units: int, workers: int) -> int:

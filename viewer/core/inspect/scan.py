@@ -415,7 +415,7 @@ class UnitScan:
             positions.append(pos)
         total, done = len(positions), 0
         try:
-            with ClusterRunner(scheduler) as runner:
+            with ClusterRunner(scheduler, shared=True) as runner:
                 with self._lock:
                     self._runner = runner
                 if self._cancel.is_set():
