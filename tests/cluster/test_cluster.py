@@ -241,3 +241,47 @@ def test_the_window_says_a_scheduler_it_cannot_use() -> None:
     with contextlib.redirect_stderr(err):
         assert app.main(["--scheduler", "nowhere"]) == 2
     assert "local:N" in err.getvalue()
+
+
+def test_a_scan_the_cluster_cannot_run_says_so_and_runs_here(tmp_path: Path,
+                                                              runner: Any) -> None:
+    from viewer.core import inspect
+    from viewer.format import open_volume
+
+    root = damaged_dataset(tmp_path / "ds")
+    volume = open_volume(root)
+    batches: list[Any] = []
+    done = threading.Event()
+
+    def on_batch(batch: Any) -> None:
+        batches.append(batch)
+        if batch.finished:
+            done.set()
+
+    try:
+        scan = inspect.UnitScan(volume, on_batch, scheduler=runner.address,
+                                reopen=inspect.Reopen(str(tmp_path / "elsewhere")))
+        scan.start()
+        assert done.wait(120)
+        assert "cannot see" in (batches[0].error or "")
+        rows = [r for b in batches for r in b.rows]
+        assert sorted(r.path for r in rows) == sorted(r.path for r in inspect.scan_all(volume))
+    finally:
+        volume.close()
+
+
+def test_cancel_ends_a_scan_on_the_cluster(tmp_path: Path, runner: Any) -> None:
+    from viewer.core import inspect
+    from viewer.format import open_volume
+
+    root = damaged_dataset(tmp_path / "ds")
+    volume = open_volume(root)
+    batches: list[Any] = []
+    try:
+        scan = inspect.UnitScan(volume, batches.append, scheduler=runner.address)
+        scan.start()
+        scan.cancel()
+        assert scan.wait(120)
+    finally:
+        volume.close()
+    assert scan.cancelled and not any(b.finished for b in batches)

@@ -428,10 +428,15 @@ class UnitScan:
                     self._emit(ScanBatch(tuple(rows), done, total))
                 if not self._cancel.is_set():
                     self._emit(ScanBatch((), total, total, finished=True))
-        except (SchedulerError, FormatError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - said in the last batch, never a dead thread
             if self._cancel.is_set():
                 return
-            self._emit(ScanBatch((), 0, None, error=f"the scan ran here: {exc}"))
+            if done:  # rows have arrived: end with them (a rerun here would repeat them)
+                self._emit(ScanBatch((), done, total, finished=True,
+                                     error=f"the scan on the cluster stopped: {exc}"))
+                return
+            why = "cannot use" if isinstance(exc, SchedulerError) else "failed on"
+            self._emit(ScanBatch((), 0, None, error=f"{why} the cluster, scanned here: {exc}"))
             self.scheduler = None
             self._run()
         finally:
