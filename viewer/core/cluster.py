@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -183,7 +184,7 @@ class ClusterRunner:
 
     @property
     def workers(self) -> int:
-        """Workers the cluster has now."""
+        """Workers the cluster had when last asked (``check_paths`` asks each of them)."""
         if self._client is None:
             return 0
         if self._workers is None:
@@ -215,7 +216,8 @@ class ClusterRunner:
         if self._client is None:
             raise SchedulerError("the cluster is not started")
         items = list(items)
-        futures = [self._client.submit(_in_worker, fn, item, key=f"{key}-{k}-{id(self)}",
+        run = uuid.uuid4().hex[:12]  # keys of one map: never those of an earlier run
+        futures = [self._client.submit(_in_worker, fn, item, key=f"{key}-{run}-{k}",
                                        pure=False)
                    for k, item in enumerate(items)]
         index = {f.key: k for k, f in enumerate(futures)}
