@@ -17,6 +17,7 @@ callbacks come on the thread that calls ``run``.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,6 +95,12 @@ class CompareProcess:
         """Whether the last ``run`` used a child process (False: the fallback on this
         thread)."""
         return self._job.used_process
+
+    @property
+    def _proc(self) -> subprocess.Popen[bytes] | None:
+        """The child while it runs; None once it was waited for (as the window's tests check
+        on closing)."""
+        return self._job._proc
 
     def cancel(self) -> None:
         """Ask the comparison to stop; it still reports what it compared."""
