@@ -12,7 +12,12 @@ Two EM-like 1024^3 uint8 WKW datasets of 128^3-voxel files (512 files each), bui
 
 Figures (medians): ``info_speedup_2_workers`` and ``compare_speedup_2_workers`` (1 worker's
 time over 2 workers'), ``overhead_ratio_1_worker`` (1 worker's time over the local run's, the
-larger of info's and compare's).  Targets: speedup >= 1.7, overhead <= 1.15.
+larger of info's and compare's).  Targets: speedup >= 1.7, overhead <= 1.15.  Beside them,
+because a shared machine's load skews wall-clock ratios: the CPU seconds of each run over
+every process (this one, which hosts the schedulers, and the clusters' nannies and workers;
+an idle cluster's heartbeats included), ``cpu_overhead_ratio_1_worker`` and
+``cpu_ratio_2_to_1_workers``; and ``bytes_per_task``: the pickled size of one task of
+``MAX_UNITS_PER_TASK`` units and of its result (only summaries travel, never voxels).
 ``python -m benchmarks.cluster [--json] [--rounds N]``.
 """
 
@@ -22,6 +27,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -53,21 +59,59 @@ def datasets() -> tuple[Path, Path]:
     return a, b
 
 
-def run(command: str, args: list[str]) -> float:
-    """Seconds one in-process run of ``wkw-viewer COMMAND ARGS --json`` takes."""
+def cpu_seconds() -> float:
+    """CPU seconds used so far by this process (the LocalCluster's scheduler runs in it) and
+    by its children (the clusters' nannies and workers)."""
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            t = child.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+def run(command: str, args: list[str]) -> tuple[float, float]:
+    """Seconds and CPU seconds (all processes) one in-process run of ``wkw-viewer COMMAND
+    ARGS --json`` takes."""
     if command == "info":
         from viewer.cli.info import main
     else:
         from viewer.cli.compare import main  # type: ignore[assignment]
     out = io.StringIO()
+    cpu = cpu_seconds()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main([*args, "--json"])
     elapsed = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu
     if code not in (0, 1):
         raise SystemExit(f"{command} {args} exited {code}")
     json.loads(out.getvalue())
-    return elapsed
+    return elapsed, cpu
+
+
+def bytes_per_task(a: Path, b: Path) -> dict[str, int]:
+    """What travels for one task of ``MAX_UNITS_PER_TASK`` units, pickled as Dask sends it:
+    the task (paths, unit positions) and its result (summaries: block results, unit
+    reports), for compare and for the full validation."""
+    import pickle
+
+    from viewer.cli.info import UnitShare, check_share
+    from viewer.core.cluster import MAX_UNITS_PER_TASK
+    from viewer.core.compare.job import UnitsTask, run_units
+    from viewer.core.compare.sides import VolumeSpec
+    from viewer.format import open_volume
+
+    with contextlib.closing(open_volume(str(a))) as volume:
+        positions = tuple(sorted(volume.iter_units())[:MAX_UNITS_PER_TASK])
+    task = UnitsTask(VolumeSpec(str(a)), VolumeSpec(str(b)), positions, None, 0.0)
+    share = UnitShare(str(a), a.name, (1, 1, 1), positions, True, False)
+    size = lambda obj: len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))  # noqa: E731
+    return {"units": len(positions),
+            "compare_task": size(task), "compare_result": size(run_units(task)),
+            "info_task": size(share), "info_result": size(check_share(share))}
 
 
 def main() -> int:
@@ -83,6 +127,7 @@ def main() -> int:
                                      dashboard_address=None, host="127.0.0.1")
                 for n in (1, 2)}
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     jobs = {"info": [str(a)], "compare": [str(a), str(b)]}
     single = {"info": ["--threads", "1"], "compare": ["--workers", "1"]}
     try:
@@ -91,20 +136,34 @@ def main() -> int:
                 run(job, [*paths, "--scheduler", cluster.scheduler_address])
         for _ in range(args.rounds):
             for job, paths in jobs.items():
-                times.setdefault(f"{job}_local", []).append(run(job, [*paths, *single[job]]))
+                runs = {"local": [*paths, *single[job]]}
                 for n, cluster in clusters.items():
-                    times.setdefault(f"{job}_{n}", []).append(
-                        run(job, [*paths, "--scheduler", cluster.scheduler_address]))
+                    runs[str(n)] = [*paths, "--scheduler", cluster.scheduler_address]
+                for name, job_args in runs.items():
+                    wall, used = run(job, job_args)
+                    times.setdefault(f"{job}_{name}", []).append(wall)
+                    cpu.setdefault(f"{job}_{name}", []).append(used)
     finally:
         for cluster in clusters.values():
             cluster.close()
     med = {k: statistics.median(v) for k, v in times.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     figures: dict[str, Any] = {
         "info_speedup_2_workers": med["info_1"] / med["info_2"],
         "compare_speedup_2_workers": med["compare_1"] / med["compare_2"],
         "overhead_ratio_1_worker": max(med["info_1"] / med["info_local"],
                                        med["compare_1"] / med["compare_local"]),
         "seconds": {k: round(v, 3) for k, v in med.items()},
+        # Under load the wall-clock ratios say more about the other processes than about
+        # this code; CPU seconds (every process of the run) do not: 1 worker's over the
+        # local run's (its overhead), 2 workers' over 1 worker's (work added by splitting).
+        "cpu_seconds": {k: round(v, 3) for k, v in med_cpu.items()},
+        "cpu_overhead_ratio_1_worker": max(med_cpu["info_1"] / med_cpu["info_local"],
+                                           med_cpu["compare_1"] / med_cpu["compare_local"]),
+        "cpu_ratio_2_to_1_workers": max(med_cpu["info_2"] / med_cpu["info_1"],
+                                        med_cpu["compare_2"] / med_cpu["compare_1"]),
+        "bytes_per_task": bytes_per_task(a, b),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "rounds": args.rounds,
     }
     if args.json:

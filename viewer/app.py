@@ -53,6 +53,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--compare", metavar="B",
                         help="compare with dataset B: same cursor and zoom, compare modes, a "
                              "whole-dataset comparison in the background (Compare menu)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="scan whole datasets in the inspector on a Dask cluster: "
+                             "tcp://HOST:PORT of its scheduler, or local:N worker processes")
     return parser.parse_args(list(argv))
 
 
@@ -77,6 +80,15 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     if args.zoom is not None and not args.zoom > 0:
         print("wkw-viewer: --zoom must be a positive number", file=sys.stderr)
         return 2
+    if args.scheduler:
+        from viewer.core.cluster import SchedulerError
+        from viewer.core.inspect import set_scan_scheduler
+
+        try:
+            set_scan_scheduler(args.scheduler)
+        except SchedulerError as exc:
+            print(f"wkw-viewer: {exc}", file=sys.stderr)
+            return 2
     if args.screenshot:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     elif not _has_display():

@@ -15,15 +15,21 @@ Threads: a ``ClusterRunner`` is used from one thread; ``cancel`` may be called f
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Storage units per task (a few files or shards: seconds of work, not milliseconds, so the
-#: scheduler's cost per task (~1 ms) stays small).
+#: Storage units per task, at least (a few files or shards: seconds of work, not
+#: milliseconds, so the scheduler's cost per task (~1 ms) stays small) ...
 UNITS_PER_TASK = 4
+#: ... and at most (a large dataset is cut finer than ``TASKS_PER_WORKER``: progress in small
+#: steps, and a dead worker's tasks cost little to re-run; 100,000 files are ~1,600 tasks).
+MAX_UNITS_PER_TASK = 64
 #: Tasks per worker a job is split into (enough to balance uneven units and to let a worker
 #: that died have its tasks spread over the others).
 TASKS_PER_WORKER = 6
@@ -77,6 +83,45 @@ def _distributed() -> Any:
     return importlib.import_module("distributed")
 
 
+#: glibc's ``mallopt`` parameters, and what a worker sets them to (``_tune_allocator``).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 32 << 20
+_tuned = False
+
+
+def _tune_allocator() -> None:
+    """Give a Dask worker's allocator the thresholds a plain Python process reaches by itself.
+
+    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``; glibc then keeps its
+    mmap threshold fixed at 128 KiB, so every decoded chunk batch (megabytes, allocated and
+    freed per unit) is a fresh ``mmap`` whose pages the kernel zeroes again: a 1-worker
+    compare spent ~30 % more CPU than the same code in this process.  Raising the mmap
+    threshold to 32 MiB (and the trim threshold to twice that, as glibc's own dynamic rule
+    does) reuses the heap instead.  Once per process, glibc only; a no-op elsewhere."""
+    global _tuned
+    if _tuned:
+        return
+    _tuned = True
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        mallopt = libc.mallopt if libc is not None else None
+    except (OSError, AttributeError):
+        return
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+        mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD)
+
+
+def _in_worker(fn: Callable[[Any], Any], item: Any) -> Any:
+    """A task as it runs on a worker: ``fn(item)``, with the worker tuned first."""
+    _tune_allocator()
+    return fn(item)
+
+
 def _exists_all(paths: Sequence[str]) -> list[str]:
     """On a worker: the paths it cannot see."""
     return [p for p in paths if "://" not in p and not os.path.exists(p)]
@@ -89,12 +134,17 @@ class ClusterRunner:
     as tasks finish, in any order; ``cancel()`` (any thread) cancels what is left.  Use as a
     context manager: leaving it closes the client and a LocalCluster it started."""
 
-    def __init__(self, scheduler: str | SchedulerSpec, timeout_s: float = 30.0) -> None:
+    def __init__(self, scheduler: str | SchedulerSpec, timeout_s: float = 30.0,
+                 shared: bool = False) -> None:
         self.spec = parse_scheduler(scheduler) if isinstance(scheduler, str) else scheduler
         self.timeout_s = timeout_s
+        #: ``local:N``: use (and leave running) one LocalCluster of N workers per process,
+        #: for jobs that come again and again (the window's scans), instead of starting one.
+        self.shared = shared
         self._client: Any = None
         self._cluster: Any = None
         self._futures: list[Any] = []
+        self._workers: int | None = None
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
 
@@ -109,14 +159,14 @@ class ClusterRunner:
     def start(self) -> None:
         if not dask_available():
             raise SchedulerError(INSTALL_HINT)
-        dist = _distributed()
-        Client, LocalCluster = dist.Client, dist.LocalCluster
+        Client = _distributed().Client
 
         try:
-            if self.spec.is_local:
-                self._cluster = LocalCluster(n_workers=self.spec.local_workers,
-                                             threads_per_worker=1, processes=True,
-                                             dashboard_address=None, host="127.0.0.1")
+            if self.spec.is_local and self.shared:
+                self._client = Client(_shared_cluster(self.spec.local_workers),
+                                      timeout=self.timeout_s)
+            elif self.spec.is_local:
+                self._cluster = _local_cluster(self.spec.local_workers)
                 self._client = Client(self._cluster, timeout=self.timeout_s)
             else:
                 self._client = Client(self.spec.address, timeout=self.timeout_s)
@@ -126,11 +176,20 @@ class ClusterRunner:
                                  f"{self.spec.address or 'local'}: {exc}") from None
 
     @property
+    def address(self) -> str:
+        """The scheduler's address (of the LocalCluster this runner started, too)."""
+        if self._client is None:
+            raise SchedulerError("the cluster is not started")
+        return str(self._client.scheduler.address)
+
+    @property
     def workers(self) -> int:
-        """Workers the cluster has now."""
+        """Workers the cluster had when last asked (``check_paths`` asks each of them)."""
         if self._client is None:
             return 0
-        return len(self._client.scheduler_info().get("workers", {}))
+        if self._workers is None:
+            self._workers = len(self._client.scheduler_info().get("workers", {}))
+        return self._workers
 
     def check_paths(self, paths: Sequence[str]) -> None:
         """``SchedulerError`` naming the paths some worker cannot see (checked up front on
@@ -139,6 +198,7 @@ class ClusterRunner:
             raise SchedulerError("the cluster is not started")
         missing: set[str] = set()
         found = self._client.run(_exists_all, list(paths))
+        self._workers = len(found)  # the workers that answered: no second round trip
         for worker_missing in found.values():
             missing.update(worker_missing)
         if missing:
@@ -156,7 +216,9 @@ class ClusterRunner:
         if self._client is None:
             raise SchedulerError("the cluster is not started")
         items = list(items)
-        futures = [self._client.submit(fn, item, key=f"{key}-{k}-{id(self)}", pure=False)
+        run = uuid.uuid4().hex[:12]  # keys of one map: never those of an earlier run
+        futures = [self._client.submit(_in_worker, fn, item, key=f"{key}-{run}-{k}",
+                                       pure=False)
                    for k, item in enumerate(items)]
         index = {f.key: k for k, f in enumerate(futures)}
         with self._lock:
@@ -193,10 +255,9 @@ class ClusterRunner:
         with self._lock:
             futures, self._futures = self._futures, []
         if futures and self._client is not None:
-            try:
+            # A closing client: nothing left to cancel.
+            with contextlib.suppress(Exception):
                 self._client.cancel(futures)
-            except Exception:  # noqa: BLE001 - a closing client: nothing left to cancel
-                pass
 
     def close(self) -> None:
         self._cancel_futures()
@@ -208,11 +269,41 @@ class ClusterRunner:
             cluster.close()
 
 
+def _local_cluster(workers: int) -> Any:
+    return _distributed().LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1")
+
+
+_shared: dict[int, Any] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_cluster(workers: int) -> Any:
+    """The process's LocalCluster of ``workers`` workers, started on first use and closed when
+    the program ends."""
+    with _shared_lock:
+        if workers not in _shared:
+            if not _shared:
+                atexit.register(_close_shared)
+            _shared[workers] = _local_cluster(workers)
+        return _shared[workers]
+
+
+def _close_shared() -> None:
+    with _shared_lock:
+        clusters = list(_shared.values())
+        _shared.clear()
+    for c in clusters:
+        with contextlib.suppress(Exception):
+            c.close()
+
+
 def units_per_task(units: int, workers: int) -> int:
     """How many storage units a task gets: about ``TASKS_PER_WORKER`` tasks per worker (each
     long enough that the scheduler's cost per task and the worker opening the volume again
-    are small next to it), never fewer than ``UNITS_PER_TASK``."""
-    return max(UNITS_PER_TASK, -(-units // max(1, workers * TASKS_PER_WORKER)))
+    are small next to it), between ``UNITS_PER_TASK`` and ``MAX_UNITS_PER_TASK``."""
+    share = -(-units // max(1, workers * TASKS_PER_WORKER))
+    return max(UNITS_PER_TASK, min(MAX_UNITS_PER_TASK, share))
 
 
 def chunked(items: Sequence[Any], per_task: int) -> list[list[Any]]:
@@ -222,4 +313,5 @@ def chunked(items: Sequence[Any], per_task: int) -> list[list[Any]]:
 
 
 __all__ = ["ClusterRunner", "SchedulerError", "SchedulerSpec", "parse_scheduler",
-           "dask_available", "chunked", "INSTALL_HINT", "UNITS_PER_TASK", "units_per_task"]
+           "dask_available", "chunked", "INSTALL_HINT", "UNITS_PER_TASK", "MAX_UNITS_PER_TASK",
+           "units_per_task"]

@@ -12,14 +12,10 @@ its methods.
 from __future__ import annotations
 
 import os
-import pickle
-import struct
-import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +24,7 @@ import numpy.typing as npt
 
 from viewer.core.inspect.chunks import UnitTable, unit_table
 from viewer.core.inspect.header import difference_problem
+from viewer.core.jobs import Emit, Job, JobCancelled, NotHere, processes_available
 from viewer.format import FormatError, Volume
 
 Vec3 = tuple[int, int, int]
@@ -169,12 +166,14 @@ def volume_done_with(volume: Volume, table: UnitTable) -> None:
 @dataclass(frozen=True)
 class ScanBatch:
     """Rows scanned since the last batch, with progress (``total`` is None while the units are
-    still being listed)."""
+    still being listed).  ``error``: why the scan could not run as asked (e.g. a cluster that
+    cannot be reached; the scan then ran here)."""
 
     rows: tuple[UnitStats, ...]
     done: int
     total: int | None
     finished: bool = False
+    error: str | None = None
 
 
 def scan_batches(volume: Volume, cancel: threading.Event | None = None,
@@ -217,18 +216,99 @@ class Reopen:
     layer: str | None = None
     mag: Vec3 | None = None
 
+    def open(self) -> Volume:
+        from viewer.format import open_volume
+
+        return open_volume(self.path, self.layer, self.mag)
+
+
+@dataclass(frozen=True)
+class ScanWork:
+    """The scan as a ``viewer.core.jobs`` work (in a child process): open the volume again,
+    check it is the parent's (else ``NotHere``: the parent scans its own), emit its
+    ``ScanBatch`` es."""
+
+    reopen: Reopen
+    volume_path: str
+    chunk_shape: Vec3
+    unit_shape: Vec3
+    batch_seconds: float
+    batch_rows: int
+
+    def __call__(self, emit: Emit, cancelled: threading.Event) -> None:
+        try:
+            volume = self.reopen.open()
+        except (FormatError, KeyError, OSError) as exc:
+            raise NotHere(f"the child cannot open {self.reopen.path}: {exc}") from None
+        try:
+            if (os.path.normpath(volume.path) != os.path.normpath(self.volume_path)
+                    or tuple(volume.chunk_shape) != self.chunk_shape
+                    or tuple(volume.unit_shape) != self.unit_shape):
+                raise NotHere(f"the child opened another volume at {self.reopen.path}")
+            for batch in scan_batches(volume, cancelled, self.batch_seconds, self.batch_rows):
+                emit(batch)
+        finally:
+            volume.close()
+
+
+@dataclass(frozen=True)
+class ScanShare:
+    """A cluster task of the scan: the units at ``positions`` of the volume ``reopen`` opens."""
+
+    reopen: Reopen
+    positions: tuple[Vec3, ...]
+
+
+def scan_share(share: ScanShare) -> list[UnitStats]:
+    """The rows of a share's units (on a cluster worker): summaries, never voxels."""
+    volume = share.reopen.open()
+    try:
+        facts = VolumeFacts.of(volume)
+        return [unit_stats(volume, pos, facts) for pos in share.positions]
+    finally:
+        volume.close()
+
+
+#: The scheduler whole-volume scans run on when ``UnitScan`` is not given one: None (or "")
+#: scans on this machine; ``tcp://HOST:PORT`` or ``local:N`` on a Dask cluster.  The window's
+#: setting (and ``wkw-viewer PATH --scheduler``) sets it with ``set_scan_scheduler``.
+_scan_scheduler: str | None = None
+
+
+def set_scan_scheduler(scheduler: str | None) -> None:
+    """Where later scans run (any thread): None or "" here, else a Dask scheduler address
+    (``tcp://HOST:PORT``) or ``local:N``.  Raises ``SchedulerError`` for an address that
+    does not parse."""
+    global _scan_scheduler
+    if scheduler:
+        from viewer.core.cluster import parse_scheduler
+
+        parse_scheduler(scheduler)
+    _scan_scheduler = scheduler or None
+
+
+def scan_scheduler() -> str | None:
+    """The scheduler set with ``set_scan_scheduler`` (None: scans run here)."""
+    return _scan_scheduler
+
 
 class UnitScan:
     """Scans every storage unit of a volume in the background and hands ``ScanBatch`` es to a
     callback, at most every ``batch_seconds`` (so a GUI appends rows in a few large batches).
 
     With ``reopen`` (how to open the volume again) and more than ``PROCESS_THRESHOLD`` units,
-    the work runs in a child process (``python -m viewer.core.inspect --scan``) that streams
-    pickled batches through a pipe, read by a thread here: thousands of small numpy calls per
-    second would otherwise hold this process's GIL and make every Python callback of the GUI
-    thread wait for it.  Without ``reopen``, with ``use_process=False``, in a frozen program,
-    or when the child cannot open the volume (a format registered only in this process), the
-    scan runs on a thread of this process.
+    the work runs in a child process (a ``viewer.core.jobs.Job`` of a ``ScanWork``) that
+    streams the batches back: thousands of small numpy calls per second would otherwise hold
+    this process's GIL and make every Python callback of the GUI thread wait for it.  Without
+    ``reopen``, with ``use_process=False``, in a frozen program, or when the child cannot open
+    the volume (a format registered only in this process), the scan runs on a thread of this
+    process.
+
+    With a ``scheduler`` (``tcp://HOST:PORT`` or ``local:N``; default: ``scan_scheduler()``,
+    the window's setting; ``""`` forces a local scan) the units are scanned on a Dask cluster
+    in tasks of a few units (``scan_share``) and each task's rows arrive as one batch, as
+    tasks finish; ``cancel`` cancels the futures.  A cluster that cannot be used is said in
+    the first batch's ``error`` and the scan runs here instead.
 
     Threads: construct, ``start``, ``cancel`` and ``wait`` from any one controlling thread (the
     GUI thread); ``on_batch`` is called on the reader/worker thread and must only hand the
@@ -241,25 +321,31 @@ class UnitScan:
 
     def __init__(self, volume: Volume, on_batch: Callable[[ScanBatch], None],
                  batch_seconds: float = 0.05, batch_rows: int = 500,
-                 use_process: bool | None = None, reopen: Reopen | None = None) -> None:
+                 use_process: bool | None = None, reopen: Reopen | None = None,
+                 scheduler: str | None = None) -> None:
         self.volume = volume
         self._on_batch = on_batch
         self._batch_seconds = batch_seconds
         self._batch_rows = batch_rows
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._job: Job[None] | None = None
+        self._runner: Any = None
         self._lock = threading.Lock()
         if use_process is None:
-            use_process = not getattr(sys, "frozen", False)
+            use_process = processes_available()
         self.use_process = use_process
         self.reopen = reopen if reopen is not None else Reopen(volume.path)
+        self.scheduler = (scheduler if scheduler is not None else scan_scheduler()) or None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="inspector-scan", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        if self.scheduler is not None:
+            self._run_cluster(self.scheduler)
+            return
         if self.use_process:
             count = 0
             for _ in self.volume.iter_units():
@@ -269,14 +355,16 @@ class UnitScan:
             if count > self.PROCESS_THRESHOLD:
                 self._run_process()
                 return
-        self._run_thread()
+        self._run_here(self._emit, self._cancel)
 
     def cancel(self) -> None:
         self._cancel.set()
         with self._lock:
-            proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+            job, runner = self._job, self._runner
+        if job is not None:
+            job.kill()
+        if runner is not None:
+            runner.cancel()
 
     @property
     def cancelled(self) -> bool:
@@ -293,85 +381,71 @@ class UnitScan:
         if not self._cancel.is_set():
             self._on_batch(batch)
 
-    def _run_thread(self) -> None:
-        for batch in scan_batches(self.volume, self._cancel, self._batch_seconds,
+    def _run_here(self, emit: Emit, cancelled: threading.Event) -> None:
+        for batch in scan_batches(self.volume, cancelled, self._batch_seconds,
                                   self._batch_rows):
-            self._emit(batch)
+            emit(batch)
 
     def _run_process(self) -> None:
-        r = self.reopen
         v = self.volume
-        cmd = [sys.executable, "-m", "viewer.core.inspect", "--scan", r.path, r.layer or "",
-               "-".join(map(str, r.mag)) if r.mag is not None else "",
-               str(self._batch_seconds), str(self._batch_rows), v.path,
-               ",".join(map(str, v.chunk_shape)), ",".join(map(str, v.unit_shape))]
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-        except OSError:
-            self._run_thread()
-            return
+        work = ScanWork(self.reopen, v.path, _vec3(v.chunk_shape), _vec3(v.unit_shape),
+                        self._batch_seconds, self._batch_rows)
+        job: Job[None] = Job(work, self._emit, local=self._run_here, name="inspector-scan")
         with self._lock:
-            self._proc = proc
+            self._job = job
         if self._cancel.is_set():
-            proc.kill()
-        got_any = False
-        finished = False
-        assert proc.stdout is not None
+            job.kill()
         try:
-            while True:
-                head = proc.stdout.read(8)
-                if len(head) < 8:
-                    break
-                (size,) = struct.unpack("<Q", head)
-                payload = proc.stdout.read(size)
-                if len(payload) < size:
-                    break
-                try:
-                    batch = pickle.loads(payload)
-                except Exception:  # a child of another version: scan here instead
-                    proc.kill()
-                    break
-                got_any = True
-                finished = batch.finished
-                self._emit(batch)
-        finally:
-            proc.stdout.close()
-            proc.wait()
-        if not finished and not got_any and not self._cancel.is_set():
-            self._run_thread()  # the child could not run or open the volume: scan here
-        elif not finished and not self._cancel.is_set():
+            job.run()
+        except JobCancelled:
+            pass
+        except RuntimeError:  # the child died mid-scan: end the scan with what came
             self._emit(ScanBatch((), 0, None, finished=True))
+        finally:
+            with self._lock:
+                self._job = None
+
+    def _run_cluster(self, scheduler: str) -> None:
+        from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
+
+        positions = []
+        for pos in self.volume.iter_units():
+            if self._cancel.is_set():
+                return
+            positions.append(pos)
+        total, done = len(positions), 0
+        try:
+            with ClusterRunner(scheduler, shared=True) as runner:
+                with self._lock:
+                    self._runner = runner
+                if self._cancel.is_set():
+                    runner.cancel()
+                runner.check_paths([self.reopen.path])
+                shares = [ScanShare(self.reopen, tuple(part)) for part in
+                          chunked(positions, units_per_task(total, runner.workers))]
+                for _, rows in runner.map(scan_share, shares, key="scan"):
+                    done += len(rows)
+                    self._emit(ScanBatch(tuple(rows), done, total))
+                if not self._cancel.is_set():
+                    self._emit(ScanBatch((), total, total, finished=True))
+        except Exception as exc:  # noqa: BLE001 - said in the last batch, never a dead thread
+            if self._cancel.is_set():
+                return
+            if done:  # rows have arrived: end with them (a rerun here would repeat them)
+                self._emit(ScanBatch((), done, total, finished=True,
+                                     error=f"the scan on the cluster stopped: {exc}"))
+                return
+            why = "cannot use" if isinstance(exc, SchedulerError) else "failed on"
+            self._emit(ScanBatch((), 0, None, error=f"{why} the cluster, scanned here: {exc}"))
+            self.scheduler = None
+            self._run()
+        finally:
+            with self._lock:
+                self._runner = None
 
 
-def _scan_main(argv: Sequence[str]) -> int:
-    """The child process of ``UnitScan``: open the volume through the registry, scan it, write
-    length-prefixed pickled ``ScanBatch`` es to stdout.  Writes nothing (exit 3) when the
-    volume does not open as the one the parent has (the parent then scans on a thread)."""
-    from viewer.format import open_volume
-
-    path, layer, mag = argv[0], argv[1] or None, argv[2] or None
-    batch_seconds, batch_rows = float(argv[3]), int(argv[4])
-    want_path, want_chunk, want_unit = argv[5], argv[6], argv[7]
-    out = sys.stdout.buffer
-    try:
-        volume = open_volume(path, layer, mag)
-    except (FormatError, KeyError, OSError):
-        return 3
-    if (os.path.normpath(volume.path) != os.path.normpath(want_path)
-            or ",".join(map(str, volume.chunk_shape)) != want_chunk
-            or ",".join(map(str, volume.unit_shape)) != want_unit):
-        return 3
-    batches: Iterable[ScanBatch] = scan_batches(volume, None, batch_seconds, batch_rows)
-    try:
-        for batch in batches:
-            payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
-            out.write(struct.pack("<Q", len(payload)))
-            out.write(payload)
-            out.flush()
-    except BrokenPipeError:
-        return 1
-    return 0
+def _vec3(v: Sequence[int]) -> Vec3:
+    return (int(v[0]), int(v[1]), int(v[2]))
 
 
 # -- tables of the units near the cursor --------------------------------------------------------
@@ -426,5 +500,6 @@ class TableCache:
 
 __all__ = ["UnitStats", "stats_of_table", "unit_stats", "open_table", "error_row",
            "histogram_edges", "HISTOGRAM_BINS", "VolumeFacts", "ScanBatch", "UnitScan",
-           "Reopen", "scan_batches", "scan_all", "TableCache", "compression_of",
+           "Reopen", "ScanWork", "ScanShare", "scan_share", "set_scan_scheduler",
+           "scan_scheduler", "scan_batches", "scan_all", "TableCache", "compression_of",
            "volume_done_with"]
