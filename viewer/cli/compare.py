@@ -43,7 +43,8 @@ def _parse_box(text: str) -> Box:
     try:
         values = [int(v) for v in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--box wants six integers X,Y,Z,W,H,D, not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"--box wants six integers X,Y,Z,W,H,D, not {text!r}") from None
     if len(values) != 6:
         raise argparse.ArgumentTypeError(f"--box wants six integers X,Y,Z,W,H,D, not {text!r}")
     if min(values[:3]) < 0 or min(values[3:]) <= 0:
@@ -55,7 +56,7 @@ def _parse_tolerance(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--tolerance wants a number, not {text!r}")
+        raise argparse.ArgumentTypeError(f"--tolerance wants a number, not {text!r}") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError("--tolerance must be non-negative")
     return value
@@ -65,7 +66,8 @@ def _parse_mag(text: str) -> tuple[int, int, int]:
     try:
         return parse_mag(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--mag wants X-Y-Z or one factor (2), not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"--mag wants X-Y-Z or one factor (2), not {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -308,9 +308,10 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         header, compression = _scalars(dict(info.header)), info.compression
     except FormatError as exc:
         return _fail(err, args.path, exc)
-    layer = dataset.layer(mag.layer) if mag.layer in {l.name for l in dataset.layers} else None
+    names = {each.name for each in dataset.layers}
+    layer = dataset.layer(mag.layer) if mag.layer in names else None
     several = (dataset.format != volume.format or len(dataset.layers) > 1
-               or any(len(l.mags) > 1 for l in dataset.layers))
+               or any(len(each.mags) > 1 for each in dataset.layers))
     facts = inspect.VolumeFacts(dict(info.header), compression,
                                 inspect.histogram_edges(volume.chunk_nbytes))
     is_file = dataset.kind == "file"
@@ -354,7 +355,8 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     if is_file:
         header.update(_unit_header(volume, header))
     sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
-    grid = [math.ceil(s / c) if c else 0 for s, c in zip(volume.shape, volume.chunk_shape, strict=True)]
+    grid = [math.ceil(s / c) if c else 0
+            for s, c in zip(volume.shape, volume.chunk_shape, strict=True)]
     count = grid[0] * grid[1] * grid[2]
     chunks = {"count": count, "present": present, "stored_bytes": size_summary(sizes)}
     verdict = _verdict(problems, not args.quick, info.header.get("checksums"))

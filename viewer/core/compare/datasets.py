@@ -307,8 +307,9 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
         ]
         for kind, va, vb in checks:
             if va != vb:
+                what = kind.replace("_", " ")
                 self._add_finding(Finding(
-                    kind, DIFFERENCE, f"{la.name}: {kind.replace('_', ' ')} differs: A {va}, B {vb}",
+                    kind, DIFFERENCE, f"{la.name}: {what} differs: A {va}, B {vb}",
                     {"layer": la.name, "a": va, "b": vb}))
         try:
             ba, bb = la.bounding_box, lb.bounding_box
@@ -317,8 +318,8 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
         if ba != bb:
             self._add_finding(Finding(
                 "bounding_box", DIFFERENCE,
-                f"{la.name}: bounding box differs (mag-1 voxels): A {_fmt_bbox(ba.top_left, ba.size)}"
-                f", B {_fmt_bbox(bb.top_left, bb.size)}",
+                f"{la.name}: bounding box differs (mag-1 voxels): "
+                f"A {_fmt_bbox(ba.top_left, ba.size)}, B {_fmt_bbox(bb.top_left, bb.size)}",
                 {"layer": la.name, "a": ba.to_json(), "b": bb.to_json()}))
 
     def _compare_pair(self, layer: str, mag: Vec3, side_a: Mag, side_b: Mag,

@@ -175,14 +175,14 @@ class UnitChunks:
         cut = np.flatnonzero((c_lo > 0).any(axis=1) | (c_hi < c).any(axis=1))
         clips: dict[int, tuple[Vec3, Vec3]] = {}
         for k in cut.tolist():
-            l, h = c_lo[k], c_hi[k]
-            clips[int(indices[k])] = ((int(l[0]), int(l[1]), int(l[2])),
-                                      (int(h[0]), int(h[1]), int(h[2])))
+            lo_k, hi_k = c_lo[k], c_hi[k]
+            clips[int(indices[k])] = ((int(lo_k[0]), int(lo_k[1]), int(lo_k[2])),
+                                      (int(hi_k[0]), int(hi_k[1]), int(hi_k[2])))
         return indices, local, clips
 
     def count(self, unit: Vec3) -> int:
         return len(self.of(unit)[0])
 
 
-__all__ = ["VolumeSpec", "SideInput", "side_name", "open_side", "unit_name", "units_present", "units_box",
-           "codec_signature", "UnitChunks"]
+__all__ = ["VolumeSpec", "SideInput", "side_name", "open_side", "unit_name", "units_present",
+           "units_box", "codec_signature", "UnitChunks"]
