@@ -1,6 +1,6 @@
 """WKW read through a ``Store`` (issue 16): a WKW dataset or a single ``.wkw`` file at a URL.
 
-(About 600 lines: the unit (``StoreWkwUnit``) and the volume (``StoreWkwVolume``) live here
+(Over 600 lines: the unit (``StoreWkwUnit``) and the volume (``StoreWkwVolume``) live here
 together; they are the seam to split along.)
 
 Each data file is one storage unit (``StoreWkwUnit``).  Its header and jump table are fetched
