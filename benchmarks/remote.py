@@ -77,6 +77,19 @@ class Servers:
             raise SystemExit(f"a server did not start: {line!r}")
         return line
 
+    def cpu_s(self) -> dict[str, float]:
+        """CPU seconds the server and the proxy used so far (Linux: ``/proc``; else empty):
+        they share the machine's cores with the reader measured."""
+        out: dict[str, float] = {}
+        for name, proc in (("server", self.server), ("proxy", self.proxy)):
+            try:
+                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                return {}
+            out[name] = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+                              2)
+        return out
+
     def close(self) -> None:
         for proc in (self.proxy, self.server):
             proc.terminate()
@@ -134,14 +147,14 @@ def plane_boxes(pos: tuple[int, int, int]
     return [(2, z, (x0, y0), (x1, y1)), (1, y, (x0, z0), (x1, z1)), (0, x, (y0, z0), (y1, z1))]
 
 
-def run_ours(url: str, quick: bool) -> dict[str, Any]:
+def run_ours(url: str, quick: bool, trace: int | None = None) -> dict[str, Any]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
     from viewer.core.slicing import XY, XZ, YZ
     from viewer.core.state import ViewerState
-    from viewer.format.remote import stats
+    from viewer.format.remote import stats, timeline
     from viewer.format.wkw.remote import StoreWkwUnit
     from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
@@ -188,7 +201,8 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
             fetched.setdefault(key, []).append((start, end))
         real_note(self, key, start, end)
 
-    def logged_schedule(self: RemoteStore, key: str, ranges: Any, priority: int) -> Any:
+    def logged_schedule(self: RemoteStore, key: str, ranges: Any, priority: int,
+                        keep: bool = False) -> Any:
         if phase["revisit"]:
             cache = self._cache
             url = self.location(key)
@@ -198,7 +212,7 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
                               "priority": "read" if priority == READ else "prefetch",
                               "cached": [cache is not None and cache.covers(url, s, e)
                                          for s, e in ranges][:8], "from": where[-5:]})
-        return real_schedule(self, key, ranges, priority)
+        return real_schedule(self, key, ranges, priority, keep)
 
     RemoteStore._note_request = logged_request  # type: ignore[method-assign]
     RemoteStore._schedule = logged_schedule  # type: ignore[method-assign]
@@ -249,9 +263,16 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
             time.sleep(0.005)
 
     window, loading, views = session()
+    views_done: set[int] = set()
 
     def complete() -> bool:
-        return all(v.plane is not None and v.plane.complete for v in views)
+        done = [v.plane is not None and v.plane.complete for v in views]
+        if timeline.recording():
+            for axis, ok in enumerate(done):
+                if ok and axis not in views_done:
+                    views_done.add(axis)
+                    timeline.mark("view-done", note=f"view {axis}")
+        return all(done)
 
     wait(complete, JUMP_TIMEOUT_S)
     idle(loading)
@@ -278,16 +299,27 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         return [f"{v.width()}x{v.height()} "
                 + (repr(v.plane.request) if v.plane is not None else "") for v in views]
 
-    for pos in jumps:
+    traced = ""
+    cpu0, wall0, threads0 = time.process_time(), time.perf_counter(), _thread_cpu()
+    for k, pos in enumerate(jumps):
         before = stats().requests
+        if k == trace:
+            views_done.clear()
+            _trace_begin()
         began = time.perf_counter()
         window.state.jump_to(pos)
         jump_ms.append(wait(complete, JUMP_TIMEOUT_S, began) * 1e3)
+        if k == trace:
+            traced = _trace_end(pos, jump_ms[-1])
         jump_requests.append(stats().requests - before)
         first_looks.append(looks())
         first_planes.append(planes())
         idle(loading)
     after = stats()
+    cpu_jumps = [round(time.process_time() - cpu0, 2), round(time.perf_counter() - wall0, 2)]
+    threads1 = _thread_cpu()
+    thread_cpu = {name: round(t - threads0.get(name, 0.0), 2) for name, t in threads1.items()
+                  if t - threads0.get(name, 0.0) >= 0.01}
     window.close()
     app.processEvents()
     needed = 0
@@ -337,12 +369,15 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
     app.processEvents()
     end = stats()
     return {
+        "timeline": traced,
         "jump_ms": [round(j, 1) for j in jump_ms],
         "jump_requests": jump_requests,
         "bytes_fetched": after.bytes_fetched,
         "bytes_needed": needed,
         "bytes_at_first_screen": first.bytes_fetched,
         "requests": after.requests,
+        "cpu_wall_s_of_jumps": cpu_jumps,
+        "thread_cpu_s_of_jumps": dict(sorted(thread_cpu.items(), key=lambda kv: -kv[1])),
         "errors": end.errors,
         "reopen_requests": reopen_requests,
         "revisit_requests": revisit_requests,
@@ -356,6 +391,79 @@ def run_ours(url: str, quick: bool) -> dict[str, Any]:
         "failed_absent_pixels": first_looks,
         "revisit_failed_absent_pixels": revisit_looks,
     }
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's threads by name (Python's name where it has one, else
+    the system's; Linux ``/proc``, else empty)."""
+    import threading
+
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            raw = Path(f"/proc/self/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw.rsplit(")", 1)[1].split()
+        name = names.get(int(tid), comm)
+        name = name.rstrip("0123456789_-") or name
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def _trace_begin() -> None:
+    """Record a timeline of the next jump: the requests (``viewer.format.remote.timeline``)
+    and the loader's batches (its workers' reads and read-ahead hints, wrapped here)."""
+    from viewer.core.chunkio import ChunkReader
+    from viewer.format.remote import timeline
+
+    if not hasattr(ChunkReader, "_traced"):
+        read_, hint_ = ChunkReader.read, ChunkReader.hint
+
+        def traced_read(self: ChunkReader, keys: Any, hint: bool) -> int:
+            units = sorted({k[2] for k in keys})
+            timeline.mark("batch", note=f"{len(keys)} blocks of {len(units)} units {units[:3]}")
+            try:
+                return read_(self, keys, hint)
+            finally:
+                timeline.mark("batch-done", note=f"{len(keys)} blocks")
+
+        def traced_hint(self: ChunkReader, ahead: Any, stopping: Any) -> None:
+            timeline.mark("lookahead", note=f"{sum(len(i) for _, i in ahead)} blocks of "
+                          f"{len(ahead)} units")
+            hint_(self, ahead, stopping)
+
+        ChunkReader.read = traced_read  # type: ignore[method-assign]
+        ChunkReader.hint = traced_hint  # type: ignore[method-assign]
+        ChunkReader._traced = True  # type: ignore[attr-defined]
+    timeline.start()
+    timeline.mark("jump")
+
+
+def _trace_end(pos: Any, ms: float) -> str:
+    """The recorded timeline as text: every event, then every request's queued -> sent ->
+    done."""
+    from viewer.format.remote import timeline
+
+    timeline.mark("complete")
+    time.sleep(0.3)  # what was on the wire at the end still lands in the record
+    events = timeline.stop()
+    reqs = timeline.requests(events)
+    lines = [f"jump to {pos}: complete after {ms:.1f} ms", timeline.format_events(events), "",
+             f"{'queued':>8} {'sent':>8} {'done':>8} {'prio':<8} {'key':<14} {'bytes':>8} end"]
+    for r in reqs:
+        lines.append(f"{r.queued * 1e3:8.1f} "
+                     + (f"{r.sent * 1e3:8.1f} " if r.sent is not None else f"{'-':>8} ")
+                     + (f"{r.done * 1e3:8.1f} " if r.done is not None else f"{'-':>8} ")
+                     + f"{r.priority:<8} {r.key[-14:]:<14} {r.nbytes:>8} {r.outcome}")
+    return "\n".join(lines)
 
 
 def run_loader_only(url: str, quick: bool) -> list[float]:
@@ -407,11 +515,11 @@ def run_tensorstore(url: str, quick: bool) -> list[float]:
     return out
 
 
-def child(mode: str, url: str, quick: bool) -> Any:
+def child(mode: str, url: str, quick: bool, trace: int | None = None) -> Any:
     with tempfile.TemporaryDirectory(prefix="wkw-remote-bench-") as cache:
         env = dict(os.environ, WKW_VIEWER_REMOTE_CACHE_DIR=cache, WKW_VIEWER_NO_SETTINGS="1")
         cmd = [sys.executable, "-m", "benchmarks.remote", "--child", mode, "--url", url] + \
-            (["--quick"] if quick else [])
+            (["--quick"] if quick else []) + ([] if trace is None else ["--timeline", str(trace)])
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env,
                              cwd=HERE.parent).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -425,9 +533,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--child", choices=["ours", "loader", "tensorstore"])
     p.add_argument("--url")
+    p.add_argument("--timeline", type=int, metavar="K",
+                   help="print the request timeline of the K-th jump (0-based) of the first "
+                        "round to stderr")
+    p.add_argument("--only-ours", action="store_true", help="skip tensorstore and the loader")
     args = p.parse_args(argv)
+    if args.child == "ours":
+        print(json.dumps(run_ours(args.url, args.quick, args.timeline)))
+        return 0
     if args.child:
-        fn = {"ours": run_ours, "loader": run_loader_only, "tensorstore": run_tensorstore}
+        fn = {"loader": run_loader_only, "tensorstore": run_tensorstore}
         print(json.dumps(fn[args.child](args.url, args.quick)))
         return 0
     root = browse_dataset()
@@ -436,11 +551,21 @@ def main(argv: list[str] | None = None) -> int:
     rounds: list[dict[str, Any]] = []
     try:
         for _ in range(args.rounds):
+            cpu_before = servers.cpu_s()
             one: dict[str, Any] = {"ours": child("ours", f"{servers.url}/{root.name}",
-                                                 args.quick)}
-            if zarr is not None:
+                                                 args.quick, args.timeline if not rounds
+                                                 else None)}
+            cpu_after = servers.cpu_s()
+            one["servers_cpu_s_during_ours"] = {k: round(cpu_after[k] - cpu_before[k], 2)
+                                                for k in cpu_after}
+            traced = one["ours"].pop("timeline", "")
+            if traced:
+                print(traced, file=sys.stderr)
+            if zarr is not None and not args.only_ours:
                 one["tensorstore_ms"] = child("tensorstore", servers.url, args.quick)
-            one["loader_only_ms"] = child("loader", f"{servers.url}/{root.name}", args.quick)
+            if not args.only_ours:
+                one["loader_only_ms"] = child("loader", f"{servers.url}/{root.name}",
+                                              args.quick)
             rounds.append(one)
     finally:
         servers.close()
@@ -448,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     fetched = sum(r["ours"]["bytes_fetched"] for r in rounds)
     needed = sum(r["ours"]["bytes_needed"] for r in rounds)
     ts_ms = [j for r in rounds for j in r.get("tensorstore_ms", [])]
-    lo_ms = [j for r in rounds for j in r["loader_only_ms"]]
+    lo_ms = [j for r in rounds for j in r.get("loader_only_ms", [])]
     result = {
         "jump_complete_ms_p50": percentile(jumps, 50),
         "jump_complete_ms_p95": percentile(jumps, 95),

@@ -104,7 +104,7 @@ def open_webknossos(path: str) -> Dataset:
     except FileNotFoundError:
         raise DatasetLayoutError(f"no {PROPERTIES_FILE}", url) from None
     except OSError as exc:
-        from viewer.format.wkw.remote import _remote_error
+        from viewer.format.wkw.remote_unit import _remote_error
         raise _remote_error(exc, location) from None
     try:
         doc = json.loads(raw.decode("utf-8"))

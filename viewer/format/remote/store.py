@@ -9,12 +9,13 @@ signing with the usual AWS environment variables, ``AWS_ENDPOINT_URL``).  On top
 
 * **Range reads only.**  Chunks are read by byte range; ranges asked for together that lie
   less than ``merge_gap`` apart are fetched in one request (and runs longer than
-  ``max_request_bytes`` split and fetched in parallel).  A server that answers a range request
-  with the whole object is detected and named (``RangeNotSupportedError``).
-* **Many requests in flight**: one process-wide asyncio event loop (its own thread) with at
-  most ``max_requests`` requests on the wire (obstore's async API: no thread per request).
-  Reads someone waits for go before read-ahead (``prefetch``), in the order asked; read-ahead
-  newest first.  Read-ahead nobody waits for is dropped when it waited more than
+  ``max_request_bytes`` split and fetched in parallel); a range asked for while a request of
+  the same object near it is still queued joins that request.  A server that answers a range
+  request with the whole object is detected and named (``RangeNotSupportedError``).
+* **Many requests in flight** (``pool.Pool``): one process-wide asyncio event loop (its own
+  thread) with at most ``max_requests`` requests on the wire (obstore's async API: no thread
+  per request).  Reads someone waits for go before read-ahead (``prefetch``); read-ahead of
+  the newest place first.  Read-ahead nobody waits for is dropped when it waited more than
   ``STALE_PREFETCH_S`` in the queue, and stopped, queued or on the wire, by
   ``cancel_prefetch`` (its volume closed, or the cursor moved on to other storage units): the
   request is cancelled (its connection closed), nothing of it reaches the cache, and it is
@@ -37,28 +38,24 @@ from __future__ import annotations
 
 import asyncio
 import configparser
-import heapq
-import itertools
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from viewer.format.errors import FormatError
 from viewer.format.remote import config as _config
+from viewer.format.remote import timeline
 from viewer.format.remote.diskcache import RangeCache
 from viewer.format.remote.errors import RangeNotSupportedError, RemoteIOError, describe
+from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Dropped, Job, Pool
 from viewer.format.store import Store
 
 SCHEMES = ("http", "https", "s3", "gs", "gcs")
-
-#: Priorities of queued requests (lower first).
-READ, PREFETCH = 0, 1
 
 
 # -- counters -------------------------------------------------------------------------------------
@@ -126,138 +123,24 @@ class _Counters:
 COUNTERS = _Counters()
 
 
-# -- the request pool -----------------------------------------------------------------------------
-#: Read-ahead still queued after this many seconds is dropped (the cursor has moved on).
-STALE_PREFETCH_S = 3.0
-
-
-class _Dropped(Exception):
-    """A read-ahead request dropped (stale, its volume closed, or the cursor moved on) before
-    it finished: nobody waited for it, nothing of it was kept."""
-
-
-class _Job:
-    """One request: ``[start, end)`` of ``key`` in ``store``.  ``wanted`` (someone waits for
-    it) and ``dropped`` change only under the store's lock, so a job is either waited for or
-    dropped, never both; its future is settled on the pool's event loop only."""
-
-    __slots__ = ("store", "key", "start", "end", "future", "started", "wanted", "dropped",
-                 "queued_at", "task")
-
-    def __init__(self, store: RemoteStore, key: str, start: int, end: int) -> None:
-        self.store = store
-        self.key = key
-        self.start = start
-        self.end = end
-        self.future: Future[bytes] = Future()
-        self.started = False
-        #: Someone waits for it (a read): never dropped.
-        self.wanted = False
-        self.dropped = False
-        self.queued_at = time.monotonic()
-        self.task: asyncio.Task[bytes] | None = None
-
-
-class _Pool:
-    """Requests on one asyncio event loop (its own thread), at most ``limit`` on the wire:
-    reads in the order asked, then read-ahead newest first.  Read-ahead nobody waits for is
-    dropped when it waited too long in the queue, and ``abort`` stops one queued or on the
-    wire (the client's request is cancelled: its connection closed, nothing of it kept)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._heap: list[tuple[int, int, _Job]] = []
-        self._seq = itertools.count()
-        self._lock = threading.Lock()
-        self._running = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, name="wkw-remote-io", daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
-
-    def submit(self, job: _Job, priority: int) -> None:
-        seq = next(self._seq)
-        with self._lock:
-            # Reads in the order asked; read-ahead newest first (older hints are for places
-            # the cursor has probably left).
-            heapq.heappush(self._heap, (priority, seq if priority == READ else -seq, job))
-        self._loop.call_soon_threadsafe(self._pump)
-
-    def abort(self, job: _Job) -> None:
-        """Stop ``job`` (already marked dropped under its store's lock), queued or on the
-        wire; any thread."""
-        self._loop.call_soon_threadsafe(self._abort, job)
-
-    def queued(self) -> int:
-        with self._lock:
-            return sum(1 for _, _, j in self._heap if not j.started and not j.dropped)
-
-    # -- on the loop ------------------------------------------------------------------------------
-    def _abort(self, job: _Job) -> None:
-        if job.task is not None:
-            job.task.cancel()  # settles the future as it ends (``_go``)
-        elif not job.future.done():
-            job.future.set_exception(_Dropped())
-
-    def _pump(self) -> None:
-        while self._running < self.limit:
-            with self._lock:
-                if not self._heap:
-                    return
-                _, _, job = heapq.heappop(self._heap)
-            if job.started or job.dropped:
-                continue  # queued twice (raised to READ priority), or dropped: settled there
-            if time.monotonic() - job.queued_at > STALE_PREFETCH_S and \
-                    job.store._drop_unwanted(job):
-                job.future.set_exception(_Dropped())
-                continue
-            job.started = True
-            self._running += 1
-            job.task = self._loop.create_task(self._go(job))
-
-    async def _go(self, job: _Job) -> bytes:
-        try:
-            data = await job.store._request_async(job.key, job.start, job.end)
-        except asyncio.CancelledError:
-            job.store._forget(job)
-            if not job.future.done():
-                job.future.set_exception(_Dropped())
-            return b""
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
-            job.store._forget(job)
-            if not job.future.done():
-                job.future.set_exception(exc)
-            return b""
-        finally:
-            self._running -= 1
-            self._loop.call_soon(self._pump)
-        job.store._forget(job)
-        if not job.future.done():
-            job.future.set_result(data)
-        return data
-
-
-_pool: _Pool | None = None
+_pool: Pool | None = None
 _cache: RangeCache | None = None
 _shared_lock = threading.Lock()
 
 
-def _shared() -> tuple[_Pool, RangeCache | None]:
+def _shared() -> tuple[Pool, RangeCache | None]:
     global _pool, _cache
     with _shared_lock:
         cfg = _config.current()
         if _pool is None:
-            _pool = _Pool(cfg.max_requests)
+            _pool = Pool(cfg.max_requests)
         want_dir = _config.cache_dir(cfg) if cfg.cache_bytes > 0 else None
         if want_dir is None:
             if _cache is not None:
                 _cache.set_budget(0)  # stores still holding it neither keep nor serve bytes
             _cache = None
         elif _cache is None or _cache.root != want_dir:
-            _cache = RangeCache(want_dir, cfg.cache_bytes)
+            _cache = RangeCache(want_dir, cfg.cache_bytes, write_behind=True)
         else:
             _cache.set_budget(cfg.cache_bytes)
         return _pool, _cache
@@ -334,7 +217,7 @@ class RemoteStore(Store):
         self._pool, self._cache = _shared()
         self._lock = threading.Lock()
         #: key -> fetches queued or under way
-        self._flying: dict[str, list[_Job]] = {}
+        self._flying: dict[str, list[Job]] = {}
         self._missing: set[str] = set()
         self._sizes: dict[str, int] = {}
         with COUNTERS.lock:
@@ -460,20 +343,28 @@ class RemoteStore(Store):
         return size
 
     # -- scheduling -----------------------------------------------------------------------------
-    def _schedule(self, key: str, ranges: Sequence[tuple[int, int]], priority: int
-                  ) -> list[tuple[_Job, int]]:
-        """A fetch for every ``(start, end)`` (shared with one under way when it covers it):
-        ``(job, start of the job's bytes)`` each."""
-        out: list[tuple[_Job, int] | None] = [None] * len(ranges)
+    def _schedule(self, key: str, ranges: Sequence[tuple[int, int]], priority: int,
+                  keep: bool = False) -> list[Job]:
+        """A fetch for every ``(start, end)``, the job that brings its bytes: one under way or
+        queued when it covers the range; else a queued one of the same object grown to take
+        it in (a request not sent yet; the union is no further apart than ``merge_gap`` and
+        no longer than ``max_request_bytes``); else a new one (neighbouring ranges merged).
+        So the read-ahead of the batches of a screen, asked for batch by batch, goes out as
+        few requests, not one set per batch.  ``keep``: read-ahead never dropped (a unit's
+        header and jump table)."""
+        out: list[Job | None] = [None] * len(ranges)
         new: list[int] = []
-        raise_: list[_Job] = []
+        raise_: list[Job] = []
+        read = priority == READ
+        cfg = self.config
+        gap, longest = cfg.merge_gap, cfg.max_request_bytes
         with self._lock:
             flying = self._flying.setdefault(key, [])
             for i, (s, e) in enumerate(ranges):
                 for job in flying:
                     if job.start <= s and e <= job.end:
-                        out[i] = (job, job.start)
-                        if priority == READ:
+                        out[i] = job
+                        if read and not job.wanted:
                             job.wanted = True
                             if not job.started:
                                 raise_.append(job)
@@ -482,30 +373,53 @@ class RemoteStore(Store):
                     new.append(i)
             new.sort(key=lambda i: ranges[i][0])
             groups: list[tuple[int, int, list[int]]] = []
-            cfg = self.config
             for i in new:
                 s, e = ranges[i]
                 if groups:
                     gs, ge, members = groups[-1]
-                    if s - ge <= cfg.merge_gap and max(e, ge) - gs <= cfg.max_request_bytes:
+                    if s - ge <= gap and max(e, ge) - gs <= longest:
                         groups[-1] = (gs, max(ge, e), members + [i])
                         continue
                 groups.append((s, e, [i]))
-            jobs: list[_Job] = []
+            jobs: list[Job] = []
+            grown: list[Job] = []
+            waiting = [j for j in flying if not j.started and not j.dropped]
             for gs, ge, members in groups:
-                job = _Job(self, key, gs, ge)
-                job.wanted = priority == READ
-                flying.append(job)
+                into: Job | None = None
+                for j in waiting:
+                    if gs - j.end <= gap and j.start - ge <= gap and \
+                            max(ge, j.end) - min(gs, j.start) <= longest:
+                        into = j
+                        break
+                if into is not None:
+                    job = into
+                    job.start, job.end = min(gs, job.start), max(ge, job.end)
+                    job.queued_at = time.monotonic()
+                    if (read or keep) and not job.wanted:
+                        job.wanted = True
+                        if read:
+                            raise_.append(job)
+                    grown.append(job)
+                else:
+                    job = Job(self, key, gs, ge, priority)
+                    job.wanted = read or keep
+                    flying.append(job)
+                    waiting.append(job)
+                    jobs.append(job)
                 for i in members:
-                    out[i] = (job, gs)
-                jobs.append(job)
+                    out[i] = job
         for job in jobs:
+            timeline.mark("queued", key, job.start, job.end,
+                          note="read" if read else "prefetch")
             self._pool.submit(job, priority)
-        for job in raise_:
+        for job in grown:
+            timeline.mark("grown", key, job.start, job.end, note="read" if read else "prefetch")
+        for job in dict.fromkeys(raise_):
+            timeline.mark("raised", key, job.start, job.end, note="to read")
             self._pool.submit(job, READ)
         return [o for o in out if o is not None]
 
-    def _forget(self, job: _Job) -> None:
+    def _forget(self, job: Job) -> None:
         """``job`` is over: later asks for its bytes find them in the cache, or ask anew."""
         with self._lock:
             flying = self._flying.get(job.key)
@@ -514,21 +428,30 @@ class RemoteStore(Store):
                 if not flying:
                     del self._flying[job.key]
 
-    def _drop_unwanted(self, job: _Job) -> bool:
-        """Mark ``job`` dropped unless someone waits for it; whether it was."""
+    def _claim(self, job: Job) -> str:
+        """The pool is about to send ``job``: ``"start"`` (its range is fixed from now on),
+        ``"stale"`` (queued too long, nobody waits for it: dropped) or ``"skip"``."""
         with self._lock:
-            if job.wanted or job.dropped:
-                return False
-            job.dropped = True
-        self._forget(job)
-        return True
+            if job.started or job.dropped:
+                return "skip"
+            if not job.wanted and time.monotonic() - job.queued_at > STALE_PREFETCH_S:
+                job.dropped = True
+                flying = self._flying.get(job.key)
+                if flying is not None and job in flying:
+                    flying.remove(job)
+                    if not flying:
+                        del self._flying[job.key]
+                return "stale"
+            job.started = True
+            return "start"
 
     def cancel_prefetch(self, keep: Callable[[str], bool] | None = None) -> int:
         """Stop this store's read-ahead that nobody waits for, queued or on the wire (its
         volume closed, or the cursor moved on); ``keep``: keys whose read-ahead is still
         wanted.  A read waiting for a request is never stopped; a stopped request keeps
         nothing.  The number stopped."""
-        dropped: list[_Job] = []
+        dropped: list[Job] = []
+        self._pool.new_place()
         with self._lock:
             for key, flying in list(self._flying.items()):
                 if keep is not None and keep(key):
@@ -544,7 +467,7 @@ class RemoteStore(Store):
             self._pool.abort(job)
         return len(dropped)
 
-    def _wait(self, job: _Job) -> bytes:
+    def _wait(self, job: Job) -> bytes:
         cfg = self.config
         bound = (cfg.timeout_s + 2.0) * (cfg.retries + 1) * 4 + 30.0
         try:
@@ -581,20 +504,22 @@ class RemoteStore(Store):
         if not todo:
             return out
         scheduled = self._schedule(key, [(s, e) for _, s, e in todo], READ)
-        for (i, off, end), (job, fs) in zip(todo, scheduled, strict=True):
+        timeline.mark("wait", key, todo[0][1], todo[-1][2], note=f"{len(todo)} ranges")
+        for (i, off, end), job in zip(todo, scheduled, strict=True):
             for _ in range(3):
                 try:
                     data = self._wait(job)
-                except _Dropped:  # defensive: a job waited for is never dropped; ask again
-                    job, fs = self._schedule(key, [(off, end)], READ)[0]
+                except Dropped:  # defensive: a job waited for is never dropped; ask again
+                    job = self._schedule(key, [(off, end)], READ)[0]
                     continue
                 except (OSError, FormatError) as exc:
                     out[i] = exc
                     break
-                out[i] = data[off - fs:end - fs]
+                out[i] = data[off - job.start:end - job.start]  # fixed once it started
                 break
             else:
                 out[i] = RemoteIOError("read-ahead dropped repeatedly", url)
+        timeline.mark("waited", key, todo[0][1], todo[-1][2])
         return out
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
@@ -615,8 +540,9 @@ class RemoteStore(Store):
                 raise FileNotFoundError(2, "no such object (HTTP 404)", self.location(key))
         return self._request(key, offset, None)
 
-    def prefetch(self, key: str, ranges: Sequence[tuple[int, int]]) -> None:
-        """Start fetching these ``(offset, length)`` ranges (read-ahead) and return at once."""
+    def prefetch(self, key: str, ranges: Sequence[tuple[int, int]], keep: bool = False) -> None:
+        """Start fetching these ``(offset, length)`` ranges (read-ahead) and return at once.
+        ``keep``: never dropped (neither stale nor by ``cancel_prefetch``)."""
         url = self.location(key)
         with self._lock:
             if key in self._missing:
@@ -624,7 +550,7 @@ class RemoteStore(Store):
         todo = [(off, off + n) for off, n in ranges if n > 0 and
                 (self._cache is None or not self._cache.covers(url, off, off + n))]
         if todo:
-            self._schedule(key, todo, PREFETCH)
+            self._schedule(key, todo, PREFETCH, keep)
 
     def size(self, key: str) -> int | None:
         import obstore

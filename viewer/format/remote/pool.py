@@ -1,0 +1,167 @@
+"""The request pool of the remote stores: requests on one asyncio event loop (its own thread),
+at most ``limit`` on the wire, over every ``RemoteStore`` of the process.
+
+Reads someone waits for (``READ``) go before read-ahead (``PREFETCH``), in the order asked;
+read-ahead of the newest place first (``new_place``: the cursor moved on, older hints are for
+places it left), in the order asked within a place (the loader hints its batches in the order
+it reads them: a far jump's hints, sent newest first, had the blocks the screen needed first
+wait behind the rest of the screen for a free slot).  Read-ahead
+nobody waits for is dropped when it waited more than ``STALE_PREFETCH_S`` in the queue, and
+``abort`` stops one queued or on the wire (the client's request is cancelled: its connection
+closed, nothing of it kept).  The pool knows nothing of ranges, caches or merging: a ``Job``'s
+owner (the store) decides, under its own lock, whether a job starts (``_claim``) and what a
+request is (``_request_async``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import threading
+import time
+from concurrent.futures import Future
+from typing import Protocol
+
+from viewer.format.remote import timeline
+
+#: Priorities of queued requests (lower first).
+READ, PREFETCH = 0, 1
+#: Read-ahead still queued after this many seconds is dropped (the cursor has moved on).
+STALE_PREFETCH_S = 3.0
+
+
+class Dropped(Exception):
+    """A read-ahead request dropped (stale, its volume closed, or the cursor moved on) before
+    it finished: nobody waited for it, nothing of it was kept."""
+
+
+class JobOwner(Protocol):
+    """What the pool asks of a job's store."""
+
+    def _claim(self, job: Job) -> str:
+        """Under the owner's lock: ``"start"`` (the job is started now: its range fixed),
+        ``"stale"`` (dropped now: queued too long and nobody waits for it) or ``"skip"``
+        (started already, or dropped: settled elsewhere)."""
+        ...
+
+    async def _request_async(self, key: str, start: int, end: int) -> bytes: ...
+
+    def _forget(self, job: Job) -> None: ...
+
+
+class Job:
+    """One request: ``[start, end)`` of ``key`` for ``store``.  ``wanted`` (someone waits for
+    it, or it must not be dropped), ``dropped``, ``started`` and, until it starts, its range
+    change only under the store's lock, so a job is either waited for or dropped, never both,
+    and a job grown by a later ask (``RemoteStore._schedule``) is sent with its whole range.
+    Its future is settled on the pool's event loop only."""
+
+    __slots__ = ("store", "key", "start", "end", "priority", "future", "started", "wanted",
+                 "dropped", "queued_at", "task")
+
+    def __init__(self, store: JobOwner, key: str, start: int, end: int, priority: int) -> None:
+        self.store = store
+        self.key = key
+        self.start = start
+        self.end = end
+        self.priority = priority
+        self.future: Future[bytes] = Future()
+        self.started = False
+        #: Someone waits for it (a read), or it is kept on purpose: never dropped.
+        self.wanted = False
+        self.dropped = False
+        self.queued_at = time.monotonic()
+        self.task: asyncio.Task[bytes] | None = None
+
+
+class Pool:
+    """Requests on one asyncio event loop (see the module docstring)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._heap: list[tuple[int, int, int, Job]] = []
+        self._place = 0
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+        self._running = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="wkw-remote-io", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def submit(self, job: Job, priority: int) -> None:
+        seq = next(self._seq)
+        with self._lock:
+            place = 0 if priority == READ else -self._place
+            heapq.heappush(self._heap, (priority, place, seq, job))
+        self._loop.call_soon_threadsafe(self._pump)
+
+    def new_place(self) -> None:
+        """The cursor moved on: read-ahead asked for from now on goes before older."""
+        with self._lock:
+            self._place += 1
+
+    def abort(self, job: Job) -> None:
+        """Stop ``job`` (already marked dropped under its store's lock), queued or on the
+        wire; any thread."""
+        self._loop.call_soon_threadsafe(self._abort, job)
+
+    def queued(self) -> int:
+        with self._lock:
+            return sum(1 for *_, j in self._heap if not j.started and not j.dropped)
+
+    # -- on the loop ------------------------------------------------------------------------------
+    def _abort(self, job: Job) -> None:
+        if job.task is not None:
+            job.task.cancel()  # settles the future as it ends (``_go``)
+        elif not job.future.done():
+            timeline.mark("dropped", job.key, job.start, job.end, note="aborted in queue")
+            job.future.set_exception(Dropped())
+
+    def _pump(self) -> None:
+        while self._running < self.limit:
+            with self._lock:
+                if not self._heap:
+                    return
+                job = heapq.heappop(self._heap)[-1]
+            verdict = job.store._claim(job)
+            if verdict == "stale":
+                timeline.mark("dropped", job.key, job.start, job.end, note="stale")
+                job.future.set_exception(Dropped())
+                continue
+            if verdict != "start":
+                continue  # queued twice (raised to READ priority), or dropped: settled there
+            self._running += 1
+            timeline.mark("sent", job.key, job.start, job.end, note=f"{self._running} running")
+            job.task = self._loop.create_task(self._go(job))
+
+    async def _go(self, job: Job) -> bytes:
+        try:
+            data = await job.store._request_async(job.key, job.start, job.end)
+        except asyncio.CancelledError:
+            timeline.mark("cancelled", job.key, job.start, job.end)
+            job.store._forget(job)
+            if not job.future.done():
+                job.future.set_exception(Dropped())
+            return b""
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            timeline.mark("failed", job.key, job.start, job.end, note=type(exc).__name__)
+            job.store._forget(job)
+            if not job.future.done():
+                job.future.set_exception(exc)
+            return b""
+        finally:
+            self._running -= 1
+            self._loop.call_soon(self._pump)
+        timeline.mark("done", job.key, job.start, job.end, len(data))
+        job.store._forget(job)
+        if not job.future.done():
+            job.future.set_result(data)
+        return data
+
+
+__all__ = ["Pool", "Job", "JobOwner", "Dropped", "READ", "PREFETCH", "STALE_PREFETCH_S"]

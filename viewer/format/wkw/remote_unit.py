@@ -1,0 +1,379 @@
+"""One WKW data file read through a ``Store`` (``StoreWkwUnit``): the storage unit of a WKW
+dataset at a URL (``viewer.format.wkw.remote``, issue 16).
+
+Its header and jump table are fetched with one range read (``[0, dataOffset)``, whose length
+the dataset's ``header.wkw`` fixes), then only the byte ranges of the blocks asked for, which
+the store merges into as few requests as it can.  Decoding uses the same LZ4 block decoder as
+local files (``lz4block``).
+
+Opening a unit does not wait for the network: the header fetch starts in the background and
+the first call that needs the jump table waits for it.  A hint (``will_need``) for a unit whose
+table is not there yet is kept by a thread of ``_background`` until it is, then its blocks'
+ranges are asked for (unless the hint went stale meanwhile: ``StoreWkwVolume.hint_dropped``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format.errors import (
+    BlockDecodeError,
+    DatasetLayoutError,
+    FormatError,
+    HeaderError,
+    JumpTableError,
+)
+from viewer.format.remote import timeline
+from viewer.format.store import Store
+from viewer.format.volume import ChunkTable, IntArray, StorageUnit, StoredResult
+from viewer.format.wkw import lz4block
+from viewer.format.wkw.file import check_limits
+from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, Header
+
+
+class UnitHost(Protocol):
+    """What a unit needs of its volume (``viewer.format.wkw.remote.StoreWkwVolume``)."""
+
+    store: Store
+    header: Header
+
+    def hint_dropped(self, key: str, asked_at: float) -> bool:
+        """Whether a hint for ``key`` given at ``asked_at`` is of no use any more."""
+        ...
+
+#: The dataset's header file (a unit's header must agree with it).
+HEADER_FILE = "header.wkw"
+
+_opener_lock = threading.Lock()
+_opener: ThreadPoolExecutor | None = None
+
+
+def _background() -> ThreadPoolExecutor:
+    """Threads that wait for jump tables on behalf of ``will_need`` (never the loader's)."""
+    global _opener
+    with _opener_lock:
+        if _opener is None:
+            _opener = ThreadPoolExecutor(8, thread_name_prefix="wkw-remote-open")
+        return _opener
+
+
+def _remote_error(exc: OSError, path: str, block: int | None = None,
+                  offset: int | None = None) -> FormatError:
+    from viewer.format.remote.errors import RemoteError, RemoteIOError
+
+    if isinstance(exc, RemoteIOError):
+        return RemoteError.from_io(exc, path, block=block, offset=offset)
+    return RemoteError(f"read failed: {exc.strerror or exc}", path, block=block, offset=offset)
+
+
+class StoreWkwUnit(StorageUnit):
+    """One WKW data file read through a store (see the module docstring)."""
+
+    def __init__(self, volume: UnitHost, key: str) -> None:
+        self.volume = volume
+        self.store = volume.store
+        self.key = key
+        self.path = self.store.location(key)
+        h = volume.header
+        self.num_chunks = h.num_blocks
+        self.table_bytes = 8 * (h.num_blocks + 1) if h.is_compressed else 0
+        self._head_len = h.expected_data_offset if h.is_compressed else HEADER_SIZE
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._absent = False
+        self._error: FormatError | None = None
+        self._header: Header | None = None
+        self._ranges: npt.NDArray[np.int64] | None = None  # n + 1 offsets (compressed)
+        self._size = 0
+        prefetch = getattr(self.store, "prefetch", None)
+        timeline.mark("unit-open", key)
+        if prefetch is not None:
+            prefetch(key, [(0, self._head_len)])
+
+    # -- the header and jump table -----------------------------------------------------------
+    def _load(self) -> None:
+        with self._lock:
+            if self._loaded:
+                return
+            h = self.volume.header
+            timeline.mark("table-wait", self.key)
+            got = _read_results(self.store, self.key, [(0, self._head_len)])[0]
+            timeline.mark("table", self.key)
+            if isinstance(got, FileNotFoundError):
+                self._absent = True
+                self._loaded = True
+                return
+            if isinstance(got, OSError):
+                raise _remote_error(got, self.path, offset=0)  # not kept: tried again later
+            if isinstance(got, FormatError):
+                raise got
+            try:
+                self._parse(h, got)
+            except FormatError as exc:
+                self._error = exc
+            self._loaded = True
+
+    def _parse(self, h: Header, raw: bytes) -> None:
+        header = Header.from_bytes(raw[:HEADER_SIZE], self.path)
+        check_limits(header, self.path)
+        if not header.same_geometry(h):
+            diffs = "; ".join(h.differences(header))
+            raise DatasetLayoutError(
+                f"file header differs from {HEADER_FILE} ({HEADER_FILE} vs file: {diffs})",
+                self.path, offset=0)
+        size = _known_size(self.store, self.key)
+        self._header = header
+        if header.data_offset == 0:
+            raise HeaderError("dataOffset is 0 in a data file (only header.wkw may have 0)",
+                              self.path, offset=8)
+        if header.is_compressed:
+            if header.data_offset != self._head_len:
+                raise JumpTableError(
+                    f"dataOffset {header.data_offset} is inconsistent with a jump table of "
+                    f"{header.num_blocks} blocks (expected {self._head_len})", self.path,
+                    offset=8)
+            if len(raw) < self._head_len:
+                whole = max((len(raw) - HEADER_SIZE) // 8, 0)
+                raise JumpTableError(
+                    f"jump table truncated: the file ends at byte {len(raw)}, the table of "
+                    f"{header.num_blocks} entries at byte {self._head_len}", self.path,
+                    block=min(whole, header.num_blocks - 1), offset=HEADER_SIZE + 8 * whole)
+            table = np.frombuffer(raw, dtype="<u8", count=header.num_blocks + 1, offset=8)
+            self._ranges = table.view(np.int64)
+        self._size = size if size is not None else (
+            int(self._ranges[-1]) if self._ranges is not None
+            else header.data_offset + header.block_bytes * header.num_blocks)
+
+    def _ready(self) -> None:
+        """Load, then raise the unit's own error (a damaged header or table)."""
+        self._load()
+        if self._error is not None:
+            raise self._error
+
+    def _block_ranges(self, idx: IntArray) -> tuple[IntArray, IntArray]:
+        h = self.volume.header
+        if self._ranges is None:
+            assert self._header is not None
+            starts = self._header.data_offset + h.block_bytes * idx
+            return starts, starts + h.block_bytes
+        return self._ranges[idx], self._ranges[idx + 1]
+
+    def _range_problem(self, index: int, start: int, end: int) -> FormatError | None:
+        h = self.volume.header
+        size = self._size
+        entry = HEADER_SIZE + 8 * index
+        if self._ranges is None:
+            if end > size:
+                return BlockDecodeError(f"raw file is {size} bytes, shorter than its blocks: "
+                                        f"block needs bytes {start}..{end}", self.path,
+                                        block=index, offset=start)
+            return None
+        data_offset = self._head_len
+        if start < data_offset or start > size:
+            return JumpTableError(f"block starts at byte {start % 2**64}, outside the data "
+                                  f"({data_offset}..{size})", self.path, block=index,
+                                  offset=entry - 8)
+        if end < 0 or end > size:
+            return JumpTableError(f"block ends at byte {end % 2**64}, past the end of the "
+                                  f"{size}-byte file", self.path, block=index, offset=entry)
+        if end < start:
+            return JumpTableError(f"jump table decreases: block ends at {end} before it "
+                                  f"starts at {start}", self.path, block=index, offset=entry)
+        if end == start:
+            return BlockDecodeError("block has zero length", self.path, block=index,
+                                    offset=start)
+        if end - start > lz4block.compress_bound(h.block_bytes):
+            return BlockDecodeError(f"block is {end - start} bytes, more than LZ4 can encode "
+                                    f"{h.block_bytes} bytes in", self.path, block=index,
+                                    offset=start)
+        return None
+
+    # -- StorageUnit ----------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        self._load()
+        return self._size
+
+    @property
+    def absent(self) -> bool:
+        """Whether the file turned out to be missing (every block absent)."""
+        self._load()
+        return self._absent
+
+    def chunk_table(self) -> ChunkTable:
+        self._ready()
+        n = self.num_chunks
+        if self._absent:
+            return ChunkTable(np.full(n, -1, np.int64), np.zeros(n, np.int64),
+                              np.zeros(n, np.bool_))
+        starts, ends = self._block_ranges(np.arange(n, dtype=np.int64))
+        return ChunkTable(np.asarray(starts, np.int64), np.asarray(ends - starts, np.int64),
+                          np.ones(n, np.bool_))
+
+    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        try:
+            self._ready()
+        except FormatError as exc:
+            return [exc] * len(idx)
+        if self._absent:
+            return [None] * len(idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.num_chunks):
+            bad = int(idx[(idx < 0) | (idx >= self.num_chunks)][0])
+            raise IndexError(f"block index {bad} out of range 0..{self.num_chunks - 1}")
+        starts, ends = self._block_ranges(idx)
+        out: list[StoredResult] = [None] * len(idx)
+        want: list[int] = []
+        triples = zip(idx.tolist(), starts.tolist(), ends.tolist(), strict=True)
+        for k, (index, s, e) in enumerate(triples):
+            problem = self._range_problem(index, s, e)
+            if problem is not None:
+                out[k] = problem
+            else:
+                want.append(k)
+        timeline.mark("blocks-wait", self.key, note=f"{len(want)} blocks")
+        got = _read_results(self.store, self.key,
+                            [(int(starts[k]), int(ends[k] - starts[k])) for k in want])
+        timeline.mark("blocks", self.key, note=f"{len(want)} blocks")
+        for k, data in zip(want, got, strict=True):
+            index, s, e = int(idx[k]), int(starts[k]), int(ends[k])
+            if isinstance(data, FileNotFoundError):
+                out[k] = BlockDecodeError("the file is gone (HTTP 404) after its jump table "
+                                          "was read", self.path, block=index, offset=s)
+            elif isinstance(data, OSError):
+                out[k] = _remote_error(data, self.path, block=index, offset=s)
+            elif isinstance(data, FormatError):
+                out[k] = data
+            elif len(data) < e - s:
+                out[k] = BlockDecodeError(f"truncated: block needs bytes {s}..{e}, the file "
+                                          f"ends at {s + len(data)}", self.path, block=index,
+                                          offset=s)
+            else:
+                out[k] = data
+        return out
+
+    def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
+        h = self.volume.header
+        raw: Any = stored
+        if h.is_compressed:
+            try:
+                raw = lz4block.decode(stored, h.block_bytes)
+            except lz4block.LZ4Error:
+                raise BlockDecodeError(
+                    f"LZ4 block does not decode (corrupt LZ4 data, or it decodes to more than "
+                    f"{h.block_bytes} bytes)", self.path, block=index,
+                    offset=self._block_offset(index)) from None
+        elif len(stored) != h.block_bytes:
+            raise BlockDecodeError(f"block is {len(stored)} bytes, expected {h.block_bytes}",
+                                   self.path, block=index, offset=self._block_offset(index))
+        b = h.block_len
+        return np.frombuffer(raw, dtype=h.dtype).reshape(b, b, b, h.num_channels
+                                                         ).transpose(3, 2, 1, 0)
+
+    def _block_offset(self, index: int) -> int | None:
+        try:
+            return int(self._block_ranges(np.asarray([index], np.int64))[0][0])
+        except (IndexError, AssertionError):
+            return None
+
+    def will_need(self, indices: Sequence[int]) -> None:
+        prefetch = getattr(self.store, "prefetch", None)
+        if prefetch is None:
+            return
+        wanted = [int(i) for i in indices]
+        timeline.mark("hint", self.key, note=f"{len(wanted)} blocks"
+                      + ("" if self._loaded else ", after the table"))
+        if self._loaded:
+            self._prefetch_blocks(wanted)
+        else:
+            _background().submit(self._load_then_prefetch, wanted, time.monotonic())
+
+    def _load_then_prefetch(self, indices: list[int], asked_at: float) -> None:
+        """A hint for a unit whose jump table was not there yet: the blocks' ranges once it
+        is, unless the hint went stale meanwhile, the cursor moved on (``drop_read_ahead``)
+        or the volume closed."""
+        if self.volume.hint_dropped(self.key, asked_at):
+            timeline.mark("hint-dropped", self.key)
+            return
+        try:
+            self._load()
+        except FormatError:
+            return
+        if self.volume.hint_dropped(self.key, asked_at):
+            timeline.mark("hint-dropped", self.key)
+            return
+        self._prefetch_blocks(indices)
+
+    def _prefetch_blocks(self, indices: list[int]) -> None:
+        if self._absent or self._error is not None or not indices:
+            return
+        idx = np.asarray(indices, dtype=np.int64)
+        idx = idx[(idx >= 0) & (idx < self.num_chunks)]
+        starts, ends = self._block_ranges(idx)
+        ok = (starts >= 0) & (ends > starts) & (ends <= self._size)
+        self.store.prefetch(self.key, [(int(s), int(e - s))  # type: ignore[attr-defined]
+                                       for s, e in zip(starts[ok], ends[ok], strict=True)])
+
+    def describe(self) -> dict[str, Any]:
+        self._load()
+        if self._absent:
+            return {"url": self.path, "present": False}
+        h = self._header or self.volume.header
+        return {"magic": "WKW", "url": self.path, "version": h.version,
+                "block_len": h.block_len, "file_len": h.file_len,
+                "block_type": BLOCK_TYPE_NAMES.get(h.block_type, h.block_type),
+                "voxel_type": h.dtype.name, "num_channels": h.num_channels,
+                "voxel_size": h.voxel_size, "data_offset": h.data_offset,
+                "header_bytes": HEADER_SIZE,
+                "jump_table_bytes": 8 * h.num_blocks if h.is_compressed else 0,
+                "file_bytes": self._size}
+
+    def problems(self, decode: bool = True) -> list[FormatError]:
+        try:
+            self._ready()
+        except FormatError as exc:
+            return [exc]
+        if self._absent:
+            return []
+        found: list[FormatError] = []
+        n = self.num_chunks
+        starts, ends = self._block_ranges(np.arange(n, dtype=np.int64))
+        for index in range(n):
+            p = self._range_problem(index, int(starts[index]), int(ends[index]))
+            if p is not None:
+                found.append(p)
+        if decode and not found:
+            found.extend(super().problems(decode))
+        return found
+
+
+def _known_size(store: Store, key: str) -> int | None:
+    known = getattr(store, "_known_size", None)
+    if known is not None:
+        value = known(key)
+        return value if isinstance(value, int) else None
+    return store.size(key)
+
+
+def _read_results(store: Store, key: str, ranges: Sequence[tuple[int, int]]
+                  ) -> list[bytes | OSError | FormatError]:
+    """Each range's bytes or its error (stores without per-range results: all or nothing)."""
+    per_range = getattr(store, "read_ranges_results", None)
+    if per_range is not None:
+        return list(per_range(key, ranges))
+    if not ranges:
+        return []
+    try:
+        return list(store.read_ranges(key, ranges))
+    except (OSError, FormatError) as exc:
+        return [exc] * len(ranges)
+
+
+__all__ = ["StoreWkwUnit", "HEADER_FILE"]
