@@ -97,6 +97,53 @@ def test_only_range_reads_and_one_for_header_and_jump_table(
     assert all(rng is not None for _, _, rng in http.log)
 
 
+def _until(cond: Any, seconds: float = 30.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return bool(cond())
+
+
+def test_jump_tables_of_a_small_dataset_are_fetched_ahead(http: RangeServer) -> None:
+    """Once a view browses a dataset (the loader's ``drop_read_ahead``) and its files are
+    known (plain HTTP: probed), every file's header and jump table is fetched (one range read
+    each), so reading a unit's table later asks for nothing; with a box given (webKnossos),
+    the files of the box."""
+    from viewer.format.remote.store import range_cache
+
+    head = 16 + 8 * 64
+    present = [(0, 0, 0), (0, 1, 0), (1, 0, 0)]
+    vol = open_volume(f"{http.url}/ds/color/1")
+    assert vol.bounds == ((0, 0, 0), SHAPE)
+    vol.drop_read_ahead([(0, 0, 0)])  # a view shows the first file
+    cache = range_cache()
+    assert cache is not None
+    assert _until(lambda: all(cache.covers(vol.unit_path(u), 0, head) for u in present))
+    assert sorted(r for m, p, r in http.log if m == "GET" and p.endswith(".wkw")
+                  and not p.endswith("header.wkw")) == [f"bytes=0-{head - 1}"] * 3
+    http.reset_counts()
+    for u in present:
+        unit = vol.open_unit(u)
+        assert unit is not None and len(unit.chunk_table()) == 64
+    assert http.requests == 0
+
+    ds = open_dataset(f"{http.url}/ds")  # a box given: no probe (the same store: the
+    box_vol = ds.layers[0].finest.volume  # absent file is known missing)
+    cache.clear()
+    http.reset_counts()
+    box_vol.drop_read_ahead([(0, 0, 0)])
+    assert _until(lambda: all(cache.covers(box_vol.unit_path(u), 0, head) for u in present))
+    http.reset_counts()
+    for u in present:
+        unit = box_vol.open_unit(u)
+        assert unit is not None and len(unit.chunk_table()) == 64
+    gone = box_vol.open_unit(ABSENT_FILE)
+    assert gone is None or all(r is None for r in gone.read_chunks([0, 1]))
+    assert http.requests == 0
+
+
 def test_missing_file_reads_as_absent(http: RangeServer) -> None:
     vol = open_volume(f"{http.url}/ds/color/1")
     lo = [c * 32 for c in ABSENT_FILE]

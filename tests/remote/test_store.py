@@ -350,7 +350,8 @@ def test_a_far_jump_stops_the_read_ahead_of_the_units_left(tmp_path: Path) -> No
     from viewer.core.slicing import XY, PlaneRequest
     from viewer.format import open_volume
 
-    configure(merge_gap=0, timeout_s=30)
+    # (No jump tables ahead: the header reads on the wire are the loader's own.)
+    configure(merge_gap=0, timeout_s=30, tables_ahead_bytes=0)
     truth = np.arange(64 * 64 * 8, dtype=np.uint8).reshape(64, 64, 8, order="F") * 7
     header = reference.Header(np.uint8, block_len=8, file_len=1,
                               block_type=reference.Header.BLOCK_TYPE_LZ4HC)
@@ -382,3 +383,48 @@ def test_a_far_jump_stops_the_read_ahead_of_the_units_left(tmp_path: Path) -> No
         finally:
             srv.release()
             loader.close()
+
+
+def test_read_ahead_asked_in_pieces_joins_a_queued_request(
+        http: RangeServer, data_root: Path) -> None:
+    """Ranges of one object asked for one after another while a request of it near them is
+    still queued (every slot busy) go out as that one request; a range far off as its own."""
+    from viewer.format.remote.store import _shared
+
+    configure(merge_gap=1000, timeout_s=30)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    slots = _shared()[0].limit
+    other = "ds/color/1/z0/y1/x0.wkw"
+    http.fault_match = other
+    http.hang = True
+    for k in range(slots):  # every slot held by a request the server does not answer yet
+        store.prefetch(other, [(k * 2000, 10)])  # type: ignore[attr-defined]
+    assert _until(lambda: http.hanging == slots)
+    store.prefetch(KEY, [(100, 50)])  # type: ignore[attr-defined]
+    store.prefetch(KEY, [(900, 50)])  # type: ignore[attr-defined]
+    store.prefetch(KEY, [(9000, 50)])  # type: ignore[attr-defined]
+    http.release()
+    ranges = [(100, 50), (900, 50), (9000, 50)]
+    assert store.read_ranges(KEY, ranges) == [whole[o:o + n] for o, n in ranges]
+    gets = sorted(r for m, p, r in http.log if m == "GET" and p.endswith(KEY))
+    assert gets == ["bytes=100-949", "bytes=9000-9049"]
+
+
+def test_a_write_behind_cache_serves_at_once_and_writes_for_the_next_run(
+        tmp_path: Path) -> None:
+    cache = RangeCache(str(tmp_path / "c"), budget_bytes=10_000, write_behind=True)
+    for k in range(4):
+        cache.put("http://h/o", 100 * k, bytes([k]) * 100, size=1000)
+    assert cache.get("http://h/o", 150, 250) == bytes([1]) * 50 + bytes([2]) * 50
+    assert cache.flush(30)
+    names = sorted(os.listdir(cache._folder("http://h/o")))
+    assert names == ["0-100", "100-200", "200-300", "300-400", "meta.json"]
+    later = RangeCache(str(tmp_path / "c"), budget_bytes=10_000)
+    assert later.get("http://h/o", 0, 400) == b"".join(bytes([k]) * 100 for k in range(4))
+    assert later.meta("http://h/o")["size"] == 1000
+    # Dropped before or while it was written: not left on disk.
+    cache.put("http://h/o", 500, b"x" * 100, size=1000)
+    cache.clear()
+    assert cache.flush(30)
+    assert not os.path.exists(os.path.join(cache._folder("http://h/o"), "500-600"))

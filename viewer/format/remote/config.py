@@ -12,6 +12,9 @@ the same way as its parent:
 ``WKW_VIEWER_REMOTE_CACHE_MB``  size of the on-disk cache of fetched bytes (0: none)   4096
 ``WKW_VIEWER_REMOTE_CACHE_DIR`` where it lives                     the user's cache folder
 ``WKW_VIEWER_REMOTE_MERGE_GAP`` ranges closer than this (bytes) are one request         65536
+``WKW_VIEWER_REMOTE_TABLES_KB`` a dataset whose jump tables (or shard indexes) are      4096
+                                together at most this (KiB) has them all fetched when
+                                it opens (0: each when first needed)
 =============================== ===================================================== =========
 
 ``configure(...)`` changes them for this process (the command line's ``--anon`` and
@@ -38,6 +41,7 @@ REQUESTS_ENV = "WKW_VIEWER_REMOTE_REQUESTS"
 CACHE_MB_ENV = "WKW_VIEWER_REMOTE_CACHE_MB"
 CACHE_DIR_ENV = "WKW_VIEWER_REMOTE_CACHE_DIR"
 MERGE_GAP_ENV = "WKW_VIEWER_REMOTE_MERGE_GAP"
+TABLES_ENV = "WKW_VIEWER_REMOTE_TABLES_KB"
 
 DEFAULT_CACHE_MB = 4096
 
@@ -59,6 +63,10 @@ class RemoteConfig:
     merge_gap: int = 64 << 10
     #: A merged request is at most this long (longer runs are split and fetched in parallel).
     max_request_bytes: int = 8 << 20
+    #: A dataset whose storage units' tables (WKW headers and jump tables) together are at
+    #: most this many bytes has them all fetched ahead, once its units are known: a far jump
+    #: then waits for no table (0: each table when first needed).
+    tables_ahead_bytes: int = 4 << 20
 
 
 def _env_float(name: str, default: float) -> float:
@@ -78,6 +86,8 @@ def from_env() -> RemoteConfig:
         cache_bytes=max(0, int(_env_float(CACHE_MB_ENV, DEFAULT_CACHE_MB))) << 20,
         cache_dir=os.environ.get(CACHE_DIR_ENV) or None,
         merge_gap=max(0, int(_env_float(MERGE_GAP_ENV, base.merge_gap))),
+        tables_ahead_bytes=max(0, int(_env_float(TABLES_ENV, base.tables_ahead_bytes >> 10)))
+        << 10,
     )
 
 

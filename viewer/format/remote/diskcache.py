@@ -15,7 +15,11 @@ later answer back: on the remote benchmark's far jumps the loop spent 70 % of it
 those writes, and the answers of one jump reached the loader one after another over ~60 ms.
 The ranges fetched last (up to ``memory_bytes``, and every range not on disk yet) are also
 served from memory: read-ahead fetched a moment ago is read without opening a file.
-``flush`` waits until everything put is on disk (the process's end waits for it too).
+``flush`` waits until everything put is on disk (the process's end waits for it too).  The
+writer runs at a lower priority (``WRITER_NICE``, where the system allows a thread its own):
+it is the one thread nobody waits for, and on two cores it took a core from the decoding and
+drawing of a jump.  Should it fall ``MAX_UNWRITTEN_BYTES`` behind, ranges fetched meanwhile are
+not cached (read again if asked for again).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import threading
 import weakref
 from collections import OrderedDict, deque
@@ -37,6 +42,10 @@ META = "meta.json"
 MEMORY_BYTES = 64 << 20
 #: A writer thread with nothing to write for this long ends (the next ``put`` starts one).
 WRITER_IDLE_S = 5.0
+#: The writer thread's nice value (Linux: a thread's own; elsewhere the process's is left).
+WRITER_NICE = 10
+#: Bytes put but not on disk yet beyond which a write-behind cache keeps no more.
+MAX_UNWRITTEN_BYTES = 512 << 20
 
 
 @dataclass
@@ -75,6 +84,7 @@ class RangeCache:
         self._mem: OrderedDict[Key, bytes] = OrderedDict()
         self._mem_total = 0
         self._unwritten: dict[Key, bytes] = {}
+        self._unwritten_total = 0
         self._writes: deque[Key] = deque()
         self._wrote = threading.Condition(self._lock)
         self._writer: threading.Thread | None = None
@@ -266,12 +276,15 @@ class RangeCache:
             self._check_meta_locked(url, obj, size, etag)
             if end <= start or self._pieces(obj, start, end) is not None:
                 return
+            if self._unwritten_total + end - start > MAX_UNWRITTEN_BYTES:
+                return  # the writer is far behind: not cached
             self._insert(obj, start, end)
             self._lru[key] = end - start
             self._total += end - start
             self._mem[key] = data
             self._mem_total += end - start
             self._unwritten[key] = data
+            self._unwritten_total += end - start
             self._writes.append(key)
             self._evict_locked()
             self._trim_memory_locked()
@@ -294,6 +307,9 @@ class RangeCache:
             self._mem_total -= len(self._mem.pop(key))
 
     def _write_loop(self) -> None:
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICE)
         while True:
             with self._lock:
                 while not self._writes:
@@ -325,6 +341,7 @@ class RangeCache:
                 if meta is not None and ok:
                     obj.meta_on_disk = True
                 if self._unwritten.get(key) is data:
+                    self._unwritten_total -= len(data)
                     del self._unwritten[key]
                     if not ok:
                         self._drop_locked(url, obj, start, end)
@@ -369,7 +386,9 @@ class RangeCache:
         held = self._mem.pop(key, None)
         if held is not None:
             self._mem_total -= len(held)
-        self._unwritten.pop(key, None)
+        pending = self._unwritten.pop(key, None)
+        if pending is not None:
+            self._unwritten_total -= len(pending)
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(obj.folder, f"{start}-{end}"))
 
@@ -385,7 +404,9 @@ class RangeCache:
             held = self._mem.pop(key, None)
             if held is not None:
                 self._mem_total -= len(held)
-            self._unwritten.pop(key, None)
+            pending = self._unwritten.pop(key, None)
+        if pending is not None:
+            self._unwritten_total -= len(pending)
 
     def _evict_locked(self) -> None:
         while self._total > self.budget and self._lru:

@@ -585,6 +585,14 @@ class RemoteStore(Store):
         return size
 
     @property
+    def tables_ahead_bytes(self) -> int:
+        """Bytes of storage-unit tables a volume may fetch ahead (``RemoteConfig``); 0 when
+        nothing fetched is kept (no range cache)."""
+        if self._cache is None or self._cache.budget <= 0:
+            return 0
+        return self.config.tables_ahead_bytes
+
+    @property
     def can_list(self) -> bool:
         return self.scheme not in ("http", "https")
 

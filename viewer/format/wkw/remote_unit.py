@@ -38,6 +38,12 @@ from viewer.format.wkw.file import check_limits
 from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, Header
 
 
+def head_length(h: Header) -> int:
+    """Bytes of a data file's header and jump table (read with one range read): its data
+    offset in a compressed file, the header alone in a raw one."""
+    return h.expected_data_offset if h.is_compressed else HEADER_SIZE
+
+
 class UnitHost(Protocol):
     """What a unit needs of its volume (``viewer.format.wkw.remote.StoreWkwVolume``)."""
 
@@ -84,7 +90,7 @@ class StoreWkwUnit(StorageUnit):
         h = volume.header
         self.num_chunks = h.num_blocks
         self.table_bytes = 8 * (h.num_blocks + 1) if h.is_compressed else 0
-        self._head_len = h.expected_data_offset if h.is_compressed else HEADER_SIZE
+        self._head_len = head_length(h)
         self._lock = threading.Lock()
         self._loaded = False
         self._absent = False
@@ -376,4 +382,4 @@ def _read_results(store: Store, key: str, ranges: Sequence[tuple[int, int]]
         return [exc] * len(ranges)
 
 
-__all__ = ["StoreWkwUnit", "HEADER_FILE"]
+__all__ = ["StoreWkwUnit", "HEADER_FILE", "head_length"]
