@@ -428,3 +428,15 @@ def test_a_write_behind_cache_serves_at_once_and_writes_for_the_next_run(
     cache.clear()
     assert cache.flush(30)
     assert not os.path.exists(os.path.join(cache._folder("http://h/o"), "500-600"))
+
+
+def test_a_refused_connection_is_named_refused_with_its_url(data_root: Path) -> None:
+    configure(retries=0, timeout_s=5)
+    with RangeServer(str(data_root)) as gone:
+        url = gone.url
+    store = open_store(url)  # nobody listens there any more
+    with pytest.raises(RemoteIOError) as info:
+        store.read(KEY, 0, 16)
+    message = str(info.value)
+    assert "connection refused" in message and "timed out" not in message
+    assert f"{url}/{KEY}" in message

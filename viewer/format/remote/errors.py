@@ -51,6 +51,7 @@ class RangeNotSupportedError(RemoteError):
 
 
 _STATUS = re.compile(r"(?:status(?: code)?:?\s*)(\d{3})", re.IGNORECASE)
+_RETRY_SETTINGS = re.compile(r"retry_timeout:?\s*[\w.]*")
 
 
 def describe(exc: BaseException) -> tuple[str, int | None]:
@@ -63,12 +64,18 @@ def describe(exc: BaseException) -> tuple[str, int | None]:
     if status is not None:
         reason = first.rsplit(f"{status}", 1)[-1].strip(" :") if f"{status}" in first else ""
         head = f"HTTP {status}" + (f" {reason}" if reason else "")
-    elif "timeout" in text.lower() or "timed out" in text.lower():
-        head = "timed out"
-    elif "connect" in text.lower():
-        head = "cannot connect"
     else:
-        head = "request failed"
+        # The client's dump names its retry settings ("retry_timeout: 10s") whatever failed:
+        # they are no sign of a timeout (a refused connection was named "timed out").
+        lower = _RETRY_SETTINGS.sub("", text.lower())
+        if "connection refused" in lower or "connectionrefused" in lower:
+            head = "connection refused"
+        elif "timeout" in lower or "timed out" in lower:
+            head = "timed out"
+        elif "connect" in lower:
+            head = "cannot connect"
+        else:
+            head = "request failed"
     retries = re.search(r"after (\d+) retries", first)
     if retries:
         head += f" (after {retries.group(1)} retries)"
