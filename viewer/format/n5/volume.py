@@ -18,7 +18,7 @@ big-endian done by that copy.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -83,6 +83,13 @@ class N5Chunk(StorageUnit):
 
     def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
         return self.volume.decode_chunk(self.unit, stored)
+
+    def will_need(self, indices: Sequence[int]) -> None:
+        """Read-ahead over a network (a store that prefetches: ``RemoteStore``): the chunk
+        file is asked for now; a local store does nothing."""
+        prefetch = getattr(self.volume.store, "prefetch", None)
+        if prefetch is not None and self._size > 0 and 0 in [int(i) for i in indices]:
+            prefetch(self.key, [(0, self._size)])
 
     def describe(self) -> dict[str, Any]:
         try:
@@ -179,6 +186,17 @@ class N5Volume(Volume):
                                    chunk=self.grid_position(unit)) from None
         return None if size is None else N5Chunk(self, (int(unit[0]), int(unit[1]),
                                                         int(unit[2])), size)
+
+    def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
+        """The cursor moved on (a store that prefetches): stop the read-ahead of this
+        dataset's chunk files but ``keep``'s, queued or on the wire (other datasets of the
+        store keep theirs)."""
+        cancel = getattr(self.store, "cancel_prefetch", None)
+        if cancel is None:
+            return
+        kept = {self.chunk_key(u) for u in keep}
+        prefix = f"{self.key}/" if self.key else ""
+        cancel(lambda key: key in kept or not key.startswith(prefix))
 
     def iter_units(self) -> Iterator[Vec3]:
         """The chunk files present, in grid order (a listing of the chunk folders; names that

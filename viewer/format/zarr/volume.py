@@ -14,7 +14,7 @@ pool straight into the output (zstd and zlib release the GIL).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -72,6 +72,20 @@ class _UnitBase(StorageUnit):
 
     def chunk_offset(self, index: int) -> int | None:
         return 0
+
+    def will_need(self, indices: Sequence[int]) -> None:
+        """Read-ahead over a network (a store that prefetches: ``RemoteStore``): the stored
+        bytes of these chunks are asked for now; a local store does nothing."""
+        prefetch = getattr(self.volume.store, "prefetch", None)
+        if prefetch is None:
+            return
+        table = self.chunk_table()
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        idx = idx[(idx >= 0) & (idx < len(table.present))]
+        idx = idx[table.present[idx] & (table.nbytes[idx] > 0)]
+        if len(idx):
+            prefetch(self.key, [(int(o), int(n)) for o, n in
+                                zip(table.offsets[idx], table.nbytes[idx], strict=True)])
 
 
 class ChunkUnit(_UnitBase):
@@ -350,6 +364,16 @@ class ZarrVolume(Volume):
             raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}", where) from None
         index = parse_index(spec, raw, size, where, at)
         return ShardUnit(self, unit, key, size, index, at)
+
+    def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
+        """The cursor moved on (a store that prefetches): stop the read-ahead of this array's
+        units but ``keep``, queued or on the wire (other arrays of the store keep theirs)."""
+        cancel = getattr(self.store, "cancel_prefetch", None)
+        if cancel is None:
+            return
+        kept = {self.unit_key(u) for u in keep}
+        prefix = self.prefix
+        cancel(lambda key: key in kept or not key.startswith(prefix))
 
     def done_with(self, unit: StorageUnit) -> None:
         """Shards stay in the volume's cache; chunk objects hold nothing."""
