@@ -1,7 +1,8 @@
 """Remote benchmark: the browse benchmark's far jumps on its WKW LZ4HC dataset, read over
 loopback HTTP through a proxy that adds 20 ms of latency to every request.
 
-``python -m benchmarks.remote [--json] [--rounds N] [--delay-ms 20] [--quick]``
+``python -m benchmarks.remote [--json] [--rounds N] [--delay-ms 20] [--quick] [--only-ours]
+[--timeline K]``
 
 Set-up: the dataset of ``benchmarks.browse`` (1024 x 1024 x 512 uint8, 32^3 blocks, 256^3-voxel
 files) is served by the tests' range-capable HTTP server (``tests/remote/range_server.py``, its
@@ -28,7 +29,15 @@ around the place).  Targets: p95 <= 250 ms, <= 1.3, 0.  ``context`` (also on std
 ``--json``): tensorstore's and our loader-only times for the same planes.  Detail: per-round
 figures; for each revisit request, its unit, byte range, priority, caller, and whether the first
 pass fetched it and the range cache held it; the views' planes where a revisit's differ from the
-first pass's.  The machine's other load makes the figures noisy: run it a few times.
+first pass's; the CPU seconds of the reader's threads over the jumps
+(``thread_cpu_s_of_jumps``) and of the server and the proxy meanwhile
+(``servers_cpu_s_during_ours``: they share the cores).  The machine's other load makes the
+figures noisy: run it a few times.
+
+``--timeline K``: the request timeline of the K-th jump (0-based) of the first round on
+stderr (``viewer.format.remote.timeline``): every event (requests queued, sent, done; units'
+table waits, block reads and hints; the loader's batches; each view complete) and then every
+request's queued -> sent -> done.  ``--only-ours``: skip tensorstore and the loader alone.
 """
 
 from __future__ import annotations
