@@ -440,3 +440,22 @@ def test_a_refused_connection_is_named_refused_with_its_url(data_root: Path) -> 
     message = str(info.value)
     assert "connection refused" in message and "timed out" not in message
     assert f"{url}/{KEY}" in message
+
+
+def test_the_timeline_records_each_request_queued_sent_and_done(
+        http: RangeServer, data_root: Path) -> None:
+    from viewer.format.remote import timeline
+
+    configure(merge_gap=0)
+    whole = _bytes(data_root)
+    store = open_store(http.url)
+    assert not timeline.recording()
+    timeline.start()
+    assert store.read_ranges(KEY, [(0, 10), (5000, 20)]) == [whole[:10], whole[5000:5020]]
+    events = timeline.stop()
+    assert not timeline.recording()
+    reqs = sorted(timeline.requests(events), key=lambda r: r.start)
+    assert [(r.start, r.end, r.priority, r.outcome, r.nbytes) for r in reqs] == [
+        (0, 10, "read", "done", 10), (5000, 5020, "read", "done", 20)]
+    assert all(r.queued <= r.sent <= r.done for r in reqs)  # type: ignore[operator]
+    assert "wait" in timeline.format_events(events)

@@ -119,7 +119,7 @@ class Pool:
         if job.task is not None:
             job.task.cancel()  # settles the future as it ends (``_go``)
         elif not job.future.done():
-            timeline.mark("dropped", job.key, job.start, job.end, note="aborted in queue")
+            timeline.mark("dropped", job.key, job.start, job.end, note="aborted in queue", job=job)
             job.future.set_exception(Dropped())
 
     def _pump(self) -> None:
@@ -130,26 +130,27 @@ class Pool:
                 job = heapq.heappop(self._heap)[-1]
             verdict = job.store._claim(job)
             if verdict == "stale":
-                timeline.mark("dropped", job.key, job.start, job.end, note="stale")
+                timeline.mark("dropped", job.key, job.start, job.end, note="stale", job=job)
                 job.future.set_exception(Dropped())
                 continue
             if verdict != "start":
                 continue  # queued twice (raised to READ priority), or dropped: settled there
             self._running += 1
-            timeline.mark("sent", job.key, job.start, job.end, note=f"{self._running} running")
+            timeline.mark("sent", job.key, job.start, job.end, note=f"{self._running} running",
+                          job=job)
             job.task = self._loop.create_task(self._go(job))
 
     async def _go(self, job: Job) -> bytes:
         try:
             data = await job.store._request_async(job.key, job.start, job.end)
         except asyncio.CancelledError:
-            timeline.mark("cancelled", job.key, job.start, job.end)
+            timeline.mark("cancelled", job.key, job.start, job.end, job=job)
             job.store._forget(job)
             if not job.future.done():
                 job.future.set_exception(Dropped())
             return b""
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
-            timeline.mark("failed", job.key, job.start, job.end, note=type(exc).__name__)
+            timeline.mark("failed", job.key, job.start, job.end, note=type(exc).__name__, job=job)
             job.store._forget(job)
             if not job.future.done():
                 job.future.set_exception(exc)
@@ -157,7 +158,7 @@ class Pool:
         finally:
             self._running -= 1
             self._loop.call_soon(self._pump)
-        timeline.mark("done", job.key, job.start, job.end, len(data))
+        timeline.mark("done", job.key, job.start, job.end, len(data), job=job)
         job.store._forget(job)
         if not job.future.done():
             job.future.set_result(data)

@@ -410,12 +410,13 @@ class RemoteStore(Store):
                     out[i] = job
         for job in jobs:
             timeline.mark("queued", key, job.start, job.end,
-                          note="read" if read else "prefetch")
+                          note="read" if read else "prefetch", job=job)
             self._pool.submit(job, priority)
         for job in grown:
-            timeline.mark("grown", key, job.start, job.end, note="read" if read else "prefetch")
+            timeline.mark("grown", key, job.start, job.end,
+                          note="read" if read else "prefetch", job=job)
         for job in dict.fromkeys(raise_):
-            timeline.mark("raised", key, job.start, job.end, note="to read")
+            timeline.mark("raised", key, job.start, job.end, note="to read", job=job)
             self._pool.submit(job, READ)
         return [o for o in out if o is not None]
 

@@ -31,6 +31,7 @@ class Event:
     end: int | None = None
     nbytes: int = 0
     note: str = ""
+    job: int = 0  #: the request's own number (a request grows while queued: its range too)
 
 
 class _Recorder:
@@ -64,13 +65,14 @@ def recording() -> bool:
 
 
 def mark(what: str, key: str = "", start: int | None = None, end: int | None = None,
-         nbytes: int = 0, note: str = "") -> None:
-    """Note an event now (nothing when not recording).  Any thread."""
+         nbytes: int = 0, note: str = "", job: object = None) -> None:
+    """Note an event now (nothing when not recording); ``job``: the request it is about.
+    Any thread."""
     rec = _active
     if rec is None:
         return
     ev = Event(time.perf_counter() - rec.t0, threading.current_thread().name, what, key,
-               start, end, nbytes, note)
+               start, end, nbytes, note, id(job) if job is not None else 0)
     with rec.lock:
         rec.events.append(ev)
 
@@ -91,12 +93,18 @@ class Request:
 
 
 def requests(events: list[Event]) -> list[Request]:
-    """The requests of ``events`` (matched by key and range), in the order queued."""
-    open_: dict[tuple[str, int | None, int | None], list[dict[str, Any]]] = {}
+    """The requests of ``events`` (matched by their number), in the order queued; a request
+    that grew while queued with the range it was sent with."""
+    open_: dict[int, list[dict[str, Any]]] = {}
     out: list[dict[str, Any]] = []
     for ev in events:
-        ident = (ev.key, ev.start, ev.end)
-        if ev.what == "queued":
+        ident = ev.job
+        if not ident:
+            continue
+        if ev.what == "grown":
+            for row in open_.get(ident, []):
+                row["start"], row["end"] = ev.start or 0, ev.end or 0
+        elif ev.what == "queued":
             row = {"key": ev.key, "start": ev.start or 0, "end": ev.end or 0,
                    "priority": ev.note, "queued": ev.t, "sent": None, "done": None,
                    "outcome": "", "nbytes": 0}
