@@ -405,8 +405,8 @@ class RangeCache:
             if held is not None:
                 self._mem_total -= len(held)
             pending = self._unwritten.pop(key, None)
-        if pending is not None:
-            self._unwritten_total -= len(pending)
+            if pending is not None:
+                self._unwritten_total -= len(pending)
 
     def _evict_locked(self) -> None:
         while self._total > self.budget and self._lru:
