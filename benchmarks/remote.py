@@ -1,6 +1,10 @@
 """Remote benchmark: the browse benchmark's far jumps on its WKW LZ4HC dataset, read over
 loopback HTTP through a proxy that adds 20 ms of latency to every request.
 
+(Over 600 lines: the servers, the zarr3 copy, the three readers' child processes and the
+request log, the timeline and the CPU figures of our reader live here together; the
+instrumentation of ``run_ours`` is the seam to split along.)
+
 ``python -m benchmarks.remote [--json] [--rounds N] [--delay-ms 20] [--quick] [--only-ours]
 [--timeline K]``
 

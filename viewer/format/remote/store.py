@@ -1,7 +1,8 @@
 """``RemoteStore``: a ``Store`` over HTTP(S), S3 (and S3-compatible endpoints) and GCS.
 
-(Over 600 lines, long because the request pool, range merging and the cache front live here
-together; the pool is the seam to split along.)
+(Over 600 lines: the store's scheduling (range merging, queued requests growing, the cache
+front), its counters and the building of its client live here together; the pool went to
+``pool.py``, and the client's building (``_make_store``, ``aws_config``) is the next seam.)
 
 Requests go through ``obstore`` (Rust's ``object_store``: connection pooling, retries with
 exponential back-off of timeouts, 5xx answers and dropped connections, request timeouts, S3
