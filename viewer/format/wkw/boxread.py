@@ -81,6 +81,7 @@ PER_BLOCK_COPY = 48
 #: Stored bytes of blocks closer than this are read by one pread (as ``File._sources``).
 MERGE_GAP = 4096
 
+_PREADV: Any = getattr(os, "preadv", None)
 _LZ4_WHOLE = lz4block.whole_decoder()
 _LZ4_PARTIAL = lz4block.partial_decoder()
 
@@ -437,13 +438,16 @@ def _copy_raw_few(f: BlockFile, out_t: npt.NDArray[Any],
     view = memoryview(scratch)  # type: ignore[arg-type]
     block = scratch[:bb].view(g.dtype).reshape(b, b, b, c)
     first = h.data_offset
+    preadv = _PREADV
     with f._reading() as fd:
         for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
             start = first + index * bb + z0 * plane
             n = (z1 - z0) * plane
-            got = readinto_fd(fd, view[:n], start)
-            if got < n:  # the file shrank since it was opened
-                raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
+            got = preadv(fd, [view[:n]], start) if preadv is not None else 0
+            if got < n:  # a short read (or no preadv): finish it; less is a shorter file
+                got += readinto_fd(fd, view[got:n], start + got)
+                if got < n:  # the file shrank since it was opened
+                    raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
                 block[:z1 - z0, y0:y1, x0:x1, :]
 
