@@ -383,6 +383,7 @@ def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int
             view[z0:z1, y0:y1, x0:x1, :]
     del keep
 
+
 def _few_sources(f: BlockFile, blocks: list[Any], starts: list[int], ends: list[int]
                  ) -> tuple[list[int], npt.NDArray[np.uint8]]:
     """``File._sources`` for a few blocks, with plain ints (its numpy calls cost more than
