@@ -255,3 +255,31 @@ def test_reading_a_closed_file_raises_on_every_path(written: tuple[Path, np.ndar
                           ((0, 5, 0), (SIDE, 1, SIDE))]:
         with pytest.raises(ValueError, match="closed"):
             f.read(offset, shape)
+
+
+def test_small_reads_alternating_between_geometries_read_each_file_right(
+        tmp_path: Path) -> None:
+    """Small reads remember each header's geometry (``boxread._geometry``): files of other
+    voxel types, channels, block sizes and block types opened and read in turn, more often
+    than that memory holds headers before it is cleared, each read as written."""
+    specs = [(np.uint8, 1, 8, wkw_ref.Header.BLOCK_TYPE_RAW),
+             (np.uint16, 2, 4, wkw_ref.Header.BLOCK_TYPE_LZ4HC),
+             (np.float32, 1, 8, wkw_ref.Header.BLOCK_TYPE_LZ4)]
+    written = []
+    for n, (dtype, channels, block_len, block_type) in enumerate(specs):
+        rng = np.random.default_rng(n)
+        data = np.asfortranarray(rng.integers(0, 200, (channels, 16, 16, 16)).astype(dtype))
+        root = tmp_path / f"d{n}"
+        header = wkw_ref.Header(dtype, num_channels=channels, block_len=block_len,
+                                file_len=16 // block_len, block_type=block_type)
+        with wkw_ref.Dataset.create(str(root), header) as ref:
+            ref.write((0, 0, 0), data)
+        written.append((root, data))
+    for k in range(2 * len(boxread._GEOMETRY) + 600):
+        root, data = written[k % len(written)]
+        offset = (k % 5, k % 7, k % 3)
+        with wkw.Dataset.open(root) as ds:
+            got = ds.read(offset, (9, 6, 11))
+        sl = tuple(slice(o, o + s) for o, s in zip(offset, (9, 6, 11), strict=True))
+        assert got.dtype == data.dtype
+        assert np.array_equal(got, data[(slice(None), *sl)]), f"read {k} of {root.name}"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,7 @@ from viewer.format.errors import FormatError
 from viewer.format.handles import readinto_fd
 from viewer.format.wkw import buffers, lz4block, morton
 from viewer.format.wkw.blockfile import BlockFile
+from viewer.format.wkw.header import Header
 
 Vec3 = tuple[int, int, int]
 
@@ -77,13 +78,47 @@ RAW_PREAD_PLANES = 4
 DECODE_THREADS = min(pool.cores(), pool.MAX_THREADS)
 #: Batches of at most this many blocks are copied out block by block, larger ones by one gather.
 PER_BLOCK_COPY = 48
+#: Stored bytes of blocks closer than this are read by one pread (as ``File._sources``).
+MERGE_GAP = 4096
 
+_PREADV: Any = getattr(os, "preadv", None)
 _LZ4_WHOLE = lz4block.whole_decoder()
 _LZ4_PARTIAL = lz4block.partial_decoder()
 
 
 def _staging(nbytes: int) -> npt.NDArray[np.uint8]:
     return buffers.staging(nbytes)
+
+
+class _Geometry(NamedTuple):
+    """What a read needs of a header, computed once (``Header``'s properties are derived on
+    every access, a few microseconds each: a 64^3 box read asked for about thirty)."""
+
+    block_len: int
+    block_bytes: int
+    plane: int  # bytes of one z plane of a block
+    dtype: np.dtype[Any]
+    channels: int
+    compressed: bool
+    side: int  # voxels per file side
+
+
+#: Geometry by header identity (the header is kept in the entry, so its id is not reused
+#: while the entry exists); cleared when it grows past a few hundred headers.
+_GEOMETRY: dict[int, tuple[Header, _Geometry]] = {}
+
+
+def _geometry(h: Header) -> _Geometry:
+    hit = _GEOMETRY.get(id(h))
+    if hit is not None and hit[0] is h:
+        return hit[1]
+    b = h.block_len
+    g = _Geometry(b, h.block_bytes, b * b * h.voxel_size, h.dtype, h.num_channels,
+                  h.is_compressed, h.file_len_vx)
+    if len(_GEOMETRY) >= 256:
+        _GEOMETRY.clear()
+    _GEOMETRY[id(h)] = (h, g)
+    return g
 
 
 def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
@@ -93,9 +128,9 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     file-local voxel ``offset`` into ``out[:, out_offset:...]``.  The box is clipped to the
     file; what lies outside is left untouched.  ``out`` is ``(C, X, Y, Z)`` of the file's
     dtype (Fortran order is fastest).  A damaged block raises its ``FormatError``."""
-    h = f.header
-    b = h.block_len
-    side = h.file_len_vx
+    g = _geometry(f.header)
+    b = g.block_len
+    side = g.side
     if shape is None:
         shape = tuple(int(out.shape[1 + a]) - int(out_offset[a]) for a in range(3))
     off = [int(v) for v in offset]
@@ -111,15 +146,20 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1]) * (bhi[2] - blo[2])
     # Bytes decoded (compressed) or read (raw) per block: a read one block layer thick
     # (an XY plane) needs each block only up to (raw: from and up to) its z planes.
-    per_block = h.block_bytes
+    bb = g.block_bytes
+    per_block = bb
     if bhi[2] - blo[2] == 1:
         z0, z1 = lo[2] - blo[2] * b, hi[2] - blo[2] * b
-        per_block = (z1 if h.is_compressed else z1 - z0) * (h.block_bytes // b)
-    enough = PARALLEL_BYTES if h.is_compressed else PARALLEL_RAW_BYTES
+        per_block = (z1 if g.compressed else z1 - z0) * g.plane
+    if blocks <= PER_BLOCK_COPY and blocks * per_block < (
+            PARALLEL_BYTES if g.compressed else PARALLEL_RAW_BYTES):
+        _read_few(f, out_t, lo, hi, shift, blo, bhi, g)  # a small read: this thread alone
+        return
+    enough = PARALLEL_BYTES if g.compressed else PARALLEL_RAW_BYTES
     threads = DECODE_THREADS
     if threads < 2 or blocks < 2 or blocks * per_block < enough:
         threads = 1
-    if threads > 1 and h.is_compressed and blocks * h.block_bytes <= ONE_BATCH_BYTES:
+    if threads > 1 and g.compressed and blocks * bb <= ONE_BATCH_BYTES:
         # A plane or a medium box: the checks, the reading and the copy out are done once,
         # by this thread; only the decoding is shared, a few blocks at a time (per-slab
         # Python work would serialise on the GIL: measured slower for planes).
@@ -128,9 +168,9 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     if threads == 1:
         # One thread: batches as large as a plane (fewer, larger numpy operations; raw
         # planes and slabs are bound by them, not by the cache).
-        batches = _batches(blo, bhi, h.block_bytes, 1, ONE_BATCH_BYTES)
+        batches = _batches(blo, bhi, bb, 1, ONE_BATCH_BYTES)
     else:
-        batches = _batches(blo, bhi, h.block_bytes, SHARED_CHUNKS * threads)
+        batches = _batches(blo, bhi, bb, SHARED_CHUNKS * threads)
     if threads == 1 or len(batches) == 1:
         few = blocks <= PER_BLOCK_COPY
         for bl, bh in batches:
@@ -277,7 +317,7 @@ def _read_batch(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[i
 
 
 def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
-              shift: list[int], blo: Vec3, bhi: Vec3) -> None:
+              shift: list[int], blo: Vec3, bhi: Vec3, g: _Geometry | None = None) -> None:
     """Read a few blocks (``blo <= b < bhi``) one at a time, each decoded into a small
     per-thread buffer that stays in cache and its part of the box copied out at once.
 
@@ -285,24 +325,26 @@ def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int
     touches 8 to 27) numpy's per-call overhead costs more than the arithmetic.  Raw
     blocks are read plane range by plane range into a small buffer."""
     h = f.header
-    b = h.block_len
+    if g is None:
+        g = _geometry(h)
+    b = g.block_len
     # Per axis: (Morton bits of the block coordinate, block-local lo and hi, where the
     # block's voxel 0 lands in out).
     axes: list[list[tuple[int, int, int, int]]] = []
     for a in range(3):
         segs = []
         for bc in range(blo[a], bhi[a]):
-            g = bc * b
-            segs.append((morton.spread_int(bc) << a, lo[a] - g if lo[a] > g else 0,
-                         hi[a] - g if hi[a] < g + b else b, g + shift[a]))
+            v = bc * b
+            segs.append((morton.spread_int(bc) << a, lo[a] - v if lo[a] > v else 0,
+                         hi[a] - v if hi[a] < v + b else b, v + shift[a]))
         axes.append(segs)
     # Blocks in Morton order: file order, and the first damaged one found is the lowest.
     blocks = sorted((mz | my | mx, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz))
                     for mz, z0, z1, oz in axes[2] for my, y0, y1, oy in axes[1]
                     for mx, x0, x1, ox in axes[0])
-    bb = h.block_bytes
-    if not h.is_compressed:
-        _copy_raw_few(f, out_t, blocks)
+    bb = g.block_bytes
+    if not g.compressed:
+        _copy_raw_few(f, out_t, blocks, g)
         return
     assert f._ranges_i64 is not None  # compressed files have a jump table
     idx = np.array([blk[0] for blk in blocks], dtype=np.int64)
@@ -315,13 +357,12 @@ def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int
             problem = f._range_problem(blocks[k][0], start, end)
             if problem is not None:
                 raise problem
-    src, keep = f._sources(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
-                           idx)
+    src, keep = _few_sources(f, blocks, starts, ends)
     sizes = [end - start for start, end in zip(starts, ends, strict=True)]
     scratch = _staging(bb)
     dst = scratch.ctypes.data
-    view = scratch[:bb].view(h.dtype).reshape(b, b, b, h.num_channels)
-    plane = b * b * h.voxel_size
+    view = scratch[:bb].view(g.dtype).reshape(b, b, b, g.channels)
+    plane = g.plane
     whole = _LZ4_WHOLE
     partial = _LZ4_PARTIAL
     for k, (index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz)) in enumerate(blocks):
@@ -342,17 +383,52 @@ def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int
             view[z0:z1, y0:y1, x0:x1, :]
     del keep
 
+
+def _few_sources(f: BlockFile, blocks: list[Any], starts: list[int], ends: list[int]
+                 ) -> tuple[list[int], npt.NDArray[np.uint8]]:
+    """``File._sources`` for a few blocks, with plain ints (its numpy calls cost more than
+    the reading of a 64^3 box's 27 blocks takes, measured): the addresses of the stored bytes
+    of the blocks (their ranges checked; ``blocks`` as ``_read_few`` lists them, to name one
+    in an error), read by one ``pread`` per run of blocks whose bytes lie within
+    ``MERGE_GAP`` of each other into this thread's buffer, and the buffer."""
+    n = len(starts)
+    order = sorted(range(n), key=starts.__getitem__)
+    runs: list[list[int]] = []  # [first byte, end byte, where it lands in the buffer]
+    where = [0] * n  # the run of each block
+    pos = 0
+    for k in order:
+        if runs and starts[k] - runs[-1][1] <= MERGE_GAP:
+            if ends[k] > runs[-1][1]:
+                pos += ends[k] - runs[-1][1]
+                runs[-1][1] = ends[k]
+        else:
+            runs.append([starts[k], ends[k], pos])
+            pos += ends[k] - starts[k]
+        where[k] = len(runs) - 1
+    buf = buffers.source(pos)
+    view = memoryview(buf)  # type: ignore[arg-type]
+    with f._reading() as fd:
+        for lo, hi, at in runs:
+            got = readinto_fd(fd, view[at:at + hi - lo], lo)
+            if got < hi - lo:  # the file shrank since it was opened: the first block cut
+                k = min((k for k in range(n) if ends[k] > lo + got and runs[where[k]][0] == lo),
+                        key=starts.__getitem__)
+                raise f._short(blocks[k][0], starts[k], ends[k])
+    base = buf.ctypes.data
+    addresses = [base + runs[r][2] + starts[k] - runs[r][0] for k, r in enumerate(where)]
+    return addresses, buf
+
+
 def _copy_raw_few(f: BlockFile, out_t: npt.NDArray[Any],
                   blocks: list[tuple[int, tuple[int, int, int], tuple[int, int, int],
-                                     tuple[int, int, int]]]) -> None:
+                                     tuple[int, int, int]]], g: _Geometry) -> None:
     """Copy the parts of a few raw blocks (``_read_few``'s list, Morton order) into
-    ``out_t``: straight from the mapping, or (without one) one ``pread`` of the z planes
-    each block needs into a small buffer."""
+    ``out_t``: one ``pread`` of the z planes each block needs into a small buffer."""
     h = f.header
-    b = h.block_len
-    c = h.num_channels
-    bb = h.block_bytes
-    plane = b * b * h.voxel_size
+    b = g.block_len
+    c = g.channels
+    bb = g.block_bytes
+    plane = g.plane
     last = blocks[-1][0]
     if h.data_offset + (last + 1) * bb > f.file_size:
         for index, *_ in blocks:
@@ -361,15 +437,18 @@ def _copy_raw_few(f: BlockFile, out_t: npt.NDArray[Any],
                 raise f._short(index, start, start + bb)
     scratch = _staging(bb)
     view = memoryview(scratch)  # type: ignore[arg-type]
-    block = scratch[:bb].view(h.dtype).reshape(b, b, b, c)
+    block = scratch[:bb].view(g.dtype).reshape(b, b, b, c)
     first = h.data_offset
+    preadv = _PREADV
     with f._reading() as fd:
         for index, (x0, x1, ox), (y0, y1, oy), (z0, z1, oz) in blocks:
             start = first + index * bb + z0 * plane
             n = (z1 - z0) * plane
-            got = readinto_fd(fd, view[:n], start)
-            if got < n:  # the file shrank since it was opened
-                raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
+            got = preadv(fd, [view[:n]], start) if preadv is not None else 0
+            if got < n:  # a short read (or no preadv): finish it; less is a shorter file
+                got += readinto_fd(fd, view[got:n], start + got)
+                if got < n:  # the file shrank since it was opened
+                    raise f._short(index, start - z0 * plane, start - z0 * plane + bb)
             out_t[oz + z0:oz + z1, oy + y0:oy + y1, ox + x0:ox + x1, :] = \
                 block[:z1 - z0, y0:y1, x0:x1, :]
 

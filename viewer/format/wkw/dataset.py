@@ -209,29 +209,45 @@ class Dataset:
 
     def _read_into(self, out: npt.NDArray[Any], offset: Sequence[int], zero_absent: bool
                    ) -> None:
-        shape = out.shape[1:]
+        # Plain ints throughout: a small read (one file, a 64^3 box) is a few hundred
+        # microseconds, and generators, zips and list comprehensions per file add up.
+        ox, oy, oz = (int(v) for v in offset)
+        sx, sy, sz = (int(v) for v in out.shape[1:])
         side = self.file_len_vx
-        for fx, fy, fz in self.files_in_box(offset, shape):
-            origin = (fx * side, fy * side, fz * side)
-            local = [int(o) - g for o, g in zip(offset, origin, strict=True)]
-            out_off = [max(-lv, 0) for lv in local]
-            for attempt in (0, 1):
-                f = self.get_file(fx, fy, fz)
-                if f is None:
-                    if zero_absent:
-                        end = [min(side - lv, int(s)) for lv, s in zip(local, shape, strict=True)]
-                        out[:, out_off[0]:end[0], out_off[1]:end[1], out_off[2]:end[2]] = 0
-                    break
-                try:
-                    f.read_into(out, [max(lv, 0) for lv in local], out_off,
-                                [int(s) - oo for s, oo in zip(shape, out_off, strict=True)])
-                    break
-                except FileChangedError:
-                    # Another program rewrote the file since it was opened: open it again
-                    # (its new header and jump table) and read once more.
-                    self.forget_file(fx, fy, fz)
-                    if attempt:
-                        raise
+        fx0, fy0, fz0 = max(ox, 0) // side, max(oy, 0) // side, max(oz, 0) // side
+        fx1, fy1, fz1 = (ox + sx - 1) // side, (oy + sy - 1) // side, (oz + sz - 1) // side
+        for fz in range(fz0, fz1 + 1):
+            lz = oz - fz * side  # where the box starts in the file's own coordinates
+            for fy in range(fy0, fy1 + 1):
+                ly = oy - fy * side
+                for fx in range(fx0, fx1 + 1):
+                    lx = ox - fx * side
+                    self._read_file_into(out, fx, fy, fz, lx, ly, lz, zero_absent)
+
+    def _read_file_into(self, out: npt.NDArray[Any], fx: int, fy: int, fz: int, lx: int,
+                        ly: int, lz: int, zero_absent: bool) -> None:
+        """The part of ``out`` (whose voxel 0 lies at ``(lx, ly, lz)`` of file
+        ``(fx, fy, fz)``) that this file holds; an absent file zeroes it or leaves it."""
+        sx, sy, sz = out.shape[1:]
+        out_off = (-lx if lx < 0 else 0, -ly if ly < 0 else 0, -lz if lz < 0 else 0)
+        for attempt in (0, 1):
+            f = self.get_file(fx, fy, fz)
+            if f is None:
+                if zero_absent:
+                    side = self.file_len_vx
+                    out[:, out_off[0]:min(side - lx, sx), out_off[1]:min(side - ly, sy),
+                        out_off[2]:min(side - lz, sz)] = 0
+                return
+            try:
+                f.read_into(out, (lx + out_off[0], ly + out_off[1], lz + out_off[2]),
+                            out_off, (sx - out_off[0], sy - out_off[1], sz - out_off[2]))
+                return
+            except FileChangedError:
+                # Another program rewrote the file since it was opened: open it again
+                # (its new header and jump table) and read once more.
+                self.forget_file(fx, fy, fz)
+                if attempt:
+                    raise
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, offset: Sequence[int], data: npt.NDArray[Any]) -> None:
