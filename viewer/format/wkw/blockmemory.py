@@ -61,9 +61,12 @@ def new_block(nbytes: int) -> tuple[Any, int]:
     kind = _BLOCK_MEMORY.get(nbytes)
     if kind is None:
         kind = _block_memory_type(nbytes)
-    try:
-        inner = kind.free.pop()
-    except IndexError:
+    free = kind.free
+    inner = None
+    if free:
+        with contextlib.suppress(IndexError):  # another thread took the last one
+            inner = free.pop()
+    if inner is None:
         inner = np.empty(nbytes, dtype=np.uint8)
     memory = kind.from_buffer(inner)  # type: ignore[arg-type]
     memory.inner = inner
