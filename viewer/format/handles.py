@@ -59,7 +59,7 @@ MIN_OPEN = 4
 
 Identity = tuple[int, int, int, int, int]
 #: How files are opened for reading.
-OPEN_FLAGS = _FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def identity(st: os.stat_result) -> Identity:
@@ -177,7 +177,7 @@ class _Pool:
 
     def _open(self, path: str) -> int:
         # lock held
-        flags = _FLAGS
+        flags = OPEN_FLAGS
         try:
             return os.open(path, flags)
         except OSError as exc:
@@ -195,7 +195,7 @@ class _Pool:
             # open for a moment, ``register`` makes room): the common case takes the lock
             # once per file opened, in ``register``.
             try:
-                return os.open(path, _FLAGS)
+                return os.open(path, OPEN_FLAGS)
             except OSError as exc:
                 if exc.errno not in (errno.EMFILE, errno.ENFILE):
                     raise

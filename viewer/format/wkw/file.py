@@ -32,7 +32,7 @@ Small reads go in plain ints, the header's numbers worked out once per parsed he
 (``parse_header`` remembers headers by their 16 bytes): ``File.open_read`` opens a file and
 reads blocks at once (a small file with one ``pread``), ``File.read_whole`` reads blocks of a
 file it closes again (no handle: a dataset of one block per file), and every decoded block
-gets memory of its own, recycled from blocks whose arrays are gone (``_BlockMemory``: memory
+gets memory of its own, recycled from blocks whose arrays are gone (``blockmemory``: memory
 new to the process costs a page fault per 4 KiB).
 
 A damaged block raises ``BlockDecodeError`` or ``JumpTableError`` naming the file, the block and
