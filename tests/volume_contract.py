@@ -99,6 +99,37 @@ class VolumeContract:
             v.done_with(su)
         assert seen, "no chunk read"
 
+    def test_units_read_at_once_agree(self, contract_volume: Volume) -> None:
+        """``open_and_read`` and ``read_units`` (the loader's ways in) give what
+        ``open_unit`` + ``read_chunks`` give, an absent unit included."""
+        v = contract_volume
+        units = sorted(set(v.iter_units()))[:4]
+        jobs: list[tuple[Any, list[int]]] = []
+        expected: list[list[Any]] = []
+        for unit in units:
+            su = v.open_unit(unit)
+            assert su is not None
+            indices = np.flatnonzero(su.chunk_table().present)[:5].tolist()
+            expected.append(su.read_chunks(indices))
+            v.done_with(su)
+            opened, got = v.open_and_read(unit, indices)
+            assert opened is not None
+            _assert_same_chunks(got, expected[-1])
+            v.done_with(opened)
+            jobs.append((unit, indices))
+        far = tuple(max(u[k] for u in units) + 50 for k in range(3))
+        absent = v.open_unit(far)  # None, or (a remote store) a unit of absent chunks
+        far_chunks = None if absent is None else absent.read_chunks([0])
+        opened, got = v.open_and_read(far, [0])
+        assert (opened is None) == (absent is None)
+        assert got == ([] if absent is None else far_chunks)
+        got_units = v.read_units([*jobs, (far, [0])])
+        assert len(got_units) == len(jobs) + 1
+        assert got_units[-1] == far_chunks
+        for got, want in zip(got_units, expected, strict=False):
+            assert isinstance(got, list)
+            _assert_same_chunks(got, want)
+
     def test_damaged_chunk_is_its_error(self, contract_damaged: Any) -> None:
         v, chunk = contract_damaged
         units, indices = v.locate(np.asarray([chunk], dtype=np.int64))
@@ -107,6 +138,9 @@ class VolumeContract:
         [result] = unit.read_chunks([int(indices[0])])
         assert isinstance(result, FormatError)
         assert result.path
+        [got] = v.read_units([(tuple(int(x) for x in units[0]), [int(indices[0])])])
+        assert isinstance(got, list) and isinstance(got[0], FormatError)
+        assert got[0].path
         lo = [int(c) * k for c, k in zip(chunk, v.chunk_shape, strict=True)]
         with pytest.raises(FormatError):
             v.read(lo, v.chunk_shape)
@@ -135,3 +169,13 @@ class VolumeContract:
         for t in threads:
             t.join(60)
         assert not errors, errors
+
+
+def _assert_same_chunks(got: list[Any], want: list[Any]) -> None:
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        if b is None or isinstance(b, FormatError):
+            assert type(a) is type(b)
+        else:
+            assert isinstance(a, np.ndarray)
+            np.testing.assert_array_equal(a, b)

@@ -87,6 +87,7 @@ READER = textwrap.dedent("""
             with wkw.File.open(path) as f:
                 n = f.header.num_blocks
                 results = list(enumerate(f.read_blocks(range(n))))
+                results += list(enumerate(wkw.File.read_whole(path, range(n))[1]))
                 box = f.read((0, 0, 0), (4 * block_len, 4 * block_len, block_len + 3))
                 for index in range(16):
                     x, y, z = (int(c) for c in wkw.morton.decode(index))

@@ -10,9 +10,15 @@ in the ``BlockCache``:
   jump).  An open unit's index is charged to the cache budget (``account_file``).  A unit found
   absent or unreadable is remembered as such (``state``): its blocks are not asked for again.
 * **One call per unit.**  A batch's blocks come grouped by unit; each unit's run is one
-  ``StorageUnit.read_chunks`` call, and the whole batch goes into the cache with one
-  ``put_many``.  A unit another program rewrote since it was opened (``FileChangedError``) is
-  opened again and read once more.
+  ``StorageUnit.read_chunks`` call (a unit not open yet is opened and read at once:
+  ``Volume.open_and_read``), and the whole batch goes into the cache with one ``put_many``.
+  A unit another program rewrote since it was opened (``FileChangedError``) is opened again
+  and read once more.
+* **Small units are not kept.**  A volume whose units are a chunk or so each
+  (``Volume.small_units``: WKW of one block per file, like every N5 and Zarr v2 chunk) has
+  all of a batch's units read with one ``Volume.read_units`` call, each unit opened only for
+  its read; only absent or unreadable ones are remembered.  Keeping a one-chunk unit open
+  bought nothing (its chunk is cached) and cost most of a block's CPU (issue 20).
 * **Read-ahead only where it pays.**  ``will_need`` hints are given only while reads go to the
   disk (``HINT_MEMORY``) or over a network (``_latency_bound``): on pages already in memory a
   hint is pure cost.
@@ -46,6 +52,7 @@ from viewer.format import (
     is_url,
 )
 from viewer.format.errors import FileChangedError
+from viewer.format.volume import UnitRead
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +155,8 @@ class ChunkReader:
         #: A volume read over a network: every read waits on it (the thread's disk counters
         #: do not see it), so read-ahead always pays.
         self._latency_bound = is_url(str(volume.path))
+        #: The volume's units are read with ``Volume.read_units``, not kept open.
+        self._small_units = bool(volume.small_units)
         if self._latency_bound:
             self._hint_tasks = -1
         #: The storage units whose read-ahead is kept (a volume at a URL: ``follow_screen``).
@@ -185,12 +194,40 @@ class ChunkReader:
         except OSError as exc:
             state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
                                        self.volume.unit_path(pos))
+        return self._remember(pos, state)
+
+    def _open_read(self, pos: Vec3, indices: list[int]
+                   ) -> tuple[UnitState, Sequence[Any] | None]:
+        """Open the unit at ``pos`` and read ``indices`` from it at once
+        (``Volume.open_and_read``), and remember it: ``(its state, the chunks read or None
+        when they are still to be read)``.  Worker thread."""
+        state: UnitState
+        results: Sequence[Any] | None = None
+        try:
+            state, results = self.volume.open_and_read(pos, indices)
+        except FileChangedError:
+            return self.resolve(pos), None  # changed while opened: open it once more
+        except FormatError as exc:
+            state = exc
+        except OSError as exc:
+            state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
+                                       self.volume.unit_path(pos))
+        except ValueError:  # closing, say: the plain way says which
+            return self.resolve(pos), None
+        state = self._remember(pos, state)
+        return state, results if state is not None and not isinstance(state, FormatError) \
+            else None
+
+    def _remember(self, pos: Vec3, state: UnitState) -> UnitState:
+        """Keep what opening the unit at ``pos`` found (closing the least recently opened
+        beyond ``open_units_limit``)."""
         closing: list[StorageUnit] = []
+        opened = state if state is not None and not isinstance(state, FormatError) else None
         with self._lock:
             if self._stopping:
                 return state
-            if isinstance(state, StorageUnit):
-                self._open[pos] = state
+            if opened is not None:
+                self._open[pos] = opened
                 self._open.move_to_end(pos)
                 while len(self._open) > self.open_units_limit:
                     old, unit = self._open.popitem(last=False)
@@ -198,15 +235,15 @@ class ChunkReader:
                     self.cache.release_file((self.layer, self.mag, old))
                     closing.append(unit)
             self._states[pos] = state
-            if state is None or isinstance(state, FormatError):
+            if opened is None:
                 self.bad_units.add(pos)
-            else:
+            elif self.bad_units:
                 self.bad_units.discard(pos)
-        for unit in closing:  # its pages released by file, once, as it goes
-            unit.release_pages()
-            self.volume.done_with(unit)
-        if isinstance(state, StorageUnit) and state.table_bytes:
-            self.cache.account_file((self.layer, self.mag, pos), state.table_bytes)
+        for old_unit in closing:  # its pages released by file, once, as it goes
+            old_unit.release_pages()
+            self.volume.done_with(old_unit)
+        if opened is not None and opened.table_bytes:
+            self.cache.account_file((self.layer, self.mag, pos), opened.table_bytes)
         return state
 
     def _reopen(self, pos: Vec3, old: StorageUnit) -> UnitState:
@@ -279,42 +316,67 @@ class ChunkReader:
         if hint and self._latency_bound and self._hint_units_of(keys):
             hint = False  # every unit of the batch was asked for already
         states = self._states
-        done: list[BlockKey] = []  # the keys read, in order
-        values: list[BlockValue] = []
-        touched: list[StorageUnit] = []
-        decoded = 0
+        runs: list[tuple[Vec3, list[BlockKey], list[int]]] = []  # one per storage unit
         start = 0
         n = len(keys)
-        while start < n:  # one run of keys per storage unit
+        while start < n:
             pos = keys[start][2]
             end = start + 1
             while end < n and keys[end][2] == pos:
                 end += 1
             run = keys[start:end] if end - start < n else keys
+            runs.append((pos, run, [key[3] for key in run]))
             start = end
-            state = states.get(pos, UNKNOWN)
-            if state is UNKNOWN:
-                state = self.resolve(pos)
-            if state is None or isinstance(state, FormatError):
-                continue  # absent or unreadable: the plane reads its state
-            indices = [key[3] for key in run]
-            if hint:
-                state.will_need(indices)
-            results = self._read_unit(pos, state, indices)
-            if results is None:
-                return len(done)  # closing
+        small: dict[Vec3, UnitRead] = {}
+        if self._small_units:  # units not kept open: many read in one call
+            jobs = [(pos, indices) for pos, _, indices in runs
+                    if states.get(pos, UNKNOWN) is UNKNOWN]
+            if jobs:
+                small = dict(zip([pos for pos, _ in jobs], self.volume.read_units(jobs),
+                                 strict=True))
+        done: list[BlockKey] = []  # the keys read, in order
+        values: list[BlockValue] = []
+        touched: list[StorageUnit] = []
+        decoded = 0
+        for pos, run, indices in runs:
+            results: Sequence[Any] | None
+            unit: StorageUnit | None = None
+            if pos in small:
+                got = small[pos]
+                if got is None or isinstance(got, FormatError):
+                    self._remember(pos, got)  # absent or unreadable: the plane reads it
+                    continue
+                results = got
+            else:
+                state = states.get(pos, UNKNOWN)
+                results = None
+                if state is UNKNOWN:  # opened and read at once (read-ahead: hinted first)
+                    if hint:
+                        state = self.resolve(pos)
+                    else:
+                        state, results = self._open_read(pos, indices)
+                if state is None or isinstance(state, FormatError):
+                    continue  # absent or unreadable: the plane reads its state
+                unit = state
+                if results is None:
+                    if hint:
+                        unit.will_need(indices)
+                    results = self._read_unit(pos, unit, indices)
+                    if results is None:
+                        return len(done)  # closing
+                if type(unit).release_pages is not StorageUnit.release_pages:
+                    touched.append(unit)
             if len(results) != len(indices):  # a format's bug: the blocks fail, not the worker
+                path = unit.path if unit is not None else self.volume.unit_path(pos)
                 results = [BlockDecodeError(f"the format returned {len(results)} chunks for "
-                                            f"{len(indices)} asked for", state.path, block=i)
+                                            f"{len(indices)} asked for", path, block=i)
                            for i in indices]
             done += run
-            if type(state).release_pages is not StorageUnit.release_pages:
-                touched.append(state)
             for value in results:
                 if value is None:
                     values.append(ABSENT)
                 elif isinstance(value, np.ndarray):
-                    if value.base is not None:
+                    if isinstance(value.base, np.ndarray):
                         value = _own(value)
                     decoded += value.nbytes
                     values.append(value)

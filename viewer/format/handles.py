@@ -15,7 +15,7 @@ file's size, modification or change time differ from when the handle was opened,
 just read may mix two versions of the file (and the jump table parsed at open no longer
 describes it), so the read raises ``FileChangedError``.  (A write updates those times before
 it copies its data; the handle records the identity after waiting, with ``lseek(SEEK_DATA)``,
-for any write in progress to finish: see ``_wait_for_writers``.)  A file replaced by a rename (how
+for any write in progress to finish: see ``wait_for_writers``.)  A file replaced by a rename (how
 this project writes) is not changed: the handle keeps reading the old version, whole, until
 its owner opens the file again.  Reopening a descriptor after the pool closed it checks the
 same identity (device, inode, size, times).
@@ -25,8 +25,10 @@ Closing never waits for anything that may itself be closing: ``FileHandle.releas
 closes its descriptor.  A finaliser may run on any thread between any two bytecodes, also
 while that thread holds the pool's lock, so it must never try to take it.
 
-Any thread may use a handle; the pool's lock is held only for bookkeeping and ``os.open`` /
-``os.close``, never during a read.
+Any thread may use a handle; the pool's lock is held only for bookkeeping and ``os.close``
+(and ``os.open`` when the pool is full), never during a read.  A file read once and closed
+again (``wkw.File.read_whole``) needs no handle: ``OPEN_FLAGS``, ``wait_for_writers`` and
+``identity`` give it the same checks.
 """
 
 from __future__ import annotations
@@ -56,10 +58,17 @@ MAX_OPEN = 8192
 MIN_OPEN = 4
 
 Identity = tuple[int, int, int, int, int]
+#: How files are opened for reading.
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _identity(st: os.stat_result) -> Identity:
+def identity(st: os.stat_result) -> Identity:
+    """What tells a file's versions apart (``os.fstat``): device, inode, size, modification
+    and change times."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_identity = identity
 
 
 def budget() -> int:
@@ -151,10 +160,12 @@ class _Pool:
             elif len(self.open) > self.limit:
                 self._make_room(self.limit)
 
-    def register(self, h: FileHandle, fd: int) -> None:
+    def register(self, h: FileHandle, fd: int, in_use: bool = False) -> None:
         with self.lock:
             self._drain_orphans()
             h._fd = fd
+            if in_use:
+                h._users += 1
             self.open[id(h)] = h
             self._make_room(self.limit)
 
@@ -166,7 +177,7 @@ class _Pool:
 
     def _open(self, path: str) -> int:
         # lock held
-        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags = OPEN_FLAGS
         try:
             return os.open(path, flags)
         except OSError as exc:
@@ -179,6 +190,15 @@ class _Pool:
         return os.open(path, flags)
 
     def open_new(self, path: str) -> int:
+        if len(self.open) < self.limit - 1 and not self.orphans:
+            # Room in the pool (read without the lock: at worst a few more than the limit are
+            # open for a moment, ``register`` makes room): the common case takes the lock
+            # once per file opened, in ``register``.
+            try:
+                return os.open(path, OPEN_FLAGS)
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
         with self.lock:
             self._drain_orphans()
             self._make_room(self.limit - 1)
@@ -206,23 +226,50 @@ def pool_limit() -> int:
 
 class FileHandle:
     """One file opened for reading through the pool.  Raises ``FileNotFoundError`` (and other
-    ``OSError``) like ``os.open``.  Thread-safe."""
+    ``OSError``) like ``os.open``.  Thread-safe.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``in_use``: the new descriptor is counted as in use at once, as if by ``acquire`` (a
+    caller that reads right after opening saves a round trip through the pool's lock; it ends
+    with ``release``)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, in_use: bool = False) -> None:
         self.path = os.fspath(path)
         self._fd: int | None = None
         self._users = 0
         self._closed = False
         fd = _POOL.open_new(self.path)
         try:
-            _wait_for_writers(fd)
+            wait_for_writers(fd)
             st = os.fstat(fd)
         except BaseException:
             os.close(fd)
             raise
         self.identity: Identity = _identity(st)
         self.size = st.st_size
-        _POOL.register(self, fd)
+        _POOL.register(self, fd, in_use)
+
+    @property
+    def fd(self) -> int | None:
+        """The descriptor while the pool keeps it open (use it only between ``acquire`` and
+        ``release``, or right after opening the handle ``in_use``)."""
+        return self._fd
+
+    def acquire(self) -> int:
+        """The descriptor, opened again if the pool closed it, counted as in use (the pool does
+        not close it) until ``release``: what ``reading`` does, without a context manager
+        (a read of one small block costs a few microseconds, and a generator's
+        ``__enter__``/``__exit__`` were a third of them).  ``ValueError`` when closed."""
+        return _POOL.acquire(self)
+
+    def release(self) -> None:
+        """End a use begun with ``acquire`` (or by opening the handle ``in_use``)."""
+        _POOL.release(self)
+
+    def verify(self, fd: int) -> None:
+        """Raise ``FileChangedError`` if the file changed since the handle was opened (one
+        ``fstat``; what ``reading`` checks when its block ends)."""
+        if self._changed(fd):
+            raise self._changed_error()
 
     @contextmanager
     def reading(self, check: bool = True) -> Iterator[int]:
@@ -285,7 +332,7 @@ class FileHandle:
             _POOL.orphans.append(self)
 
 
-def _wait_for_writers(fd: int) -> None:
+def wait_for_writers(fd: int) -> None:
     """Return once no ``write`` into the file is half done.  A write updates the file's change
     time *before* it copies its data, so a read that overlaps a write which began before the
     handle recorded the file's identity would go unnoticed by the ``fstat`` after it.  Linux

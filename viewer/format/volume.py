@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import FormatError
+from viewer.format.errors import BlockDecodeError, DatasetLayoutError, FormatError
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
@@ -47,6 +47,9 @@ BoolArray = npt.NDArray[np.bool_]
 ChunkResult = npt.NDArray[Any] | FormatError | None
 #: The stored bytes of a chunk, ``None`` (absent), or the error met reading them.
 StoredResult = bytes | memoryview | FormatError | None
+#: What ``Volume.read_units`` found of one unit: its chunks (as ``read_chunks`` returns them),
+#: ``None`` (the unit is absent) or the unit's ``FormatError`` (unreadable).
+UnitRead = list[ChunkResult] | FormatError | None
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,10 @@ class Volume(ABC):
     axis_units: tuple[str, str, str] | None = None
     #: Declared value range ``(lo, hi)`` (sets the initial contrast), when the format has one.
     value_range: tuple[float, float] | None = None
+    #: The storage units are small (a chunk or so each), so that keeping them open does not
+    #: pay: the loader reads their chunks with ``read_units``, each unit opened only for the
+    #: read, many units per call.
+    small_units: bool = False
 
     # -- extent ---------------------------------------------------------------------------------
     @property
@@ -237,6 +244,53 @@ class Volume(ABC):
     def open_unit(self, unit: Vec3) -> StorageUnit | None:
         """The unit at ``unit`` opened, or ``None`` when it is absent (sparse data).  Raises a
         ``FormatError`` when it is there but unreadable (its header or index damaged)."""
+
+    def open_and_read(self, unit: Vec3, indices: Sequence[int]
+                      ) -> tuple[StorageUnit | None, list[ChunkResult]]:
+        """Open the unit at ``unit`` and read its chunks ``indices``: ``(the open unit, its
+        chunks as read_chunks returns them)``, or ``(None, [])`` when the unit is absent.
+        Raises what ``open_unit`` raises, and what ``read_chunks`` raises for the unit as a
+        whole.  The loader opens every unit it reads from here (it keeps the unit for later
+        reads).  Default: ``open_unit`` then ``read_chunks``; a format whose units are small
+        (a chunk per file: N5, Zarr v2, WKW of one block per file) overrides it to read the
+        unit's index and its chunks with one request."""
+        opened = self.open_unit(unit)
+        if opened is None:
+            return None, []
+        return opened, opened.read_chunks(indices)
+
+    def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
+        """Chunks of several storage units, each unit opened only for the read (see
+        ``small_units``): per job ``(unit, chunk indices)``, in order, the chunks as
+        ``read_chunks`` returns them, ``None`` when the unit is absent, or the unit's
+        ``FormatError`` when it is unreadable (its header or index damaged).  A failure to
+        read a chunk is that chunk's error.  Default: ``open_unit``, ``read_chunks`` and
+        ``done_with`` per unit; a format whose units are one small file each overrides it
+        with a plain path per file (WKW: ``File.read_whole``)."""
+        out: list[UnitRead] = []
+        for pos, indices in jobs:
+            try:
+                unit = self.open_unit(pos)
+            except FormatError as exc:
+                out.append(exc)
+                continue
+            except OSError as exc:
+                out.append(DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
+                                              self.unit_path(pos)))
+                continue
+            if unit is None:
+                out.append(None)
+                continue
+            try:
+                out.append(list(unit.read_chunks(indices)))
+            except FormatError as exc:
+                out.append([exc] * len(indices))
+            except OSError as exc:
+                out.append([BlockDecodeError(f"read failed: {exc.strerror or exc}", unit.path,
+                                             block=int(i)) for i in indices])
+            finally:
+                self.done_with(unit)
+        return out
 
     @abstractmethod
     def iter_units(self) -> Iterator[Vec3]:
@@ -506,4 +560,4 @@ def fspath(path: str | os.PathLike[str]) -> str:
 
 
 __all__ = ["Volume", "StorageUnit", "ChunkTable", "VolumeInfo", "UnitCache", "ChunkResult",
-           "StoredResult", "Vec3"]
+           "StoredResult", "UnitRead", "Vec3"]

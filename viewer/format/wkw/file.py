@@ -1,5 +1,10 @@
 """One .wkw data file: header, jump table, blocks.
 
+(Over 600 lines: ``File`` opens a file and reads its blocks at every size in one class, the
+single-block paths in plain ints beside the vectorised ones; box reads (``boxread``), the
+checks of every block (``filecheck``), block memory (``blockmemory``) and the header's
+parsing (``header``) live apart.  The seam to split along: opening and the small reads.)
+
 A ``File`` parses its header and jump table once, at open, into one uint64 array; byte ranges
 and sizes of blocks are computed from it vectorised, and the range checks of a read are one
 vectorised pass over the wanted blocks (only a damaged block costs Python work, to word its
@@ -23,6 +28,13 @@ again on its next read (checked to be the same file).  Every read ends with an `
 file changed by another program since it was opened raises ``FileChangedError`` (the bytes
 read may mix two versions); a file replaced by a rename keeps reading its old version.
 
+Small reads go in plain ints, the header's numbers worked out once per parsed header
+(``parse_header`` remembers headers by their 16 bytes): ``File.open_read`` opens a file and
+reads blocks at once (a small file with one ``pread``), ``File.read_whole`` reads blocks of a
+file it closes again (no handle: a dataset of one block per file), and every decoded block
+gets memory of its own, recycled from blocks whose arrays are gone (``blockmemory``: memory
+new to the process costs a page fault per 4 KiB).
+
 A damaged block raises ``BlockDecodeError`` or ``JumpTableError`` naming the file, the block and
 the byte offset.  ``close`` and the collector's ``__del__`` never wait for another thread and
 take no lock the collector could interrupt (``__del__`` takes none).
@@ -31,6 +43,7 @@ take no lock the collector could interrupt (``__del__`` takes none).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -39,10 +52,37 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import BlockDecodeError, FormatError, HeaderError, JumpTableError
-from viewer.format.handles import FileHandle, readinto_fd
+from viewer.format.errors import (
+    BlockDecodeError,
+    FileChangedError,
+    FormatError,
+    HeaderError,
+    JumpTableError,
+)
+from viewer.format.handles import (
+    OPEN_FLAGS,
+    FileHandle,
+    identity,
+    readinto_fd,
+    wait_for_writers,
+)
 from viewer.format.wkw import boxread, buffers, filecheck, lz4block
-from viewer.format.wkw.header import HEADER_SIZE, Header
+from viewer.format.wkw.blockmemory import (
+    FIRST_BYTES,
+    decode_whole,
+    first_buffer,
+    new_block,
+    stage_buffer,
+)
+from viewer.format.wkw.header import (
+    HEADER_SIZE,
+    MAX_BLOCK_BYTES,
+    Header,
+    Numbers,
+    check_limits,
+    numbers_of,
+    parse_header,
+)
 
 #: Neighbouring byte ranges closer than this are fetched with one read.
 MERGE_GAP = 4096
@@ -52,77 +92,120 @@ MAX_RUN_BYTES = 8 << 20
 _FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_WILLNEED")
 #: ``read_blocks`` of at most this many blocks takes the plain-int path (``_read_few_blocks``).
 FEW_BLOCKS = 4
-#: Largest block this reader accepts (what LZ4 can encode; no real dataset comes near).
-MAX_BLOCK_BYTES = 0x7E000000
+#: ``File.open_read`` reads a file of at most this many bytes whole, with one ``pread``
+#: (a file of one block of 32^3 voxels of 1-2 bytes, LZ4 or raw: N5-like datasets).
+SMALL_FILE_BYTES = FIRST_BYTES
+#: ``File.open_read`` reads this many bytes of a larger file at once: the header and a jump
+#: table of up to 8^3 blocks (at most ``FIRST_BYTES``).
+OPEN_READ_BYTES = 16 + 8 * (8 ** 3 + 1)
 
 Vec3 = tuple[int, int, int]
 
 class File:
     """An open WKW data file.  Safe to share between threads once opened."""
 
-    def __init__(self, path: str | os.PathLike[str], handle: FileHandle, header: Header,
-                 file_size: int, jump_table: npt.NDArray[np.uint64] | None) -> None:
+    def __init__(self, path: str | os.PathLike[str], handle: FileHandle | None, header: Header,
+                 file_size: int, jump_table: npt.NDArray[np.uint64] | None,
+                 numbers: Numbers | None = None) -> None:
         self.path = os.fspath(path)
-        self._handle = handle
+        self._handle = handle  # None: read once, never open (``read_whole``)
         self.header = header
         self.file_size = file_size
         #: ``[dataOffset, end of block 0, end of block 1, ...]`` (N+1 entries); compressed only.
         self._extended = jump_table
         self._ranges_i64: npt.NDArray[np.int64] | None = (
             jump_table.view(np.int64) if jump_table is not None else None)
-        self._closed = False
+        self._closed = handle is None
         self._lock = threading.Lock()
+        # The header's numbers as plain attributes (its properties cost ~1 us each, per block;
+        # worked out once per parsed header).
+        (self._num_blocks, self._block_bytes, self._compressed, self._data_offset, self._bound,
+         self._dtype, self._block_shape, self._block_strides) = numbers or numbers_of(header)
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> File:
         """Open a data file, parse its header and jump table.  Raises FileNotFoundError when the
         file does not exist and a FormatError subclass when it is not a valid WKW data file."""
+        return cls.open_read(path, ())[0]
+
+    @classmethod
+    def open_read(cls, path: str | os.PathLike[str], indices: Sequence[int]
+                  ) -> tuple[File, list[npt.NDArray[Any] | FormatError]]:
+        """Open a data file (as ``open``) and read the blocks ``indices`` (as ``read_blocks``)
+        in one go: a file of at most ``SMALL_FILE_BYTES`` is read whole with one ``pread``
+        and its blocks decoded from those bytes, a larger one's header and jump table come
+        with one ``pread`` of ``OPEN_READ_BYTES`` (two when the table is longer); one
+        ``fstat`` at the end checks that the file did not change meanwhile.  A dataset of one
+        block per file (how N5 and Zarr v2 store chunks) then costs five system calls a block:
+        ``open``, ``lseek``, ``fstat``, ``pread``, ``fstat`` (issue 20)."""
         path = os.fspath(path)
-        handle = FileHandle(path)
+        handle = FileHandle(path, in_use=True)
+        fd = handle.fd
+        assert fd is not None  # in use: the pool does not close it
         try:
-            with handle.reading() as fd:
-                file_size = handle.size
-                header = Header.from_bytes(os.pread(fd, HEADER_SIZE, 0), path)
-                check_limits(header, path)
-                jump_table = cls._read_jump_table(fd, path, header, file_size)
+            try:
+                size = handle.size
+                view, address = first_buffer()
+                want = size if indices and size <= SMALL_FILE_BYTES \
+                    else min(size, OPEN_READ_BYTES)
+                got = readinto_fd(fd, view[:want], 0)
+                header, numbers = parse_header(bytes(view[:min(got, HEADER_SIZE)]), path)
+                jump_table = _jump_table(fd, path, header, numbers, size, view, got)
+                f = cls(path, handle, header, size, jump_table, numbers)
+                out = f._read_few(fd, [int(i) for i in indices], address, got) if indices else []
+            except Exception as exc:
+                # A short read of a file truncated meanwhile, say: say what happened.
+                if not isinstance(exc, FileChangedError) and handle._changed(fd):
+                    raise handle._changed_error() from exc
+                raise
+            handle.verify(fd)
         except BaseException:
+            handle.release()
             handle.close()
             raise
-        return cls(path, handle, header, file_size, jump_table)
+        handle.release()
+        return f, out
 
-    @staticmethod
-    def _read_jump_table(fd: int, path: str, header: Header,
-                         file_size: int) -> npt.NDArray[np.uint64] | None:
-        if header.data_offset == 0:
-            raise HeaderError("dataOffset is 0 in a data file (only header.wkw may have 0)",
-                              path, offset=8)
-        if not header.is_compressed:
-            if header.data_offset < HEADER_SIZE:
-                raise HeaderError(f"dataOffset {header.data_offset} lies inside the header",
-                                  path, offset=8)
-            if header.data_offset + header.num_blocks * header.block_bytes >= 1 << 62:
-                raise HeaderError(f"dataOffset {header.data_offset} puts the blocks past any "
-                                  f"possible file size", path, offset=8)
-            return None
-        expected = header.expected_data_offset
-        if header.data_offset != expected:
-            raise JumpTableError(
-                f"dataOffset {header.data_offset} is inconsistent with a jump table of "
-                f"{header.num_blocks} blocks (expected {expected})", path, offset=8)
-        n = header.num_blocks
-        if file_size < expected:  # checked before reading: a garbage file_len must not allocate
-            whole = max((file_size - HEADER_SIZE) // 8, 0)
-            raise JumpTableError(
-                f"jump table truncated: file is {file_size} bytes, the table of {n} entries "
-                f"ends at byte {expected}; only {whole} entries are present",
-                path, block=min(whole, n - 1), offset=HEADER_SIZE + 8 * whole)
-        raw = os.pread(fd, 8 * (n + 1), 8)
-        if len(raw) < 8 * (n + 1):  # the file shrank since fstat
-            raise JumpTableError(f"jump table truncated: read {len(raw) - 8} of {8 * n} bytes",
-                                 path, offset=HEADER_SIZE + max(len(raw) - 8, 0))
-        table: npt.NDArray[np.uint64] = np.frombuffer(raw, dtype=np.dtype("<u8"))  # read-only
-        return table
+    @classmethod
+    def read_whole(cls, path: str, indices: Sequence[int]
+                   ) -> tuple[Header, list[npt.NDArray[Any] | FormatError]]:
+        """Read the blocks ``indices`` of the data file at ``path`` and close it again:
+        ``(its header, the blocks as read_blocks returns them)``.  For files read once and
+        not kept open (``WkwVolume.read_units``: a dataset of one block per file, how N5 and
+        Zarr v2 store chunks): no handle, no pool, no ``File`` kept; ``open``, ``lseek``,
+        ``fstat``, one ``pread`` of a small file (``SMALL_FILE_BYTES``) that serves its
+        header, jump table and blocks, ``fstat`` (a file changed meanwhile raises
+        ``FileChangedError``), ``close``.  Raises what ``open`` raises."""
+        fd = os.open(path, OPEN_FLAGS)
+        try:
+            wait_for_writers(fd)
+            st = os.fstat(fd)
+            size = st.st_size
+            view, address = first_buffer()
+            want = size if size <= SMALL_FILE_BYTES else min(size, OPEN_READ_BYTES)
+            try:
+                got = readinto_fd(fd, view[:want], 0)
+                header, numbers = parse_header(bytes(view[:min(got, HEADER_SIZE)]), path)
+                one = _only_block(numbers, indices, view, address, got, size) \
+                    if numbers[0] == 1 else None
+                out: list[npt.NDArray[Any] | FormatError]
+                if one is not None:
+                    out = [one]
+                else:
+                    jump_table = _jump_table(fd, path, header, numbers, size, view, got)
+                    f = cls(path, None, header, size, jump_table, numbers)
+                    out = f._read_few(fd, [int(i) for i in indices], address, got)
+            except Exception as exc:
+                if not isinstance(exc, FileChangedError) and identity(os.fstat(fd)) != \
+                        identity(st):
+                    raise FileChangedError(_CHANGED, path) from exc
+                raise
+            if identity(os.fstat(fd)) != identity(st):
+                raise FileChangedError(_CHANGED, path)
+        finally:
+            os.close(fd)
+        return header, out
 
     def release_pages(self) -> None:
         """Nothing to release: files are read with ``pread``, never mapped (kept for callers
@@ -149,7 +232,7 @@ class File:
         starts, ends = starts[order], np.maximum.accumulate(ends[order])
         cut = np.flatnonzero(starts[1:] > ends[:-1] + page) + 1
         try:
-            with self._handle.reading(check=False) as fd:
+            with self._reading(check=False) as fd:
                 for a, b in zip(np.split(starts, cut), np.split(ends, cut), strict=True):
                     lo, hi = int(a[0]), int(b[-1])
                     os.posix_fadvise(fd, lo, hi - lo, os.POSIX_FADV_WILLNEED)
@@ -160,13 +243,15 @@ class File:
         """Close the file (its descriptor goes at once, or when a read in another thread that
         still uses it ends).  Reads after ``close`` raise ``ValueError``."""
         self._closed = True
-        self._handle.close()
+        if self._handle is not None:
+            self._handle.close()
 
     def __del__(self) -> None:
         # The collector may run this on any thread at any point, also while that thread holds
         # a lock the closing would need: hand the descriptor over without taking any lock.
         with contextlib.suppress(Exception):
-            self._handle.release_from_gc()
+            if self._handle is not None:
+                self._handle.release_from_gc()
 
     def __enter__(self) -> File:
         return self
@@ -282,7 +367,7 @@ class File:
     def _reading(self, check: bool = True) -> Any:
         """``with f._reading() as fd``: the descriptor for a read (``ValueError`` when closed;
         ``FileChangedError`` at the end when another program changed the file meanwhile)."""
-        if self._closed:
+        if self._closed or self._handle is None:
             raise ValueError(f"{self.path} is closed")
         return self._handle.reading(check)
 
@@ -420,12 +505,12 @@ class File:
         good = np.flatnonzero(~bad)
         bb = h.block_bytes
         # A buffer of its own per block: a caller that keeps some blocks (a cache) need not
-        # copy them out of a shared buffer, and blocks this size come from the heap, reused,
+        # copy them out of a shared buffer; recycled memory of blocks gone (``new_block``),
         # where one large buffer would be fresh pages (faulted in, unmapped) on every call.
-        bufs = [np.empty(bb, dtype=np.uint8) for _ in range(len(good))]
+        memory = [new_block(bb) for _ in range(len(good))]
         if len(good):
             src, keep = self._sources(starts[good], ends[good], idx[good])
-            dst = [buf.__array_interface__["data"][0] for buf in bufs]
+            dst = [address for _, address in memory]
             if h.is_compressed:
                 sizes = (ends[good] - starts[good]).tolist()
                 got = lz4block.decode_many(src, sizes, dst, [bb] * len(good), bb)
@@ -433,65 +518,95 @@ class File:
                 lz4block.copy_many(src, dst, bb)
                 got = [bb] * len(good)
             del keep
-            shape = (h.block_len, h.block_len, h.block_len, h.num_channels)
             for j, k in enumerate(good.tolist()):
                 if got[j] != bb:
                     out[k] = self._decode_error(int(idx[k]), int(starts[k]), got[j], bb, False)
                     continue
-                arr = bufs[j].view(h.dtype).reshape(shape).transpose(3, 2, 1, 0)
-                arr.flags.writeable = False
-                out[k] = arr
+                out[k] = self._as_result(memory[j][0])
         return out  # type: ignore[return-value]
 
     def _read_few_blocks(self, indices: list[int]) -> list[npt.NDArray[Any] | FormatError]:
         """``read_blocks`` of a few blocks (a unit of one block, a loader batch's share of a
-        small file) in plain ints: one ``pread`` per block into the thread's buffer, decoded
-        into a buffer of its own.  The vectorised path's numpy calls cost several times the
-        decoding of one block (issue 20)."""
-        h = self.header
-        n = h.num_blocks
+        small file) in plain ints (``_read_few``) between one ``acquire`` of the descriptor
+        and one ``fstat`` (``FileChangedError``).  The vectorised path's numpy calls cost
+        several times the decoding of one block (issue 20)."""
+        handle = self._handle
+        if self._closed or handle is None:
+            raise ValueError(f"{self.path} is closed")
+        fd = handle.acquire()
+        try:
+            try:
+                out = self._read_few(fd, indices, 0, 0)
+            except Exception as exc:
+                if not isinstance(exc, FileChangedError) and handle._changed(fd):
+                    raise handle._changed_error() from exc
+                raise
+            handle.verify(fd)
+        finally:
+            handle.release()
+        return out
+
+    def _read_few(self, fd: int, indices: list[int], first: int, first_len: int
+                  ) -> list[npt.NDArray[Any] | FormatError]:
+        """Blocks ``indices`` read from ``fd`` and decoded, each into a buffer of its own, in
+        plain ints; a block whose bytes lie within the first ``first_len`` bytes of the file,
+        read already at address ``first`` (``open_read``), is decoded from there, any other
+        read with one ``pread``.  No check that the file is unchanged: the caller's."""
+        n = self._num_blocks
         for index in indices:
             if index < 0 or index >= n:
                 raise IndexError(f"block index out of range 0..{n - 1} in {self.path}")
-        bb = h.block_bytes
+        bb = self._block_bytes
         ranges = self._ranges_i64
-        compressed = h.is_compressed
-        dtype = h.dtype
-        shape = (h.block_len, h.block_len, h.block_len, h.num_channels)
+        compressed = self._compressed
+        lowest, bound, size_of_file = self._data_offset, self._bound, self.file_size
         out: list[npt.NDArray[Any] | FormatError] = []
-        with self._reading() as fd:
-            for index in indices:
-                if ranges is None:
-                    start = h.data_offset + bb * index
-                    end = start + bb
-                else:
-                    start = int(ranges[index])
-                    end = int(ranges[index + 1])
+        for index in indices:
+            if ranges is None:
+                start = lowest + bb * index
+                end = start + bb
+                ok = end <= size_of_file
+            else:
+                start = int(ranges[index])
+                end = int(ranges[index + 1])
+                ok = lowest <= start < end <= size_of_file and end - start <= bound
+            if not ok:
                 problem = self._range_problem(index, start, end)
                 if problem is not None:
                     out.append(problem)
                     continue
-                buf = np.empty(bb, dtype=np.uint8)
-                if compressed:
-                    size = end - start
-                    src = buffers.source(size)
-                    got = readinto_fd(fd, memoryview(src)[:size], start)  # type: ignore[arg-type]
-                    if got < size:
-                        out.append(self._short(index, start, end))
-                        continue
-                    decoded = lz4block.decode_many(
-                        [src.__array_interface__["data"][0]], [size],
-                        [buf.__array_interface__["data"][0]], [bb], bb)[0]
-                    if decoded != bb:
-                        out.append(self._decode_error(index, start, decoded, bb, False))
-                        continue
-                elif readinto_fd(fd, buf, start) < bb:
+            buf, dst = new_block(bb)
+            size = end - start
+            if end <= first_len:
+                src = first + start
+            elif compressed:
+                stage, src = stage_buffer(size)
+                if readinto_fd(fd, stage, start) < size:
                     out.append(self._short(index, start, end))
                     continue
-                arr = buf.view(dtype).reshape(shape).transpose(3, 2, 1, 0)
-                arr.flags.writeable = False
-                out.append(arr)
+            else:
+                if readinto_fd(fd, buf, start) < bb:
+                    out.append(self._short(index, start, end))
+                    continue
+                out.append(self._as_result(buf))
+                continue
+            if compressed:
+                got = decode_whole(src, dst, size, bb)
+                if got != bb:
+                    out.append(self._decode_error(index, start, got, bb, False))
+                    continue
+            else:
+                ctypes.memmove(dst, src, bb)
+            out.append(self._as_result(buf))
         return out
+
+    def _as_result(self, buf: Any) -> npt.NDArray[Any]:
+        """A decoded block's buffer (bytes in ``[z, y, x, c]`` order) as the read-only
+        ``(C, X, Y, Z)`` array ``read_blocks`` returns (one array, no view of a view)."""
+        arr: npt.NDArray[Any] = np.ndarray(self._block_shape, self._dtype, buf, 0,
+                                           self._block_strides)
+        arr.flags.writeable = False
+        return arr
 
     def _check_indices(self, idx: npt.NDArray[np.int64]) -> None:
         n = self.header.num_blocks
@@ -517,11 +632,75 @@ class File:
         boxread.read_into(self, out, offset, out_offset, shape)
 
 
-def check_limits(header: Header, path: str | os.PathLike[str] | None = None) -> None:
-    """Refuse geometry no real file has and that would make a reader allocate absurd memory
-    (a garbage header can claim 2^15-voxel blocks)."""
-    if header.block_bytes > MAX_BLOCK_BYTES:
-        raise HeaderError(
-            f"blocks of {header.block_len}^3 voxels x {header.voxel_size} bytes "
-            f"({header.block_bytes} bytes) exceed the largest block LZ4 can hold "
-            f"({MAX_BLOCK_BYTES} bytes)", path, offset=4)
+def _only_block(numbers: Numbers, indices: Sequence[int], first: memoryview, address: int,
+                got: int, file_size: int) -> npt.NDArray[Any] | None:
+    """The block of a file of one block, when ``indices`` ask for it alone and its bytes are
+    whole and sound among the ``got`` first bytes of the file (``first``, at ``address``):
+    ``read_whole``'s common case in a few lines, no ``File`` made.  None for anything else
+    (the general way then says what is wrong)."""
+    if len(indices) != 1 or indices[0] != 0:
+        return None
+    _, bb, compressed, data_offset, bound, dtype, shape, strides = numbers
+    if compressed:
+        if data_offset != HEADER_SIZE + 8 or got < data_offset:
+            return None
+        end = int.from_bytes(first[16:24], "little")  # the jump table's one entry
+        if not data_offset < end <= got or end - data_offset > bound or end > file_size:
+            return None
+        memory, dst = new_block(bb)
+        if decode_whole(address + data_offset, dst, end - data_offset, bb) != bb:
+            return None
+    else:
+        if data_offset < HEADER_SIZE or data_offset + bb > got:
+            return None
+        memory, dst = new_block(bb)
+        ctypes.memmove(dst, address + data_offset, bb)
+    block: npt.NDArray[Any] = np.ndarray(shape, dtype, memory, 0, strides)
+    block.flags.writeable = False
+    return block
+
+
+def _jump_table(fd: int, path: str, header: Header, numbers: Numbers, file_size: int,
+                first: memoryview, got: int) -> npt.NDArray[np.uint64] | None:
+    """The extended jump table of a data file (``[dataOffset, end of block 0, ...]``; None
+    for raw blocks), taken from the ``got`` first bytes of the file read already (``first``)
+    when they hold it, else read; every way the header and the file's size can contradict
+    it is a ``HeaderError`` or ``JumpTableError``."""
+    n, bb, compressed, data_offset = numbers[0], numbers[1], numbers[2], numbers[3]
+    if data_offset == 0:
+        raise HeaderError("dataOffset is 0 in a data file (only header.wkw may have 0)",
+                          path, offset=8)
+    if not compressed:
+        if data_offset < HEADER_SIZE:
+            raise HeaderError(f"dataOffset {data_offset} lies inside the header",
+                              path, offset=8)
+        if data_offset + n * bb >= 1 << 62:
+            raise HeaderError(f"dataOffset {data_offset} puts the blocks past any "
+                              f"possible file size", path, offset=8)
+        return None
+    expected = HEADER_SIZE + 8 * n
+    if data_offset != expected:
+        raise JumpTableError(
+            f"dataOffset {data_offset} is inconsistent with a jump table of "
+            f"{n} blocks (expected {expected})", path, offset=8)
+    if file_size < expected:  # checked before reading: a garbage file_len must not allocate
+        whole = max((file_size - HEADER_SIZE) // 8, 0)
+        raise JumpTableError(
+            f"jump table truncated: file is {file_size} bytes, the table of {n} entries "
+            f"ends at byte {expected}; only {whole} entries are present",
+            path, block=min(whole, n - 1), offset=HEADER_SIZE + 8 * whole)
+    end = 8 * (n + 2)
+    raw = bytes(first[8:end]) if got >= end else os.pread(fd, 8 * (n + 1), 8)
+    if len(raw) < 8 * (n + 1):  # the file shrank since fstat
+        raise JumpTableError(f"jump table truncated: read {len(raw) - 8} of {8 * n} bytes",
+                             path, offset=HEADER_SIZE + max(len(raw) - 8, 0))
+    table: npt.NDArray[np.uint64] = np.frombuffer(raw, dtype=_U64)  # read-only
+    return table
+
+
+_U64 = np.dtype("<u8")
+_CHANGED = ("file changed while it was read (rewritten or truncated by another program); "
+            "open it again")
+
+
+__all__ = ["File", "check_limits", "MAX_BLOCK_BYTES"]

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from viewer.format.errors import HeaderError
+from viewer.format.wkw.lz4block import compress_bound
 
 MAGIC = b"WKW"
 HEADER_SIZE = 16
@@ -300,3 +301,54 @@ class Header:
             f"version={self.version}, block_len={self.block_len}, file_len={self.file_len}, "
             f"block_type={self.block_type})"
         )
+
+
+#: Largest block this reader accepts (what LZ4 can encode; no real dataset comes near).
+MAX_BLOCK_BYTES = 0x7E000000
+
+
+#: What ```wkw.File`` uses of a header: ``(num_blocks, block_bytes, is_compressed, data_offset,
+#: LZ4 bound of a block, dtype, block shape (C, X, Y, Z), its strides over the stored
+#: [z, y, x, c] bytes)``.
+Numbers = tuple[int, int, bool, int, int, np.dtype[Any], tuple[int, int, int, int],
+                 tuple[int, int, int, int]]
+#: Parsed headers by their 16 bytes (every file of a dataset has the same), with their
+#: numbers: a file opened costs a dict look-up instead of parsing and checking its header.
+_HEADERS: dict[bytes, tuple[Header, Numbers]] = {}
+_HEADERS_KEPT = 256
+
+
+def numbers_of(header: Header) -> Numbers:
+    """The numbers ``File`` uses of ``header``."""
+    bb = header.block_bytes
+    c, b = header.num_channels, header.block_len
+    dtype = header.dtype
+    item = dtype.itemsize
+    return (header.num_blocks, bb, header.is_compressed, header.data_offset,
+            compress_bound(bb), dtype, (c, b, b, b),
+            (item, item * c, item * c * b, item * c * b * b))
+
+
+def parse_header(raw: bytes, path: str | None = None) -> tuple[Header, Numbers]:
+    """``Header.from_bytes`` and ``check_limits`` of a data file's 16 header bytes, and the
+    header's numbers (remembered by the bytes: the same ``Header`` object, never to be
+    changed, comes back for the same bytes)."""
+    got = _HEADERS.get(raw)
+    if got is None:
+        header = Header.from_bytes(raw, path)
+        check_limits(header, path)
+        got = (header, numbers_of(header))
+        if len(_HEADERS) >= _HEADERS_KEPT:
+            _HEADERS.clear()
+        _HEADERS[raw] = got
+    return got
+
+
+def check_limits(header: Header, path: str | os.PathLike[str] | None = None) -> None:
+    """Refuse geometry no real file has and that would make a reader allocate absurd memory
+    (a garbage header can claim 2^15-voxel blocks)."""
+    if header.block_bytes > MAX_BLOCK_BYTES:
+        raise HeaderError(
+            f"blocks of {header.block_len}^3 voxels x {header.voxel_size} bytes "
+            f"({header.block_bytes} bytes) exceed the largest block LZ4 can hold "
+            f"({MAX_BLOCK_BYTES} bytes)", path, offset=4)

@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import DatasetLayoutError, FormatError
+from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError
 from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
     IntArray,
     StorageUnit,
     StoredResult,
+    UnitRead,
     Volume,
     VolumeInfo,
     units_box,
@@ -41,11 +42,15 @@ Vec3 = tuple[int, int, int]
 class WkwUnit(StorageUnit):
     """One open WKW data file as a storage unit (a thin view of ``wkw.File``)."""
 
-    def __init__(self, file: File) -> None:
+    def __init__(self, file: File, owned: bool = False) -> None:
         self.file = file
+        #: The unit opened the file itself (``WkwVolume.open_and_read``), not the dataset's
+        #: cache of open files: ``close`` closes it.
+        self.owned = owned
         self.path = file.path
-        self.num_chunks = file.header.num_blocks
-        self.table_bytes = 8 * (file.header.num_blocks + 1) if file.header.is_compressed else 0
+        n = file._num_blocks
+        self.num_chunks = n
+        self.table_bytes = 8 * (n + 1) if file._compressed else 0
         self._table: ChunkTable | None = None
 
     @property
@@ -102,9 +107,6 @@ class WkwUnit(StorageUnit):
     def will_need(self, indices: Sequence[int]) -> None:
         self.file.will_need(indices)
 
-    def release_pages(self) -> None:
-        self.file.release_pages()
-
     def describe(self) -> dict[str, Any]:
         """The header's fields (``block_type`` the number stored, as in ``info().header``); for
         the inspector also ``compression`` (the block type's name),
@@ -134,7 +136,10 @@ class WkwUnit(StorageUnit):
         return self.file.validate(decode)
 
     def close(self) -> None:
-        """Nothing: the dataset owns its open files (closed with it)."""
+        """Close the file when the unit opened it itself; else nothing: the dataset owns its
+        open files (closed with it)."""
+        if self.owned:
+            self.file.close()
 
 
 _FIELDS = struct.Struct("<3sBBBBBQ")
@@ -214,6 +219,12 @@ class WkwVolume(Volume):
         self._bounds = bounds
         self._lock = threading.Lock()
         self._own = own_dataset
+        #: The last data file header found to agree with the dataset's (``open_and_read``).
+        self._file_header: Header | None = None
+        self._root = os.path.join(dataset.root, "")
+        #: One block per file (how N5 and Zarr v2 store chunks): the loader reads the files
+        #: with ``read_units``, each opened only for the read.
+        self.small_units = dataset.single_file is None and h.file_len == 1
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> WkwVolume:
@@ -251,8 +262,78 @@ class WkwVolume(Volume):
                                      self.dataset.file_path(*unit)) from None
         return None if f is None else WkwUnit(f)
 
+    def open_and_read(self, unit: Vec3, indices: Sequence[int]
+                      ) -> tuple[StorageUnit | None, list[ChunkResult]]:
+        """The data file at ``unit`` opened and its blocks ``indices`` read at once
+        (``File.open_read``: a small file, such as one of a single block, with one ``pread``);
+        the unit owns the file (not the dataset's cache of open files: the loader keeps it;
+        closed when the unit goes).  A lone ``.wkw`` file opened as a dataset: the default."""
+        ds = self.dataset
+        if ds.single_file is not None:
+            return super().open_and_read(unit, indices)
+        x, y, z = unit
+        sep = os.sep
+        path = f"{self._root}z{z}{sep}y{y}{sep}x{x}.wkw"  # = ds.file_path(x, y, z)
+        try:
+            f, results = File.open_read(path, indices)
+        except FileNotFoundError:
+            return None, []
+        except OSError as exc:
+            raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}", path) from None
+        if f.header is not self._file_header:
+            problem = self._agreeing(f.header, path)
+            if problem is not None:
+                f.close()
+                raise problem
+        return WkwUnit(f, owned=True), list(results)
+
+    def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
+        """Blocks of several data files, each file opened only for the read
+        (``File.read_whole``: a small file with one ``pread``), none kept open: what a
+        dataset of one block per file needs (``small_units``).  A file changed while it was
+        read is read once more (a second change: its blocks' ``FileChangedError``)."""
+        if self.dataset.single_file is not None:
+            return super().read_units(jobs)
+        out: list[UnitRead] = []
+        root, sep, read_whole = self._root, os.sep, File.read_whole
+        for (x, y, z), indices in jobs:
+            path = f"{root}z{z}{sep}y{y}{sep}x{x}.wkw"  # = dataset.file_path(x, y, z)
+            got: UnitRead
+            for again in (True, False):
+                try:
+                    header, results = read_whole(path, indices)
+                except FileNotFoundError:
+                    got = None
+                except FileChangedError as exc:
+                    if again:
+                        continue
+                    got = [exc] * len(indices)
+                except FormatError as exc:
+                    got = exc
+                except OSError as exc:
+                    got = DatasetLayoutError(f"cannot open: {exc.strerror or exc}", path)
+                else:
+                    got = list(results) if header is self._file_header \
+                        else self._agreeing(header, path) or list(results)
+                break
+            out.append(got)
+        return out
+
+    def _agreeing(self, header: Header, path: str) -> DatasetLayoutError | None:
+        """None when a data file's ``header`` agrees with the dataset's (remembered: the
+        next file's is the same object), else the error."""
+        if not header.same_geometry(self.header):
+            diffs = "; ".join(self.header.differences(header))
+            return DatasetLayoutError(
+                f"file header differs from {HEADER_FILE} ({HEADER_FILE} vs file: {diffs})",
+                path, offset=0)
+        self._file_header = header  # parsed headers are shared: the next file's is this one
+        return None
+
     def done_with(self, unit: StorageUnit) -> None:
-        """The dataset keeps its files open: nothing to do."""
+        """Nothing: the dataset keeps the files it opened, and a unit that opened its own
+        (``open_and_read``) keeps it until it goes (a worker may still be reading it: the
+        file is closed when the last reference to it goes)."""
 
     def iter_units(self) -> Iterator[Vec3]:
         """The file-grid positions of the data files, z, y, x folders in numeric order: one
