@@ -379,7 +379,20 @@ class RangeCache:
 
     def _drop_locked(self, url: str, obj: _Object, start: int, end: int) -> None:
         self._remove(obj, start, end)
-        key = (url, start, end)
+        self._uncount_locked((url, start, end))
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(obj.folder, f"{start}-{end}"))
+
+    def _forget(self, url: str, start: int, end: int) -> None:
+        with self._lock:
+            obj = self._objects.get(url)
+            if obj is not None:
+                self._remove(obj, start, end)
+            self._uncount_locked((url, start, end))
+
+    def _uncount_locked(self, key: Key) -> None:
+        """Take a range out of the LRU, the memory copies and the writes still pending, and
+        out of their totals.  Under ``_lock``."""
         n = self._lru.pop(key, None)
         if n is not None:
             self._total -= n
@@ -389,24 +402,6 @@ class RangeCache:
         pending = self._unwritten.pop(key, None)
         if pending is not None:
             self._unwritten_total -= len(pending)
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(obj.folder, f"{start}-{end}"))
-
-    def _forget(self, url: str, start: int, end: int) -> None:
-        with self._lock:
-            obj = self._objects.get(url)
-            if obj is not None:
-                self._remove(obj, start, end)
-            key = (url, start, end)
-            n = self._lru.pop(key, None)
-            if n is not None:
-                self._total -= n
-            held = self._mem.pop(key, None)
-            if held is not None:
-                self._mem_total -= len(held)
-            pending = self._unwritten.pop(key, None)
-            if pending is not None:
-                self._unwritten_total -= len(pending)
 
     def _evict_locked(self) -> None:
         while self._total > self.budget and self._lru:
