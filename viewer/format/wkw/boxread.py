@@ -91,8 +91,8 @@ def _staging(nbytes: int) -> npt.NDArray[np.uint8]:
 
 
 class _Geometry(NamedTuple):
-    """What a read needs of a header, computed once (``Header``'s properties are derived on
-    every access, a few microseconds each: a 64^3 box read asked for about thirty)."""
+    """What a read needs of a header, as plain locals (one tuple per read, not thirty
+    attribute look-ups)."""
 
     block_len: int
     block_bytes: int
@@ -103,22 +103,10 @@ class _Geometry(NamedTuple):
     side: int  # voxels per file side
 
 
-#: Geometry by header identity (the header is kept in the entry, so its id is not reused
-#: while the entry exists); cleared when it grows past a few hundred headers.
-_GEOMETRY: dict[int, tuple[Header, _Geometry]] = {}
-
-
 def _geometry(h: Header) -> _Geometry:
-    hit = _GEOMETRY.get(id(h))
-    if hit is not None and hit[0] is h:
-        return hit[1]
     b = h.block_len
-    g = _Geometry(b, h.block_bytes, b * b * h.voxel_size, h.dtype, h.num_channels,
-                  h.is_compressed, h.file_len_vx)
-    if len(_GEOMETRY) >= 256:
-        _GEOMETRY.clear()
-    _GEOMETRY[id(h)] = (h, g)
-    return g
+    return _Geometry(b, h.block_bytes, b * b * h.voxel_size, h.dtype, h.num_channels,
+                     h.is_compressed, b * h.file_len)
 
 
 def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],

@@ -137,11 +137,19 @@ class Header:
         self.voxel_type = VOXEL_TYPES[code].type
         self.num_channels = int(num_channels)
         self.data_offset = int(data_offset)
+        self._derive(code)
+
+    def _derive(self, code: int) -> None:
+        """Work out the numbers readers ask for per block and per read, once (a header never
+        changes after it is made; ``replace`` makes a new one)."""
+        self._dtype = VOXEL_TYPES[code]
+        self._voxel_size = self._dtype.itemsize * self.num_channels
+        self._block_bytes = self.block_len**3 * self._voxel_size
 
     # -- derived geometry ---------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype[Any]:
-        return VOXEL_TYPES[self.voxel_type_code]
+        return self._dtype
 
     @property
     def voxel_type_code(self) -> int:
@@ -150,7 +158,7 @@ class Header:
     @property
     def voxel_size(self) -> int:
         """Bytes per voxel, all channels together (the header's voxelSize)."""
-        return self.dtype.itemsize * self.num_channels
+        return self._voxel_size
 
     @property
     def is_compressed(self) -> bool:
@@ -175,7 +183,7 @@ class Header:
 
     @property
     def block_bytes(self) -> int:
-        return self.block_voxels * self.voxel_size
+        return self._block_bytes
 
     @property
     def num_blocks(self) -> int:
@@ -250,6 +258,7 @@ class Header:
         self.voxel_type = VOXEL_TYPES[code].type
         self.num_channels = num_channels
         self.data_offset = data_offset
+        self._derive(code)
         return self
 
     # -- comparison ---------------------------------------------------------------------------
