@@ -14,7 +14,7 @@ a SIGBUS that kills the process.  Every read ends with an ``fstat`` of the descr
 file's size, modification or change time differ from when the handle was opened, the bytes
 just read may mix two versions of the file (and the jump table parsed at open no longer
 describes it), so the read raises ``FileChangedError``.  (A write updates those times before
-it copies its data; the handle records the identity after waiting, with ``lseek(SEEK_DATA)``,
+it copies its data; after the handle records the identity it waits, with ``lseek(SEEK_DATA)``,
 for any write in progress to finish: see ``wait_for_writers``.)  A file replaced by a rename (how
 this project writes) is not changed: the handle keeps reading the old version, whole, until
 its owner opens the file again.  Reopening a descriptor after the pool closed it checks the
@@ -239,8 +239,8 @@ class FileHandle:
         self._closed = False
         fd = _POOL.open_new(self.path)
         try:
-            wait_for_writers(fd)
             st = os.fstat(fd)
+            wait_for_writers(fd)  # after the fstat: see ``wait_for_writers``
         except BaseException:
             os.close(fd)
             raise
@@ -337,7 +337,15 @@ def wait_for_writers(fd: int) -> None:
     time *before* it copies its data, so a read that overlaps a write which began before the
     handle recorded the file's identity would go unnoticed by the ``fstat`` after it.  Linux
     file systems (ext4, xfs, btrfs, tmpfs) hold the inode's lock across a buffered write and
-    take it for ``lseek(SEEK_DATA)``: that seek waits for such a write to finish."""
+    take it for ``lseek(SEEK_DATA)``: that seek waits for such a write to finish.
+
+    Call it *after* the ``fstat`` that records the identity, never before: a write that
+    begins between this wait and that ``fstat`` would have its new times recorded as the
+    file's and its data copied while the read runs (a torn block that every check passed;
+    seen about once in four runs of ``tests/faults/test_concurrent_truncate.py``).  A write
+    that begins after the ``fstat`` changes the times again: Linux 6.13 and later give the
+    next change after an ``fstat`` a fine-grained time (multigrain timestamps on ext4, xfs,
+    btrfs and tmpfs); older kernels only tell writes a timer tick apart."""
     if _SEEK_DATA is None:
         return
     # ENXIO (no data), or a file system without it: nothing to wait for.

@@ -179,8 +179,8 @@ class File:
         ``FileChangedError``), ``close``.  Raises what ``open`` raises."""
         fd = os.open(path, OPEN_FLAGS)
         try:
-            wait_for_writers(fd)
             st = os.fstat(fd)
+            wait_for_writers(fd)  # after the fstat (``handles.wait_for_writers``)
             size = st.st_size
             view, address = first_buffer()
             want = size if size <= SMALL_FILE_BYTES else min(size, OPEN_READ_BYTES)
