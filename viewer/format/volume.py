@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format import bigmemory
 from viewer.format.errors import BlockDecodeError, DatasetLayoutError, FormatError
 
 Vec3 = tuple[int, int, int]
@@ -324,7 +325,7 @@ class Volume(ABC):
         ``fill_value``; a damaged chunk raises its ``FormatError``."""
         off = _vec3(offset, "offset")
         size = _vec3(shape, "shape")
-        out = np.empty((self.num_channels, *size), dtype=self.dtype, order="F")
+        out = bigmemory.empty((self.num_channels, *size), self.dtype)
         out[...] = self.fill_value
         if min(size) > 0:
             self.read_into(out, off)

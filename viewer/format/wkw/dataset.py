@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format import bigmemory
 from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError, HeaderError
 from viewer.format.wkw import writer
 from viewer.format.wkw.file import File, check_limits
@@ -198,7 +199,7 @@ class Dataset:
             return np.zeros((h.num_channels, *shape), dtype=h.dtype, order="F")
         # Not zeroed: the files' cubes tile the box, a present file writes every voxel of its
         # part and the parts of absent files are zeroed below (saves clearing memory twice).
-        out = np.empty((h.num_channels, *shape), dtype=h.dtype, order="F")
+        out = bigmemory.empty((h.num_channels, *shape), h.dtype)  # a big one: memory reused
         self._read_into(out, offset, zero_absent=True)
         return out
 
