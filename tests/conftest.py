@@ -13,6 +13,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -60,3 +61,14 @@ def x_display() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def _collect_cycles_between_tests() -> Iterator[None]:
+    """Once a window moved cycle collection to the GUI thread (``viewer.ui.collector``), it
+    happens on that thread's timer, which runs only while a test waits in the event loop: do
+    what is due after each test as well (on the main thread, the GUI thread of the tests)."""
+    yield
+    collector = sys.modules.get("viewer.ui.collector")
+    if collector is not None and collector.installed():
+        collector.collect_if_due()

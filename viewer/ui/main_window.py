@@ -41,6 +41,7 @@ from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.slicing import Box3
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
 from viewer.format import Dataset, FormatError, Volume
+from viewer.ui import collector
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
@@ -83,6 +84,7 @@ class QtMainWindow(QMainWindow):
     def __init__(self, state: ViewerState | None = None,
                  source_factory: SourceFactory = sync_source) -> None:
         super().__init__()
+        collector.collect_on_gui_thread()  # Qt objects in cycles die on this thread
         self.state = state or ViewerState()
         self.source_factory = source_factory
         self.source: LayeredSource | None = None
