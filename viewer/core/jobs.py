@@ -272,7 +272,16 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave without the interpreter's shutdown: the cancel watcher may still be blocked in a
+    # read of stdin, holding its lock, and closing stdin at shutdown then aborts the process
+    # ("could not acquire lock ... at interpreter shutdown"; SIGABRT and a core file, seen
+    # when the child sent its outcome before the parent closed its stdin).  Every frame is
+    # flushed as written.
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 __all__ = ["Job", "Work", "Emit", "NotHere", "JobCancelled", "processes_available",
