@@ -4,9 +4,11 @@ The interpreter collects reference cycles on whichever thread allocates past its
 loader worker, the inspector's scan thread, a compare job's thread.  When a cycle it breaks
 holds a Qt object (a closed window's widgets, a model, a timer), that object's C++ destructor
 runs on the worker while the GUI thread may be using it, and Qt objects must die on their own
-thread.  A CI run of the suite crashed in a way that fits this (SIGSEGV in the GUI thread's
-event loop while the inspector's scan thread was inside a list comprehension, where a
-collection can start).
+thread.  A CI run of the suite crashed that way (SIGSEGV in the GUI thread's event loop while
+the inspector's scan thread was inside a list comprehension, where a collection can start),
+and so does every run of a few thousand widgets in cycles beside a thread that allocates
+(``tests/ui/test_collector.py``; Qt first says "Timers cannot be stopped from another
+thread").
 
 ``collect_on_gui_thread()`` turns automatic collection off for the process and collects from a
 timer on the GUI thread instead, each generation when the interpreter would have (its
