@@ -12,10 +12,12 @@ as for a sparse chunk, or an error); other I/O failures raise ``OSError``.  Thre
 from __future__ import annotations
 
 import os
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
-from viewer.format.errors import UnsupportedFormatError
+from viewer.format.errors import FileChangedError, UnsupportedFormatError
+from viewer.format.handles import OPEN_FLAGS, identity, wait_for_writers
 
 
 class Store(ABC):
@@ -32,6 +34,13 @@ class Store(ABC):
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Several ``(offset, length)`` ranges of one object (a remote store merges them)."""
         return [self.read(key, off, n) for off, n in ranges]
+
+    def read_whole(self, key: str) -> bytes:
+        """The whole object, as one version of it: an object another program changed while
+        it was read raises ``FileChangedError`` (read it again) rather than giving bytes of
+        two versions.  What a one-chunk-per-file format reads a chunk with (N5, Zarr v2:
+        ``Volume.read_units``).  Default: ``read`` (an object store's GET is one version)."""
+        return self.read(key)
 
     @abstractmethod
     def size(self, key: str) -> int | None:
@@ -90,6 +99,30 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
+    def read_whole(self, key: str) -> bytes:
+        """The whole file with no ``stat`` before: ``open`` (a missing file, or a path through
+        a file, raises ``FileNotFoundError`` / ``NotADirectoryError``), ``fstat``, a wait for
+        writes in progress (``handles.wait_for_writers``, after that ``fstat``), one ``pread``
+        of its size, ``fstat`` again, ``close``.  A file whose identity (``handles.identity``:
+        size, modification and change times) differs between the two ``fstat`` calls was
+        rewritten, truncated or replaced during the read: ``FileChangedError``.  Something
+        that is not a regular file (a folder, a pipe: opened without blocking) raises
+        ``FileNotFoundError``, as ``size`` calls it absent."""
+        path = self.location(key)
+        fd = os.open(path, OPEN_FLAGS | _NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileNotFoundError(2, "not a regular file", path)
+            wait_for_writers(fd)  # after the fstat that records the identity, never before
+            data = _pread_all(fd, st.st_size, 0)
+            if len(data) != st.st_size or identity(os.fstat(fd)) != identity(st):
+                raise FileChangedError("the file changed while it was read (rewritten, "
+                                       "truncated or replaced by another program)", path)
+        finally:
+            os.close(fd)
+        return data
+
     def size(self, key: str) -> int | None:
         try:
             st = os.stat(self.location(key))
@@ -110,6 +143,10 @@ class LocalStore(Store):
 
     def __repr__(self) -> str:
         return f"<LocalStore {self.root!r}>"
+
+
+#: Opening a pipe by mistake must not block (no effect on a regular file).
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:

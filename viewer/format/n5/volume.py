@@ -6,6 +6,11 @@ is the file ``i/j/k`` under the dataset (with ``/0`` appended for each N5 axis p
 channel axis held in one block, or axes of size 1).  A missing file is an absent chunk: N5
 datasets are sparse, and it reads as zeros.
 
+A local dataset has ``small_units``: the loader reads its chunks with ``read_units``, each
+chunk file read once with no ``stat`` before (``LocalStore.read_whole``) and decoded, no unit
+kept (issue 20).  Over a network (``RemoteStore``) the units are opened and kept as any
+format's are, so that their read-ahead (``will_need``) is asked for before they are read.
+
 Edge chunks are stored truncated (Java's N5 writes the part inside the dataset) or padded
 (tensorstore writes the full ``blockSize``); both are read, and a header whose block size is
 neither is a ``HeaderError`` of that chunk.
@@ -27,6 +32,7 @@ import numpy.typing as npt
 
 from viewer.format.errors import (
     ChunkDecodeError,
+    FileChangedError,
     FormatError,
     HeaderError,
     MetadataError,
@@ -40,8 +46,16 @@ from viewer.format.n5.attributes import (
 )
 from viewer.format.n5.header import ChunkHeader
 from viewer.format.pool import decode_pool
-from viewer.format.store import Store, open_store
-from viewer.format.volume import ChunkTable, StorageUnit, StoredResult, Volume, VolumeInfo
+from viewer.format.store import LocalStore, Store, open_store
+from viewer.format.volume import (
+    ChunkResult,
+    ChunkTable,
+    StorageUnit,
+    StoredResult,
+    UnitRead,
+    Volume,
+    VolumeInfo,
+)
 
 Vec3 = tuple[int, int, int]
 
@@ -132,6 +146,8 @@ class N5Volume(Volume):
         self._block = np.asarray(attrs.block_size, dtype=np.int64)
         # N5 axis for each of x, y, z (None: a 2-D dataset has no Z axis).
         self._spatial: list[int | None] = [0, 1, 2 if attrs.ndim >= 3 else None]
+        #: One chunk per file: on a local disk not worth keeping open (``read_units``).
+        self.small_units = isinstance(store, LocalStore)
         names = attrs.raw.get("axes")
         if isinstance(names, list) and len(names) == attrs.ndim and \
                 all(isinstance(a, str) for a in names):
@@ -187,6 +203,37 @@ class N5Volume(Volume):
         return None if size is None else N5Chunk(self, (int(unit[0]), int(unit[1]),
                                                         int(unit[2])), size)
 
+    def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
+        """Chunks of several chunk files, each file read once and closed, none kept open
+        (``small_units``): per job the chunk (index 0) decoded, ``None`` for a file that is
+        absent (or outside the grid), the chunk's error otherwise, as ``read_chunks`` gives
+        them.  No ``stat`` before the read (``Store.read_whole``); a file changed while it
+        was read is read once more (a second change: the chunk's ``FileChangedError``)."""
+        out: list[UnitRead] = []
+        for pos, indices in jobs:
+            unit = (int(pos[0]), int(pos[1]), int(pos[2]))
+            if not self.in_grid(unit):
+                out.append(None)
+                continue
+            stored = self.read_chunk_bytes(unit)
+            if stored is None:
+                out.append(None)
+                continue
+            chunks: list[ChunkResult] = []
+            for index in indices:
+                if int(index) != 0:
+                    chunks.append(FormatError(f"an N5 chunk file holds chunk 0 only, not "
+                                              f"{index}", self.unit_path(unit), chunk=unit))
+                elif isinstance(stored, FormatError):
+                    chunks.append(stored)
+                else:
+                    try:
+                        chunks.append(self.decode_chunk(unit, stored))
+                    except FormatError as exc:
+                        chunks.append(exc)
+            out.append(chunks)
+        return out
+
     def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
         """The cursor moved on (a store that prefetches): stop the read-ahead of this
         dataset's chunk files but ``keep``'s, queued or on the wire (other datasets of the
@@ -224,15 +271,24 @@ class N5Volume(Volume):
 
     # -- decoding --------------------------------------------------------------------------------
     def read_chunk_bytes(self, unit: Vec3) -> StoredResult:
-        """The chunk file's bytes, ``None`` when it is absent, or the error reading it."""
+        """The chunk file's bytes, ``None`` when it is absent, or the error reading it.  The
+        file is read whole as one version (``Store.read_whole``): one changed by another
+        program while it was read is read once more, and a second change is the chunk's
+        ``FileChangedError`` (never a chunk of two versions)."""
         key = self.chunk_key(unit)
-        try:
-            return self.store.read(key)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
-                                    self.store.location(key), chunk=self.grid_position(unit))
+        reason = ""
+        for _ in range(2):  # a file changed during the read is read once more
+            try:
+                return self.store.read_whole(key)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except FileChangedError as exc:
+                reason = exc.reason
+            except OSError as exc:
+                return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
+                                        self.store.location(key),
+                                        chunk=self.grid_position(unit))
+        return FileChangedError(reason, self.store.location(key), chunk=self.grid_position(unit))
 
     def _expected_dims(self, unit: Sequence[int]) -> tuple[list[int], list[int]]:
         """``(full, clipped)`` block sizes per N5 axis of the chunk at ``unit``."""

@@ -6,6 +6,11 @@ order of the shard's inner grid in the array's own axis order.  Without sharding
 chunk object (``ChunkTable.single``).  An absent shard or chunk object is an absent unit; an
 absent inner chunk (index entry all ones) is an absent chunk: both read as ``fill_value``.
 
+Unsharded arrays on a local disk have ``small_units``: the loader reads their chunks with
+``read_units``, each chunk file read once with no ``stat`` before (``LocalStore.read_whole``)
+and decoded, no unit kept (issue 20).  Sharded arrays (a shard holds many chunks, its index
+parsed once) and arrays over a network (read-ahead through kept units) keep their units open.
+
 Reading stored bytes goes through a ``Store`` (a shard's wanted ranges are merged into few
 reads); decoding is numpy views over the decoded bytes.  ``read`` decodes on a small thread
 pool straight into the output (zstd and zlib release the GIL).
@@ -25,16 +30,19 @@ from viewer.format.errors import (
     ChecksumError,
     ChunkDecodeError,
     DatasetLayoutError,
+    FileChangedError,
     FormatError,
 )
 from viewer.format.pool import decode_pool
-from viewer.format.store import Store
+from viewer.format.store import LocalStore, Store
 from viewer.format.volume import (
+    ChunkResult,
     ChunkTable,
     IntArray,
     StorageUnit,
     StoredResult,
     UnitCache,
+    UnitRead,
     Volume,
     VolumeInfo,
     chunk_grid,
@@ -112,13 +120,25 @@ class ChunkUnit(_UnitBase):
             if int(index) != 0:
                 out.append(self.chunk_error(int(index), "a chunk object holds chunk 0 only"))
                 continue
-            try:
-                out.append(self.volume.store.read(self.key))
-            except FileNotFoundError:
-                out.append(None)
-            except OSError as exc:
-                out.append(self.chunk_error(0, f"cannot read: {exc.strerror or exc}"))
+            out.append(self.read_object())
         return out
+
+    def read_object(self) -> StoredResult:
+        """The chunk object's bytes, ``None`` when it is absent, or the error reading it.
+        Read whole as one version (``Store.read_whole``): an object changed by another
+        program while it was read is read once more, and a second change is the chunk's
+        ``FileChangedError`` (never a chunk of two versions)."""
+        reason = ""
+        for _ in range(2):
+            try:
+                return self.volume.store.read_whole(self.key)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except FileChangedError as exc:
+                reason = exc.reason
+            except OSError as exc:
+                return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
+        return self.chunk_error(0, reason, cls=FileChangedError)
 
     def describe(self) -> dict[str, Any]:
         return {"key": self.key, "stored_bytes": self._size,
@@ -306,6 +326,8 @@ class ZarrVolume(Volume):
                           and meta.codec.inverse == (3, 2, 1, 0)
                           and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
+        #: One chunk per object, on a local disk: not worth keeping open (``read_units``).
+        self.small_units = meta.sharding is None and isinstance(store, LocalStore)
 
     # -- extent ---------------------------------------------------------------------------------
     @property
@@ -342,6 +364,36 @@ class ZarrVolume(Volume):
         shard = self._open_shard(key3)
         self._units.put(key3, shard)
         return shard
+
+    def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
+        """Chunks of several chunk objects of an unsharded array, each read once and not kept
+        (``small_units``): per job the chunk (index 0) decoded, ``None`` for an absent object,
+        the chunk's error otherwise, as ``read_chunks`` gives them.  No ``stat`` before the
+        read (``Store.read_whole``).  A sharded array: the default (shards stay open)."""
+        if self.meta.sharding is not None:
+            return super().read_units(jobs)
+        out: list[UnitRead] = []
+        for pos, indices in jobs:
+            unit = ChunkUnit(self, (int(pos[0]), int(pos[1]), int(pos[2])),
+                             self.unit_key(pos), 0)
+            stored = unit.read_object()
+            if stored is None:
+                out.append(None)
+                continue
+            chunks: list[ChunkResult] = []
+            for index in indices:
+                if int(index) != 0:
+                    chunks.append(unit.chunk_error(int(index), "a chunk object holds chunk 0 "
+                                                   "only"))
+                elif isinstance(stored, FormatError):
+                    chunks.append(stored)
+                else:
+                    try:
+                        chunks.append(self.decode_chunk(stored, unit, 0))
+                    except FormatError as exc:
+                        chunks.append(exc)
+            out.append(chunks)
+        return out
 
     def _open_shard(self, unit: Vec3) -> ShardUnit | None:
         spec = self.meta.sharding
