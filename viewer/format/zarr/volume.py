@@ -19,6 +19,7 @@ pool straight into the output (zstd and zlib release the GIL).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -34,7 +35,7 @@ from viewer.format.errors import (
     FormatError,
 )
 from viewer.format.pool import decode_pool
-from viewer.format.store import LocalStore, Store
+from viewer.format.store import LocalStore, Store, read_file_whole
 from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
@@ -128,17 +129,14 @@ class ChunkUnit(_UnitBase):
         Read whole as one version (``Store.read_whole``): an object changed by another
         program while it was read is read once more, and a second change is the chunk's
         ``FileChangedError`` (never a chunk of two versions)."""
-        reason = ""
-        for _ in range(2):
-            try:
-                return self.volume.store.read_whole(self.key)
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            except FileChangedError as exc:
-                reason = exc.reason
-            except OSError as exc:
-                return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
-        return self.chunk_error(0, reason, cls=FileChangedError)
+        try:
+            return self.volume.store.read_whole(self.key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except FileChangedError as exc:
+            return self.chunk_error(0, exc.reason, cls=FileChangedError)
+        except OSError as exc:
+            return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
 
     def describe(self) -> dict[str, Any]:
         return {"key": self.key, "stored_bytes": self._size,
@@ -366,34 +364,51 @@ class ZarrVolume(Volume):
         return shard
 
     def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
-        """Chunks of several chunk objects of an unsharded array, each read once and not kept
-        (``small_units``): per job the chunk (index 0) decoded, ``None`` for an absent object,
-        the chunk's error otherwise, as ``read_chunks`` gives them.  No ``stat`` before the
-        read (``Store.read_whole``).  A sharded array: the default (shards stay open)."""
-        if self.meta.sharding is not None:
+        """Chunks of several chunk objects of an unsharded array on a local disk, each read
+        once and not kept (``small_units``): per job the chunk (index 0) decoded, ``None``
+        for an absent object, the chunk's error otherwise, as ``read_chunks`` gives them.  No
+        ``stat`` before the read (``store.read_file_whole``: a file changed while it was read
+        is read once more, a second change is the chunk's ``FileChangedError``).  A sharded
+        array, or one over a network: the default (units opened and kept)."""
+        if self.meta.sharding is not None or not isinstance(self.store, LocalStore):
             return super().read_units(jobs)
         out: list[UnitRead] = []
+        location = self.store.location
+        folder = os.path.join(location(""), "") if os.sep == "/" else None
+        unit_key, codec, cxyz = self.unit_key, self.meta.codec, self._cxyz
         for pos, indices in jobs:
-            unit = ChunkUnit(self, (int(pos[0]), int(pos[1]), int(pos[2])),
-                             self.unit_key(pos), 0)
-            stored = unit.read_object()
-            if stored is None:
+            key = unit_key(pos)
+            path = folder + key if folder is not None else location(key)  # = unit_path(pos)
+            data: bytes | None = None
+            failed: FormatError | None = None
+            try:
+                data = read_file_whole(path)
+            except (FileNotFoundError, NotADirectoryError):
                 out.append(None)
                 continue
+            except FileChangedError as exc:
+                failed = self._chunk_unit(pos, key).chunk_error(0, exc.reason,
+                                                                cls=FileChangedError)
+            except OSError as exc:
+                failed = self._chunk_unit(pos, key).chunk_error(
+                    0, f"cannot read: {exc.strerror or exc}")
             chunks: list[ChunkResult] = []
             for index in indices:
-                if int(index) != 0:
-                    chunks.append(unit.chunk_error(int(index), "a chunk object holds chunk 0 "
-                                                   "only"))
-                elif isinstance(stored, FormatError):
-                    chunks.append(stored)
+                if index != 0:
+                    chunks.append(self._chunk_unit(pos, key).chunk_error(
+                        int(index), "a chunk object holds chunk 0 only"))
+                elif data is None:
+                    chunks.append(failed)
                 else:
                     try:
-                        chunks.append(self.decode_chunk(stored, unit, 0))
-                    except FormatError as exc:
-                        chunks.append(exc)
+                        chunks.append(cxyz(codec.decode(data)))
+                    except CodecFailure as exc:
+                        chunks.append(_codec_error(exc, self._chunk_unit(pos, key), 0))
             out.append(chunks)
         return out
+
+    def _chunk_unit(self, pos: Sequence[int], key: str) -> ChunkUnit:
+        return ChunkUnit(self, (int(pos[0]), int(pos[1]), int(pos[2])), key, 0)
 
     def _open_shard(self, unit: Vec3) -> ShardUnit | None:
         spec = self.meta.sharding
@@ -472,7 +487,10 @@ class ZarrVolume(Volume):
                      index: int) -> npt.NDArray[Any]:
         """A chunk's stored bytes as ``(C, cx, cy, cz)`` (Fortran order when the layout
         allows it without a copy, as webKnossos' transpose makes it)."""
-        arr = self._decode_raw(stored, unit, index)
+        return self._cxyz(self._decode_raw(stored, unit, index))
+
+    def _cxyz(self, arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """A decoded chunk in the array's axis order as ``(C, cx, cy, cz)``."""
         if self._identity:
             return arr
         out = self.axes.to_cxyz(arr, self.num_channels)
@@ -485,9 +503,7 @@ class ZarrVolume(Volume):
         try:
             return self.meta.codec.decode(stored)
         except CodecFailure as exc:
-            cls: type[FormatError] = ChecksumError if exc.checksum else ChunkDecodeError
-            raise unit.chunk_error(index, str(exc), offset=unit.chunk_offset(index),
-                                   cls=cls) from None
+            raise _codec_error(exc, unit, index) from None
 
     # -- reading ----------------------------------------------------------------------------------
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
@@ -591,6 +607,12 @@ class Zarr2Volume(ZarrVolume):
 
 class Zarr3Volume(ZarrVolume):
     format: ClassVar[str] = "zarr3"
+
+
+def _codec_error(exc: CodecFailure, unit: _UnitBase, index: int) -> FormatError:
+    """The chunk's error for a failure of its codecs (``ChecksumError`` for a checksum)."""
+    cls: type[FormatError] = ChecksumError if exc.checksum else ChunkDecodeError
+    return unit.chunk_error(index, str(exc), offset=unit.chunk_offset(index), cls=cls)
 
 
 def make_volume(store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
