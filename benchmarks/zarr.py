@@ -18,6 +18,10 @@ ratios of the best rounds are printed too.
     python -m benchmarks.zarr --json     # {"xy_ratio_vs_tensorstore", "box64_ratio_vs_tensorstore",
                                          #  "xy_ratio_vs_zarr_python", ...}
     python -m benchmarks.zarr --rounds 31
+
+Then one chunk per file (issue 20; how, in ``benchmarks.n5``): the loader's worker CPU per
+chunk on a Zarr v2 array of 20,480 chunk files of 32^3, against tensorstore and the bare decode
+(``chunk_files_*`` keys; ``--chunk-files-only`` runs this part alone).
 """
 
 from __future__ import annotations
@@ -180,17 +184,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--zarr-rounds", type=int, default=7,
                         help="rounds in which zarr-python reads too (it is slow)")
+    parser.add_argument("--jumps", type=int, default=12,
+                        help="far jumps per side of the one-chunk-per-file figures")
+    parser.add_argument("--chunk-files-only", action="store_true",
+                        help="only the one-chunk-per-file figures (Zarr v2)")
     args = parser.parse_args(argv)
-    result = run(args.rounds, args.zarr_rounds)
+    from benchmarks.n5 import chunk_file_figures
+
+    result = {} if args.chunk_files_only else run(args.rounds, args.zarr_rounds)
+    result.update(chunk_file_figures("zarr2", args.jumps))
     if args.json:
         print(json.dumps(result))
         return 0
-    for key, target in TARGETS.items():
+    for key, target in TARGETS.items() if not args.chunk_files_only else ():
         v = result[key]
         print(f"{key:30s} {v:6.3f}  (target <= {target}, best rounds "
               f"{result[key.replace('_ratio', '_min_ratio')]:.3f})")
-    for key, ms in result["ms"].items():
+    for key, ms in result.get("ms", {}).items():
         print(f"  {key:24s} {ms:8.2f} ms (median)")
+    print(f"chunk files (zarr v2): loader CPU per chunk "
+          f"{result['chunk_files_loader_cpu_us_per_chunk']} us (kept units: "
+          f"{result['chunk_files_loader_cpu_us_per_chunk_kept_units']} us; tensorstore "
+          f"{result['chunk_files_tensorstore_cpu_us_per_chunk']} us; bare decode "
+          f"{result['chunk_files_decode_us_per_chunk']} us; load "
+          f"{result['chunk_files_detail']['load_average']})")
     return 0
 
 

@@ -11,11 +11,14 @@ as for a sparse chunk, or an error); other I/O failures raise ``OSError``.  Thre
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
-from viewer.format.errors import UnsupportedFormatError
+from viewer.format.errors import FileChangedError, UnsupportedFormatError
+from viewer.format.handles import OPEN_FLAGS, identity, wait_for_writers
 
 
 class Store(ABC):
@@ -32,6 +35,13 @@ class Store(ABC):
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Several ``(offset, length)`` ranges of one object (a remote store merges them)."""
         return [self.read(key, off, n) for off, n in ranges]
+
+    def read_whole(self, key: str) -> bytes:
+        """The whole object, as one version of it: an object another program changed while
+        it was read is read again, or raises ``FileChangedError``, rather than giving bytes
+        of two versions.  What a one-chunk-per-file format reads a chunk with (N5, Zarr v2:
+        ``Volume.read_units``).  Default: ``read`` (an object store's GET is one version)."""
+        return self.read(key)
 
     @abstractmethod
     def size(self, key: str) -> int | None:
@@ -90,6 +100,11 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
+    def read_whole(self, key: str) -> bytes:
+        """The whole file as one version of it, with no ``stat`` before: see
+        ``read_file_whole``."""
+        return read_file_whole(self.location(key))
+
     def size(self, key: str) -> int | None:
         try:
             st = os.stat(self.location(key))
@@ -110,6 +125,38 @@ class LocalStore(Store):
 
     def __repr__(self) -> str:
         return f"<LocalStore {self.root!r}>"
+
+
+def read_file_whole(path: str) -> bytes:
+    """The whole file at ``path`` as one version of it, with no ``stat`` before: ``open`` (a
+    missing file, or a path through a file, raises ``FileNotFoundError`` /
+    ``NotADirectoryError``), ``fstat``, a wait for writes in progress
+    (``handles.wait_for_writers``, after that ``fstat``), one ``pread`` of its size, ``fstat``
+    again, ``close``.  A file whose identity (``handles.identity``: size, modification and
+    change times) differs between the two ``fstat`` calls was rewritten, truncated or
+    replaced during the read: it is read once more, and a second change raises
+    ``FileChangedError`` (never bytes of two versions).  Something that is not a regular
+    file (a folder; a pipe, opened without blocking) raises ``FileNotFoundError``, as
+    ``LocalStore.size`` calls it absent.  What ``LocalStore.read_whole`` and the
+    one-chunk-per-file formats' ``read_units`` read a chunk file with."""
+    for _ in range(2):
+        fd = os.open(path, OPEN_FLAGS | _NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
+            wait_for_writers(fd)  # after the fstat that records the identity, never before
+            data = _pread_all(fd, st.st_size, 0)
+            if len(data) == st.st_size and identity(os.fstat(fd)) == identity(st):
+                return data
+        finally:
+            os.close(fd)
+    raise FileChangedError("the file changed while it was read (rewritten, truncated or "
+                           "replaced by another program)", path)
+
+
+#: Opening a pipe by mistake must not block (no effect on a regular file).
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:
@@ -164,4 +211,4 @@ def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
     return open_store(parent or "."), name
 
 
-__all__ = ["Store", "LocalStore", "open_store", "is_url", "split"]
+__all__ = ["Store", "LocalStore", "open_store", "is_url", "split", "read_file_whole"]

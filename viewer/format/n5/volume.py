@@ -6,6 +6,11 @@ is the file ``i/j/k`` under the dataset (with ``/0`` appended for each N5 axis p
 channel axis held in one block, or axes of size 1).  A missing file is an absent chunk: N5
 datasets are sparse, and it reads as zeros.
 
+A local dataset has ``small_units``: the loader reads its chunks with ``read_units``, each
+chunk file read once with no ``stat`` before (``LocalStore.read_whole``) and decoded, no unit
+kept (issue 20).  Over a network (``RemoteStore``) the units are opened and kept as any
+format's are, so that their read-ahead (``will_need``) is asked for before they are read.
+
 Edge chunks are stored truncated (Java's N5 writes the part inside the dataset) or padded
 (tensorstore writes the full ``blockSize``); both are read, and a header whose block size is
 neither is a ``HeaderError`` of that chunk.
@@ -17,6 +22,7 @@ big-endian done by that copy.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +33,7 @@ import numpy.typing as npt
 
 from viewer.format.errors import (
     ChunkDecodeError,
+    FileChangedError,
     FormatError,
     HeaderError,
     MetadataError,
@@ -40,8 +47,16 @@ from viewer.format.n5.attributes import (
 )
 from viewer.format.n5.header import ChunkHeader
 from viewer.format.pool import decode_pool
-from viewer.format.store import Store, open_store
-from viewer.format.volume import ChunkTable, StorageUnit, StoredResult, Volume, VolumeInfo
+from viewer.format.store import LocalStore, Store, open_store, read_file_whole
+from viewer.format.volume import (
+    ChunkResult,
+    ChunkTable,
+    StorageUnit,
+    StoredResult,
+    UnitRead,
+    Volume,
+    VolumeInfo,
+)
 
 Vec3 = tuple[int, int, int]
 
@@ -128,10 +143,17 @@ class N5Volume(Volume):
         self._stored_dtype = attrs.stored_dtype
         self._problems = list(problems)
         self._grid = np.asarray(attrs.grid_shape, dtype=np.int64)
-        self._dims = np.asarray(attrs.dimensions, dtype=np.int64)
-        self._block = np.asarray(attrs.block_size, dtype=np.int64)
         # N5 axis for each of x, y, z (None: a 2-D dataset has no Z axis).
         self._spatial: list[int | None] = [0, 1, 2 if attrs.ndim >= 3 else None]
+        self._ndim = attrs.ndim
+        self._grid_list = [int(g) for g in attrs.grid_shape]
+        self._block_list = [int(b) for b in attrs.block_size]
+        self._dims_list = [int(d) for d in attrs.dimensions]
+        #: The dataset's folder with a separator after it: a chunk file's path is this and
+        #: its grid position joined with the separator (a local store).
+        self._chunk_folder = os.path.join(self.path, "")
+        #: One chunk per file: on a local disk not worth keeping open (``read_units``).
+        self.small_units = isinstance(store, LocalStore)
         names = attrs.raw.get("axes")
         if isinstance(names, list) and len(names) == attrs.ndim and \
                 all(isinstance(a, str) for a in names):
@@ -156,10 +178,13 @@ class N5Volume(Volume):
     # -- chunk grid ------------------------------------------------------------------------------
     def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]:
         """The N5 grid position (all axes) of the chunk at (x, y, z) grid position ``unit``."""
+        ndim = self._ndim
+        if ndim == 3:
+            return (int(unit[0]), int(unit[1]), int(unit[2]))
         pos = [int(unit[0]), int(unit[1])]
-        if self.attrs.ndim >= 3:
+        if ndim >= 3:
             pos.append(int(unit[2]))
-        pos.extend([0] * (self.attrs.ndim - len(pos)))
+        pos.extend([0] * (ndim - len(pos)))
         return tuple(pos)
 
     def chunk_key(self, unit: Sequence[int]) -> str:
@@ -167,10 +192,11 @@ class N5Volume(Volume):
         return f"{self.key}/{rel}" if self.key else rel
 
     def in_grid(self, unit: Sequence[int]) -> bool:
-        g = self.attrs.grid_shape
-        if self.attrs.ndim == 2 and int(unit[2]) != 0:
-            return False
-        return all(0 <= int(unit[a]) < g[a] for a in range(min(3, self.attrs.ndim)))
+        g = self._grid_list
+        if self._ndim == 2:
+            return int(unit[2]) == 0 and 0 <= int(unit[0]) < g[0] and 0 <= int(unit[1]) < g[1]
+        return 0 <= int(unit[0]) < g[0] and 0 <= int(unit[1]) < g[1] and \
+            0 <= int(unit[2]) < g[2]
 
     def unit_path(self, unit: Vec3) -> str:
         return self.store.location(self.chunk_key(unit))
@@ -186,6 +212,52 @@ class N5Volume(Volume):
                                    chunk=self.grid_position(unit)) from None
         return None if size is None else N5Chunk(self, (int(unit[0]), int(unit[1]),
                                                         int(unit[2])), size)
+
+    def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
+        """Chunks of several chunk files, each file read once and closed, none kept open
+        (``small_units``): per job the chunk (index 0) decoded, ``None`` for a file that is
+        absent (or outside the grid), the chunk's error otherwise, as ``read_chunks`` gives
+        them.  No ``stat`` before the read (``store.read_file_whole``: a file changed while
+        it was read is read once more, a second change is the chunk's ``FileChangedError``).
+        Over a network: the default (units opened, read and let go)."""
+        if not isinstance(self.store, LocalStore):
+            return super().read_units(jobs)
+        out: list[UnitRead] = []
+        folder = self._chunk_folder
+        sep = os.sep
+        grid_position = self.grid_position
+        in_grid = self.in_grid
+        for pos, indices in jobs:
+            if not in_grid(pos):
+                out.append(None)
+                continue
+            grid = grid_position(pos)
+            path = folder + sep.join(map(str, grid))  # = unit_path(pos)
+            stored: StoredResult
+            try:
+                stored = read_file_whole(path)
+            except (FileNotFoundError, NotADirectoryError):
+                out.append(None)
+                continue
+            except FileChangedError as exc:
+                stored = FileChangedError(exc.reason, path, chunk=grid)
+            except OSError as exc:
+                stored = ChunkDecodeError(f"cannot read: {exc.strerror or exc}", path,
+                                          chunk=grid)
+            chunks: list[ChunkResult] = []
+            for index in indices:
+                if index != 0:
+                    chunks.append(FormatError(f"an N5 chunk file holds chunk 0 only, not "
+                                              f"{index}", path, chunk=pos))
+                elif isinstance(stored, FormatError):
+                    chunks.append(stored)
+                else:
+                    try:
+                        chunks.append(self.decode_chunk(pos, stored, path, grid))
+                    except FormatError as exc:
+                        chunks.append(exc)
+            out.append(chunks)
+        return out
 
     def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
         """The cursor moved on (a store that prefetches): stop the read-ahead of this
@@ -224,31 +296,43 @@ class N5Volume(Volume):
 
     # -- decoding --------------------------------------------------------------------------------
     def read_chunk_bytes(self, unit: Vec3) -> StoredResult:
-        """The chunk file's bytes, ``None`` when it is absent, or the error reading it."""
+        """The chunk file's bytes, ``None`` when it is absent, or the error reading it.  The
+        file is read whole as one version (``Store.read_whole``): one changed by another
+        program while it was read is read once more, and a second change is the chunk's
+        ``FileChangedError`` (never a chunk of two versions)."""
         key = self.chunk_key(unit)
         try:
-            return self.store.read(key)
+            return self.store.read_whole(key)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except FileChangedError as exc:
+            return FileChangedError(exc.reason, self.store.location(key),
+                                    chunk=self.grid_position(unit))
         except OSError as exc:
             return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
                                     self.store.location(key), chunk=self.grid_position(unit))
 
-    def _expected_dims(self, unit: Sequence[int]) -> tuple[list[int], list[int]]:
-        """``(full, clipped)`` block sizes per N5 axis of the chunk at ``unit``."""
-        pos = np.asarray(self.grid_position(unit), dtype=np.int64)
-        clipped = np.minimum(self._block, self._dims - pos * self._block)
-        return self._block.tolist(), clipped.tolist()
+    def _expected_dims(self, unit: Sequence[int], grid: tuple[int, ...] | None = None
+                       ) -> tuple[list[int], list[int]]:
+        """``(full, clipped)`` block sizes per N5 axis of the chunk at ``unit`` (its N5 grid
+        position ``grid``, when known)."""
+        if grid is None:
+            grid = self.grid_position(unit)
+        full = self._block_list
+        return full, [min(b, d - p * b) for b, d, p in
+                      zip(full, self._dims_list, grid, strict=True)]
 
-    def check_header(self, unit: Sequence[int], h: ChunkHeader, path: str) -> str:
+    def check_header(self, unit: Sequence[int], h: ChunkHeader, path: str,
+                     grid: tuple[int, ...] | None = None) -> str:
         """How the chunk's block is stored (``"full"``, ``"truncated"`` or ``"padded"``), or
         the ``HeaderError`` / ``ChunkDecodeError`` when the header disagrees with the
-        dataset."""
-        grid = self.grid_position(unit)
+        dataset.  ``grid``: the chunk's N5 grid position, when known."""
+        if grid is None:
+            grid = self.grid_position(unit)
         if h.mode == header.MODE_OBJECT:
             raise HeaderError("object-mode chunk in a numeric dataset", path, offset=0,
                               chunk=grid)
-        full, clipped = self._expected_dims(unit)
+        full, clipped = self._expected_dims(unit, grid)
         if len(h.dims) != len(full):
             raise HeaderError(f"chunk header has {len(h.dims)} dimensions, the dataset "
                               f"{len(full)}", path, offset=2, chunk=grid)
@@ -261,7 +345,7 @@ class N5Volume(Volume):
             want = f"{clipped}" if clipped == full else f"{clipped} (truncated) or {full}"
             raise HeaderError(f"chunk header block size {dims} disagrees with the dataset: "
                               f"expected {want}", path, offset=4, chunk=grid)
-        count = int(np.prod(dims, dtype=np.int64))
+        count = math.prod(dims)
         if h.num_elements != count:
             raise ChunkDecodeError(f"varlength chunk holds {h.num_elements} elements, its "
                                    f"block {'x'.join(map(str, dims))} has {count}", path,
@@ -284,13 +368,16 @@ class N5Volume(Volume):
         return out
 
     def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
-                     z_end: int | None = None) -> npt.NDArray[Any]:
+                     z_end: int | None = None, grid: tuple[int, ...] | None = None
+                     ) -> npt.NDArray[Any]:
         """The chunk's elements as stored, ``(C, sx, sy, sz)`` big-endian (a view where the
         codec allows).  ``z_end``: only the z slices below it are wanted (one channel): the
-        decoder stops once it has them and the view holds those slices only."""
-        grid = self.grid_position(unit)
+        decoder stops once it has them and the view holds those slices only.  ``grid``: the
+        chunk's N5 grid position, when known."""
+        if grid is None:
+            grid = self.grid_position(unit)
         h = header.parse(stored, path, grid)
-        self.check_header(unit, h, path)
+        self.check_header(unit, h, path, grid)
         itemsize = self._stored_dtype.itemsize
         expected = h.num_elements * itemsize
         dims = h.dims
@@ -309,12 +396,15 @@ class N5Volume(Volume):
         arr = flat.reshape(channels, sz, sy, sx)
         return arr.transpose(0, 3, 2, 1)[:self.num_channels]
 
-    def decode_chunk(self, unit: Sequence[int], stored: bytes | memoryview
+    def decode_chunk(self, unit: Sequence[int], stored: bytes | memoryview,
+                     path: str | None = None, grid: tuple[int, ...] | None = None
                      ) -> npt.NDArray[Any]:
         """The full chunk ``(C, cx, cy, cz)`` Fortran order, native byte order, an edge chunk
-        padded with the fill value."""
-        path = self.store.location(self.chunk_key(unit))
-        view = self._decode_view(unit, stored, path)
+        padded with the fill value.  ``path`` and ``grid`` (the chunk file's path and N5 grid
+        position), when the caller knows them already."""
+        if path is None:
+            path = self.store.location(self.chunk_key(unit))
+        view = self._decode_view(unit, stored, path, grid=grid)
         c = self.chunk_shape
         if view.shape[1:] == c and view.shape[0] == self.num_channels:
             return np.asarray(view, dtype=self.dtype, order="F")

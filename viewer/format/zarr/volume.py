@@ -6,6 +6,11 @@ order of the shard's inner grid in the array's own axis order.  Without sharding
 chunk object (``ChunkTable.single``).  An absent shard or chunk object is an absent unit; an
 absent inner chunk (index entry all ones) is an absent chunk: both read as ``fill_value``.
 
+Unsharded arrays on a local disk have ``small_units``: the loader reads their chunks with
+``read_units``, each chunk file read once with no ``stat`` before (``LocalStore.read_whole``)
+and decoded, no unit kept (issue 20).  Sharded arrays (a shard holds many chunks, its index
+parsed once) and arrays over a network (read-ahead through kept units) keep their units open.
+
 Reading stored bytes goes through a ``Store`` (a shard's wanted ranges are merged into few
 reads); decoding is numpy views over the decoded bytes.  ``read`` decodes on a small thread
 pool straight into the output (zstd and zlib release the GIL).
@@ -14,6 +19,7 @@ pool straight into the output (zstd and zlib release the GIL).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -25,16 +31,19 @@ from viewer.format.errors import (
     ChecksumError,
     ChunkDecodeError,
     DatasetLayoutError,
+    FileChangedError,
     FormatError,
 )
 from viewer.format.pool import decode_pool
-from viewer.format.store import Store
+from viewer.format.store import LocalStore, Store, read_file_whole
 from viewer.format.volume import (
+    ChunkResult,
     ChunkTable,
     IntArray,
     StorageUnit,
     StoredResult,
     UnitCache,
+    UnitRead,
     Volume,
     VolumeInfo,
     chunk_grid,
@@ -112,13 +121,22 @@ class ChunkUnit(_UnitBase):
             if int(index) != 0:
                 out.append(self.chunk_error(int(index), "a chunk object holds chunk 0 only"))
                 continue
-            try:
-                out.append(self.volume.store.read(self.key))
-            except FileNotFoundError:
-                out.append(None)
-            except OSError as exc:
-                out.append(self.chunk_error(0, f"cannot read: {exc.strerror or exc}"))
+            out.append(self.read_object())
         return out
+
+    def read_object(self) -> StoredResult:
+        """The chunk object's bytes, ``None`` when it is absent, or the error reading it.
+        Read whole as one version (``Store.read_whole``): an object changed by another
+        program while it was read is read once more, and a second change is the chunk's
+        ``FileChangedError`` (never a chunk of two versions)."""
+        try:
+            return self.volume.store.read_whole(self.key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except FileChangedError as exc:
+            return self.chunk_error(0, exc.reason, cls=FileChangedError)
+        except OSError as exc:
+            return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
 
     def describe(self) -> dict[str, Any]:
         return {"key": self.key, "stored_bytes": self._size,
@@ -306,6 +324,8 @@ class ZarrVolume(Volume):
                           and meta.codec.inverse == (3, 2, 1, 0)
                           and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
+        #: One chunk per object, on a local disk: not worth keeping open (``read_units``).
+        self.small_units = meta.sharding is None and isinstance(store, LocalStore)
 
     # -- extent ---------------------------------------------------------------------------------
     @property
@@ -342,6 +362,53 @@ class ZarrVolume(Volume):
         shard = self._open_shard(key3)
         self._units.put(key3, shard)
         return shard
+
+    def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
+        """Chunks of several chunk objects of an unsharded array on a local disk, each read
+        once and not kept (``small_units``): per job the chunk (index 0) decoded, ``None``
+        for an absent object, the chunk's error otherwise, as ``read_chunks`` gives them.  No
+        ``stat`` before the read (``store.read_file_whole``: a file changed while it was read
+        is read once more, a second change is the chunk's ``FileChangedError``).  A sharded
+        array, or one over a network: the default (units opened and kept)."""
+        if self.meta.sharding is not None or not isinstance(self.store, LocalStore):
+            return super().read_units(jobs)
+        out: list[UnitRead] = []
+        location = self.store.location
+        folder = os.path.join(location(""), "") if os.sep == "/" else None
+        unit_key, codec, cxyz = self.unit_key, self.meta.codec, self._cxyz
+        for pos, indices in jobs:
+            key = unit_key(pos)
+            path = folder + key if folder is not None else location(key)  # = unit_path(pos)
+            data: bytes | None = None
+            failed: FormatError | None = None
+            try:
+                data = read_file_whole(path)
+            except (FileNotFoundError, NotADirectoryError):
+                out.append(None)
+                continue
+            except FileChangedError as exc:
+                failed = self._chunk_unit(pos, key).chunk_error(0, exc.reason,
+                                                                cls=FileChangedError)
+            except OSError as exc:
+                failed = self._chunk_unit(pos, key).chunk_error(
+                    0, f"cannot read: {exc.strerror or exc}")
+            chunks: list[ChunkResult] = []
+            for index in indices:
+                if index != 0:
+                    chunks.append(self._chunk_unit(pos, key).chunk_error(
+                        int(index), "a chunk object holds chunk 0 only"))
+                elif data is None:
+                    chunks.append(failed)
+                else:
+                    try:
+                        chunks.append(cxyz(codec.decode(data)))
+                    except CodecFailure as exc:
+                        chunks.append(_codec_error(exc, self._chunk_unit(pos, key), 0))
+            out.append(chunks)
+        return out
+
+    def _chunk_unit(self, pos: Sequence[int], key: str) -> ChunkUnit:
+        return ChunkUnit(self, (int(pos[0]), int(pos[1]), int(pos[2])), key, 0)
 
     def _open_shard(self, unit: Vec3) -> ShardUnit | None:
         spec = self.meta.sharding
@@ -420,7 +487,10 @@ class ZarrVolume(Volume):
                      index: int) -> npt.NDArray[Any]:
         """A chunk's stored bytes as ``(C, cx, cy, cz)`` (Fortran order when the layout
         allows it without a copy, as webKnossos' transpose makes it)."""
-        arr = self._decode_raw(stored, unit, index)
+        return self._cxyz(self._decode_raw(stored, unit, index))
+
+    def _cxyz(self, arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """A decoded chunk in the array's axis order as ``(C, cx, cy, cz)``."""
         if self._identity:
             return arr
         out = self.axes.to_cxyz(arr, self.num_channels)
@@ -433,9 +503,7 @@ class ZarrVolume(Volume):
         try:
             return self.meta.codec.decode(stored)
         except CodecFailure as exc:
-            cls: type[FormatError] = ChecksumError if exc.checksum else ChunkDecodeError
-            raise unit.chunk_error(index, str(exc), offset=unit.chunk_offset(index),
-                                   cls=cls) from None
+            raise _codec_error(exc, unit, index) from None
 
     # -- reading ----------------------------------------------------------------------------------
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
@@ -539,6 +607,12 @@ class Zarr2Volume(ZarrVolume):
 
 class Zarr3Volume(ZarrVolume):
     format: ClassVar[str] = "zarr3"
+
+
+def _codec_error(exc: CodecFailure, unit: _UnitBase, index: int) -> FormatError:
+    """The chunk's error for a failure of its codecs (``ChecksumError`` for a checksum)."""
+    cls: type[FormatError] = ChecksumError if exc.checksum else ChunkDecodeError
+    return unit.chunk_error(index, str(exc), offset=unit.chunk_offset(index), cls=cls)
 
 
 def make_volume(store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,

@@ -1,0 +1,216 @@
+"""N5 chunk files read as small units (issue 20): on a local disk ``N5Volume.read_units`` reads
+each chunk file once with no ``stat`` before and keeps nothing open.  Checked on files written
+by tensorstore (padded edges) and z5py (truncated edges): the chunks voxel for voxel, absent
+files, a damaged chunk's typed error naming the file and chunk, a file rewritten in place
+during the read (never a torn chunk), and the loader end to end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from n5_writers import source, write_tensorstore, write_z5py
+
+import viewer.format.store as store_module
+from viewer.format import handles, open_volume
+from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
+from viewer.format.n5.volume import N5Volume
+
+pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
+
+SHAPE = (41, 23, 19)
+BLOCK = (16, 8, 8)
+GRID = tuple(-(-s // b) for s, b in zip(SHAPE, BLOCK, strict=True))
+ABSENT = (2, 0, 1)
+DAMAGED = (1, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def _pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    root = tmp_path_factory.mktemp("n5-small")
+    arr = source(SHAPE, "uint16", seed=21)
+    write_tensorstore(root / "d", arr, BLOCK, {"type": "gzip"})
+    (root / "d" / "2" / "0" / "1").unlink()  # an absent chunk file
+    arr[32:, :8, 8:16] = 0
+    return root / "d", arr
+
+
+@pytest.fixture
+def data(tmp_path: Path, _pristine: tuple[Path, Any]) -> tuple[Path, Any]:
+    shutil.copytree(_pristine[0], tmp_path / "d")
+    return tmp_path / "d", _pristine[1]
+
+
+def _chunk(arr: Any, pos: tuple[int, int, int]) -> Any:
+    lo = [p * b for p, b in zip(pos, BLOCK, strict=True)]
+    return arr[lo[0]:lo[0] + BLOCK[0], lo[1]:lo[1] + BLOCK[1], lo[2]:lo[2] + BLOCK[2]]
+
+
+def _positions() -> list[tuple[int, int, int]]:
+    return [(x, y, z) for z in range(GRID[2]) for y in range(GRID[1]) for x in range(GRID[0])]
+
+
+def _assert_chunk(result: Any, arr: Any, pos: tuple[int, int, int]) -> None:
+    assert isinstance(result, np.ndarray), result
+    want = _chunk(arr, pos)
+    assert result.shape == (1, *BLOCK)
+    sx, sy, sz = want.shape
+    np.testing.assert_array_equal(result[0, :sx, :sy, :sz], want)
+    assert (result[0, sx:] == 0).all() and (result[0, :, sy:] == 0).all()
+
+
+def test_every_chunk_voxel_for_voxel(data: tuple[Path, Any]) -> None:
+    path, arr = data
+    with open_volume(path) as v:
+        assert isinstance(v, N5Volume) and v.small_units
+        positions = _positions()
+        got = v.read_units([(p, [0]) for p in positions])
+        outside = v.read_units([((GRID[0], 0, 0), [0]), ((0, 0, -1), [0])])
+    assert outside == [None, None]
+    assert got[positions.index(ABSENT)] is None
+    for pos, result in zip(positions, got, strict=True):
+        if result is None:  # the file removed, or one tensorstore did not write (all zero)
+            assert pos == ABSENT or not _chunk(arr, pos).any()
+            continue
+        assert isinstance(result, list) and len(result) == 1
+        _assert_chunk(result[0], arr, pos)
+    assert sum(r is not None for r in got) > len(got) // 2
+
+
+def test_z5py_truncated_edges(tmp_path: Path) -> None:
+    pytest.importorskip("z5py", reason="z5py is not installed")
+    arr = source(SHAPE, "uint16", seed=22)
+    path = write_z5py(tmp_path / "c.n5", "raw", arr, BLOCK, "raw")
+    with open_volume(path) as v:
+        assert v.small_units
+        positions = _positions()
+        got = v.read_units([(p, [0]) for p in positions])
+    for pos, result in zip(positions, got, strict=True):
+        if result is None:  # z5py skips chunks of zeros
+            assert not _chunk(arr, pos).any()
+            continue
+        assert isinstance(result, list)
+        _assert_chunk(result[0], arr, pos)
+
+
+def test_damaged_chunk_is_its_typed_error(data: tuple[Path, Any]) -> None:
+    path, _ = data
+    target = path.joinpath(*map(str, DAMAGED))
+    raw = bytearray(target.read_bytes())
+    raw[20:40] = b"\xff" * 20
+    target.write_bytes(bytes(raw))
+    with open_volume(path) as v:
+        unit = v.open_unit(DAMAGED)
+        assert unit is not None
+        [kept] = unit.read_chunks([0])
+        [got] = v.read_units([(DAMAGED, [0])])
+    assert isinstance(got, list)
+    [err] = got
+    assert isinstance(err, ChunkDecodeError) and type(err) is type(kept)
+    assert str(err) == str(kept)
+    assert err.path == str(target) and err.chunk == DAMAGED
+
+
+def test_a_chunk_file_that_is_a_folder_is_absent(data: tuple[Path, Any]) -> None:
+    path, _ = data
+    (path / "2" / "0" / "1").mkdir()
+    with open_volume(path) as v:
+        assert v.read_units([(ABSENT, [0])]) == [None]
+
+
+def _rewriter(monkeypatch: pytest.MonkeyPatch, target: Path, versions: list[bytes],
+              times: int) -> list[int]:
+    """Make the next ``times`` reads of ``target`` meet another program rewriting it in
+    place (truncate, write the next of ``versions``) after the reader recorded the file's
+    identity and before it reads: the moment ``handles.wait_for_writers`` runs."""
+    real = handles.wait_for_writers
+    done: list[int] = []
+
+    def rewrite_then_wait(fd: int) -> None:
+        if len(done) < times and os.readlink(f"/proc/self/fd/{fd}") == str(target):
+            with open(target, "r+b") as fh:
+                fh.truncate(0)
+                fh.write(versions[len(done) % len(versions)])
+            done.append(1)
+        real(fd)
+
+    monkeypatch.setattr(store_module, "wait_for_writers", rewrite_then_wait)
+    return done
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_file_rewritten_during_the_read_is_read_again(
+        tmp_path: Path, data: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = data
+    pos = (1, 0, 0)
+    target = path.joinpath(*map(str, pos))
+    write_tensorstore(tmp_path / "flat", np.full(SHAPE, 7, np.uint16), BLOCK, {"type": "gzip"})
+    target.write_bytes(tmp_path.joinpath("flat", *map(str, pos)).read_bytes())
+    noise = source(SHAPE, "uint16", seed=23)
+    write_tensorstore(tmp_path / "noise", noise, BLOCK, {"type": "gzip"})
+    new = tmp_path.joinpath("noise", *map(str, pos)).read_bytes()
+    # longer than the file the reader saw: a read of the old length would cut it short
+    assert len(new) > target.stat().st_size
+    done = _rewriter(monkeypatch, target, [new], times=1)
+    with open_volume(path) as v:
+        [got] = v.read_units([(pos, [0])])
+    assert done == [1]
+    assert isinstance(got, list)
+    _assert_chunk(got[0], noise, pos)  # the new version whole, not a mix
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_file_that_keeps_changing_is_the_chunks_error(
+        tmp_path: Path, data: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = data
+    pos = (0, 1, 0)
+    target = path.joinpath(*map(str, pos))
+    old = target.read_bytes()
+    _rewriter(monkeypatch, target, [old + b"\0" * 11, old], times=10)
+    with open_volume(path) as v:
+        [got] = v.read_units([(pos, [0])])
+        unit = v.open_unit(pos)
+        assert unit is not None
+        [plain] = unit.read_chunks([0])  # the kept-unit way: the same error
+    assert isinstance(got, list)
+    for err in (got[0], plain):
+        assert isinstance(err, FileChangedError)
+        assert err.path == str(target) and err.chunk == pos
+
+
+def test_the_loader_reads_small_units_with_their_looks(data: tuple[Path, Any]) -> None:
+    """Through the loader: every chunk's voxels, the absent file's look and the damaged
+    chunk's look, with its error naming the file and chunk; no unit kept open."""
+    from viewer.core.chunkio import UNKNOWN
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, PlaneRequest, Status
+
+    path, arr = data
+    target = path.joinpath(*map(str, DAMAGED))
+    target.write_bytes(target.read_bytes()[:9])  # cut inside the header
+    z = 12  # chunk layer 1: the absent (2, 0, 1) and the damaged (1, 1, 1) are on it
+    loader = Loader(open_volume(path), prefetch_enabled=False)
+    try:
+        req = PlaneRequest(XY, z, (0, 0), (SHAPE[0], SHAPE[1]))
+        loader.set_wanted([req], 0, (0, 0, z))
+        assert loader.wait_idle(60)
+        plane = loader.plane(req)
+        status = plane.status
+        bx, by = BLOCK[0], BLOCK[1]
+        assert (status[2 * bx:, :by] == Status.ABSENT).all()
+        assert (status[bx:2 * bx, by:2 * by] == Status.FAILED).all()
+        ok = np.ones(status.shape, bool)
+        ok[2 * bx:, :by] = ok[bx:2 * bx, by:2 * by] = False
+        assert (status[ok] == Status.DATA).all()
+        np.testing.assert_array_equal(plane.data[0][ok], arr[:, :, z][ok])
+        errors = list(plane.errors.values())
+        assert errors and all(isinstance(e, FormatError) for e in errors)
+        assert any(e.path == str(target) and e.chunk == DAMAGED for e in errors)
+        assert loader._io.state(ABSENT) is None  # remembered: not asked for again
+        assert loader._io.state((0, 0, 1)) is UNKNOWN  # read, not kept open
+    finally:
+        loader.close()
