@@ -267,7 +267,8 @@ class Volume(ABC):
         ``FormatError`` when it is unreadable (its header or index damaged).  A failure to
         read a chunk is that chunk's error.  Default: ``open_unit``, ``read_chunks`` and
         ``done_with`` per unit; a format whose units are one small file each overrides it
-        with a plain path per file (WKW: ``File.read_whole``)."""
+        with a plain path per file (WKW: ``File.read_whole``; N5 and unsharded Zarr on a
+        local disk: ``store.read_file_whole``)."""
         out: list[UnitRead] = []
         for pos, indices in jobs:
             try:
