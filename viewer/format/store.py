@@ -123,6 +123,25 @@ class LocalStore(Store):
         except (NotADirectoryError, FileNotFoundError):
             return []
 
+    def walk(self, key: str = "") -> Iterator[str]:
+        """As ``Store.walk``, through ``os.scandir``: a folder's entries say whether they are
+        folders, so the walk costs no ``stat`` per object (a Zarr array of 20,480 chunk files
+        in nested folders: 14x a bare ``os.scandir`` walk before, issue 20)."""
+        yield from self._walk(self.location(key), key)
+
+    def _walk(self, path: str, key: str) -> Iterator[str]:
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=_entry_name)
+        except (NotADirectoryError, FileNotFoundError):
+            return
+        for entry in entries:
+            sub = f"{key}/{entry.name}" if key else entry.name
+            if entry.is_dir():  # a link to a folder counts, as for ``is_dir``
+                yield from self._walk(entry.path, sub)
+            else:
+                yield sub
+
     def __repr__(self) -> str:
         return f"<LocalStore {self.root!r}>"
 
@@ -153,6 +172,10 @@ def read_file_whole(path: str) -> bytes:
             os.close(fd)
     raise FileChangedError("the file changed while it was read (rewritten, truncated or "
                            "replaced by another program)", path)
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 #: Opening a pipe by mistake must not block (no effect on a regular file).

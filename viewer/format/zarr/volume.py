@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -455,17 +456,29 @@ class ZarrVolume(Volume):
         if meta.separator == "/":
             start = "/".join(p for p in (root, meta.key_prefix if meta.zarr_format == 3 else "")
                              if p)
-            keys: Iterator[str] = self.store.walk(start)
-        else:
-            keys = (f"{root}/{name}" if root else name for name in self.store.list_dir(root))
-        cut = len(root) + 1 if root else 0
+            keys: Iterable[str] = self.store.walk(start)
+            cut = len(root) + 1 if root else 0
+        else:  # every object in the array's folder: names, matched from their start
+            keys = self.store.list_dir(root)
+            cut = 0
+        # One compiled pattern per listing (``meta.parse_key``'s rule: the key prefix, then
+        # one decimal number per axis): a key costs one match, not a split and a check per part.
+        numbers = meta.separator.join([r"([0-9]+)"] * meta.ndim)
+        prefix = re.escape(meta.key_prefix + meta.separator) \
+            if meta.zarr_format == 3 and meta.key_prefix else ""
+        match = re.compile(prefix + numbers).fullmatch
+        spatial = self.axes.spatial
+        ix, iy, iz = (a if a is not None else -1 for a in spatial)
+        others = [i for i in range(meta.ndim) if i not in spatial]
         for key in keys:
-            coords = meta.parse_key(key[cut:])
-            if coords is None:
+            m = match(key, cut)
+            if m is None:
                 continue
-            if any(coords[i] for i in range(meta.ndim) if i not in self.axes.spatial):
-                continue
-            yield self.axes.xyz(coords, missing=0)
+            g = m.groups()
+            if others and any(int(g[i]) for i in others):
+                continue  # a chunk past the first along a non-spatial axis
+            yield (int(g[ix]) if ix >= 0 else 0, int(g[iy]) if iy >= 0 else 0,
+                   int(g[iz]) if iz >= 0 else 0)
 
     def chunk_index(self, local: IntArray) -> IntArray:
         if self.meta.sharding is None:
