@@ -38,7 +38,9 @@ asked for the three planes of a 1024 x 860 screen at a new cursor (XY 1024 x 860
   unit object kept; then ``read_chunks``); ``small_over_kept``: their ratio;
 * ``tensorstore_cpu_us_per_chunk``: the process's CPU time while tensorstore reads the same
   chunks (the planes' chunk-aligned slabs, one ``read`` each, its chunk cache off);
-* ``decode_us_per_chunk``: numcodecs' blosc alone decoding the stored chunks (one thread).
+* ``decode_us_per_chunk``: numcodecs' blosc alone decoding the stored chunks (one thread);
+* ``listing_ratio_vs_scandir``: the extent scan's listing of the chunk files over a bare
+  ``os.scandir`` walk (as ``benchmarks.many_files`` measures WKW's; issue 20's target <= 3).
 
 The three sides take turns jump by jump (order alternating).  Two shared cores: give the load
 average (``chunk_files_detail``) with the figures.
@@ -351,17 +353,37 @@ def run_format(fmt: str, jumps: int) -> dict[str, Any]:
            for s in cpu}
     total = {s: sum(cpu[s]) / max(1, sum(chunks[s])) * 1e6 for s in cpu}
     decode = decode_us_per_chunk(fmt, root)
+    listing = listing_ratio(root)
     return {
         "loader_cpu_us_per_chunk": round(total["small"], 2),
         "loader_cpu_us_per_chunk_kept_units": round(total["kept"], 2),
         "small_over_kept": round(total["small"] / total["kept"], 3),
         "tensorstore_cpu_us_per_chunk": round(total["tensorstore"], 2),
         "decode_us_per_chunk": round(decode, 2),
+        "listing_ratio_vs_scandir": round(listing, 3),
         "detail": {"files": files, "jumps": jumps,
                    "chunks_per_jump": statistics.median(chunks["small"]),
                    "per_jump_us": {s: [round(v, 1) for v in per[s]] for s in per},
                    "load_average": [round(v, 2) for v in os.getloadavg()]},
     }
+
+
+def listing_ratio(root: Path, rounds: int = 5) -> float:
+    """The extent scan's listing of the chunk files (``viewer.core.extent.scan_bounds``) over
+    a bare recursive ``os.scandir`` walk of the same folders, median of ``rounds``."""
+    from benchmarks.many_files import scandir_walk
+    from viewer.core.extent import scan_bounds
+    from viewer.format import open_volume
+
+    ratios = []
+    with open_volume(str(root)) as volume:
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            scan_bounds(volume)
+            t1 = time.perf_counter()
+            scandir_walk(str(root))
+            ratios.append((t1 - t0) / (time.perf_counter() - t1))
+    return statistics.median(ratios)
 
 
 def chunk_file_figures(fmt: str, jumps: int = 12) -> dict[str, Any]:
@@ -395,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chunk files: loader CPU per chunk {result['chunk_files_loader_cpu_us_per_chunk']} us "
           f"(kept units: {result['chunk_files_loader_cpu_us_per_chunk_kept_units']} us; "
           f"tensorstore {result['chunk_files_tensorstore_cpu_us_per_chunk']} us; bare decode "
-          f"{result['chunk_files_decode_us_per_chunk']} us; load "
+          f"{result['chunk_files_decode_us_per_chunk']} us; listing "
+          f"{result['chunk_files_listing_ratio_vs_scandir']}x os.scandir; load "
           f"{result['chunk_files_detail']['load_average']})")
     return 0
 

@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['chunk_files_loader_cpu_us_per_chunk']} us (kept units: "
           f"{result['chunk_files_loader_cpu_us_per_chunk_kept_units']} us; tensorstore "
           f"{result['chunk_files_tensorstore_cpu_us_per_chunk']} us; bare decode "
-          f"{result['chunk_files_decode_us_per_chunk']} us; load "
+          f"{result['chunk_files_decode_us_per_chunk']} us; listing "
+          f"{result['chunk_files_listing_ratio_vs_scandir']}x os.scandir; load "
           f"{result['chunk_files_detail']['load_average']})")
     return 0
 
