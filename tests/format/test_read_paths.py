@@ -81,6 +81,41 @@ def test_few_block_reads_match_the_reference(written: tuple[Path, np.ndarray]) -
     _check_all_boxes(*written)
 
 
+@pytest.mark.parametrize("layout", ["part-of-fortran", "c-order", "channels-apart"])
+def test_few_block_reads_into_outputs_of_any_layout(written: tuple[Path, np.ndarray],
+                                                    layout: str) -> None:
+    """A small read copies whole x rows at a time when the output's rows are contiguous (an
+    F-order output, or a part of one) and element by element otherwise (a C-order output,
+    channels apart): every layout gets the reference's voxels, and nothing around the box
+    is touched."""
+    root, data = written
+    c = data.shape[0]
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        for offset, shape in _boxes():
+            want = ref.read(offset, shape)
+            if layout == "part-of-fortran":  # rows contiguous, the array is not
+                big = np.full((c, shape[0] + 3, shape[1] + 2, shape[2] + 1), 77,
+                              dtype=data.dtype, order="F")
+                out = big[:, 2:2 + shape[0], 1:1 + shape[1], 1:]
+            elif layout == "c-order":
+                big = np.full((c, *shape), 77, dtype=data.dtype, order="C")
+                out = big
+            else:  # each channel's voxels apart: rows of voxels are not contiguous
+                big = np.full((c, shape[2], shape[1], shape[0]), 77, dtype=data.dtype)
+                out = big.transpose(0, 3, 2, 1)
+            rows = boxread._byte_rows(out.T)  # the path this layout takes
+            if layout == "part-of-fortran":
+                assert rows is not None
+            elif min(shape) > 1 and (layout == "c-order" or c > 1):
+                assert rows is None
+            ours.read_into(out, offset)
+            assert np.array_equal(out, want), f"{layout}: box {offset} {shape}"
+            if layout == "part-of-fortran":
+                rest = big.copy()
+                rest[:, 2:2 + shape[0], 1:1 + shape[1], 1:] = 77
+                assert (rest == 77).all(), f"{layout}: box {offset} {shape} wrote outside"
+
+
 def test_gathered_reads_match_the_few_block_path(written: tuple[Path, np.ndarray],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The same boxes through the batch path (staging grid, one gather) agree as well."""
