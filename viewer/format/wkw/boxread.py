@@ -3,8 +3,9 @@
 Two ways through a box read, by size (the numbers are the constants below):
 
 - A few blocks (at most ``PER_BLOCK_COPY``): plain-int index arithmetic and range checks, each
-  block decoded into one small per-thread buffer (only as far as the box needs) and its part
-  copied out at once; raw blocks are read (just the z planes needed) with one pread each.
+  block decoded (only as far as the box needs) or, raw, read (just the z planes needed, one
+  pread each) into its slot of a per-thread staging buffer, then copied out one column of
+  blocks along z at a time, x rows as whole elements (``_copy_columns``).
 - More (a plane, a box, the whole file): the block box is cut into slabs of at most
   ``STAGING_BYTES`` decoded (``_batches``: whole rows of blocks along x, so that a slab's copy
   writes whole rows of the Fortran-ordered output, one after the other).  Each slab is read
