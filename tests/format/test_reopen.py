@@ -43,8 +43,8 @@ def _path(root: Path) -> str:
 
 
 @pytest.mark.parametrize("block_type", [1, 3], ids=["raw", "lz4hc"])
-def test_a_file_opened_again_reads_what_the_reference_reads(tmp_path: Path,
-                                                            block_type: int) -> None:
+def test_a_file_opened_again_reads_what_the_reference_reads(
+        tmp_path: Path, block_type: int, monkeypatch: pytest.MonkeyPatch) -> None:
     data = _write(tmp_path, 1, block_type)
     path = _path(tmp_path)
     boxes = [((0, 0, 0), (SIDE, SIDE, SIDE)), ((3, 9, 17), (20, 11, 13)), ((5, 0, 0), (1, 32, 32))]
@@ -61,8 +61,12 @@ def test_a_file_opened_again_reads_what_the_reference_reads(tmp_path: Path,
             assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
             sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert np.array_equal(got, data[(slice(None), *sl)])
-    f2, blocks = wkw.File.open_read(path, [0, 5, 63])  # blocks read at once, remembered table
+    # Blocks read as the file is opened (the loader's way; a small file is read whole
+    # instead, so pretend this one is large): the remembered table, and the same blocks.
+    monkeypatch.setattr(wkw_file, "SMALL_FILE_BYTES", 0)
+    f2, blocks = wkw.File.open_read(path, [0, 5, 63])
     with f2:
+        assert f2._extended is table
         for got, k in zip(blocks, [0, 5, 63], strict=True):
             assert isinstance(got, np.ndarray)
             assert np.array_equal(got, f2.read_block(k))

@@ -42,6 +42,7 @@ take no lock the collector could interrupt (``__del__`` takes none).
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import threading
@@ -181,7 +182,8 @@ class File:
             handle.close()
             raise
         handle.release()
-        _remember(path, handle.identity, header, numbers, jump_table)
+        if not indices or size > SMALL_FILE_BYTES:  # a small file's blocks: never looked up
+            _remember(path, handle.identity, header, numbers, jump_table)
         return f, out
 
     @classmethod
@@ -693,7 +695,9 @@ def _only_block(numbers: Numbers, indices: Sequence[int], first: memoryview, add
 #: (a ``Dataset`` opened afresh for every read, the loader reopening a unit, costs ``open``,
 #: ``fstat``, ``lseek`` and ``close``).  Kept up to ``PARSED_KEEP_BYTES`` of tables and
 #: ``PARSED_KEEP_FILES`` files, the oldest dropped first.
-_PARSED: dict[str, tuple[Identity, Header, Numbers, npt.NDArray[np.uint64] | None]] = {}
+_PARSED: collections.OrderedDict[
+    str, tuple[Identity, Header, Numbers, npt.NDArray[np.uint64] | None]] = \
+    collections.OrderedDict()
 PARSED_KEEP_BYTES = 32 << 20
 PARSED_KEEP_FILES = 8192
 #: A file changed less than this long before it was opened is not remembered: a change
@@ -719,7 +723,7 @@ def _remember(path: str, ident: Identity, header: Header, numbers: Numbers,
         _parsed_bytes += size
         while _PARSED and (_parsed_bytes > PARSED_KEEP_BYTES or
                            len(_PARSED) > PARSED_KEEP_FILES):
-            gone = _PARSED.pop(next(iter(_PARSED)))[3]
+            gone = _PARSED.popitem(last=False)[1][3]
             if gone is not None:
                 _parsed_bytes -= gone.nbytes
 
