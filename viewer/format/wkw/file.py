@@ -8,7 +8,10 @@ parsing (``header``) live apart.  The seam to split along: opening and the small
 A ``File`` parses its header and jump table once, at open, into one uint64 array; byte ranges
 and sizes of blocks are computed from it vectorised, and the range checks of a read are one
 vectorised pass over the wanted blocks (only a damaged block costs Python work, to word its
-error).
+error).  The parsed header and table are remembered by path and file identity (``_PARSED``):
+a file opened again while unchanged (the ``fstat`` of every open says so) is not read again,
+so a ``Dataset`` opened afresh for each read costs ``open``, ``fstat``, ``lseek`` and
+``close`` per file.
 
 Stored bytes are read with ``os.pread``/``preadv`` through a ``handles.FileHandle`` (never a
 memory mapping): neighbouring blocks are merged into one read into a per-thread buffer, and
