@@ -1,5 +1,8 @@
 """Reading a box out of one data file: the engine behind ``File.read_into``.
 
+(Over 600 lines: the two ways below share their geometry, checks and copies; the seam to
+split along is the small read, ``_read_few`` down to ``_byte_rows``.)
+
 Two ways through a box read, by size (the numbers are the constants below):
 
 - A few blocks (at most ``PER_BLOCK_COPY``): plain-int index arithmetic and range checks, each
