@@ -176,6 +176,35 @@ def test_raw_thin_slabs_read_by_pread_match_the_reference(
     assert bool(calls) == raw  # raw files really took this path, compressed ones never
 
 
+def test_raw_columns_match_the_reference(written: tuple[Path, np.ndarray],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Raw reads one block thick along x or y (XZ and YZ planes, thin slabs) go column by
+    column through a staging buffer of one column (``_read_raw_columns``): same voxels."""
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
+    root, data = written
+    boxes = [((0, 37, 0), (2 * SIDE, 1, 2 * SIDE)),  # XZ plane across files
+             ((45, 0, 0), (1, 2 * SIDE, 2 * SIDE)),  # YZ plane
+             ((3, 9, 5), (50, 3, 41)),  # a thin XZ slab, unaligned
+             ((17, 2, 11), (6, 60, 30)),  # a thin YZ slab ending inside blocks
+             ((0, 0, 0), (SIDE, SIDE, SIDE))]  # not thin: the other way
+    calls = []
+    original = boxread._read_raw_columns
+
+    def spy(f: Any, *args: Any) -> None:
+        calls.append(1)
+        original(f, *args)
+
+    monkeypatch.setattr(boxread, "_read_raw_columns", spy)
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        raw = not ours.header.is_compressed
+        for offset, shape in boxes:
+            got = ours.read(offset, shape)
+            assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
+            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+    assert len(calls) == (16 if raw else 0)  # the four thin boxes touch four files each
+
+
 def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoding split over the two threads a block at a time (forced with tiny limits)."""
@@ -260,6 +289,10 @@ def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path,
         with pytest.raises(BlockDecodeError) as info:
             f.read((0, 0, 0), (16, 16, 16))
         assert info.value.block == 5
+        with pytest.raises(BlockDecodeError) as info:
+            f.read((0, 3, 0), (32, 1, 32))  # an XZ plane through blocks 0, 1, 4, 5, ...
+        assert info.value.block == 5  # column by column (``_read_raw_columns``)
+        assert info.value.offset == data_offset + 5 * block_bytes
 
 
 def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.ndarray]) -> None:

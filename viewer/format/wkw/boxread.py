@@ -157,6 +157,13 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
         # Python work would serialise on the GIL: measured slower for planes).
         _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, decode=_decode_shared)
         return
+    if threads == 1 and not g.compressed and bhi[2] - blo[2] > 1 and (
+            bhi[0] - blo[0] == 1 or bhi[1] - blo[1] == 1):
+        # Raw, one block thick along x or y (an XZ or YZ plane): column by column.
+        rows = _byte_rows(out_t)
+        if rows is not None:
+            _read_raw_columns(f, rows, lo, hi, shift, blo, bhi, g)
+            return
     if threads == 1:
         # One thread: batches as large as a plane (fewer, larger numpy operations; raw
         # planes and slabs are bound by them, not by the cache).
@@ -454,13 +461,93 @@ def _copy_columns(out_t: npt.NDArray[Any], staging: npt.NDArray[np.uint8], lo: l
         v = (blo[0] + ix) * b
         x0, x1 = (lo[0] - v if lo[0] > v else 0), (hi[0] - v if hi[0] < v + b else b)
         n = (x1 - x0) * vs
-        vt = _VOID.get(n)
-        if vt is None:
-            vt = _VOID.setdefault(n, np.dtype((np.void, n)))
         a = (v + x0 + shift[0]) * vs
+        if n < VOID_ROW_BYTES:
+            dst = rows[oz0:oz1, :, a:a + n]
+            for iy, y0, y1, oy0, oy1 in ys:
+                dst[:, oy0:oy1] = cols[ix, iy, zs:ze, y0:y1, x0 * vs:x0 * vs + n]
+            continue
+        vt = _void(n)
         dst = rows[oz0:oz1, :, a:a + n].view(vt)
         for iy, y0, y1, oy0, oy1 in ys:
             dst[:, oy0:oy1] = cols[ix, iy, zs:ze, y0:y1, x0 * vs:x0 * vs + n].view(vt)
+
+
+def _read_raw_columns(f: BlockFile, rows: npt.NDArray[np.uint8], lo: list[int], hi: list[int],
+                      shift: list[int], blo: Vec3, bhi: Vec3, g: _Geometry) -> None:
+    """A raw read on one thread, one column of blocks along z at a time: each block's z
+    planes read with one ``pread`` into a staging buffer of one column, then the column's
+    part of the box copied into ``rows`` (``_byte_rows`` of the output) at once.  The
+    staging buffer of one column (16 blocks of 32 KB) stays in the core's cache, where one
+    of the whole read (8 MB for an XZ plane of 512^2) does not: an XZ plane took 1.8 ms
+    this way against 2.4 ms reading every block into one buffer (the reference 1.5 ms;
+    issue 20).  The blocks' presence is checked up front (the lowest block missing is
+    named), the file's identity once at the end."""
+    h = f.header
+    b, bb, plane = g.block_len, g.block_bytes, g.plane
+    vs = plane // (b * b)
+    first = h.data_offset
+    spread = morton.spread_int
+    last = spread(bhi[0] - 1) | spread(bhi[1] - 1) << 1 | spread(bhi[2] - 1) << 2
+    if first + (last + 1) * bb > f.file_size:  # the box's highest block is its far corner
+        indices = morton.box_indices(blo, bhi)
+        problem = f._first_problem(indices, *f._ranges_of(indices))
+        if problem is not None:
+            raise problem
+    nbz = bhi[2] - blo[2]
+    layers = []  # (Morton bits of z, slot, block-local z range)
+    for k in range(nbz):
+        v = (blo[2] + k) * b
+        layers.append((spread(blo[2] + k) << 2, k * bb, lo[2] - v if lo[2] > v else 0,
+                       hi[2] - v if hi[2] < v + b else b))
+    zs, ze = lo[2] - blo[2] * b, hi[2] - blo[2] * b  # the box along a column's z planes
+    oz0, oz1 = lo[2] + shift[2], hi[2] + shift[2]
+    staging = _staging(nbz * bb)
+    view = memoryview(staging)  # type: ignore[arg-type]
+    column = staging[:nbz * bb].reshape(nbz * b, b, b * vs)
+    preadv = _PREADV
+    with f._reading() as fd:
+        for bx in range(blo[0], bhi[0]):
+            v = bx * b
+            x0, x1 = (lo[0] - v if lo[0] > v else 0), (hi[0] - v if hi[0] < v + b else b)
+            n = (x1 - x0) * vs
+            a = (v + x0 + shift[0]) * vs
+            vt = _void(n) if n >= VOID_ROW_BYTES else None
+            mx = spread(bx)
+            for by in range(blo[1], bhi[1]):
+                vy = by * b
+                y0, y1 = (lo[1] - vy if lo[1] > vy else 0), (hi[1] - vy if hi[1] < vy + b else b)
+                mxy = mx | spread(by) << 1
+                for mz, slot, z0, z1 in layers:
+                    index = mxy | mz
+                    start = first + index * bb + z0 * plane
+                    at = slot + z0 * plane
+                    size = (z1 - z0) * plane
+                    got = preadv(fd, [view[at:at + size]], start) if preadv is not None else 0
+                    if got < size:  # a short read (or no preadv): finish it
+                        got += readinto_fd(fd, view[at + got:at + size], start + got)
+                        if got < size:  # the file shrank since it was opened
+                            start -= z0 * plane
+                            raise f._short(index, start, start + bb)
+                dst = rows[oz0:oz1, vy + y0 + shift[1]:vy + y1 + shift[1], a:a + n]
+                src = column[zs:ze, y0:y1, x0 * vs:x0 * vs + n]
+                if vt is None:
+                    dst[...] = src
+                else:
+                    dst.view(vt)[...] = src.view(vt)
+
+
+#: Rows of at least this many bytes are copied as void elements (a ``memcpy`` each);
+#: narrower ones byte by byte (numpy's loop over single bytes is faster than a ``memcpy``
+#: call per byte: the x row of a YZ plane is one voxel).
+VOID_ROW_BYTES = 8
+
+
+def _void(n: int) -> np.dtype[Any]:
+    vt = _VOID.get(n)
+    if vt is None:
+        vt = _VOID.setdefault(n, np.dtype((np.void, n)))
+    return vt
 
 
 #: Void dtypes by length in bytes: an x row copied as one element (``_copy_columns``).

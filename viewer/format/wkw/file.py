@@ -711,6 +711,15 @@ _parsed_lock = threading.Lock()
 _parsed_bytes = 0
 
 
+def _new_lock_after_fork() -> None:
+    global _parsed_lock
+    _parsed_lock = threading.Lock()  # a thread of the parent may have held it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
+
+
 def _remember(path: str, ident: Identity, header: Header, numbers: Numbers,
               table: npt.NDArray[np.uint64] | None) -> None:
     """Keep a file's parsed header and table for its next open (``_PARSED``)."""
