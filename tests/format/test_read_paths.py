@@ -1,8 +1,10 @@
 """The read paths of ``wkw.File`` that only some reads take, each checked voxel for voxel
 against the reference (PyPI ``wkw``) on files the reference wrote:
 
-- a read of a few blocks (``_read_few``: one block at a time through a small buffer, raw
-  blocks straight from the mapping or, without one, one ``pread`` per block);
+- a read of a few blocks (``_read_few``: the blocks staged by columns along z, each column
+  copied out at once, x rows as whole elements when the output's rows are contiguous, into
+  outputs of any layout);
+- raw reads one block thick along x or y, column by column (``_read_raw_columns``);
 - a batch of mapped raw blocks forming an aligned power-of-two cube of the block grid,
   copied through one strided view (``_copy_morton_aligned``);
 - a read whose decoding the calling thread shares with the pool's threads
