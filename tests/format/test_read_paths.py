@@ -1,8 +1,10 @@
 """The read paths of ``wkw.File`` that only some reads take, each checked voxel for voxel
 against the reference (PyPI ``wkw``) on files the reference wrote:
 
-- a read of a few blocks (``_read_few``: one block at a time through a small buffer, raw
-  blocks straight from the mapping or, without one, one ``pread`` per block);
+- a read of a few blocks (``_read_few``: the blocks staged by columns along z, each column
+  copied out at once, x rows as whole elements when the output's rows are contiguous, into
+  outputs of any layout);
+- raw reads one block thick along x or y, column by column (``_read_raw_columns``);
 - a batch of mapped raw blocks forming an aligned power-of-two cube of the block grid,
   copied through one strided view (``_copy_morton_aligned``);
 - a read whose decoding the calling thread shares with the pool's threads
@@ -81,6 +83,41 @@ def test_few_block_reads_match_the_reference(written: tuple[Path, np.ndarray]) -
     _check_all_boxes(*written)
 
 
+@pytest.mark.parametrize("layout", ["part-of-fortran", "c-order", "channels-apart"])
+def test_few_block_reads_into_outputs_of_any_layout(written: tuple[Path, np.ndarray],
+                                                    layout: str) -> None:
+    """A small read copies whole x rows at a time when the output's rows are contiguous (an
+    F-order output, or a part of one) and element by element otherwise (a C-order output,
+    channels apart): every layout gets the reference's voxels, and nothing around the box
+    is touched."""
+    root, data = written
+    c = data.shape[0]
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        for offset, shape in _boxes():
+            want = ref.read(offset, shape)
+            if layout == "part-of-fortran":  # rows contiguous, the array is not
+                big = np.full((c, shape[0] + 3, shape[1] + 2, shape[2] + 1), 77,
+                              dtype=data.dtype, order="F")
+                out = big[:, 2:2 + shape[0], 1:1 + shape[1], 1:]
+            elif layout == "c-order":
+                big = np.full((c, *shape), 77, dtype=data.dtype, order="C")
+                out = big
+            else:  # each channel's voxels apart: rows of voxels are not contiguous
+                big = np.full((c, shape[2], shape[1], shape[0]), 77, dtype=data.dtype)
+                out = big.transpose(0, 3, 2, 1)
+            rows = boxread._byte_rows(out.T)  # the path this layout takes
+            if layout == "part-of-fortran":
+                assert rows is not None
+            elif min(shape) > 1 and (layout == "c-order" or c > 1):
+                assert rows is None
+            ours.read_into(out, offset)
+            assert np.array_equal(out, want), f"{layout}: box {offset} {shape}"
+            if layout == "part-of-fortran":
+                rest = big.copy()
+                rest[:, 2:2 + shape[0], 1:1 + shape[1], 1:] = 77
+                assert (rest == 77).all(), f"{layout}: box {offset} {shape} wrote outside"
+
+
 def test_gathered_reads_match_the_few_block_path(written: tuple[Path, np.ndarray],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The same boxes through the batch path (staging grid, one gather) agree as well."""
@@ -139,6 +176,35 @@ def test_raw_thin_slabs_read_by_pread_match_the_reference(
             sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
             assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
     assert bool(calls) == raw  # raw files really took this path, compressed ones never
+
+
+def test_raw_columns_match_the_reference(written: tuple[Path, np.ndarray],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Raw reads one block thick along x or y (XZ and YZ planes, thin slabs) go column by
+    column through a staging buffer of one column (``_read_raw_columns``): same voxels."""
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
+    root, data = written
+    boxes = [((0, 37, 0), (2 * SIDE, 1, 2 * SIDE)),  # XZ plane across files
+             ((45, 0, 0), (1, 2 * SIDE, 2 * SIDE)),  # YZ plane
+             ((3, 9, 5), (50, 3, 41)),  # a thin XZ slab, unaligned
+             ((17, 2, 11), (6, 60, 30)),  # a thin YZ slab ending inside blocks
+             ((0, 0, 0), (SIDE, SIDE, SIDE))]  # not thin: the other way
+    calls = []
+    original = boxread._read_raw_columns
+
+    def spy(f: Any, *args: Any) -> None:
+        calls.append(1)
+        original(f, *args)
+
+    monkeypatch.setattr(boxread, "_read_raw_columns", spy)
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        raw = not ours.header.is_compressed
+        for offset, shape in boxes:
+            got = ours.read(offset, shape)
+            assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
+            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+    assert len(calls) == (16 if raw else 0)  # the four thin boxes touch four files each
 
 
 def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
@@ -225,6 +291,10 @@ def test_small_read_of_a_short_raw_file_names_the_block(tmp_path: Path,
         with pytest.raises(BlockDecodeError) as info:
             f.read((0, 0, 0), (16, 16, 16))
         assert info.value.block == 5
+        with pytest.raises(BlockDecodeError) as info:
+            f.read((0, 3, 0), (32, 1, 32))  # an XZ plane through blocks 0, 1, 4, 5, ...
+        assert info.value.block == 5  # column by column (``_read_raw_columns``)
+        assert info.value.offset == data_offset + 5 * block_bytes
 
 
 def test_read_blocks_gives_each_block_its_own_memory(written: tuple[Path, np.ndarray]) -> None:

@@ -162,12 +162,14 @@ class _Pool:
 
     def register(self, h: FileHandle, fd: int, in_use: bool = False) -> None:
         with self.lock:
-            self._drain_orphans()
+            if self.orphans:
+                self._drain_orphans()
             h._fd = fd
             if in_use:
                 h._users += 1
             self.open[id(h)] = h
-            self._make_room(self.limit)
+            if len(self.open) > self.limit:
+                self._make_room(self.limit)
 
     def close(self, h: FileHandle) -> None:
         with self.lock:
@@ -348,9 +350,10 @@ def wait_for_writers(fd: int) -> None:
     btrfs and tmpfs); older kernels only tell writes a timer tick apart."""
     if _SEEK_DATA is None:
         return
-    # ENXIO (no data), or a file system without it: nothing to wait for.
-    with suppress(OSError):
+    try:
         os.lseek(fd, 0, _SEEK_DATA)
+    except OSError:  # ENXIO (no data), or a file system without it: nothing to wait for
+        return
 
 
 _SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)

@@ -25,9 +25,10 @@ import numpy.typing as npt
 
 from viewer.format import bigmemory
 from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError, HeaderError
+from viewer.format.handles import OPEN_FLAGS
 from viewer.format.wkw import writer
-from viewer.format.wkw.file import File, check_limits
-from viewer.format.wkw.header import HEADER_SIZE, Header
+from viewer.format.wkw.file import File
+from viewer.format.wkw.header import HEADER_SIZE, Header, parse_header
 
 HEADER_FILE = "header.wkw"
 #: Open data files kept per dataset (each holds one descriptor).
@@ -46,6 +47,10 @@ class Dataset:
         self.single_file = single_file
         self._files: OrderedDict[Vec3, File | None] = OrderedDict()
         self._lock = threading.Lock()
+        self._prefix = os.path.join(root, "")  # the root and a separator: file paths
+        #: The last file header found to agree with header.wkw (files of one dataset share
+        #: one parsed ``Header``: the check is then an identity test).
+        self._agreed: Header | None = None
 
     # -- opening and creating -----------------------------------------------------------------
     @classmethod
@@ -53,8 +58,24 @@ class Dataset:
         """Open a dataset directory or a single ``.wkw`` data file.  With ``header`` (as in the
         reference), a directory without header.wkw is created with that header."""
         path = os.fspath(path)
+        if path:
+            # A directory with header.wkw, the common case: three system calls (open, pread,
+            # close); anything else is told apart only when this open fails.
+            header_path = os.path.join(path, HEADER_FILE)
+            try:
+                fd = os.open(header_path, OPEN_FLAGS)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            else:
+                return cls(path, _read_dataset_header(fd, header_path))
+        return cls._open_other(path, header)
+
+    @classmethod
+    def _open_other(cls, path: str, header: Header | None) -> Dataset:
+        """``open`` of anything but a directory holding header.wkw: a data file, header.wkw
+        itself, a directory without header.wkw (created with ``header``), nothing."""
         try:
-            mode = os.stat(path).st_mode
+            mode = os.stat(path).st_mode if path else 0
         except OSError:
             mode = 0
         if stat.S_ISREG(mode):
@@ -69,20 +90,12 @@ class Dataset:
             raise DatasetLayoutError("no such file or directory", path)
         header_path = os.path.join(path, HEADER_FILE)
         try:
-            fd = os.open(header_path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            fd = os.open(header_path, OPEN_FLAGS)
         except FileNotFoundError:
             if header is not None:
                 return cls.create(path, header)
             raise DatasetLayoutError(f"not a WKW dataset: no {HEADER_FILE}", path) from None
-        try:
-            raw = os.pread(fd, HEADER_SIZE, 0)
-        finally:
-            os.close(fd)
-        parsed = Header.from_bytes(raw, header_path)
-        check_limits(parsed, header_path)
-        if parsed.data_offset:
-            parsed = parsed.replace(data_offset=0)
-        return cls(path, parsed)
+        return cls(path, _read_dataset_header(fd, header_path))
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], header: Header) -> Dataset:
@@ -119,7 +132,8 @@ class Dataset:
         """Path of the data file at file-grid position (fx, fy, fz)."""
         if self.single_file is not None:
             return self.single_file
-        return os.path.join(self.root, f"z{fz}", f"y{fy}", f"x{fx}.wkw")
+        sep = os.sep
+        return f"{self._prefix}z{fz}{sep}y{fy}{sep}x{fx}.wkw"
 
     def get_file(self, fx: int, fy: int, fz: int) -> File | None:
         """The open data file at file-grid position, or None when it is absent."""
@@ -135,12 +149,14 @@ class Dataset:
                 f = File.open(self.file_path(fx, fy, fz))
             except FileNotFoundError:
                 f = None
-            if f is not None and not f.header.same_geometry(self.header):
-                diffs = "; ".join(self.header.differences(f.header))
-                f.close()
-                raise DatasetLayoutError(
-                    f"file header differs from {HEADER_FILE} ({HEADER_FILE} vs file: {diffs})",
-                    self.file_path(fx, fy, fz), offset=0)
+            if f is not None and f.header is not self._agreed:
+                if not f.header.same_geometry(self.header):
+                    diffs = "; ".join(self.header.differences(f.header))
+                    f.close()
+                    raise DatasetLayoutError(
+                        f"file header differs from {HEADER_FILE} ({HEADER_FILE} vs file: "
+                        f"{diffs})", self.file_path(fx, fy, fz), offset=0)
+                self._agreed = f.header
         with self._lock:
             self._files[key] = f
             self._files.move_to_end(key)
@@ -311,6 +327,19 @@ class Dataset:
             if progress is not None:
                 progress(n, len(files))
         return dst
+
+
+def _read_dataset_header(fd: int, header_path: str) -> Header:
+    """The header in header.wkw (open as ``fd``, closed here), its data offset 0.  Parsed
+    and checked once per distinct 16 bytes (``parse_header``)."""
+    try:
+        raw = os.pread(fd, HEADER_SIZE, 0)
+    finally:
+        os.close(fd)
+    parsed = parse_header(raw, header_path)[0]
+    if parsed.data_offset:
+        parsed = parsed.replace(data_offset=0)
+    return parsed
 
 
 def _vec3(value: Sequence[int], what: str) -> Vec3:

@@ -8,7 +8,10 @@ parsing (``header``) live apart.  The seam to split along: opening and the small
 A ``File`` parses its header and jump table once, at open, into one uint64 array; byte ranges
 and sizes of blocks are computed from it vectorised, and the range checks of a read are one
 vectorised pass over the wanted blocks (only a damaged block costs Python work, to word its
-error).
+error).  The parsed header and table are remembered by path and file identity (``_PARSED``):
+a file opened again while unchanged (the ``fstat`` of every open says so) is not read again,
+so a ``Dataset`` opened afresh for each read costs ``open``, ``fstat``, ``lseek`` and
+``close`` per file.
 
 Stored bytes are read with ``os.pread``/``preadv`` through a ``handles.FileHandle`` (never a
 memory mapping): neighbouring blocks are merged into one read into a per-thread buffer, and
@@ -42,10 +45,11 @@ take no lock the collector could interrupt (``__del__`` takes none).
 
 from __future__ import annotations
 
-import contextlib
+import collections
 import ctypes
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -62,6 +66,7 @@ from viewer.format.errors import (
 from viewer.format.handles import (
     OPEN_FLAGS,
     FileHandle,
+    Identity,
     identity,
     readinto_fd,
     wait_for_writers,
@@ -116,7 +121,6 @@ class File:
         self._ranges_i64: npt.NDArray[np.int64] | None = (
             jump_table.view(np.int64) if jump_table is not None else None)
         self._closed = handle is None
-        self._lock = threading.Lock()
         # The header's numbers as plain attributes (its properties cost ~1 us each, per block;
         # worked out once per parsed header).
         (self._num_blocks, self._block_bytes, self._compressed, self._data_offset, self._bound,
@@ -143,9 +147,25 @@ class File:
         handle = FileHandle(path, in_use=True)
         fd = handle.fd
         assert fd is not None  # in use: the pool does not close it
+        size = handle.size
+        known = _PARSED.get(path)
+        if known is not None and known[0] == handle.identity and (
+                not indices or size > SMALL_FILE_BYTES):
+            # Opened before, unchanged since: its header and table as parsed then.
+            f = cls(path, handle, known[1], size, known[3], known[2])
+            if not indices:
+                handle.release()
+                return f, []
+            try:
+                out = f._read_few_of(fd, handle, [int(i) for i in indices])
+            except BaseException:
+                handle.release()
+                handle.close()
+                raise
+            handle.release()
+            return f, out
         try:
             try:
-                size = handle.size
                 view, address = first_buffer()
                 want = size if indices and size <= SMALL_FILE_BYTES \
                     else min(size, OPEN_READ_BYTES)
@@ -165,6 +185,8 @@ class File:
             handle.close()
             raise
         handle.release()
+        if not indices or size > SMALL_FILE_BYTES:  # a small file's blocks: never looked up
+            _remember(path, handle.identity, header, numbers, jump_table)
         return f, out
 
     @classmethod
@@ -249,9 +271,12 @@ class File:
     def __del__(self) -> None:
         # The collector may run this on any thread at any point, also while that thread holds
         # a lock the closing would need: hand the descriptor over without taking any lock.
-        with contextlib.suppress(Exception):
-            if self._handle is not None:
-                self._handle.release_from_gc()
+        try:
+            handle = self._handle
+            if handle is not None and not handle._closed:
+                handle.release_from_gc()
+        except Exception:  # a half-made File, or the interpreter shutting down
+            pass
 
     def __enter__(self) -> File:
         return self
@@ -535,15 +560,21 @@ class File:
             raise ValueError(f"{self.path} is closed")
         fd = handle.acquire()
         try:
-            try:
-                out = self._read_few(fd, indices, 0, 0)
-            except Exception as exc:
-                if not isinstance(exc, FileChangedError) and handle._changed(fd):
-                    raise handle._changed_error() from exc
-                raise
-            handle.verify(fd)
+            return self._read_few_of(fd, handle, indices)
         finally:
             handle.release()
+
+    def _read_few_of(self, fd: int, handle: FileHandle, indices: list[int]
+                     ) -> list[npt.NDArray[Any] | FormatError]:
+        """``_read_few`` from ``fd`` (in use), then one ``fstat``: ``FileChangedError`` when
+        the file changed meanwhile (also when that is why a read came up short)."""
+        try:
+            out = self._read_few(fd, indices, 0, 0)
+        except Exception as exc:
+            if not isinstance(exc, FileChangedError) and handle._changed(fd):
+                raise handle._changed_error() from exc
+            raise
+        handle.verify(fd)
         return out
 
     def _read_few(self, fd: int, indices: list[int], first: int, first_len: int
@@ -658,6 +689,64 @@ def _only_block(numbers: Numbers, indices: Sequence[int], first: memoryview, add
     block: npt.NDArray[Any] = np.ndarray(shape, dtype, memory, 0, strides)
     block.flags.writeable = False
     return block
+
+
+#: Headers and jump tables of the files opened so far, by path: ``(identity, header,
+#: numbers, table)``.  A file opened again whose identity (``handles.identity``: device,
+#: inode, size, modification and change times, from the ``fstat`` every open makes) is the
+#: one recorded is not read again: its header and table are those parsed and checked then
+#: (a ``Dataset`` opened afresh for every read, the loader reopening a unit, costs ``open``,
+#: ``fstat``, ``lseek`` and ``close``).  Kept up to ``PARSED_KEEP_BYTES`` of tables and
+#: ``PARSED_KEEP_FILES`` files, the oldest dropped first.
+_PARSED: collections.OrderedDict[
+    str, tuple[Identity, Header, Numbers, npt.NDArray[np.uint64] | None]] = \
+    collections.OrderedDict()
+PARSED_KEEP_BYTES = 32 << 20
+PARSED_KEEP_FILES = 8192
+#: A file changed less than this long before it was opened is not remembered: a change
+#: within the same tick of a coarse file-system clock would keep its times (and it was
+#: changed a moment ago, so it may well change again).  What git calls "racily clean".
+RACY_NS = 50_000_000
+_parsed_lock = threading.Lock()
+_parsed_bytes = 0
+
+
+def _new_lock_after_fork() -> None:
+    global _parsed_lock
+    _parsed_lock = threading.Lock()  # a thread of the parent may have held it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
+
+
+def _remember(path: str, ident: Identity, header: Header, numbers: Numbers,
+              table: npt.NDArray[np.uint64] | None) -> None:
+    """Keep a file's parsed header and table for its next open (``_PARSED``)."""
+    global _parsed_bytes
+    if time.time_ns() - ident[4] < RACY_NS:
+        return
+    size = 0 if table is None else table.nbytes
+    with _parsed_lock:
+        old = _PARSED.pop(path, None)
+        if old is not None and old[3] is not None:
+            _parsed_bytes -= old[3].nbytes
+        _PARSED[path] = (ident, header, numbers, table)
+        _parsed_bytes += size
+        while _PARSED and (_parsed_bytes > PARSED_KEEP_BYTES or
+                           len(_PARSED) > PARSED_KEEP_FILES):
+            gone = _PARSED.popitem(last=False)[1][3]
+            if gone is not None:
+                _parsed_bytes -= gone.nbytes
+
+
+def forget_parsed() -> None:
+    """Drop every remembered header and jump table (tests; after rewriting files in place
+    faster than the file system's clock tells apart)."""
+    global _parsed_bytes
+    with _parsed_lock:
+        _PARSED.clear()
+        _parsed_bytes = 0
 
 
 def _jump_table(fd: int, path: str, header: Header, numbers: Numbers, file_size: int,
