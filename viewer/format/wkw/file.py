@@ -726,6 +726,8 @@ def _remember(path: str, ident: Identity, header: Header, numbers: Numbers,
     global _parsed_bytes
     if time.time_ns() - ident[4] < RACY_NS:
         return
+    if table is not None:
+        table.flags.writeable = False  # shared by every File of this file from now on
     size = 0 if table is None else table.nbytes
     with _parsed_lock:
         old = _PARSED.pop(path, None)
