@@ -71,7 +71,7 @@ def test_collect_if_due_follows_the_thresholds() -> None:
 
 
 CHILD = textwrap.dedent("""
-    import sys, threading
+    import sys, threading, time
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
     from viewer.ui import collector
@@ -84,6 +84,7 @@ CHILD = textwrap.dedent("""
     def busy() -> None:  # a worker allocating tracked objects: where collections start
         while not stop.is_set():
             _ = [(i, [i]) for i in range(2000)]
+            time.sleep(0.0002)  # let the GUI thread have the interpreter lock in between
 
     class Cyclic(QWidget):
         def __init__(self) -> None:
