@@ -150,6 +150,30 @@ def test_aligned_raw_batches_match_the_reference(written: tuple[Path, np.ndarray
             assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
 
 
+def _read_boxes_through(monkeypatch: pytest.MonkeyPatch, path_name: str, root: Path,
+                        data: np.ndarray, boxes: list[tuple[tuple[int, int, int],
+                                                            tuple[int, int, int]]]
+                        ) -> tuple[list[int], bool]:
+    """Read ``boxes`` with ours and the reference and check both against ``data``, counting
+    the calls of the read path ``boxread.<path_name>``: ``(calls, the files are raw)``."""
+    calls: list[int] = []
+    original = getattr(boxread, path_name)
+
+    def spy(f: Any, *args: Any) -> None:
+        calls.append(1)
+        original(f, *args)
+
+    monkeypatch.setattr(boxread, path_name, spy)
+    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
+        raw = not ours.header.is_compressed
+        for offset, shape in boxes:
+            got = ours.read(offset, shape)
+            assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
+            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
+            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+    return calls, raw
+
+
 def test_raw_thin_slabs_read_by_pread_match_the_reference(
         written: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of raw blocks needing only a few z planes each (XY planes, thin slabs) are
@@ -160,21 +184,7 @@ def test_raw_thin_slabs_read_by_pread_match_the_reference(
              ((3, 5, 39), (2 * SIDE - 4, 2 * SIDE - 9, 1)),  # unaligned in x and y
              ((0, 0, 14), (2 * SIDE, 2 * SIDE, 2)),  # two planes of each block
              ((7, 30, 63), (40, 20, 1))]  # the last plane, across files
-    calls = []
-    original = boxread._read_raw_planes
-
-    def spy(f: Any, *args: Any) -> None:
-        calls.append(1)
-        original(f, *args)
-
-    monkeypatch.setattr(boxread, "_read_raw_planes", spy)
-    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
-        raw = not ours.header.is_compressed
-        for offset, shape in boxes:
-            got = ours.read(offset, shape)
-            assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
-            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+    calls, raw = _read_boxes_through(monkeypatch, "_read_raw_planes", root, data, boxes)
     assert bool(calls) == raw  # raw files really took this path, compressed ones never
 
 
@@ -189,21 +199,7 @@ def test_raw_columns_match_the_reference(written: tuple[Path, np.ndarray],
              ((3, 9, 5), (50, 3, 41)),  # a thin XZ slab, unaligned
              ((17, 2, 11), (6, 60, 30)),  # a thin YZ slab ending inside blocks
              ((0, 0, 0), (SIDE, SIDE, SIDE))]  # not thin: the other way
-    calls = []
-    original = boxread._read_raw_columns
-
-    def spy(f: Any, *args: Any) -> None:
-        calls.append(1)
-        original(f, *args)
-
-    monkeypatch.setattr(boxread, "_read_raw_columns", spy)
-    with wkw_ref.Dataset.open(str(root)) as ref, wkw.Dataset.open(root) as ours:
-        raw = not ours.header.is_compressed
-        for offset, shape in boxes:
-            got = ours.read(offset, shape)
-            assert np.array_equal(got, ref.read(offset, shape)), f"box {offset} {shape}"
-            sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))
-            assert np.array_equal(got, data[(slice(None), *sl)]), f"box {offset} {shape}"
+    calls, raw = _read_boxes_through(monkeypatch, "_read_raw_columns", root, data, boxes)
     assert len(calls) == (16 if raw else 0)  # the four thin boxes touch four files each
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rewriting import rewrite_during_reads
 from zarr_test_fixtures import sample, write_tensorstore_zarr3
 
-import viewer.format.store as store_module
-from viewer.format import handles, open_volume
+from viewer.format import open_volume
 from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
 from viewer.format.zarr.volume import ZarrVolume
 
@@ -143,26 +143,6 @@ def test_damaged_chunk_is_its_typed_error(v2: tuple[Path, Any]) -> None:
     assert err.path == str(target) and err.chunk == DAMAGED
 
 
-def _rewriter(monkeypatch: pytest.MonkeyPatch, target: Path, versions: list[bytes],
-              times: int) -> list[int]:
-    """Make the next ``times`` reads of ``target`` meet another program rewriting it in
-    place (truncate, write the next of ``versions``) after the reader recorded the file's
-    identity and before it reads: the moment ``handles.wait_for_writers`` runs."""
-    real = handles.wait_for_writers
-    done: list[int] = []
-
-    def rewrite_then_wait(fd: int) -> None:
-        if len(done) < times and os.readlink(f"/proc/self/fd/{fd}") == str(target):
-            with open(target, "r+b") as fh:
-                fh.truncate(0)
-                fh.write(versions[len(done) % len(versions)])
-            done.append(1)
-        real(fd)
-
-    monkeypatch.setattr(store_module, "wait_for_writers", rewrite_then_wait)
-    return done
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
 def test_a_file_rewritten_during_the_read_is_read_again(
         tmp_path: Path, v2: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,7 +155,7 @@ def test_a_file_rewritten_during_the_read_is_read_again(
     new = _chunk_file(_write_v2(tmp_path / "noise", noise), pos).read_bytes()
     # longer than the file the reader saw: a read of the old length would cut it short
     assert len(new) > target.stat().st_size
-    done = _rewriter(monkeypatch, target, [new], times=1)
+    done = rewrite_during_reads(monkeypatch, target, [new], times=1)
     with open_volume(path) as v:
         [got] = v.read_units([(pos, [0])])
     assert done == [1]
@@ -190,7 +170,7 @@ def test_a_file_that_keeps_changing_is_the_chunks_error(
     pos = (1, 0, 2)
     target = _chunk_file(path, pos)
     old = target.read_bytes()
-    _rewriter(monkeypatch, target, [old + b"\0" * 11, old], times=10)
+    rewrite_during_reads(monkeypatch, target, [old + b"\0" * 11, old], times=10)
     with open_volume(path) as v:
         [got] = v.read_units([(pos, [0])])
         unit = v.open_unit(pos)
