@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import viewer.format.store as store_module
-from viewer.format import handles
+from viewer.format import handles, open_volume
+from viewer.format.errors import FileChangedError
 
 
 def rewrite_during_reads(monkeypatch: pytest.MonkeyPatch, target: Path, versions: list[bytes],
@@ -33,3 +34,21 @@ def rewrite_during_reads(monkeypatch: pytest.MonkeyPatch, target: Path, versions
 
     monkeypatch.setattr(store_module, "wait_for_writers", rewrite_then_wait)
     return done
+
+
+def check_a_file_that_keeps_changing(monkeypatch: pytest.MonkeyPatch, root: Path,
+                                     pos: tuple[int, int, int], target: Path) -> None:
+    """The chunk file ``target`` of the dataset at ``root`` (unit ``pos``) changes at every
+    read: ``read_units`` and a kept unit's ``read_chunks`` both give the chunk's
+    ``FileChangedError``, naming the file and the chunk."""
+    old = target.read_bytes()
+    rewrite_during_reads(monkeypatch, target, [old + b"\0" * 11, old], times=10)
+    with open_volume(root) as v:
+        [got] = v.read_units([(pos, [0])])
+        unit = v.open_unit(pos)
+        assert unit is not None
+        [plain] = unit.read_chunks([0])  # the kept-unit way: the same error
+    assert isinstance(got, list)
+    for err in (got[0], plain):
+        assert isinstance(err, FileChangedError)
+        assert err.path == str(target) and err.chunk == pos

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 from n5_writers import source, write_tensorstore, write_z5py
-from rewriting import rewrite_during_reads
+from rewriting import check_a_file_that_keeps_changing, rewrite_during_reads
 
 from viewer.format import open_volume
-from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
+from viewer.format.errors import ChunkDecodeError, FormatError
 from viewer.format.n5.volume import N5Volume
 
 pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
@@ -148,18 +148,7 @@ def test_a_file_that_keeps_changing_is_the_chunks_error(
         tmp_path: Path, data: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     path, _ = data
     pos = (0, 1, 0)
-    target = path.joinpath(*map(str, pos))
-    old = target.read_bytes()
-    rewrite_during_reads(monkeypatch, target, [old + b"\0" * 11, old], times=10)
-    with open_volume(path) as v:
-        [got] = v.read_units([(pos, [0])])
-        unit = v.open_unit(pos)
-        assert unit is not None
-        [plain] = unit.read_chunks([0])  # the kept-unit way: the same error
-    assert isinstance(got, list)
-    for err in (got[0], plain):
-        assert isinstance(err, FileChangedError)
-        assert err.path == str(target) and err.chunk == pos
+    check_a_file_that_keeps_changing(monkeypatch, path, pos, path.joinpath(*map(str, pos)))
 
 
 def test_the_loader_reads_small_units_with_their_looks(data: tuple[Path, Any]) -> None:

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rewriting import rewrite_during_reads
+from rewriting import check_a_file_that_keeps_changing, rewrite_during_reads
 from zarr_test_fixtures import sample, write_tensorstore_zarr3
 
 from viewer.format import open_volume
-from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
+from viewer.format.errors import ChunkDecodeError, FormatError
 from viewer.format.zarr.volume import ZarrVolume
 
 zarr = pytest.importorskip("zarr", reason="zarr-python (test extra) is not installed")
@@ -168,18 +168,7 @@ def test_a_file_that_keeps_changing_is_the_chunks_error(
         v2: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     path, _ = v2
     pos = (1, 0, 2)
-    target = _chunk_file(path, pos)
-    old = target.read_bytes()
-    rewrite_during_reads(monkeypatch, target, [old + b"\0" * 11, old], times=10)
-    with open_volume(path) as v:
-        [got] = v.read_units([(pos, [0])])
-        unit = v.open_unit(pos)
-        assert unit is not None
-        [plain] = unit.read_chunks([0])
-    assert isinstance(got, list)
-    for err in (got[0], plain):
-        assert isinstance(err, FileChangedError)
-        assert err.path == str(target) and err.chunk == pos
+    check_a_file_that_keeps_changing(monkeypatch, path, pos, _chunk_file(path, pos))
 
 
 def test_the_loader_reads_small_units_with_their_looks(v2: tuple[Path, Any]) -> None:
