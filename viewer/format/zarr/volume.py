@@ -11,9 +11,10 @@ Unsharded arrays on a local disk have ``small_units``: the loader reads their ch
 and decoded, no unit kept (issue 20).  Sharded arrays (a shard holds many chunks, its index
 parsed once) and arrays over a network (read-ahead through kept units) keep their units open.
 
-Reading stored bytes goes through a ``Store`` (a shard's wanted ranges are merged into few
-reads); decoding is numpy views over the decoded bytes.  ``read`` decodes on a small thread
-pool straight into the output (zstd and zlib release the GIL).
+The units themselves (a chunk object, a shard and its index) are in ``zarr.units``.  Reading
+stored bytes goes through a ``Store`` (a shard's wanted ranges are merged into few reads);
+decoding is numpy views over the decoded bytes.  ``read`` decodes on a small thread pool
+straight into the output (zstd and zlib release the GIL).
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import (
-    ChecksumError,
-    ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
     FormatError,
@@ -39,10 +38,8 @@ from viewer.format.pool import decode_pool
 from viewer.format.store import LocalStore, Store, read_file_whole
 from viewer.format.volume import (
     ChunkResult,
-    ChunkTable,
     IntArray,
     StorageUnit,
-    StoredResult,
     UnitCache,
     UnitRead,
     Volume,
@@ -53,234 +50,17 @@ from viewer.format.zarr.axes import AxisMap
 from viewer.format.zarr.codecs import CodecFailure
 from viewer.format.zarr.errors import ShardIndexError
 from viewer.format.zarr.meta import ArrayMeta
-from viewer.format.zarr.sharding import ShardIndex, parse_index
+from viewer.format.zarr.sharding import parse_index
+from viewer.format.zarr.units import ChunkUnit, ShardUnit, UnitBase, codec_error
 
 Vec3 = tuple[int, int, int]
 
-#: Two ranges of a shard closer than this are read as one.
-MERGE_GAP = 4096
 #: Chunks decoded per task of the read pool.
 BATCH = 32
 
 def _executor() -> ThreadPoolExecutor:
     """The formats' shared read pool (``viewer.format.pool``)."""
     return decode_pool()
-
-
-class _UnitBase(StorageUnit):
-    volume: ZarrVolume
-    key: str
-    unit: Vec3
-
-    def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
-        return self.volume.decode_chunk(stored, self, int(index))
-
-    def chunk_error(self, index: int, message: str, offset: int | None = None,
-                    cls: type[FormatError] = ChunkDecodeError) -> FormatError:
-        return cls(message, self.path, block=index if self.num_chunks > 1 else None,
-                   offset=offset, chunk=self.volume.chunk_position(self.unit, index))
-
-    def chunk_offset(self, index: int) -> int | None:
-        return 0
-
-    def will_need(self, indices: Sequence[int]) -> None:
-        """Read-ahead over a network (a store that prefetches: ``RemoteStore``): the stored
-        bytes of these chunks are asked for now; a local store does nothing."""
-        prefetch = getattr(self.volume.store, "prefetch", None)
-        if prefetch is None:
-            return
-        table = self.chunk_table()
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        idx = idx[(idx >= 0) & (idx < len(table.present))]
-        idx = idx[table.present[idx] & (table.nbytes[idx] > 0)]
-        if len(idx):
-            prefetch(self.key, [(int(o), int(n)) for o, n in
-                                zip(table.offsets[idx], table.nbytes[idx], strict=True)])
-
-
-class ChunkUnit(_UnitBase):
-    """One chunk object of an unsharded array (v2, or v3 without sharding)."""
-
-    def __init__(self, volume: ZarrVolume, unit: Vec3, key: str, size: int) -> None:
-        self.volume = volume
-        self.unit = unit
-        self.key = key
-        self.path = volume.store.location(key)
-        self.num_chunks = 1
-        self._size = size
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def chunk_table(self) -> ChunkTable:
-        return ChunkTable.single(self._size)
-
-    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
-        out: list[StoredResult] = []
-        for index in indices:
-            if int(index) != 0:
-                out.append(self.chunk_error(int(index), "a chunk object holds chunk 0 only"))
-                continue
-            out.append(self.read_object())
-        return out
-
-    def read_object(self) -> StoredResult:
-        """The chunk object's bytes, ``None`` when it is absent, or the error reading it.
-        Read whole as one version (``Store.read_whole``): an object changed by another
-        program while it was read is read once more, and a second change is the chunk's
-        ``FileChangedError`` (never a chunk of two versions)."""
-        try:
-            return self.volume.store.read_whole(self.key)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except FileChangedError as exc:
-            return self.chunk_error(0, exc.reason, cls=FileChangedError)
-        except OSError as exc:
-            return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
-
-    def describe(self) -> dict[str, Any]:
-        return {"key": self.key, "stored_bytes": self._size,
-                "codecs": self.volume.meta.codec.describe()}
-
-    def describe_chunk(self, index: int) -> dict[str, Any]:
-        return {"key": self.key, "stored_bytes": self._size,
-                "grid": list(self.volume.chunk_position(self.unit, index))}
-
-
-class ShardUnit(_UnitBase):
-    """One shard of a sharded v3 array: its index parsed once (a ``ChunkTable``)."""
-
-    def __init__(self, volume: ZarrVolume, unit: Vec3, key: str, size: int,
-                 index: ShardIndex, index_offset: int) -> None:
-        self.volume = volume
-        self.unit = unit
-        self.key = key
-        self.path = volume.store.location(key)
-        self.index = index
-        self.index_offset = index_offset
-        self.num_chunks = len(index.offsets)
-        self.table_bytes = int(index.offsets.nbytes * 2 + index.present.nbytes * 2)
-        self._size = size
-        self._table = ChunkTable(index.offsets, index.nbytes, index.present)
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def chunk_table(self) -> ChunkTable:
-        return self._table
-
-    def chunk_offset(self, index: int) -> int | None:
-        return int(self.index.offsets[index]) if self.index.present[index] else None
-
-    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        out: list[StoredResult] = [None] * len(idx)
-        n = self.num_chunks
-        valid = (idx >= 0) & (idx < n)
-        for k in np.flatnonzero(~valid).tolist():
-            out[k] = self.chunk_error(int(idx[k]), f"no chunk {int(idx[k])} in a shard of {n}")
-        safe = np.where(valid, idx, 0)
-        present = valid & self.index.present[safe]
-        bad = present & self.index.bad[safe]
-        for k in np.flatnonzero(bad).tolist():
-            out[k] = self.chunk_error(int(idx[k]), "shard index entry points outside the "
-                                      "shard's data", offset=self._entry_offset(int(idx[k])),
-                                      cls=ShardIndexError)
-        want = np.flatnonzero(present & ~bad)
-        if not len(want):
-            return out
-        offs = self.index.offsets[idx[want]]
-        nbs = self.index.nbytes[idx[want]]
-        order = np.argsort(offs, kind="stable")
-        offs, nbs, want = offs[order], nbs[order], want[order]
-        ends = offs + nbs
-        # merge neighbours: a new range starts where the gap to the previous end is large
-        run_end = np.maximum.accumulate(ends)
-        starts_new = np.ones(len(offs), dtype=np.bool_)
-        starts_new[1:] = offs[1:] > run_end[:-1] + MERGE_GAP
-        group = np.cumsum(starts_new) - 1
-        g_first = np.flatnonzero(starts_new)
-        g_lo = offs[g_first]
-        g_hi = np.maximum.reduceat(ends, g_first)
-        ranges = [(int(a), int(b - a)) for a, b in zip(g_lo, g_hi, strict=True)]
-        try:
-            blobs = self.volume.store.read_ranges(self.key, ranges)
-        except OSError as exc:
-            err = f"cannot read: {exc.strerror or exc}"
-            for k in want.tolist():
-                out[k] = self.chunk_error(int(idx[k]), err)
-            return out
-        views = [memoryview(b) for b in blobs]
-        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist(),
-                                 strict=True):
-            rel = off - int(g_lo[g])
-            view = views[g]
-            if rel + nb > len(view):
-                out[k] = self.chunk_error(int(idx[k]), f"shard cut short: chunk bytes "
-                                          f"[{off}, {off + nb}) past its end", offset=off)
-            else:
-                out[k] = view[rel:rel + nb]
-        return out
-
-    def _entry_offset(self, index: int) -> int:
-        return self.index_offset + 16 * index
-
-    def describe(self) -> dict[str, Any]:
-        spec = self.volume.meta.sharding
-        assert spec is not None
-        present = int(self.index.present.sum())
-        crc = self.index.crc
-        out: dict[str, Any] = {
-            "key": self.key, "shard_bytes": self._size,
-            "chunks_per_shard": list(spec.chunks_per_shard),
-            "inner_chunk_shape": list(self.volume.meta.chunk_shape),
-            "index_location": "start" if spec.index_at_start else "end",
-            "index_offset": self.index_offset, "index_bytes": spec.index_nbytes,
-            "index_codecs": (["bytes(big)" if spec.index_big_endian else "bytes(little)"]
-                             + (["crc32c"] if spec.index_crc32c else [])),
-            "chunks_present": present, "chunks_absent": self.num_chunks - present,
-            "bad_entries": int(self.index.bad.sum()),
-            "stored_bytes": int(self.index.nbytes.sum()),
-            "codecs": self.volume.meta.codec.describe(),
-        }
-        if crc is not None:
-            out["index_crc32c"] = f"{crc[0]:#010x}"
-            out["index_checksum"] = "ok" if crc[0] == crc[1] else "mismatch"
-        else:
-            out["index_checksum"] = "none"
-        return out
-
-    def describe_chunk(self, index: int) -> dict[str, Any]:
-        i = int(index)
-        inner = np.unravel_index(i, self.volume.meta.sharding.chunks_per_shard) \
-            if self.volume.meta.sharding is not None else ()
-        out: dict[str, Any] = {
-            "index": i, "inner_grid": [int(v) for v in inner],
-            "grid": list(self.volume.chunk_position(self.unit, i)),
-            "index_entry_offset": self._entry_offset(i),
-            "present": bool(self.index.present[i]),
-        }
-        if self.index.present[i]:
-            out["offset"] = int(self.index.offsets[i])
-            out["stored_bytes"] = int(self.index.nbytes[i])
-            out["bad_entry"] = bool(self.index.bad[i])
-        return out
-
-    def problems(self, decode: bool = True) -> list[FormatError]:
-        found: list[FormatError] = []
-        for i in np.flatnonzero(self.index.bad).tolist():
-            found.append(self.chunk_error(i, "shard index entry points outside the shard's "
-                                          "data", offset=self._entry_offset(i),
-                                          cls=ShardIndexError))
-        if decode:
-            good = np.flatnonzero(self.index.present & ~self.index.bad).tolist()
-            for start in range(0, len(good), 256):
-                for r in self.read_chunks(good[start:start + 256]):
-                    if isinstance(r, FormatError):
-                        found.append(r)
-        return found
 
 
 class ZarrVolume(Volume):
@@ -404,7 +184,7 @@ class ZarrVolume(Volume):
                     try:
                         chunks.append(cxyz(codec.decode(data)))
                     except CodecFailure as exc:
-                        chunks.append(_codec_error(exc, self._chunk_unit(pos, key), 0))
+                        chunks.append(codec_error(exc, self._chunk_unit(pos, key), 0))
             out.append(chunks)
         return out
 
@@ -496,7 +276,7 @@ class ZarrVolume(Volume):
         return np.stack(cols, axis=1).astype(np.int64)
 
     # -- decoding ---------------------------------------------------------------------------------
-    def decode_chunk(self, stored: bytes | memoryview, unit: _UnitBase,
+    def decode_chunk(self, stored: bytes | memoryview, unit: UnitBase,
                      index: int) -> npt.NDArray[Any]:
         """A chunk's stored bytes as ``(C, cx, cy, cz)`` (Fortran order when the layout
         allows it without a copy, as webKnossos' transpose makes it)."""
@@ -511,12 +291,12 @@ class ZarrVolume(Volume):
             out = out.astype(self.dtype)
         return np.asfortranarray(out)
 
-    def _decode_raw(self, stored: bytes | memoryview, unit: _UnitBase,
+    def _decode_raw(self, stored: bytes | memoryview, unit: UnitBase,
                     index: int) -> npt.NDArray[Any]:
         try:
             return self.meta.codec.decode(stored)
         except CodecFailure as exc:
-            raise _codec_error(exc, unit, index) from None
+            raise codec_error(exc, unit, index) from None
 
     # -- reading ----------------------------------------------------------------------------------
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
@@ -620,12 +400,6 @@ class Zarr2Volume(ZarrVolume):
 
 class Zarr3Volume(ZarrVolume):
     format: ClassVar[str] = "zarr3"
-
-
-def _codec_error(exc: CodecFailure, unit: _UnitBase, index: int) -> FormatError:
-    """The chunk's error for a failure of its codecs (``ChecksumError`` for a checksum)."""
-    cls: type[FormatError] = ChecksumError if exc.checksum else ChunkDecodeError
-    return unit.chunk_error(index, str(exc), offset=unit.chunk_offset(index), cls=cls)
 
 
 def make_volume(store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
