@@ -326,10 +326,10 @@ def test_read_ahead_of_units_kept_survives_a_move(http: RangeServer, data_root: 
     store = open_store(http.url + "/ds/color/1")
     volume = StoreWkwVolume.open(store)
     http.fault_match = ".wkw"
+    http.hang = True  # before the reads start: one answered first would never hang
     here, there = (0, 0, 0), (1, 0, 0)
     for unit in (here, there):
         assert volume.open_unit(unit) is not None  # their header reads start: on the wire
-    http.hang = True
     assert _until(lambda: http.hanging == 2)
     before = stats().cancelled
     volume.drop_read_ahead([here])  # the cursor moved on from ``there``
