@@ -14,6 +14,7 @@ against the reference (PyPI ``wkw``) on files the reference wrote:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import pytest
 wkw_ref = pytest.importorskip("wkw")
 
 from viewer.format import BlockDecodeError, wkw  # noqa: E402
-from viewer.format.wkw import boxread  # noqa: E402
+from viewer.format.wkw import boxread, shareddecode  # noqa: E402
 
 BLOCK_LEN, FILE_LEN = 8, 4  # 32 voxels per file side; a 2 x 2 x 2 file grid
 SIDE = BLOCK_LEN * FILE_LEN
@@ -208,7 +209,7 @@ def test_shared_decoding_matches_the_reference(written: tuple[Path, np.ndarray],
     """Decoding split over the two threads a block at a time (forced with tiny limits)."""
     monkeypatch.setattr(boxread, "DECODE_THREADS", 2)
     monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(boxread, "SHARED_DECODE_BLOCKS", 1)
+    monkeypatch.setattr(shareddecode, "ITEM_BLOCKS", 1)
     root, data = written
     for _ in range(3):
         _check_all_boxes(root, data)
@@ -349,3 +350,52 @@ def test_small_reads_alternating_between_geometries_read_each_file_right(
         sl = tuple(slice(o, o + s) for o, s in zip(offset, (9, 6, 11), strict=True))
         assert got.dtype == data.dtype
         assert np.array_equal(got, data[(slice(None), *sl)]), f"read {k} of {root.name}"
+
+
+def _shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force every batch read of a compressed file onto the shared path, an item per block."""
+    monkeypatch.setattr(boxread, "PER_BLOCK_COPY", 0)
+    monkeypatch.setattr(boxread, "DECODE_THREADS", 2)
+    monkeypatch.setattr(boxread, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(shareddecode, "ITEM_BLOCKS", 1)
+
+
+def test_shared_read_names_the_lowest_damaged_block(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks 5 and 12 garbage: a plane read and decoded by both threads names block 5
+    (the lowest), whichever thread met which block first."""
+    _shared(monkeypatch)
+    path, data = _lz4_file(tmp_path)
+    with wkw.File.open(path) as f:
+        starts, ends = f.block_ranges()
+    with open(path, "r+b") as fh:
+        for block in (12, 5):
+            fh.seek(int(starts[block]))
+            fh.write(b"\xff" * int(ends[block] - starts[block]))
+    with wkw.File.open(path) as f:
+        for _ in range(5):
+            with pytest.raises(BlockDecodeError) as info:
+                f.read((0, 0, 0), (SIDE, SIDE, 16))  # blocks 0..15 (z layers 0 and 1)
+            assert info.value.block == 5
+            assert info.value.offset == int(starts[5])
+        # A plane clear of both reads, voxel for voxel.
+        assert np.array_equal(f.read((0, 0, 20), (SIDE, SIDE, 1)), data[:, :, :, 20:21])
+
+
+def test_shared_read_of_a_file_cut_short_meanwhile_says_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is truncated after it was opened: the shared read's short pread is reported
+    as the file having changed (the cause names the first block past the new end), never as
+    blocks of zeros."""
+    from viewer.format.errors import FileChangedError
+
+    _shared(monkeypatch)
+    path, _ = _lz4_file(tmp_path)
+    with wkw.File.open(path) as f:
+        starts, _ = f.block_ranges()
+        os.truncate(path, int(starts[40]) + 10)  # block 40 cut, 41.. gone
+        with pytest.raises(FileChangedError) as info:
+            f.read((0, 0, 0), (SIDE, SIDE, SIDE))
+        cause = info.value.__cause__
+        assert isinstance(cause, BlockDecodeError) and cause.block == 40
+        assert str(path) in str(info.value)

@@ -15,7 +15,8 @@ Two ways through a box read, by size (the numbers are the constants below):
   (one ``pread`` per run of neighbouring blocks), decoded into a per-thread staging buffer
   and copied out by one numpy copy.  From ``PARALLEL_BYTES`` of blocks the work is shared by
   all cores (``viewer.format.pool.share``): a read of up to ``ONE_BATCH_BYTES`` (a plane) is
-  one batch whose decoding alone is shared, a few blocks at a time; a larger one is cut into
+  one batch whose reading and decoding are shared a few blocks at a time, the reading of some
+  overlapping the decoding of others (``shareddecode``); a larger one is cut into
   slabs that the calling thread and the pool's threads take until none is left (reading,
   decoding and copying all release the GIL).  Raw XY planes are read with one pread per
   block (just the planes needed).
@@ -45,7 +46,7 @@ import numpy.typing as npt
 from viewer.format import pool
 from viewer.format.errors import FormatError
 from viewer.format.handles import readinto_fd
-from viewer.format.wkw import buffers, lz4block, morton
+from viewer.format.wkw import buffers, lz4block, morton, shareddecode
 from viewer.format.wkw.blockfile import BlockFile
 from viewer.format.wkw.header import Header
 
@@ -67,13 +68,10 @@ PARALLEL_RAW_BYTES = 16 << 20
 #: slabs: less to wait for when a thread is descheduled in the middle of its last slab).
 SHARED_CHUNKS = 4
 #: A compressed read of at most this many bytes of blocks (a 512^2 plane of 32^3 blocks) that
-#: is shared by the cores is read as one batch whose decoding alone is shared,
-#: ``SHARED_DECODE_BLOCKS`` blocks at a time; larger reads are cut into slabs.  A read kept
-#: on one thread goes in batches of this size.
+#: is shared by the cores is one batch whose reading and decoding are shared a few blocks at
+#: a time (``shareddecode``); larger reads are cut into slabs.  A read kept on one thread goes
+#: in batches of this size.
 ONE_BATCH_BYTES = 16 << 20
-#: Blocks a thread takes at a time when the decoding of one batch is shared (small, so that
-#: when a thread is descheduled in the middle of its blocks the others wait for little).
-SHARED_DECODE_BLOCKS = 8
 #: A batch of raw blocks of which the box needs at most 1/RAW_PREAD_PLANES of each block's z
 #: planes (an XY plane) is read with one pread of just those planes per block.
 RAW_PREAD_PLANES = 4
@@ -152,10 +150,10 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     if threads < 2 or blocks < 2 or blocks * per_block < enough:
         threads = 1
     if threads > 1 and g.compressed and blocks * bb <= ONE_BATCH_BYTES:
-        # A plane or a medium box: the checks, the reading and the copy out are done once,
-        # by this thread; only the decoding is shared, a few blocks at a time (per-slab
+        # A plane or a medium box: the checks and the copy out are done once, by this
+        # thread; the reading and decoding are shared a few blocks at a time (per-slab
         # Python work would serialise on the GIL: measured slower for planes).
-        _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, decode=_decode_shared)
+        _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, shared=True)
         return
     if threads == 1 and not g.compressed and bhi[2] - blo[2] > 1 and (
             bhi[0] - blo[0] == 1 or bhi[1] - blo[1] == 1):
@@ -242,13 +240,13 @@ def _read_shared(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[
 
 def _read_batch(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int],
                 shift: list[int], blo: Vec3, bhi: Vec3, checked: bool = False,
-                few: bool = True, decode: Any = lz4block.decode_many) -> None:
+                few: bool = True, shared: bool = False) -> None:
     """Read the blocks ``blo <= b < bhi`` (a box of the block grid) and copy their part of
     the box ``[lo, hi)`` into ``out_t`` (``(Z, Y, X, C)``).  ``checked``: the blocks' byte
     ranges were checked already.  ``few``: a batch of at most ``PER_BLOCK_COPY`` blocks may
     go block by block (``_read_few``: right for a small read, whose output stays in cache;
-    a slab of a large read is copied whole rows at a time instead).  ``decode`` has the
-    signature of ``lz4block.decode_many`` (``_decode_shared`` shares it among the cores)."""
+    a slab of a large read is copied whole rows at a time instead).  ``shared``: all cores
+    read and decode the blocks (``shareddecode``; compressed files only)."""
     h = f.header
     b = h.block_len
     nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
@@ -292,17 +290,20 @@ def _read_batch(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[i
     slot = z1 * plane  # room for each block up to the last z plane any block needs
     staging = _staging(count * slot)
     dst0 = staging.ctypes.data
-    src, keep = f._sources(starts, ends, indices)
     dst = list(range(dst0, dst0 + count * slot, slot))
-    sizes = (ends - starts).tolist()
     block_bytes = h.block_bytes
     # Each block is decoded only up to the last z plane the box needs from it (the last
     # layer of a box ending inside a block needs a prefix only).
     layer = nbx * nby
     prefixes = [min(hi[2] - (blo[2] + j) * b, z1) * plane
                 for j in range(nbz) for _ in range(layer)]
-    got = decode(src, sizes, dst, prefixes, block_bytes)
-    del keep
+    if shared:
+        got = shareddecode.read_and_decode(f, starts, ends, indices, dst, prefixes,
+                                           block_bytes, DECODE_THREADS)
+    else:
+        src, keep = f._sources(starts, ends, indices)
+        got = lz4block.decode_many(src, (ends - starts).tolist(), dst, prefixes, block_bytes)
+        del keep
     failed = [k for k in range(count)
               if (got[k] < prefixes[k] if prefixes[k] < block_bytes
                   else got[k] != block_bytes)]
@@ -752,21 +753,3 @@ def _as_rows(a: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
     raw = np.lib.stride_tricks.as_strided(a.view(np.uint8), shape=(*lead, row),
                                           strides=(*a.strides[:-2], 1))
     return raw.view(np.dtype((np.void, row)))[..., 0]
-
-
-def _decode_shared(src: list[int], sizes: list[int], dst: list[int], prefixes: list[int],
-                   capacity: int) -> list[int]:
-    """``lz4block.decode_many`` with the cores taking the next ``SHARED_DECODE_BLOCKS``
-    blocks in turn (``pool.share``: the caller never waits for a pool thread to start, only
-    for the few blocks one is in the middle of)."""
-    n = len(src)
-    step = SHARED_DECODE_BLOCKS
-    got = [0] * n
-
-    def one(k: int) -> None:
-        a, e = k * step, min(k * step + step, n)
-        got[a:e] = lz4block.decode_many(src[a:e], sizes[a:e], dst[a:e], prefixes[a:e],
-                                        capacity)
-
-    pool.share(-(-n // step), one, DECODE_THREADS)
-    return got
