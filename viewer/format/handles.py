@@ -109,8 +109,10 @@ class _Pool:
         fd, h._fd = h._fd, None
         self.open.pop(id(h), None)
         if fd is not None:
-            with suppress(OSError):
+            try:  # noqa: SIM105 - contextlib.suppress costs 0.7 us, once per file read
                 os.close(fd)
+            except OSError:
+                pass
 
     def _make_room(self, keep: int) -> None:
         # lock held: close idle descriptors until at most ``keep`` are open

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
 import threading
 from typing import Any
@@ -61,12 +60,11 @@ def new_block(nbytes: int) -> tuple[Any, int]:
     kind = _BLOCK_MEMORY.get(nbytes)
     if kind is None:
         kind = _block_memory_type(nbytes)
-    free = kind.free
-    inner = None
-    if free:
-        with contextlib.suppress(IndexError):  # another thread took the last one
-            inner = free.pop()
-    if inner is None:
+    # (try/except, not ``contextlib.suppress``: this runs once per block read, and the
+    # context manager costs 0.7 us, a tenth of the Python work around a block's decoding.)
+    try:
+        inner = kind.free.pop()
+    except IndexError:  # none free (or another thread took the last one)
         inner = np.empty(nbytes, dtype=np.uint8)
     memory = kind.from_buffer(inner)  # type: ignore[arg-type]
     memory.inner = inner
@@ -86,8 +84,10 @@ class BlockMemory(ctypes.Array[ctypes.c_char]):
     inner: npt.NDArray[np.uint8]
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105 - contextlib.suppress costs 0.7 us, once per block
             self.free.append(self.inner)
+        except Exception:  # noqa: BLE001 - at shutdown: nothing to keep, nothing to say
+            pass
 
 
 #: Memory of decoded blocks given back is kept for the next blocks, up to this many bytes
