@@ -1,7 +1,8 @@
 """Chunk keys parsed many at once (``viewer.format.zarr.keys.parse_keys``, what
 ``ZarrVolume.iter_units`` lists with) give what the rule says key by key: ``head``, then
-``ndim`` numbers of ASCII digits joined by the separator, nothing else; and a listing of
-several batches of keys is the listing of all of them."""
+``ndim`` numbers of ASCII digits joined by the separator, nothing else; sorted, in the order
+of the keys sorted as strings; and a listing of several batches of keys is the listing of all
+of them, in the order of its keys sorted."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from viewer.format.zarr.keys import MAX_DIGITS, parse_keys
 zarr = pytest.importorskip("zarr", reason="zarr-python (test extra) is not installed")
 
 from viewer.format import open_volume  # noqa: E402
+from viewer.format.store import LocalStore, Store  # noqa: E402
 
 
 def _rule(key: str, head: str, sep: str, ndim: int) -> tuple[int, ...] | None:
@@ -57,6 +59,20 @@ def test_random_keys_parse_as_the_rule_says() -> None:
                     rng.choice(PIECES) for _ in range(rng.randint(0, 9))))
         want = [p for p in (_rule(k, head, sep, ndim) for k in keys) if p is not None]
         assert _as_tuples(parse_keys(keys, head, sep, ndim)) == want, (keys, head, sep, ndim)
+
+
+def test_sorted_the_positions_come_in_the_order_of_their_keys_sorted() -> None:
+    rng = random.Random(21)
+    for _ in range(500):
+        sep = rng.choice("./")
+        ndim = rng.randint(1, 4)
+        head = rng.choice(["", "c" + sep])
+        keys = list({head + sep.join(str(rng.randint(0, 10 ** rng.randint(0, 12)))
+                                     for _ in range(ndim)) for _ in range(rng.randint(1, 60))})
+        keys += ["x", head + "1", "", "\u00e9", head + "0" + sep * ndim]
+        rng.shuffle(keys)
+        want = [p for p in (_rule(k, head, sep, ndim) for k in sorted(keys)) if p is not None]
+        assert _as_tuples(parse_keys(keys, head, sep, ndim, sort=True)) == want, keys
 
 
 def test_a_batch_of_well_formed_keys_comes_back_as_one_array() -> None:
@@ -102,3 +118,7 @@ def test_a_listing_of_many_batches_is_the_listing_of_every_chunk(
         listed = list(volume.iter_units())
     assert len(listed) == len(set(listed)) == 2000
     assert set(listed) == {(x, y, z) for z in range(10) for y in range(20) for x in range(10)}
+    # in the order of the keys sorted as strings, as the generic walk gives them
+    keys = Store.walk(LocalStore(str(root)))
+    in_order = [p for p in (_rule(k, "", separator, 3) for k in keys) if p is not None]
+    assert listed == [(x, y, z) for z, y, x in in_order]

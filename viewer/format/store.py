@@ -59,6 +59,11 @@ class Store(ABC):
     def list_dir(self, key: str) -> list[str]:
         """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder."""
 
+    def list_names(self, key: str) -> list[str]:
+        """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no
+        order, saves the sort of every name).  Default: ``list_dir``."""
+        return self.list_dir(key)
+
     @abstractmethod
     def location(self, key: str) -> str:
         """The full path or URL of ``key``, for messages and the inspector."""
@@ -119,8 +124,11 @@ class LocalStore(Store):
         return os.path.isdir(self.location(key))
 
     def list_dir(self, key: str) -> list[str]:
+        return sorted(self.list_names(key))
+
+    def list_names(self, key: str) -> list[str]:
         try:
-            return sorted(os.listdir(self.location(key)))
+            return os.listdir(self.location(key))
         except (NotADirectoryError, FileNotFoundError):
             return []
 

@@ -26,25 +26,27 @@ _POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
 _ZERO, _NUL = ord("0"), 0
 
 
-def parse_keys(keys: Sequence[str], head: str, sep: str,
-               ndim: int) -> npt.NDArray[np.int64] | list[tuple[int, ...]]:
+def parse_keys(keys: Sequence[str], head: str, sep: str, ndim: int,
+               sort: bool = False) -> npt.NDArray[np.int64] | list[tuple[int, ...]]:
     """The grid positions named by ``keys`` under the rule of the module docstring: an
-    ``(N, ndim)`` int64 array in the keys' order (or, from the one-key-at-a-time path, a list
-    of tuples of Python ints).  ``sep`` is one ASCII character, not a digit; ``head`` may be
-    empty."""
+    ``(N, ndim)`` int64 array in the keys' order, or with ``sort`` in the order of the keys
+    sorted as strings (as ``sorted(keys)`` has them: a listing in no order comes out as a
+    sorted one would); from the one-key-at-a-time path a list of tuples of Python ints.
+    ``sep`` is one ASCII character, not a digit; ``head`` may be empty."""
     if len(sep) != 1 or not sep.isascii() or sep.isdigit() or ndim < 1:
         raise ValueError(f"separator {sep!r} and {ndim} axes")
     if not keys:
         return np.zeros((0, ndim), dtype=np.int64)
     text = ("\0".join(keys) + "\0").encode("utf-8", "surrogatepass")
     if text.count(b"\0") != len(keys):  # a key holds a NUL: it would split in two
-        return _parse_one_by_one(keys, head, sep, ndim)
-    got = _parse_joined(text, len(keys), head.encode("utf-8", "surrogatepass"), ord(sep), ndim)
-    return _parse_one_by_one(keys, head, sep, ndim) if got is None else got
+        return _parse_one_by_one(keys, head, sep, ndim, sort)
+    got = _parse_joined(text, len(keys), head.encode("utf-8", "surrogatepass"), ord(sep), ndim,
+                        sort)
+    return _parse_one_by_one(keys, head, sep, ndim, sort) if got is None else got
 
 
-def _parse_joined(text: bytes, count: int, head: bytes, sep: int,
-                  ndim: int) -> npt.NDArray[np.int64] | None:
+def _parse_joined(text: bytes, count: int, head: bytes, sep: int, ndim: int,
+                  sort: bool) -> npt.NDArray[np.int64] | None:
     """``parse_keys`` of the ``count`` keys in ``text``, each followed by a NUL; None when a
     number of a valid key is too long for int64."""
     b = np.frombuffer(text, dtype=np.uint8)
@@ -94,15 +96,41 @@ def _parse_joined(text: bytes, count: int, head: bytes, sep: int,
     for k in range(1, width):
         d = b[np.maximum(ends - (k + 1), 0)].astype(np.int64) - _ZERO
         out += np.where(lengths > k, d, 0) * _POW10[k]
+    if sort:  # the valid keys share their head: their bodies in string order
+        out = out[_string_order(b, body_at[valid], stops[valid])]
     return out
 
 
-def _parse_one_by_one(keys: Sequence[str], head: str, sep: str,
-                      ndim: int) -> list[tuple[int, ...]]:
+def _string_order(b: npt.NDArray[np.uint8], begin: npt.NDArray[np.int32],
+                  end: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
+    """The order that sorts the distinct ASCII strings ``b[begin[i]:end[i]]`` as Python sorts
+    strings: each read as big-endian 64-bit words, the bytes past its end masked to zero (a
+    shorter string before a longer one it begins), and the rows of words sorted."""
+    length = (end - begin).astype(np.int64)
+    longest = int(length.max())
+    padded = np.concatenate([b, np.zeros(longest + 8, dtype=np.uint8)])
+    at8 = np.ndarray((len(b) + longest + 1,), dtype=">u8", buffer=padded,
+                     strides=(1,))  # the word at any byte offset
+    words = [(at8[begin + j] & _KEEP[np.clip(length - j, 0, 8)]).astype(np.uint64)
+             for j in range(0, longest, 8)]
+    if len(words) == 1:  # the strings are distinct: no need of a stable sort
+        order: npt.NDArray[np.intp] = np.argsort(words[0])
+    else:
+        order = np.lexsort(words[::-1])
+    return order
+
+
+#: ``_KEEP[n]``: the mask of the first ``n`` bytes of a big-endian 64-bit word.
+_KEEP = np.array([(0xFFFFFFFFFFFFFFFF << (64 - 8 * n)) & 0xFFFFFFFFFFFFFFFF
+                  for n in range(9)], dtype=np.uint64)
+
+
+def _parse_one_by_one(keys: Sequence[str], head: str, sep: str, ndim: int,
+                      sort: bool = False) -> list[tuple[int, ...]]:
     """``parse_keys`` one key at a time (the rule as a regular expression)."""
     match = re.compile(re.escape(head) + re.escape(sep).join(["([0-9]+)"] * ndim)).fullmatch
     out = []
-    for key in keys:
+    for key in sorted(keys) if sort else keys:
         m = match(key)
         if m is not None:
             out.append(tuple(int(g) for g in m.groups()))

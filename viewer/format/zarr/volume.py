@@ -234,11 +234,13 @@ class ZarrVolume(Volume):
         self._units.clear()
 
     def iter_units(self) -> Iterator[Vec3]:
-        """The chunk objects (or shards) present, in the store's key order (``list_dir`` /
-        ``walk``: sorted by name); keys that name no grid position are skipped, and so are
-        chunks past the first along a non-spatial axis.  The keys are parsed in batches
-        (``zarr.keys``): a batch costs a few numpy operations, not a match and an ``int`` per
-        key (issue 20)."""
+        """The chunk objects (or shards) present, in the order of their keys sorted by name
+        (as ``Store.walk`` gives them, as ``list_dir`` sorts them); keys that name no grid
+        position are skipped, and so are chunks past the first along a non-spatial axis.  The
+        keys are parsed in batches (``zarr.keys``): a batch costs a few numpy operations, not
+        a match and an ``int`` per key, and the names of a flat array's folder are listed
+        unsorted and sorted in numpy, only the ones that name chunks (issue 20: 3.5-3.8x a
+        bare ``os.scandir`` walk before, about 2x now)."""
         meta = self.meta
         root = self.prefix.rstrip("/")
         key_head = meta.key_prefix + meta.separator \
@@ -249,19 +251,21 @@ class ZarrVolume(Volume):
                              if p)
             keys = self.store.walk(start)
             head = (root + "/" if root else "") + key_head
-        else:  # every object in the array's folder: names, matched from their start
-            keys = iter(self.store.list_dir(root))
-            head = key_head
+            size = FIRST_BATCH  # a first unit soon (``provisional_bounds``), then big batches
+        else:  # every object in the array's folder: names, matched from their start, sorted
+            # by ``parse_keys`` (the names it keeps, in numpy) in one batch
+            names = self.store.list_names(root)
+            keys, head, size = iter(names), key_head, max(len(names), 1)
         spatial = self.axes.spatial
         ix, iy, iz = (a if a is not None else -1 for a in spatial)
         others = [i for i in range(meta.ndim) if i not in spatial]
-        size = FIRST_BATCH  # a first unit soon (``provisional_bounds``), then big batches
         while True:
             batch = list(itertools.islice(keys, size))
             if not batch:
                 return
             size = min(size * 4, MAX_BATCH)
-            found = parse_keys(batch, head, meta.separator, meta.ndim)
+            found = parse_keys(batch, head, meta.separator, meta.ndim,
+                               sort=meta.separator != "/")
             if isinstance(found, list):  # one key at a time (a number past int64)
                 for g in found:
                     if not any(g[i] for i in others):
