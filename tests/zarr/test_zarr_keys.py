@@ -95,8 +95,8 @@ def test_edge_keys(keys: list[str], want: list[tuple[int, ...]]) -> None:
     assert _as_tuples(parse_keys(keys, "", ".", 3)) == want
 
 
-def test_a_separator_must_be_one_character_that_is_no_digit() -> None:
-    for sep in ("", "..", "1"):
+def test_a_separator_is_one_ascii_character_neither_digit_nor_nul() -> None:
+    for sep in ("", "..", "1", "\0", "\u00e9"):
         with pytest.raises(ValueError):
             parse_keys(["1"], "", sep, 1)
 

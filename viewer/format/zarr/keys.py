@@ -7,9 +7,11 @@ of a batch are joined into one byte string and parsed with a few numpy operation
 The rule (``parse_keys``): a key names a position when it is ``head`` followed by ``ndim``
 numbers of ASCII digits (``0``-``9``, at least one each) joined by ``sep``, and nothing else.
 Leading zeros count for nothing (``007`` is 7).  Keys that break the rule are left out; the
-others keep their order.  Exact for any key: a number of more than 18 digits (past what an
-``int64`` holds) or a key holding a NUL character sends the batch to the one-key-at-a-time
-path (``_parse_one_by_one``), which gives the same answer with Python integers.
+others keep their order, or with ``sort`` come in the order of the keys sorted as strings
+(what a sorted listing gives, for a listing made in no order).  Exact for any key: a number of
+more than 18 digits (past what an ``int64`` holds) or a key holding a NUL character sends the
+batch to the one-key-at-a-time path (``_parse_one_by_one``), which gives the same answer with
+Python integers.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def parse_keys(keys: Sequence[str], head: str, sep: str, ndim: int,
     sorted as strings (as ``sorted(keys)`` has them: a listing in no order comes out as a
     sorted one would); from the one-key-at-a-time path a list of tuples of Python ints.
     ``sep`` is one ASCII character, not a digit; ``head`` may be empty."""
-    if len(sep) != 1 or not sep.isascii() or sep.isdigit() or ndim < 1:
+    if len(sep) != 1 or not sep.isascii() or sep.isdigit() or sep == "\0" or ndim < 1:
         raise ValueError(f"separator {sep!r} and {ndim} axes")
     if not keys:
         return np.zeros((0, ndim), dtype=np.int64)

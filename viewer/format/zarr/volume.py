@@ -266,7 +266,7 @@ class ZarrVolume(Volume):
             size = min(size * 4, MAX_BATCH)
             found = parse_keys(batch, head, meta.separator, meta.ndim,
                                sort=meta.separator != "/")
-            if isinstance(found, list):  # one key at a time (a number past int64)
+            if isinstance(found, list):  # parsed one by one (a number past int64, a NUL)
                 for g in found:
                     if not any(g[i] for i in others):
                         yield (g[ix] if ix >= 0 else 0, g[iy] if iy >= 0 else 0,
