@@ -122,3 +122,23 @@ def test_a_listing_of_many_batches_is_the_listing_of_every_chunk(
     keys = Store.walk(LocalStore(str(root)))
     in_order = [p for p in (_rule(k, "", separator, 3) for k in keys) if p is not None]
     assert listed == [(x, y, z) for z, y, x in in_order]
+
+
+def test_a_huge_flat_folder_is_sorted_first_and_listed_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``FLAT_SORT_MAX`` names the folder is sorted as strings, then parsed in batches:
+    the same listing in the same order."""
+    from viewer.format.zarr import volume as zarr_volume
+
+    root = tmp_path / "flat.zarr"
+    arr = zarr.create_array(store=str(root), shape=(6, 30, 4), chunks=(1, 1, 1), dtype="u1",
+                            zarr_format=2, fill_value=0)
+    arr[...] = 1
+    (root / "01234").write_bytes(b"x")
+    with open_volume(str(root)) as volume:
+        listed = list(volume.iter_units())
+        monkeypatch.setattr(zarr_volume, "FLAT_SORT_MAX", 10)
+        monkeypatch.setattr(zarr_volume, "MAX_BATCH", 100)
+        assert list(volume.iter_units()) == listed
+    assert len(listed) == 720
+

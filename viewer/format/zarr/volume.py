@@ -60,6 +60,9 @@ Vec3 = tuple[int, int, int]
 BATCH = 32
 #: Keys parsed at once by ``iter_units``: the first batch, and the most (each batch 4x the last).
 FIRST_BATCH, MAX_BATCH = 256, 16384
+#: The most names of a flat array's folder parsed and sorted in one batch (more: sorted as
+#: strings first, then parsed in batches).
+FLAT_SORT_MAX = 1 << 18
 
 def _executor() -> ThreadPoolExecutor:
     """The formats' shared read pool (``viewer.format.pool``)."""
@@ -252,10 +255,14 @@ class ZarrVolume(Volume):
             keys = self.store.walk(start)
             head = (root + "/" if root else "") + key_head
             size = FIRST_BATCH  # a first unit soon (``provisional_bounds``), then big batches
-        else:  # every object in the array's folder: names, matched from their start, sorted
-            # by ``parse_keys`` (the names it keeps, in numpy) in one batch
+            sort = False  # the walk's order is the sorted keys' already
+        else:  # every object in the array's folder: names, matched from their start
             names = self.store.list_names(root)
-            keys, head, size = iter(names), key_head, max(len(names), 1)
+            head = key_head
+            if len(names) <= FLAT_SORT_MAX:  # sorted by ``parse_keys``, in one batch
+                keys, size, sort = iter(names), max(len(names), 1), True
+            else:  # sorted here, parsed in batches: the numpy arrays stay small
+                keys, size, sort = iter(sorted(names)), MAX_BATCH, False
         spatial = self.axes.spatial
         ix, iy, iz = (a if a is not None else -1 for a in spatial)
         others = [i for i in range(meta.ndim) if i not in spatial]
@@ -264,8 +271,7 @@ class ZarrVolume(Volume):
             if not batch:
                 return
             size = min(size * 4, MAX_BATCH)
-            found = parse_keys(batch, head, meta.separator, meta.ndim,
-                               sort=meta.separator != "/")
+            found = parse_keys(batch, head, meta.separator, meta.ndim, sort=sort)
             if isinstance(found, list):  # parsed one by one (a number past int64, a NUL)
                 for g in found:
                     if not any(g[i] for i in others):
