@@ -22,12 +22,20 @@ ratios of the best rounds are printed too.
 Then one chunk per file (issue 20; how, in ``benchmarks.n5``): the loader's worker CPU per
 chunk on a Zarr v2 array of 20,480 chunk files of 32^3, against tensorstore and the bare decode
 (``chunk_files_*`` keys; ``--chunk-files-only`` runs this part alone).
+
+And the listing of those chunk files in the three key layouts (issue 20: the extent scan's
+listing at most 3x a bare ``os.scandir`` walk): the flat v2 keys (``z.y.x``) of that array, the
+same files as nested v2 keys (``z/y/x``) and as a v3 array (``c/z/y/x``, blosc codec), both
+copied once from the flat one beside it in the cache.  ``listing_ratio_vs_scandir_*`` keys:
+the median over rounds of the extent scan's time over the bare walk's, the layouts taking
+turns round after round; ``--listing-only`` runs this part alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -140,6 +148,91 @@ def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, out
 
 
+def chunk_file_layouts() -> dict[str, Path]:
+    """The 20,480 chunk files of ``benchmarks.n5``'s Zarr v2 array in the three key layouts
+    (``v2_flat`` is that array; ``v2_nested`` and ``v3`` are copies, made on first use)."""
+    import shutil
+
+    from benchmarks.n5 import CF_CHUNK, CF_SHAPE, chunk_file_dataset
+
+    flat = chunk_file_dataset("zarr2")
+    out = {"v2_flat": flat}
+    for layout in ("v2_nested", "v3"):
+        root = flat.parent / f"{flat.name}-{layout.replace('_', '-')}"
+        out[layout] = root
+        if (root / ".complete").exists():
+            continue
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir()
+        chunks = root if layout == "v2_nested" else root / "c"
+        for entry in os.scandir(flat):
+            parts = entry.name.split(".")
+            if len(parts) != 3 or not all(p.isdigit() for p in parts):
+                continue
+            dest = chunks.joinpath(*parts)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(entry.path, dest)
+        if layout == "v2_nested":
+            meta = json.loads((flat / ".zarray").read_text())
+            meta["dimension_separator"] = "/"
+            (root / ".zarray").write_text(json.dumps(meta))
+        else:
+            meta = {"zarr_format": 3, "node_type": "array", "shape": list(CF_SHAPE[::-1]),
+                    "data_type": "uint8", "fill_value": 0,
+                    "chunk_grid": {"name": "regular",
+                                   "configuration": {"chunk_shape": [CF_CHUNK] * 3}},
+                    "chunk_key_encoding": {"name": "default",
+                                           "configuration": {"separator": "/"}},
+                    "codecs": [{"name": "bytes"},
+                               {"name": "blosc", "configuration": {
+                                   "cname": "lz4", "clevel": 5, "shuffle": "noshuffle",
+                                   "typesize": 1, "blocksize": 0}}],
+                    "attributes": {}}
+            (root / "zarr.json").write_text(json.dumps(meta))
+        (root / ".complete").write_text("ok\n")
+    return out
+
+
+def listing_figures(rounds: int = 9) -> dict[str, Any]:
+    """Per layout of ``chunk_file_layouts`` the extent scan's listing
+    (``viewer.core.extent.scan_bounds``) over a bare recursive ``os.scandir`` walk of the same
+    folder, median of ``rounds`` (the layouts take turns, the walk right after each scan)."""
+    from benchmarks.many_files import scandir_walk
+    from viewer.core.extent import scan_bounds
+    from viewer.format import open_volume
+
+    layouts = chunk_file_layouts()
+    volumes = {name: open_volume(str(root)) for name, root in layouts.items()}
+    ratios: dict[str, list[float]] = {name: [] for name in layouts}
+    ms: dict[str, list[float]] = {name: [] for name in layouts}
+    try:
+        for name, volume in volumes.items():  # warm: the folders' entries, the code
+            if scan_bounds(volume) is None:
+                raise AssertionError(f"no chunk found in {layouts[name]}")
+            scandir_walk(str(layouts[name]))
+        for k in range(rounds):
+            names = list(layouts)
+            names = names[k % 3:] + names[:k % 3]
+            for name in names:
+                t0 = time.perf_counter()
+                scan_bounds(volumes[name])
+                t1 = time.perf_counter()
+                scandir_walk(str(layouts[name]))
+                t2 = time.perf_counter()
+                ratios[name].append((t1 - t0) / (t2 - t1))
+                ms[name].append((t1 - t0) * 1e3)
+    finally:
+        for volume in volumes.values():
+            volume.close()
+    out: dict[str, Any] = {f"listing_ratio_vs_scandir_{name}": round(statistics.median(r), 3)
+                           for name, r in ratios.items()}
+    out["listing_detail"] = {
+        "scan_ms": {name: round(statistics.median(v), 2) for name, v in ms.items()},
+        "rounds": rounds, "load_average": [round(v, 2) for v in os.getloadavg()]}
+    return out
+
+
 def run(rounds: int, zarr_rounds: int) -> dict[str, Any]:
     path = build()
     sides: list[Any] = [Ours(path), TensorStore(path), ZarrPython(path)]
@@ -188,11 +281,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="far jumps per side of the one-chunk-per-file figures")
     parser.add_argument("--chunk-files-only", action="store_true",
                         help="only the one-chunk-per-file figures (Zarr v2)")
+    parser.add_argument("--listing-only", action="store_true",
+                        help="only the listing figures (v2 flat, v2 nested, v3)")
+    parser.add_argument("--listing-rounds", type=int, default=9)
     args = parser.parse_args(argv)
     from benchmarks.n5 import chunk_file_figures
 
+    if args.listing_only:
+        listing = listing_figures(args.listing_rounds)
+        if args.json:
+            print(json.dumps(listing))
+        else:
+            _print_listing(listing)
+        return 0
     result = {} if args.chunk_files_only else run(args.rounds, args.zarr_rounds)
     result.update(chunk_file_figures("zarr2", args.jumps))
+    result.update(listing_figures(args.listing_rounds))
     if args.json:
         print(json.dumps(result))
         return 0
@@ -209,7 +313,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['chunk_files_decode_us_per_chunk']} us; listing "
           f"{result['chunk_files_listing_ratio_vs_scandir']}x os.scandir; load "
           f"{result['chunk_files_detail']['load_average']})")
+    _print_listing(result)
     return 0
+
+
+def _print_listing(result: dict[str, Any]) -> None:
+    detail = result["listing_detail"]
+    for name, ms in detail["scan_ms"].items():
+        print(f"listing {name:10s} {result[f'listing_ratio_vs_scandir_{name}']:6.3f}x os.scandir "
+              f"({ms:.1f} ms)")
+    print(f"  load average {detail['load_average']}, {detail['rounds']} rounds")
 
 
 if __name__ == "__main__":

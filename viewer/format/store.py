@@ -12,6 +12,7 @@ as for a sparse chunk, or an error); other I/O failures raise ``OSError``.  Thre
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from abc import ABC, abstractmethod
@@ -57,6 +58,11 @@ class Store(ABC):
     @abstractmethod
     def list_dir(self, key: str) -> list[str]:
         """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder."""
+
+    def list_names(self, key: str) -> list[str]:
+        """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no
+        order, saves the sort of every name).  Default: ``list_dir``."""
+        return self.list_dir(key)
 
     @abstractmethod
     def location(self, key: str) -> str:
@@ -118,29 +124,32 @@ class LocalStore(Store):
         return os.path.isdir(self.location(key))
 
     def list_dir(self, key: str) -> list[str]:
+        return sorted(self.list_names(key))
+
+    def list_names(self, key: str) -> list[str]:
         try:
-            return sorted(os.listdir(self.location(key)))
+            return os.listdir(self.location(key))
         except (NotADirectoryError, FileNotFoundError):
             return []
 
     def walk(self, key: str = "") -> Iterator[str]:
         """As ``Store.walk``, through ``os.scandir``: a folder's entries say whether they are
         folders, so the walk costs no ``stat`` per object (a Zarr array of 20,480 chunk files
-        in nested folders: 14x a bare ``os.scandir`` walk before, issue 20)."""
-        yield from self._walk(self.location(key), key)
-
-    def _walk(self, path: str, key: str) -> Iterator[str]:
-        try:
-            with os.scandir(path) as it:
-                entries = sorted(it, key=_entry_name)
-        except (NotADirectoryError, FileNotFoundError):
-            return
-        for entry in entries:
-            sub = f"{key}/{entry.name}" if key else entry.name
-            if entry.is_dir():  # a link to a folder counts, as for ``is_dir``
-                yield from self._walk(entry.path, sub)
+        in nested folders: 14x a bare ``os.scandir`` walk before, issue 20).  One generator
+        for the whole walk, a stack of the folders under way: a folder's files between two
+        of its subfolders are handed on as one list, not through a generator per level."""
+        stack = [(iter(_sorted_entries(self.location(key))), f"{key}/" if key else "")]
+        while stack:
+            entries, prefix = stack[-1]
+            files: list[str] = []
+            for entry in entries:
+                if entry.is_dir():  # a link to a folder counts, as for ``is_dir``
+                    stack.append((iter(_sorted_entries(entry.path)), f"{prefix}{entry.name}/"))
+                    break
+                files.append(prefix + entry.name)
             else:
-                yield sub
+                stack.pop()
+            yield from files
 
     def __repr__(self) -> str:
         return f"<LocalStore {self.root!r}>"
@@ -174,8 +183,16 @@ def read_file_whole(path: str) -> bytes:
                            "replaced by another program)", path)
 
 
-def _entry_name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
+    """The entries of folder ``path`` sorted by name; none when it is no folder (any more)."""
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=_NAME)
+    except (NotADirectoryError, FileNotFoundError):
+        return []
+
+
+_NAME = operator.attrgetter("name")
 
 
 #: Opening a pipe by mistake must not block (no effect on a regular file).

@@ -19,9 +19,9 @@ straight into the output (zstd and zlib release the GIL).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -49,6 +49,7 @@ from viewer.format.volume import (
 from viewer.format.zarr.axes import AxisMap
 from viewer.format.zarr.codecs import CodecFailure
 from viewer.format.zarr.errors import ShardIndexError
+from viewer.format.zarr.keys import parse_keys
 from viewer.format.zarr.meta import ArrayMeta
 from viewer.format.zarr.sharding import parse_index
 from viewer.format.zarr.units import ChunkUnit, ShardUnit, UnitBase, codec_error
@@ -57,6 +58,11 @@ Vec3 = tuple[int, int, int]
 
 #: Chunks decoded per task of the read pool.
 BATCH = 32
+#: Keys parsed at once by ``iter_units``: the first batch, and the most (each batch 4x the last).
+FIRST_BATCH, MAX_BATCH = 256, 16384
+#: The most names of a flat array's folder parsed and sorted in one batch (more: sorted as
+#: strings first, then parsed in batches).
+FLAT_SORT_MAX = 1 << 18
 
 def _executor() -> ThreadPoolExecutor:
     """The formats' shared read pool (``viewer.format.pool``)."""
@@ -231,34 +237,52 @@ class ZarrVolume(Volume):
         self._units.clear()
 
     def iter_units(self) -> Iterator[Vec3]:
+        """The chunk objects (or shards) present, in the order of their keys sorted by name
+        (as ``Store.walk`` gives them, as ``list_dir`` sorts them); keys that name no grid
+        position are skipped, and so are chunks past the first along a non-spatial axis.  The
+        keys are parsed in batches (``zarr.keys``): a batch costs a few numpy operations, not
+        a match and an ``int`` per key, and the names of a flat array's folder are listed
+        unsorted and sorted in numpy, only the ones that name chunks (issue 20: 3.5-3.8x a
+        bare ``os.scandir`` walk before, about 2x now)."""
         meta = self.meta
         root = self.prefix.rstrip("/")
+        key_head = meta.key_prefix + meta.separator \
+            if meta.zarr_format == 3 and meta.key_prefix else ""
+        keys: Iterator[str]
         if meta.separator == "/":
             start = "/".join(p for p in (root, meta.key_prefix if meta.zarr_format == 3 else "")
                              if p)
-            keys: Iterable[str] = self.store.walk(start)
-            cut = len(root) + 1 if root else 0
+            keys = self.store.walk(start)
+            head = (root + "/" if root else "") + key_head
+            size = FIRST_BATCH  # a first unit soon (``provisional_bounds``), then big batches
+            sort = False  # the walk's order is the sorted keys' already
         else:  # every object in the array's folder: names, matched from their start
-            keys = self.store.list_dir(root)
-            cut = 0
-        # One compiled pattern per listing (``meta.parse_key``'s rule: the key prefix, then
-        # one decimal number per axis): a key costs one match, not a split and a check per part.
-        numbers = meta.separator.join([r"([0-9]+)"] * meta.ndim)
-        prefix = re.escape(meta.key_prefix + meta.separator) \
-            if meta.zarr_format == 3 and meta.key_prefix else ""
-        match = re.compile(prefix + numbers).fullmatch
+            names = self.store.list_names(root)
+            head = key_head
+            if len(names) <= FLAT_SORT_MAX:  # sorted by ``parse_keys``, in one batch
+                keys, size, sort = iter(names), max(len(names), 1), True
+            else:  # sorted here, parsed in batches: the numpy arrays stay small
+                keys, size, sort = iter(sorted(names)), MAX_BATCH, False
         spatial = self.axes.spatial
         ix, iy, iz = (a if a is not None else -1 for a in spatial)
         others = [i for i in range(meta.ndim) if i not in spatial]
-        for key in keys:
-            m = match(key, cut)
-            if m is None:
+        while True:
+            batch = list(itertools.islice(keys, size))
+            if not batch:
+                return
+            size = min(size * 4, MAX_BATCH)
+            found = parse_keys(batch, head, meta.separator, meta.ndim, sort=sort)
+            if isinstance(found, list):  # parsed one by one (a number past int64, a NUL)
+                for g in found:
+                    if not any(g[i] for i in others):
+                        yield (g[ix] if ix >= 0 else 0, g[iy] if iy >= 0 else 0,
+                               g[iz] if iz >= 0 else 0)
                 continue
-            g = m.groups()
-            if others and any(int(g[i]) for i in others):
-                continue  # a chunk past the first along a non-spatial axis
-            yield (int(g[ix]) if ix >= 0 else 0, int(g[iy]) if iy >= 0 else 0,
-                   int(g[iz]) if iz >= 0 else 0)
+            if others:
+                found = found[~found[:, others].any(axis=1)]
+            zero = [0] * len(found)
+            x, y, z = (found[:, a].tolist() if a is not None else zero for a in spatial)
+            yield from zip(x, y, z, strict=True)
 
     def chunk_index(self, local: IntArray) -> IntArray:
         if self.meta.sharding is None:
