@@ -241,18 +241,24 @@ def _lz4_file(tmp_path: Path) -> tuple[Path, np.ndarray]:
     return tmp_path / "z0" / "y0" / "x0.wkw", data
 
 
+def _damage(path: Path, blocks: tuple[int, ...]) -> np.ndarray:
+    """Overwrite the stored bytes of ``blocks`` with garbage; the blocks' start offsets."""
+    with wkw.File.open(path) as f:
+        starts, ends = f.block_ranges()
+    with open(path, "r+b") as fh:
+        for block in blocks:
+            fh.seek(int(starts[block]))
+            fh.write(b"\xff" * int(ends[block] - starts[block]))
+    return starts
+
+
 @pytest.mark.parametrize("shape", [(16, 16, 16), (16, 16, 11)], ids=["whole", "partial"])
 def test_small_read_names_the_lowest_damaged_block(tmp_path: Path, shape: tuple[int, ...]
                                                    ) -> None:
     """Blocks 1 and 6 (both in the 2 x 2 x 2 box at the origin) are garbage: the read names
     block 1 and its offset, whether the blocks are decoded whole or up to a z plane."""
     path, _ = _lz4_file(tmp_path)
-    with wkw.File.open(path) as f:
-        starts, ends = f.block_ranges()
-    with open(path, "r+b") as fh:
-        for block in (6, 1):
-            fh.seek(int(starts[block]))
-            fh.write(b"\xff" * int(ends[block] - starts[block]))
+    starts = _damage(path, (6, 1))
     with wkw.File.open(path) as f:
         with pytest.raises(BlockDecodeError) as info:
             f.read((0, 0, 0), shape)
@@ -366,12 +372,7 @@ def test_shared_read_names_the_lowest_damaged_block(tmp_path: Path,
     (the lowest), whichever thread met which block first."""
     _shared(monkeypatch)
     path, data = _lz4_file(tmp_path)
-    with wkw.File.open(path) as f:
-        starts, ends = f.block_ranges()
-    with open(path, "r+b") as fh:
-        for block in (12, 5):
-            fh.seek(int(starts[block]))
-            fh.write(b"\xff" * int(ends[block] - starts[block]))
+    starts = _damage(path, (12, 5))
     with wkw.File.open(path) as f:
         for _ in range(5):
             with pytest.raises(BlockDecodeError) as info:
