@@ -14,10 +14,14 @@ from typing import Any
 import numpy as np
 import pytest
 from n5_writers import source, write_tensorstore, write_z5py
-from rewriting import check_a_file_that_keeps_changing, rewrite_during_reads
+from small_units import (
+    check_a_file_that_keeps_changing,
+    check_damaged_chunk,
+    check_loader_looks,
+    read_rewritten_once,
+)
 
 from viewer.format import open_volume
-from viewer.format.errors import ChunkDecodeError, FormatError
 from viewer.format.n5.volume import N5Volume
 
 pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
@@ -103,16 +107,7 @@ def test_damaged_chunk_is_its_typed_error(data: tuple[Path, Any]) -> None:
     raw = bytearray(target.read_bytes())
     raw[20:40] = b"\xff" * 20
     target.write_bytes(bytes(raw))
-    with open_volume(path) as v:
-        unit = v.open_unit(DAMAGED)
-        assert unit is not None
-        [kept] = unit.read_chunks([0])
-        [got] = v.read_units([(DAMAGED, [0])])
-    assert isinstance(got, list)
-    [err] = got
-    assert isinstance(err, ChunkDecodeError) and type(err) is type(kept)
-    assert str(err) == str(kept)
-    assert err.path == str(target) and err.chunk == DAMAGED
+    check_damaged_chunk(path, DAMAGED, target)
 
 
 def test_a_chunk_file_that_is_a_folder_is_absent(data: tuple[Path, Any]) -> None:
@@ -133,14 +128,8 @@ def test_a_file_rewritten_during_the_read_is_read_again(
     noise = source(SHAPE, "uint16", seed=23)
     write_tensorstore(tmp_path / "noise", noise, BLOCK, {"type": "gzip"})
     new = tmp_path.joinpath("noise", *map(str, pos)).read_bytes()
-    # longer than the file the reader saw: a read of the old length would cut it short
-    assert len(new) > target.stat().st_size
-    done = rewrite_during_reads(monkeypatch, target, [new], times=1)
-    with open_volume(path) as v:
-        [got] = v.read_units([(pos, [0])])
-    assert done == [1]
-    assert isinstance(got, list)
-    _assert_chunk(got[0], noise, pos)  # the new version whole, not a mix
+    got = read_rewritten_once(monkeypatch, path, pos, target, new)
+    _assert_chunk(got, noise, pos)  # the new version whole, not a mix
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
@@ -154,32 +143,12 @@ def test_a_file_that_keeps_changing_is_the_chunks_error(
 def test_the_loader_reads_small_units_with_their_looks(data: tuple[Path, Any]) -> None:
     """Through the loader: every chunk's voxels, the absent file's look and the damaged
     chunk's look, with its error naming the file and chunk; no unit kept open."""
-    from viewer.core.chunkio import UNKNOWN
-    from viewer.core.loader import Loader
-    from viewer.core.slicing import XY, PlaneRequest, Status
-
     path, arr = data
     target = path.joinpath(*map(str, DAMAGED))
     target.write_bytes(target.read_bytes()[:9])  # cut inside the header
     z = 12  # chunk layer 1: the absent (2, 0, 1) and the damaged (1, 1, 1) are on it
-    loader = Loader(open_volume(path), prefetch_enabled=False)
-    try:
-        req = PlaneRequest(XY, z, (0, 0), (SHAPE[0], SHAPE[1]))
-        loader.set_wanted([req], 0, (0, 0, z))
-        assert loader.wait_idle(60)
-        plane = loader.plane(req)
-        status = plane.status
-        bx, by = BLOCK[0], BLOCK[1]
-        assert (status[2 * bx:, :by] == Status.ABSENT).all()
-        assert (status[bx:2 * bx, by:2 * by] == Status.FAILED).all()
-        ok = np.ones(status.shape, bool)
-        ok[2 * bx:, :by] = ok[bx:2 * bx, by:2 * by] = False
-        assert (status[ok] == Status.DATA).all()
-        np.testing.assert_array_equal(plane.data[0][ok], arr[:, :, z][ok])
-        errors = list(plane.errors.values())
-        assert errors and all(isinstance(e, FormatError) for e in errors)
-        assert any(e.path == str(target) and e.chunk == DAMAGED for e in errors)
-        assert loader._io.state(ABSENT) is None  # remembered: not asked for again
-        assert loader._io.state((0, 0, 1)) is UNKNOWN  # read, not kept open
-    finally:
-        loader.close()
+    bx, by = BLOCK[0], BLOCK[1]
+    check_loader_looks(path, z, (SHAPE[0], SHAPE[1]), arr[:, :, z],
+                       absent=(slice(2 * bx, None), slice(None, by)),
+                       damaged=(slice(bx, 2 * bx), slice(by, 2 * by)),
+                       target=target, damaged_pos=DAMAGED, absent_pos=ABSENT)

@@ -13,11 +13,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rewriting import check_a_file_that_keeps_changing, rewrite_during_reads
+from small_units import (
+    check_a_file_that_keeps_changing,
+    check_damaged_chunk,
+    check_loader_looks,
+    read_rewritten_once,
+)
 from zarr_test_fixtures import sample, write_tensorstore_zarr3
 
 from viewer.format import open_volume
-from viewer.format.errors import ChunkDecodeError, FormatError
 from viewer.format.zarr.volume import ZarrVolume
 
 zarr = pytest.importorskip("zarr", reason="zarr-python (test extra) is not installed")
@@ -131,16 +135,7 @@ def test_damaged_chunk_is_its_typed_error(v2: tuple[Path, Any]) -> None:
     for k in range(8, len(raw) - 4, 3):
         raw[k] ^= 0xA5
     target.write_bytes(bytes(raw))
-    with open_volume(path) as v:
-        unit = v.open_unit(DAMAGED)
-        assert unit is not None
-        [kept] = unit.read_chunks([0])
-        [got] = v.read_units([(DAMAGED, [0])])
-    assert isinstance(got, list)
-    [err] = got
-    assert isinstance(err, ChunkDecodeError) and type(err) is type(kept)
-    assert str(err) == str(kept)
-    assert err.path == str(target) and err.chunk == DAMAGED
+    check_damaged_chunk(path, DAMAGED, target)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
@@ -153,14 +148,8 @@ def test_a_file_rewritten_during_the_read_is_read_again(
     target.write_bytes(_chunk_file(flat, pos).read_bytes())
     noise = sample(SHAPE_ZYX, "uint16", seed=32)
     new = _chunk_file(_write_v2(tmp_path / "noise", noise), pos).read_bytes()
-    # longer than the file the reader saw: a read of the old length would cut it short
-    assert len(new) > target.stat().st_size
-    done = rewrite_during_reads(monkeypatch, target, [new], times=1)
-    with open_volume(path) as v:
-        [got] = v.read_units([(pos, [0])])
-    assert done == [1]
-    assert isinstance(got, list)
-    _assert_chunk(got[0], noise, pos)  # the new version whole, not a mix
+    got = read_rewritten_once(monkeypatch, path, pos, target, new)
+    _assert_chunk(got, noise, pos)  # the new version whole, not a mix
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
@@ -174,32 +163,12 @@ def test_a_file_that_keeps_changing_is_the_chunks_error(
 def test_the_loader_reads_small_units_with_their_looks(v2: tuple[Path, Any]) -> None:
     """Through the loader: every chunk's voxels, the absent chunk's look and the damaged
     chunk's look, with its error naming the file and chunk; no unit kept open."""
-    from viewer.core.chunkio import UNKNOWN
-    from viewer.core.loader import Loader
-    from viewer.core.slicing import XY, PlaneRequest, Status
-
     path, zyx = v2
     target = _chunk_file(path, (1, 1, 1))
     target.write_bytes(target.read_bytes()[:-9])  # cut short
     z = 12  # chunk layer 1: the absent (1, 2, 1) and the damaged (1, 1, 1) are on it
-    loader = Loader(open_volume(path), prefetch_enabled=False)
-    try:
-        req = PlaneRequest(XY, z, (0, 0), (SHAPE_ZYX[2], SHAPE_ZYX[1]))
-        loader.set_wanted([req], 0, (0, 0, z))
-        assert loader.wait_idle(60)
-        plane = loader.plane(req)
-        status = plane.status
-        cx, cy = CHUNKS_ZYX[2], CHUNKS_ZYX[1]
-        assert (status[cx:2 * cx, 2 * cy:] == Status.ABSENT).all()
-        assert (status[cx:2 * cx, cy:2 * cy] == Status.FAILED).all()
-        ok = np.ones(status.shape, bool)
-        ok[cx:2 * cx, cy:] = False
-        assert (status[ok] == Status.DATA).all()
-        np.testing.assert_array_equal(plane.data[0][ok], zyx[z].T[ok])
-        errors = list(plane.errors.values())
-        assert errors and all(isinstance(e, FormatError) for e in errors)
-        assert any(e.path == str(target) and e.chunk == (1, 1, 1) for e in errors)
-        assert loader._io.state(ABSENT) is None  # remembered: not asked for again
-        assert loader._io.state((0, 0, 1)) is UNKNOWN  # read, not kept open
-    finally:
-        loader.close()
+    cx, cy = CHUNKS_ZYX[2], CHUNKS_ZYX[1]
+    check_loader_looks(path, z, (SHAPE_ZYX[2], SHAPE_ZYX[1]), zyx[z].T,
+                       absent=(slice(cx, 2 * cx), slice(2 * cy, None)),
+                       damaged=(slice(cx, 2 * cx), slice(cy, 2 * cy)),
+                       target=target, damaged_pos=(1, 1, 1), absent_pos=ABSENT)
