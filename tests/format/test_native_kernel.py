@@ -182,5 +182,33 @@ def test_file_shrunk_after_open_is_named_not_zeros(tmp_path: Path) -> None:
             shutil.copy(path.with_suffix(".bak"), path)
 
 
+def _blocks_outcome(root: Path, use_native: bool) -> list[Any]:
+    with ours.File.open(_data_file(root)) as f:
+        indices = np.arange(f.header.num_blocks)[::-1]  # not in file order
+        got = f.read_blocks(indices, native=use_native)
+    return [(type(r).__name__, str(r)) if isinstance(r, FormatError) else r.copy() for r in got]
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", ["sound-lz4hc", "sound-raw", *sorted(DAMAGE)])
+def test_read_blocks_the_same_on_both_paths(tmp_path: Path, case: str) -> None:
+    """The loader's whole-block reads: the same arrays, and the same error for each
+    damaged block while the others still read."""
+    kind, damage = DAMAGE.get(case, (case.split("-")[1], None))
+    _write(tmp_path, np.uint16, 2, BLOCK_TYPES[kind])
+    if damage is not None:
+        damage(tmp_path)
+    native_blocks = _blocks_outcome(tmp_path, True)
+    python_blocks = _blocks_outcome(tmp_path, False)
+    assert len(native_blocks) == len(python_blocks) == FILE_LEN ** 3
+    for a, b in zip(native_blocks, python_blocks, strict=True):
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            assert a == b
+        else:
+            np.testing.assert_array_equal(a, b)
+    errors = sum(isinstance(a, tuple) for a in native_blocks)
+    assert (errors > 0) == (damage is not None)
+
+
 def test_kernel_usable_matches_what_was_built() -> None:
     assert nativebox.usable(False) == native.available()

@@ -286,6 +286,102 @@ int64_t wkw_plan_work(void *handle, wkw_status *st) {
     return st->kind;
 }
 
+typedef struct {
+    int64_t start, end, k;
+} listed;
+
+static int listed_by_start(const void *a, const void *b) {
+    const listed *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Whole blocks `indices` (any order, each within the file's block count) decoded (or read,
+ * raw) into dst[k], in file order with one pread per run of neighbouring stored bytes; each
+ * block's outcome in status[k] (one damaged block does not stop the others).  Returns the
+ * number of blocks that failed, or -1 when out of memory. */
+int64_t wkw_read_blocks(const wkw_box *box, const int64_t *indices, int64_t n, char *const *dst,
+                        wkw_status *status) {
+    int64_t b = box->block_len;
+    int64_t bb = b * b * b * box->voxel_bytes;
+    int64_t bound = bb + bb / 255 + 16, failed = 0;
+    listed *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order) return -1;
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        wkw_status *st = &status[k];
+        memset(st, 0, sizeof *st);
+        item it = {indices[k], 0, 0, 0, 0, 0};
+        if (box->compressed) {
+            it.start = box->ranges[it.morton];
+            it.end = box->ranges[it.morton + 1];
+        } else {
+            it.start = box->data_offset + it.morton * bb;
+            it.end = it.start + bb;
+        }
+        int bad = box->compressed
+            ? it.start < box->data_offset || it.end <= it.start || it.end > box->file_size
+              || it.end - it.start > bound
+            : it.end > box->file_size;
+        if (bad) {
+            fail(st, WKW_RANGE, &it, 0, 0, 0, 0);
+            failed++;
+            continue;
+        }
+        st->block = it.morton;
+        st->start = it.start;
+        st->end = it.end;
+        order[m++] = (listed){it.start, it.end, k};
+    }
+    qsort(order, (size_t)m, sizeof *order, listed_by_start);
+    int64_t room = 1 << 20;
+    for (int64_t j = 0; j < m; j++)
+        if (order[j].end - order[j].start > room) room = order[j].end - order[j].start;
+    char *stored = box->compressed ? malloc((size_t)room) : NULL;
+    if (box->compressed && !stored) {
+        free(order);
+        return -1;
+    }
+    int64_t j = 0;
+    while (j < m) {
+        if (!box->compressed) {  /* raw: straight into the block's memory */
+            wkw_status *st = &status[order[j].k];
+            item it = {st->block, st->start, st->end, 0, 0, 0};
+            int64_t got = read_at((int)box->fd, dst[order[j].k], bb, it.start);
+            if (got < bb) {
+                fail(st, got < 0 ? WKW_OS : WKW_SHORT, &it, got, bb, 0, got < 0 ? -got : 0);
+                failed++;
+            }
+            j++;
+            continue;
+        }
+        int64_t run_lo = order[j].start, run_hi = order[j].end, e = j + 1;
+        while (e < m && order[e].start - run_hi <= box->merge_gap
+               && order[e].end - run_lo <= room) {
+            if (order[e].end > run_hi) run_hi = order[e].end;
+            e++;
+        }
+        int64_t got = read_at((int)box->fd, stored, run_hi - run_lo, run_lo);
+        for (; j < e; j++) {
+            wkw_status *st = &status[order[j].k];
+            item it = {st->block, st->start, st->end, 0, 0, 0};
+            if (got < 0 || it.end - run_lo > got) {
+                fail(st, got < 0 ? WKW_OS : WKW_SHORT, &it, 0, 0, 0, got < 0 ? -got : 0);
+                failed++;
+                continue;
+            }
+            int decoded = box->whole(stored + (it.start - run_lo), dst[order[j].k],
+                                     (int)(it.end - it.start), (int)bb);
+            if (decoded != bb) {
+                fail(st, WKW_DECODE, &it, decoded, bb, 0, 0);
+                failed++;
+            }
+        }
+    }
+    free(stored);
+    free(order);
+    return failed;
+}
+
 int64_t wkw_plan_count(void *handle) { return ((plan *)handle)->count; }
 
 void wkw_plan_free(void *handle) {

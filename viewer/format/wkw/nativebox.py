@@ -41,11 +41,15 @@ _OK, _RANGE, _DECODE, _SHORT, _OS, _MEMORY = range(6)
 GROUP = 8
 
 
-def _functions() -> tuple[Any, Any, Any, int | None, int | None] | None:
+def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any] | None:
     lib = native.LIBRARY
     if lib is None:
         return None
     new, work, free = lib.wkw_plan_new, lib.wkw_plan_work, lib.wkw_plan_free
+    listed = lib.wkw_read_blocks
+    listed.argtypes = [ctypes.POINTER(_Box), ctypes.c_void_p, _i64, ctypes.c_void_p,
+                       ctypes.c_void_p]
+    listed.restype = _i64
     new.argtypes = [ctypes.POINTER(_Box), ctypes.POINTER(_Status)]
     new.restype = ctypes.c_void_p
     work.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Status)]
@@ -55,7 +59,8 @@ def _functions() -> tuple[Any, Any, Any, int | None, int | None] | None:
     whole, partial = lz4block.whole_decoder(), lz4block.partial_decoder()
     return (new, work, free,
             ctypes.cast(whole, ctypes.c_void_p).value if whole is not None else None,
-            ctypes.cast(partial, ctypes.c_void_p).value if partial is not None else None)
+            ctypes.cast(partial, ctypes.c_void_p).value if partial is not None else None,
+            listed)
 
 
 _FUNCTIONS = _functions()
@@ -76,13 +81,10 @@ def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Seque
     the shared pool's).  Raises the error the Python path raises for the lowest damaged
     block.  Call only where ``usable``."""
     assert _FUNCTIONS is not None
-    new, work, free, whole, partial = _FUNCTIONS
-    h = f.header
-    ranges = f._ranges_i64
-    box = _Box(0, h.block_len, h.voxel_size, int(h.is_compressed), h.data_offset, f.file_size,
-               ranges.ctypes.data if ranges is not None else None, h.num_blocks, whole, partial,
-               (_i64 * 3)(*lo), (_i64 * 3)(*hi), rows.ctypes.data, rows.strides[1],
-               rows.strides[0], (_i64 * 3)(*shift), merge_gap, GROUP)
+    new, work, free = _FUNCTIONS[:3]
+    box = _box(f, merge_gap)
+    box.lo[:], box.hi[:], box.shift[:] = lo, hi, shift
+    box.out, box.stride_y, box.stride_z = rows.ctypes.data, rows.strides[1], rows.strides[0]
     status = _Status()
     with f._reading() as fd:
         box.fd = fd
@@ -105,6 +107,58 @@ def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Seque
         _raise(f, status, lo, hi)
 
 
+def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int], merge_gap: int
+                ) -> npt.NDArray[np.int64] | None:
+    """Whole blocks ``indices`` (in range) decoded or read into the memory at ``dst[k]``
+    (``block_bytes`` each), in one call.  None when all went well; else one row per block,
+    ``[kind, block, start, end, got, wanted, partial, errno]`` (kind 0: that block is good),
+    for ``block_error``.  Call only where ``usable``."""
+    assert _FUNCTIONS is not None
+    listed = _FUNCTIONS[5]
+    n = len(indices)
+    idx = np.ascontiguousarray(indices, dtype=np.int64)
+    addresses = np.asarray(dst, dtype=np.uint64)
+    status = np.zeros((n, 8), dtype=np.int64)
+    box = _box(f, merge_gap)
+    with f._reading() as fd:
+        box.fd = fd
+        failed = listed(ctypes.byref(box), idx.ctypes.data, n, addresses.ctypes.data,
+                        status.ctypes.data)
+    if failed < 0:
+        raise MemoryError(f"{f.path}: no memory for a read of {n} blocks")
+    return status if failed else None
+
+
+def block_error(f: BlockFile, row: npt.NDArray[np.int64]) -> Exception | None:
+    """The error of one row of ``read_blocks``' outcome (None: the block is good), as the
+    Python path words it."""
+    kind, block, start, end, got, wanted, partial, error = (int(v) for v in row)
+    if kind == _OK:
+        return None
+    if kind == _RANGE:
+        return f._range_problem(block, start, end) or f._short(block, start, end)
+    if kind == _DECODE:
+        return f._decode_error(block, start, got, wanted, bool(partial))
+    if kind == _SHORT:
+        return f._short(block, start, end)
+    return OSError(error, os.strerror(error), f.path)
+
+
+def _box(f: BlockFile, merge_gap: int) -> _Box:
+    """The kernel's description of ``f`` (the box and the output left for the caller)."""
+    assert _FUNCTIONS is not None
+    h = f.header
+    ranges = f._ranges_i64
+    box = _Box()
+    box.block_len, box.voxel_bytes = h.block_len, h.voxel_size
+    box.compressed, box.data_offset = int(h.is_compressed), h.data_offset
+    box.file_size = f.file_size
+    box.ranges = ranges.ctypes.data if ranges is not None else None
+    box.num_blocks, box.whole, box.partial = h.num_blocks, _FUNCTIONS[3], _FUNCTIONS[4]
+    box.merge_gap, box.group = merge_gap, GROUP
+    return box
+
+
 def _raise(f: BlockFile, s: _Status, lo: Sequence[int], hi: Sequence[int]) -> None:
     if s.kind == _RANGE:
         b = f.header.block_len
@@ -124,4 +178,4 @@ def _raise(f: BlockFile, s: _Status, lo: Sequence[int], hi: Sequence[int]) -> No
     raise MemoryError(f"{f.path}: no memory for a box read")
 
 
-__all__ = ["GROUP", "read", "usable"]
+__all__ = ["GROUP", "block_error", "read", "read_blocks", "usable"]
