@@ -240,7 +240,7 @@ class N5Volume(Volume):
                 out.append(None)
                 continue
             except FileChangedError as exc:
-                stored = FileChangedError(exc.reason, path, chunk=grid)
+                stored = type(exc)(exc.reason, path, chunk=grid)
             except OSError as exc:
                 stored = ChunkDecodeError(f"cannot read: {exc.strerror or exc}", path,
                                           chunk=grid)
@@ -306,7 +306,7 @@ class N5Volume(Volume):
         except (FileNotFoundError, NotADirectoryError):
             return None
         except FileChangedError as exc:
-            return FileChangedError(exc.reason, self.store.location(key),
+            return type(exc)(exc.reason, self.store.location(key),
                                     chunk=self.grid_position(unit))
         except OSError as exc:
             return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
