@@ -14,7 +14,6 @@ changing); ``run_trial`` counts what came out.  Used by
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import sys
