@@ -10,6 +10,12 @@ lands), each read in a child process with a timeout, classified.
 ``--count`` is the total, shared evenly by the targets (the fixed cases under
 ``tests/fuzz/cases/`` are read on top).  Exit 1 when any mutant ended untyped, by a signal or
 in a timeout (their details go to stderr), else 0.
+
+Then the concurrent-rewrite trial (``tests/fuzz/rewrite.py``): ``--rewrite-reads`` reads (0:
+none) of a raw WKW file that another process rewrites in place in two ``write`` calls,
+through four read paths; it reports the blocks read whole, the blocks of two versions
+(``mixed``), the ``FileChangedError`` / ``FileChangingError`` counts and untyped errors, and
+any mixed block or untyped error also makes the exit status 1.
 """
 
 from __future__ import annotations
@@ -34,6 +40,15 @@ def load_harness() -> ModuleType:
     return module
 
 
+def load_rewrite_trial() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "tests" / "fuzz" / "rewrite.py"
+    spec = importlib.util.spec_from_file_location("rewrite_trial", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str] | None = None) -> int:
     fuzzlib = load_harness()
     formats = [n for n in fuzzlib.TARGETS if not n.startswith("_")]
@@ -46,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--keep-cases", action="store_true",
                         help="save untyped / signal / timeout mutants under tests/fuzz/cases/")
+    parser.add_argument("--rewrite-reads", type=int, default=200,
+                        help="reads of the concurrent-rewrite trial (default 200; 0: skip it)")
     args = parser.parse_args(argv)
     names = [n for n in args.targets.split(",") if n]
     unknown = [n for n in names if n not in fuzzlib.TARGETS]
@@ -57,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         total, per = fuzzlib.fuzz(names, each, args.seed, Path(folder),
                                   keep_cases=args.keep_cases)
     elapsed = time.perf_counter() - started
+    rewrite: dict[str, int] = {}
+    if args.rewrite_reads > 0:
+        with tempfile.TemporaryDirectory(prefix="wkw-rewrite-") as folder:
+            rewrite = load_rewrite_trial().run_trial(Path(folder), args.rewrite_reads,
+                                                     seed=args.seed)
     table = total.table()
     for r in total.bad:
         print(f"{r.target} mutant {r.index}: {r.outcome}\n{r.detail}", file=sys.stderr)
@@ -64,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = dict(table)
         doc["targets"] = {n: t.table() for n, t in per.items()}
         doc["seconds"] = round(elapsed, 1)
+        if rewrite:
+            doc["concurrent_rewrite"] = rewrite
         print(json.dumps(doc))
     else:
         keys = list(table)
@@ -73,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n:<24}" + "".join(f"{row[k]:>14}" for k in keys))
         print(f"{'all':<24}" + "".join(f"{table[k]:>14}" for k in keys))
         print(f"{elapsed:.1f} s")
-    return 1 if table["untyped"] or table["signals"] or table["timeouts"] else 0
+        if rewrite:
+            print("concurrent rewrite (two-part in-place writes by another process): "
+                  + ", ".join(f"{k} {v}" for k, v in rewrite.items()))
+    bad_rewrite = rewrite.get("mixed", 0) or rewrite.get("untyped", 0)
+    return 1 if table["untyped"] or table["signals"] or table["timeouts"] or bad_rewrite else 0
 
 
 if __name__ == "__main__":

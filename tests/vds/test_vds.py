@@ -408,3 +408,39 @@ def test_info_json(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -
         x, y, z = n % 3, (n // 3) % 2, n // 6
         assert stored.get((x, y, z), 0) == int(idx.lengths[n])
     assert doc["chunks"]["stored_bytes"]["max"] == int(idx.lengths.max())
+
+
+@pytest.mark.parametrize(("shape_zyx", "brick", "margin", "lods", "full"), [
+    ((30, 40, 50), 32, 4, 1, None),  # 50x40x30: OpenVDS makes 2x2x1 bricks (refused before)
+    ((20, 33, 57), 32, 2, 2, None),  # sizes next to a brick's stored span, two LODs
+    ((9, 31, 70), 64, 8, 1, None),
+    ((30, 41, 57), 32, (2, 6), 2, None),  # margins of two sizes (halved per LOD)
+    ((30, 41, 57), 32, (1, 3), 2, None),
+    ((30, 41, 57), 32, 4, 1, 2),  # the LODs keep Z whole (forceFullResolutionDimension)
+], ids=["50x40x30", "two-lods", "brick64", "margins-2-6", "margins-1-3", "full-z"])
+def test_margins_read_as_openvds_reads_them(
+        tmp_path: Path, shape_zyx: tuple[int, int, int], brick: int,
+        margin: int | tuple[int, int], lods: int, full: int | None) -> None:
+    """A file OpenVDS writes with margins (and the other 3-D layout options) opens and reads
+    voxel for voxel as OpenVDS reads it, every LOD, through ``read`` and chunk by chunk."""
+    rng = np.random.default_rng(sum(shape_zyx))
+    data = np.cumsum(rng.standard_normal(shape_zyx), axis=0).astype(np.float32)
+    path = str(tmp_path / "m.vds")
+    write_vds(path, data, "Zip", brick=brick, lods=lods, margin=margin,
+              full_resolution_dimension=full)
+    with open_dataset(path) as ds:
+        mags = [m.mag for m in ds.layers[0].mags]
+    assert mags[1] == ((2, 2, 1) if full == 2 else (2, 2, 2))
+    for lod in range(lods + 1):
+        want = read_vds(path, lod)
+        with open_volume(path, mag=mags[lod]) as vol:
+            assert vol.shape == want.shape
+            np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape)[0], want)
+            unit = vol.open_unit((0, 0, 0))
+            assert unit is not None
+            for n, chunk in enumerate(unit.read_chunks(list(range(unit.num_chunks)))):
+                assert isinstance(chunk, np.ndarray), chunk
+                (x0, x1), (y0, y1), (z0, z1) = vol.chunk_region(n)
+                np.testing.assert_array_equal(chunk[0, :x1 - x0, :y1 - y0, :z1 - z0],
+                                              want[x0:x1, y0:y1, z0:z1])
+    np.testing.assert_array_equal(read_vds(path, 0), data.transpose(2, 1, 0))

@@ -9,17 +9,25 @@ import numpy as np
 
 
 def write_vds(path: str, data: Any, method: str = "None", tolerance: float = 0.0,
-              brick: int = 32, lods: int = 0, margin: int = 0, fmt: str = "R32",
-              value_range: tuple[float, float] = (-1.0, 1.0)) -> None:
-    """``data`` is ``(z, y, x)`` C order (dimension 0, x, fastest); OpenVDS makes the LODs."""
+              brick: int = 32, lods: int = 0, margin: int | tuple[int, int] = 0,
+              fmt: str = "R32", value_range: tuple[float, float] = (-1.0, 1.0),
+              full_resolution_dimension: int | None = None) -> None:
+    """``data`` is ``(z, y, x)`` C order (dimension 0, x, fastest); OpenVDS makes the LODs.
+    ``margin``: both margins, or ``(negative, positive)``; ``full_resolution_dimension``: the
+    dimension the LODs keep whole (``Options_ForceFullResolutionDimension``)."""
     import openvds
 
     L = openvds.VolumeDataLayoutDescriptor
     nz, ny, nx = data.shape
     levels = L.LODLevels.LODLevels_None if lods == 0 else getattr(L.LODLevels,
                                                                   f"LODLevels_{lods}")
-    layout = L(getattr(L.BrickSize, f"BrickSize_{brick}"), margin, margin, 4, levels,
-               L.Options.Options_None)
+    neg, pos = (margin, margin) if isinstance(margin, int) else margin
+    if full_resolution_dimension is None:
+        layout = L(getattr(L.BrickSize, f"BrickSize_{brick}"), neg, pos, 4, levels,
+                   L.Options.Options_None)
+    else:
+        layout = L(getattr(L.BrickSize, f"BrickSize_{brick}"), neg, pos, 4, levels,
+                   L.Options.Options_ForceFullResolutionDimension, full_resolution_dimension)
     axes = [openvds.VolumeDataAxisDescriptor(nx, "Sample", "ms", 0.0, 4.0 * (nx - 1)),
             openvds.VolumeDataAxisDescriptor(ny, "Crossline", "unitless", 100.0, 100.0 + ny),
             openvds.VolumeDataAxisDescriptor(nz, "Inline", "unitless", 10.0, 10.0 + nz)]
@@ -50,8 +58,10 @@ def read_vds(path: str, lod: int = 0, fmt: str = "R32") -> Any:
         am = openvds.getAccessManager(vds)
         layout = openvds.getLayout(vds)
         full = tuple(layout.getDimensionNumSamples(d) for d in range(3))
-        f = 1 << lod
-        shape = tuple((n + f - 1) // f for n in full)
+        ld = layout.getLayoutDescriptor()
+        kept = ld.getFullResolutionDimension() if ld.isForceFullResolutionDimension() else -1
+        fs = [1 if d == kept else 1 << lod for d in range(3)]
+        shape = tuple((n + f - 1) // f for n, f in zip(full, fs, strict=True))
         req = am.requestVolumeSubset((0, 0, 0), full, lod=lod,
                                      format=getattr(openvds.VolumeDataFormat, f"Format_{fmt}"))
         return np.array(req.data).reshape(shape[::-1]).transpose(2, 1, 0).copy()

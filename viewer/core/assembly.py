@@ -10,7 +10,8 @@ nothing arrived since).
 The four looks of a pixel come from the block's cached value and its storage unit's state:
 a cached array is ``Status.DATA`` (real zeros included), ``ABSENT`` (a chunk the unit does not
 store) or an absent unit is ``Status.ABSENT`` (the fill value), a cached ``FormatError`` or an
-unreadable unit is ``Status.FAILED`` (the error kept in ``Plane.errors``), anything else stays
+unreadable unit is ``Status.FAILED`` (the error kept in ``Plane.errors``), or ``CHANGING`` when
+the error is a file another program is changing (``FileChangedError``), anything else stays
 ``Status.PENDING``.
 
 Pure numpy work on the caller's arrays: no lock, no I/O.  Threads: one (the loader's owner,
@@ -29,8 +30,8 @@ import numpy.typing as npt
 
 from viewer.core import prefetch
 from viewer.core.cache import ABSENT, BlockKey, BlockValue
-from viewer.core.slicing import Plane, PlaneRequest, Status
-from viewer.format import FormatError
+from viewer.core.slicing import Plane, PlaneRequest, Status, look_of
+from viewer.format import FileChangedError, FormatError
 
 Vec3 = tuple[int, int, int]
 #: Assembled planes kept beyond the ones on screen.
@@ -126,7 +127,7 @@ class PlaneAssembler:
                 if state is None:
                     status[u0[k]:u1[k], v0[k]:v1[k]] = Status.ABSENT
                 elif isinstance(state, FormatError):
-                    status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
+                    status[u0[k]:u1[k], v0[k]:v1[k]] = look_of(state)
                     entry.errors[(state.path or self.unit_path(key[2]), state.block or 0)] = state
                 else:
                     still.append(k)
@@ -138,7 +139,7 @@ class PlaneAssembler:
                 continue
             if isinstance(value, FormatError):
                 key = keys[k]
-                status[u0[k]:u1[k], v0[k]:v1[k]] = Status.FAILED
+                status[u0[k]:u1[k], v0[k]:v1[k]] = look_of(value)
                 entry.errors[(value.path or self.unit_path(key[2]), key[3])] = value
                 continue
             assert isinstance(value, np.ndarray)
@@ -162,6 +163,23 @@ class PlaneAssembler:
         if len(still) != len(entry.missing):  # a block's look changed
             entry.shown = None
         entry.missing = still
+
+    def forget(self, stale: Container[BlockKey]) -> None:
+        """The blocks ``stale`` are to be read again (their file was changing): every plane
+        that holds one takes it as missing again (keeping its look until it arrives) and
+        drops the errors of changing files it met."""
+        for entry in self._planes.values():
+            rows = [k for k, key in enumerate(entry.keys) if key in stale]
+            if not rows:
+                continue
+            if not entry.missing:  # complete: its arrays were handed out read-only
+                entry.data = entry.data.copy(order="F")
+                entry.status = entry.status.copy(order="F")
+            missing = set(entry.missing)
+            entry.missing = sorted(missing.union(rows))
+            entry.errors = {k: e for k, e in entry.errors.items()
+                            if not isinstance(e, FileChangedError)}
+            entry.shown = None
 
     def snapshot(self, entry: PlaneEntry) -> Plane:
         """The plane as assembled so far: the same ``Plane`` as last time while nothing

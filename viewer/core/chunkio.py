@@ -51,7 +51,7 @@ from viewer.format import (
     Volume,
     is_url,
 )
-from viewer.format.errors import FileChangedError
+from viewer.format.errors import FileChangedError, FileChangingError
 from viewer.format.volume import UnitRead
 
 log = logging.getLogger(__name__)
@@ -145,6 +145,9 @@ class ChunkReader:
         #: a set, so that the scheduler and the planes test a block's unit at C speed.
         self.bad_units: set[Vec3] = set()
         self._stopping = False
+        #: Blocks whose file another program was changing (their value or their unit's state
+        #: a ``FileChangedError``), by unit: to be read again (``take_changing``).
+        self._changing: dict[BlockKey, Vec3] = {}
         self._touched: dict[int, StorageUnit] = {}  # units read since pages were released
         self._touched_blocks = 0
         #: Open units kept, at most this many (``open_units_limit``).
@@ -205,6 +208,8 @@ class ChunkReader:
         results: Sequence[Any] | None = None
         try:
             state, results = self.volume.open_and_read(pos, indices)
+        except FileChangingError as exc:  # waited for it to settle already
+            state = exc
         except FileChangedError:
             return self.resolve(pos), None  # changed while opened: open it once more
         except FormatError as exc:
@@ -335,6 +340,7 @@ class ChunkReader:
                 small = dict(zip([pos for pos, _ in jobs], self.volume.read_units(jobs),
                                  strict=True))
         done: list[BlockKey] = []  # the keys read, in order
+        changing: list[BlockKey] = []  # ... and those whose file another program changes
         values: list[BlockValue] = []
         touched: list[StorageUnit] = []
         decoded = 0
@@ -345,6 +351,8 @@ class ChunkReader:
                 got = small[pos]
                 if got is None or isinstance(got, FormatError):
                     self._remember(pos, got)  # absent or unreadable: the plane reads it
+                    if isinstance(got, FileChangedError):
+                        changing.extend(run)
                     continue
                 results = got
             else:
@@ -356,6 +364,8 @@ class ChunkReader:
                     else:
                         state, results = self._open_read(pos, indices)
                 if state is None or isinstance(state, FormatError):
+                    if isinstance(state, FileChangedError):
+                        changing.extend(run)
                     continue  # absent or unreadable: the plane reads its state
                 unit = state
                 if results is None:
@@ -372,7 +382,9 @@ class ChunkReader:
                                             f"{len(indices)} asked for", path, block=i)
                            for i in indices]
             done += run
-            for value in results:
+            for key, value in zip(run, results, strict=True):
+                if isinstance(value, FileChangedError):
+                    changing.append(key)
                 if value is None:
                     values.append(ABSENT)
                 elif isinstance(value, np.ndarray):
@@ -385,6 +397,10 @@ class ChunkReader:
         read = len(done)
         if read:
             self.cache.put_many(list(zip(done, values, strict=True)))
+        if changing:
+            with self._lock:
+                for key in changing:
+                    self._changing[key] = key[2]
         from_disk = _disk_reads() != disk_started
         release: list[StorageUnit] = []
         elapsed = time.perf_counter() - started
@@ -446,6 +462,27 @@ class ChunkReader:
         return list(touched.values())
 
     # -- the owner's side -----------------------------------------------------------------------
+    @property
+    def has_changing(self) -> bool:
+        """Blocks of files another program was changing wait to be read again.  Any thread."""
+        return bool(self._changing)
+
+    def take_changing(self) -> list[BlockKey]:
+        """The blocks whose file another program was changing, forgotten (cache entries,
+        their units' states) so that they are read again.  Any thread."""
+        with self._lock:
+            keys = list(self._changing)
+            units = set(self._changing.values())
+            self._changing.clear()
+            for pos in units:
+                state = self._states.get(pos, UNKNOWN)
+                if isinstance(state, FileChangedError):
+                    self._states.pop(pos, None)
+                    self.bad_units.discard(pos)
+        for key in keys:
+            self.cache.discard(key)
+        return keys
+
     def stop(self) -> None:
         """No unit is opened or remembered from now on (the loader is closing)."""
         with self._lock:

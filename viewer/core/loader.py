@@ -76,6 +76,9 @@ PREFETCH_SHARE = 0.5
 #: GIL and a core from it, and a jump whose blocks were all decoded after 30-50 ms finished
 #: drawing only after 70-80 ms.
 PREFETCH_HOLD_S = 0.15
+#: Blocks whose file another program was changing (``Status.CHANGING``) are read again this
+#: long after (the read itself already waited ``viewer.format.handles.SETTLE_NS`` for it).
+CHANGING_RETRY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,10 @@ class Loader:
         self._hits = self._misses = 0
         self._prefetched_total = self._prefetch_useful = 0
         self._closed = False
+        #: The timer that reads blocks of changing files again (``_retry_changing``), and the
+        #: blocks it handed to the planes to take as missing again (``plane``).
+        self._retry: threading.Timer | None = None
+        self._stale: set[BlockKey] = set()
 
         # GUI-thread state.
         self._wanted: tuple[PlaneRequest, ...] = ()
@@ -282,6 +289,10 @@ class Loader:
         """The plane as far as it is cached now; never waits.  While nothing of it arrived
         since the last call, the same ``Plane`` object comes back (a view can skip redrawing)."""
         planes = self._planes
+        if self._stale:
+            with self._lock:
+                stale, self._stale = self._stale, set()
+            planes.forget(stale)
         entry = planes.get(request)
         if entry is None:
             lay = planes.layout(request)
@@ -308,6 +319,10 @@ class Loader:
         self._closed = True
         with self._lock:
             self._listeners = []
+            retry, self._retry = self._retry, None
+        if retry is not None:
+            retry.cancel()
+            retry.join()
         self._io.stop()
         self._sched.stop()
         for t in self._workers:
@@ -441,6 +456,8 @@ class Loader:
         """Read a batch into the cache, count it and tell the listeners what is on screen."""
         keys = taken.keys
         read = self._io.read(keys, hint=not taken.task.hinted)
+        if self._io.has_changing:
+            self._schedule_retry()
         with self._lock:
             visible = self._visible
             # Blocks of absent or unreadable units were not read, and are announced too: the
@@ -461,6 +478,37 @@ class Loader:
                     callback(box)
                 except Exception:
                     log.exception("loader listener failed")
+
+    def _schedule_retry(self) -> None:
+        """Read the blocks of changing files again in ``CHANGING_RETRY_S`` (one timer at a
+        time, owned by the loader: cancelled by ``close``).  Worker thread."""
+        with self._lock:
+            if self._closed or self._retry is not None:
+                return
+            timer = threading.Timer(CHANGING_RETRY_S, self._retry_changing)
+            timer.name = "wkw-loader-settle"
+            timer.daemon = True
+            self._retry = timer
+        timer.start()
+
+    def _retry_changing(self) -> None:
+        """The timer's work: forget the blocks of changing files (cache, unit states), hand
+        them to the planes as missing again (``plane``, on the GUI thread, takes them) and
+        tell the listeners, whose redraw asks for the planes and so queues the reads."""
+        keys = self._io.take_changing()
+        with self._lock:
+            self._retry = None
+            if self._closed or not keys:
+                return
+            self._stale.update(keys)
+            listeners = list(self._listeners)
+        shape = self.dataset.shape
+        box: Box3 = ((0, 0, 0), (int(shape[0]), int(shape[1]), int(shape[2])))
+        for callback in listeners:
+            try:
+                callback(box)
+            except Exception:
+                log.exception("loader listener failed")
 
     def _box(self, blocks: IntArray) -> Box3:
         b = self._chunk_arr

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import FormatError, Volume
+from viewer.format import FileChangedError, FormatError, Volume
 
 #: Normal axis of each view, and the in-plane axes (u, v) it shows.
 XY, XZ, YZ = 2, 1, 0
@@ -30,12 +30,15 @@ VIEW_NAMES = {XY: "XY", XZ: "XZ", YZ: "YZ"}
 
 
 class Status(IntEnum):
-    """The four looks of a pixel; never confused with one another."""
+    """The looks of a pixel; never confused with one another."""
 
     DATA = 0  #: real data (real zeros included)
     PENDING = 1  #: not loaded yet
     ABSENT = 2  #: the chunk or its storage unit does not exist (sparse): the fill value
     FAILED = 3  #: the block could not be read; see ``Plane.errors``
+    #: the block's file is being changed by another program (a ``FileChangedError``, see
+    #: ``Plane.errors``): read again once it settles
+    CHANGING = 4
 
 
 @dataclass(frozen=True)
@@ -133,10 +136,16 @@ def read_plane(volume: Volume, request: PlaneRequest) -> Plane:
                     part = volume.read(lo, [b - a for a, b in zip(lo, hi, strict=True)])
                     vol[(slice(None), *region)] = part
                 except FormatError as exc:
-                    status[region] = Status.FAILED
+                    status[region] = look_of(exc)
                     errors[(exc.path or volume.unit_path((fx, fy, fz)), exc.block or 0)] = exc
     data = np.moveaxis(vol, 1 + request.axis, -1)[..., 0]
     return Plane(request, data, np.moveaxis(status, request.axis, -1)[..., 0], errors)
+
+
+def look_of(error: FormatError) -> Status:
+    """The look of a block whose read ended in ``error``: ``CHANGING`` for a file another
+    program is changing (``FileChangedError``), else ``FAILED``."""
+    return Status.CHANGING if isinstance(error, FileChangedError) else Status.FAILED
 
 
 Box3 = tuple[tuple[int, int, int], tuple[int, int, int]]

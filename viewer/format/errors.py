@@ -91,6 +91,12 @@ class FileChangedError(FormatError):
     for reading: what was read may mix two versions, so it is refused; open the file again."""
 
 
+class FileChangingError(FileChangedError):
+    """A file kept changing (another program is writing it) for longer than a read waits for
+    it to settle (``viewer.format.handles.SETTLE_NS``, the racy-timestamp rule): nothing of it
+    is returned now; it is worth reading again once it settles."""
+
+
 def _rebuild(cls: type[FormatError], reason: str, path: str | None, block: int | None,
              offset: int | None, chunk: tuple[int, ...] | None,
              state: dict[str, Any]) -> FormatError:

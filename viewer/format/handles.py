@@ -25,6 +25,16 @@ Closing never waits for anything that may itself be closing: ``FileHandle.releas
 closes its descriptor.  A finaliser may run on any thread between any two bytecodes, also
 while that thread holds the pool's lock, so it must never try to take it.
 
+**Racy timestamps** (git's rule for its index, here for every local read): a file whose
+modification or change time lies less than ``RACY_WINDOW_NS`` before now (``COARSE_WINDOW_NS``
+on a file system that keeps whole seconds) may be in the middle of an update another program
+makes in several ``write`` calls, and every check above passes on such a half-written file.
+Such a file is not trusted: ``settle`` waits until its times are older than the window and
+takes its identity then (a change meanwhile starts the wait again), for at most ``SETTLE_NS``;
+a file still changing after that is a ``FileChangingError``.  A writer that pauses longer than
+the window between two writes of one update can still be seen half done; one that writes a
+copy and renames it (as this program does) never is.
+
 Any thread may use a handle; the pool's lock is held only for bookkeeping and ``os.close``
 (and ``os.open`` when the pool is full), never during a read.  A file read once and closed
 again (``wkw.File.read_whole``) needs no handle: ``OPEN_FLAGS``, ``wait_for_writers`` and
@@ -37,11 +47,12 @@ import collections
 import errno
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from viewer.format.errors import FileChangedError
+from viewer.format.errors import FileChangedError, FileChangingError
 
 try:
     import resource
@@ -57,6 +68,15 @@ MAX_OPEN = 8192
 #: At least this many, however low the limit (fewer make reads reopen files constantly).
 MIN_OPEN = 4
 
+#: A file modified less than this long ago is not trusted yet (the racy-timestamp window): longer
+#: than the gap between two ``write`` calls of one update, and than a kernel's timestamp tick.
+RACY_WINDOW_NS = 100_000_000
+#: The window on file systems that keep whole seconds (times with no nanoseconds: FAT, some
+#: network mounts): a time there may lie up to two seconds before the write.
+COARSE_WINDOW_NS = 2_000_000_000
+#: How long a read waits for a file to settle before it is a ``FileChangingError``.
+SETTLE_NS = 1_000_000_000
+
 Identity = tuple[int, int, int, int, int]
 #: How files are opened for reading.
 OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -69,6 +89,42 @@ def identity(st: os.stat_result) -> Identity:
 
 
 _identity = identity
+
+
+def racy_wait_ns(st: os.stat_result, now_ns: int | None = None) -> int:
+    """How long (ns) until the file whose ``fstat`` is ``st`` is older than the racy window;
+    0 when it is already (see the module docstring)."""
+    newest = max(st.st_mtime_ns, st.st_ctime_ns)
+    coarse = st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
+    window = COARSE_WINDOW_NS if coarse else RACY_WINDOW_NS
+    if now_ns is None:
+        now_ns = time.time_ns()
+    return max(0, newest + window - now_ns)
+
+
+def settle_deadline() -> int:
+    """The ``time.monotonic_ns()`` past which a read stops waiting for a file to settle."""
+    return time.monotonic_ns() + SETTLE_NS
+
+
+def changing_error(path: str) -> FileChangingError:
+    return FileChangingError(
+        f"the file keeps changing (another program is writing it; waited "
+        f"{SETTLE_NS / 1e9:g} s for it to settle); read it again later", path)
+
+
+def settle(fd: int, path: str, st: os.stat_result, deadline: int) -> os.stat_result:
+    """The ``fstat`` of a file no longer racy: ``st`` itself when its times are older than the
+    racy window, else taken again once they are (each change restarting the wait), until
+    ``deadline`` (``time.monotonic_ns()``) is passed: then ``FileChangingError``."""
+    while True:
+        wait = racy_wait_ns(st)
+        if wait <= 0:
+            return st
+        if time.monotonic_ns() + wait > deadline:
+            raise changing_error(path)
+        time.sleep(wait / 1e9)
+        st = os.fstat(fd)
 
 
 def budget() -> int:
@@ -243,7 +299,7 @@ class FileHandle:
         self._closed = False
         fd = _POOL.open_new(self.path)
         try:
-            st = os.fstat(fd)
+            st = settle(fd, self.path, os.fstat(fd), settle_deadline())
             wait_for_writers(fd)  # after the fstat: see ``wait_for_writers``
         except BaseException:
             os.close(fd)

@@ -15,11 +15,19 @@ import errno
 import operator
 import os
 import stat
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
-from viewer.format.errors import FileChangedError, UnsupportedFormatError
-from viewer.format.handles import OPEN_FLAGS, identity, wait_for_writers
+from viewer.format.errors import UnsupportedFormatError
+from viewer.format.handles import (
+    OPEN_FLAGS,
+    changing_error,
+    identity,
+    settle,
+    settle_deadline,
+    wait_for_writers,
+)
 
 
 class Store(ABC):
@@ -91,20 +99,12 @@ class LocalStore(Store):
         return os.path.join(self.root, *key.split("/"))
 
     def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
-        fd = os.open(self.location(key), os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        try:
-            if length is None:
-                length = max(os.fstat(fd).st_size - offset, 0)
-            return _pread_all(fd, length, offset)
-        finally:
-            os.close(fd)
+        """As ``Store.read``, from one settled version of the file (``read_file_ranges``)."""
+        return read_file_ranges(self.location(key), [(offset, length)])[0]
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        fd = os.open(self.location(key), os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        try:
-            return [_pread_all(fd, n, off) for off, n in ranges]
-        finally:
-            os.close(fd)
+        """As ``Store.read_ranges``, all from one settled version (``read_file_ranges``)."""
+        return read_file_ranges(self.location(key), ranges)
 
     def read_whole(self, key: str) -> bytes:
         """The whole file as one version of it, with no ``stat`` before: see
@@ -160,27 +160,58 @@ def read_file_whole(path: str) -> bytes:
     missing file, or a path through a file, raises ``FileNotFoundError`` /
     ``NotADirectoryError``), ``fstat``, a wait for writes in progress
     (``handles.wait_for_writers``, after that ``fstat``), one ``pread`` of its size, ``fstat``
-    again, ``close``.  A file whose identity (``handles.identity``: size, modification and
+    again, ``close``.  A file modified within the racy window (``handles.settle``) is waited
+    for until it settles; one whose identity (``handles.identity``: size, modification and
     change times) differs between the two ``fstat`` calls was rewritten, truncated or
-    replaced during the read: it is read once more, and a second change raises
-    ``FileChangedError`` (never bytes of two versions).  Something that is not a regular
-    file (a folder; a pipe, opened without blocking) raises ``FileNotFoundError``, as
-    ``LocalStore.size`` calls it absent.  What ``LocalStore.read_whole`` and the
-    one-chunk-per-file formats' ``read_units`` read a chunk file with."""
-    for _ in range(2):
+    replaced during the read: it is read again (after it settles), and a file still changing
+    after ``handles.SETTLE_NS`` raises ``FileChangingError`` (never bytes of two versions).
+    Something that is not a regular file (a folder; a pipe, opened without blocking) raises
+    ``FileNotFoundError``, as ``LocalStore.size`` calls it absent.  What
+    ``LocalStore.read_whole`` and the one-chunk-per-file formats' ``read_units`` read a chunk
+    file with."""
+    deadline = 0
+    while True:
         fd = os.open(path, OPEN_FLAGS | _NONBLOCK)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
+            if not deadline:
+                deadline = settle_deadline()
+            st = settle(fd, path, st, deadline)
             wait_for_writers(fd)  # after the fstat that records the identity, never before
             data = _pread_all(fd, st.st_size, 0)
             if len(data) == st.st_size and identity(os.fstat(fd)) == identity(st):
                 return data
         finally:
             os.close(fd)
-    raise FileChangedError("the file changed while it was read (rewritten, truncated or "
-                           "replaced by another program)", path)
+        if time.monotonic_ns() > deadline:
+            raise changing_error(path)
+
+
+def read_file_ranges(path: str, ranges: Sequence[tuple[int, int | None]]) -> list[bytes]:
+    """``(offset, length)`` ranges of the file at ``path`` (``length`` None: to the end), all
+    from one version of it: as ``read_file_whole``, the file is waited for while it is racy
+    (``handles.settle``), read, and read again when its identity changed meanwhile; still
+    changing after ``handles.SETTLE_NS``: ``FileChangingError``.  What every local read of a
+    shard, a zfpc or VDS container and metadata goes through."""
+    deadline = 0
+    while True:
+        fd = os.open(path, OPEN_FLAGS | _NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not deadline:
+                deadline = settle_deadline()
+            st = settle(fd, path, st, deadline)
+            wait_for_writers(fd)
+            out = [_pread_all(fd, max(st.st_size - off, 0) if n is None else n, off)
+                   for off, n in ranges]
+            if identity(os.fstat(fd)) == identity(st):
+                return out
+        finally:
+            os.close(fd)
+        if time.monotonic_ns() > deadline:
+            raise changing_error(path)
 
 
 def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
@@ -251,4 +282,5 @@ def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
     return open_store(parent or "."), name
 
 
-__all__ = ["Store", "LocalStore", "open_store", "is_url", "split", "read_file_whole"]
+__all__ = ["Store", "LocalStore", "open_store", "is_url", "split", "read_file_whole",
+           "read_file_ranges"]

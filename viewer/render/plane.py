@@ -6,7 +6,8 @@ A plane's values become ARGB pixels in one numpy gather through the palette's lo
 ready to wrap in a QImage (which the ui does: nothing here imports Qt).
 
 Pixels whose ``Status`` is not DATA get their own look, never confused with data: PENDING a grey
-hatch, ABSENT (no file: sparse) a faint blue tint over the zero colour, FAILED a red hatch.
+hatch, ABSENT (no file: sparse) a faint blue tint over the zero colour, FAILED a red hatch,
+CHANGING (another program is writing the block's file) an amber hatch.
 
 Pure numpy; any thread, one call at a time per ``Rendered`` (the hatch patterns are shared,
 read-only).
@@ -26,6 +27,7 @@ from viewer.render.palette import ARGB, Palette
 
 PENDING_COLORS = (0xFF3A3D44, 0xFF4A4E57)
 FAILED_COLORS = (0xFFB0202A, 0xFF5A1016)
+CHANGING_COLORS = (0xFFC08A10, 0xFF5A4008)
 ABSENT_TINT = np.array([40, 20, 0], dtype=np.int16)  # +B, +G (slightly), in BGR byte order
 
 
@@ -145,6 +147,9 @@ def paint_status(out: ARGB, status: npt.NDArray[np.uint8],
     failed = status == Status.FAILED
     if failed.any():
         np.copyto(out, hatch(FAILED_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=failed)
+    changing = status == Status.CHANGING
+    if changing.any():
+        np.copyto(out, hatch(CHANGING_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=changing)
     absent = status == Status.ABSENT
     if absent.any():
         bgr = out.view(np.uint8).reshape(*out.shape, 4)[..., :3]
@@ -152,5 +157,5 @@ def paint_status(out: ARGB, status: npt.NDArray[np.uint8],
         bgr[absent] = np.clip(tinted, 0, 255).astype(np.uint8)
 
 
-__all__ = ["ABSENT_TINT", "FAILED_COLORS", "PENDING_COLORS", "Rendered", "hatch",
+__all__ = ["ABSENT_TINT", "CHANGING_COLORS", "FAILED_COLORS", "PENDING_COLORS", "Rendered", "hatch",
            "paint_status", "render_plane", "to_screen"]

@@ -40,7 +40,7 @@ from viewer.core import state as st
 from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.slicing import Box3
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
-from viewer.format import Dataset, FormatError, Volume
+from viewer.format import Dataset, FileChangedError, FormatError, Volume
 from viewer.ui import collector
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
@@ -80,6 +80,9 @@ class QtMainWindow(QMainWindow):
     cursor_changed = Signal(object)
     #: A dataset was opened: its path.
     dataset_opened = Signal(str)
+    #: Blocks met while browsing failed to read or verify, or their file is changing: the
+    #: new ones, ``{(path, block): FormatError}`` (the inspector lists them as problems).
+    blocks_failed = Signal(object)
 
     def __init__(self, state: ViewerState | None = None,
                  source_factory: SourceFactory = sync_source) -> None:
@@ -355,12 +358,19 @@ class QtMainWindow(QMainWindow):
         if not new:
             return
         self._failed_blocks.update(new)
-        first = next(iter(self._failed_blocks.values()))
-        n = len(self._failed_blocks)
-        what = "a block" if n == 1 else f"{n} blocks"
+        self.blocks_failed.emit(new)
+        failed = [e for e in self._failed_blocks.values() if not isinstance(e, FileChangedError)]
+        first = failed[0] if failed else next(iter(self._failed_blocks.values()))
+        n = len(failed)
         self.errors.append(str(first))
-        self.banner.show_message(f"Could not read {what} (shown hatched red in the views)",
-                                 _describe(first))
+        if failed:
+            what = "a block" if n == 1 else f"{n} blocks"
+            self.banner.show_message(f"Could not read {what} (shown hatched red in the views)",
+                                     _describe(first))
+        else:
+            self.banner.show_message("A file is being changed by another program (its blocks "
+                                     "are hatched amber and read again once it settles)",
+                                     _describe(first))
 
     # -- model -> views ----------------------------------------------------------------------
     def _on_state_changed(self, changes: frozenset[str]) -> None:

@@ -233,6 +233,8 @@ def _values_text(found: list[LayerValue]) -> str:
             text = "(loading)"
         elif status == Status.FAILED:
             text = "(block failed to read)"
+        elif status == Status.CHANGING:
+            text = "(file being changed by another program: read again when it settles)"
         else:
             text = ", ".join(_format_value(v) for v in values)
             if coarse:

@@ -83,7 +83,9 @@ def mismatch_mask(a: Plane, b: Plane, tolerance: float = 0.0) -> npt.NDArray[np.
     failed_a = a.status == Status.FAILED
     failed_b = b.status == Status.FAILED
     mask |= failed_a ^ failed_b
-    mask &= ~((a.status == Status.PENDING) | (b.status == Status.PENDING))
+    # a block being rewritten is neither equal nor different yet
+    mask &= ~((a.status == Status.PENDING) | (b.status == Status.PENDING)
+              | (a.status == Status.CHANGING) | (b.status == Status.CHANGING))
     mask &= ~(failed_a & failed_b)
     result: npt.NDArray[np.bool_] = mask
     return result

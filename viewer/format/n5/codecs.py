@@ -19,7 +19,7 @@ import struct
 import zlib
 from typing import Any
 
-from viewer.format.errors import ChunkDecodeError, UnsupportedFormatError
+from viewer.format.errors import ChecksumError, ChunkDecodeError, UnsupportedFormatError
 from viewer.format.n5 import lz4java
 from viewer.format.n5.attributes import Compression
 
@@ -51,8 +51,11 @@ def stream_kind(compression: Compression, payload: bytes | memoryview) -> str:
     return "gzip" if bytes(payload[:2]) == GZIP_MAGIC else "zlib"
 
 
-def _inflate(payload: bytes | memoryview, expected: int, where: _Where,
-             prefix: int | None = None) -> bytes:
+#: What zlib says when a stream's trailer disagrees with what it decoded to.
+_TRAILER_ERRORS = ("incorrect data check", "incorrect length check")
+
+
+def _inflate(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
     wbits = 31 if bytes(payload[:2]) == GZIP_MAGIC else 15
     kind = "gzip" if wbits == 31 else "zlib"
     data: bytes | memoryview = payload
@@ -61,15 +64,16 @@ def _inflate(payload: bytes | memoryview, expected: int, where: _Where,
     consumed = 0
     while True:
         d = zlib.decompressobj(wbits)
-        want = expected - got + 1 if prefix is None else prefix - got
         try:
-            out = d.decompress(data, want)
+            out = d.decompress(data, expected - got + 1)
         except zlib.error as exc:
+            if any(t in str(exc) for t in _TRAILER_ERRORS):
+                raise ChecksumError(f"{kind} trailer does not match the data: {exc}",
+                                    where.path, offset=where.base + consumed,
+                                    chunk=where.chunk) from None
             raise where.error(f"{kind} stream does not decompress: {exc}", consumed) from None
         got += len(out)
         parts.append(out)
-        if prefix is not None and got >= prefix:
-            break
         if got > expected:
             raise where.error(f"{kind} stream decodes to more than the {expected} bytes of the "
                               "chunk", consumed)
@@ -85,23 +89,19 @@ def _inflate(payload: bytes | memoryview, expected: int, where: _Where,
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _bzip2(payload: bytes | memoryview, expected: int, where: _Where,
-           prefix: int | None = None) -> bytes:
+def _bzip2(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
     data: bytes | memoryview = payload
     parts: list[bytes] = []
     got = 0
     while True:
         d = bz2.BZ2Decompressor()
-        want = expected - got + 1 if prefix is None else prefix - got
         try:
-            out = d.decompress(data, want)
+            out = d.decompress(data, expected - got + 1)
         except (OSError, ValueError) as exc:
             raise where.error(f"bzip2 stream does not decompress: {exc}",
                               len(payload) - len(data)) from None
         got += len(out)
         parts.append(out)
-        if prefix is not None and got >= prefix:
-            break
         if got > expected:
             raise where.error(f"bzip2 stream decodes to more than the {expected} bytes of the "
                               "chunk")
@@ -114,15 +114,12 @@ def _bzip2(payload: bytes | memoryview, expected: int, where: _Where,
     return b"".join(parts)
 
 
-def _xz(payload: bytes | memoryview, expected: int, where: _Where,
-        prefix: int | None = None) -> bytes:
+def _xz(payload: bytes | memoryview, expected: int, where: _Where) -> bytes:
     d = lzma.LZMADecompressor(lzma.FORMAT_AUTO)
     try:
-        out = d.decompress(payload, expected + 1 if prefix is None else prefix)
+        out = d.decompress(payload, expected + 1)
     except lzma.LZMAError as exc:
         raise where.error(f"xz stream does not decompress: {exc}") from None
-    if prefix is not None and len(out) >= prefix:
-        return out
     if len(out) > expected:
         raise where.error(f"xz stream decodes to more than the {expected} bytes of the chunk")
     if not d.eof:
@@ -216,33 +213,28 @@ def zstd_content_size(payload: bytes | memoryview) -> int | str | None:
 
 
 def decompress(compression: Compression, payload: bytes | memoryview, expected: int,
-               path: str, chunk: tuple[int, ...] | None = None, base: int = 0,
-               prefix: int | None = None) -> Any:
+               path: str, chunk: tuple[int, ...] | None = None, base: int = 0) -> Any:
     """The ``expected`` bytes a payload decodes to (``bytes`` or a uint8 array).  A
     ``ChunkDecodeError`` (naming ``path``, ``chunk`` and the byte offset, counted from
-    ``base``) when it does not decode, or decodes to more or fewer bytes.
-
-    ``prefix``: only the first ``prefix`` bytes are wanted (a plane near the start of the
-    chunk): the streaming decoders stop there, and the result may be shorter than
-    ``expected`` (at least ``prefix``); what lies past it is not checked."""
-    if prefix is not None and prefix >= expected:
-        prefix = None
+    ``base``) when it does not decode, or decodes to more or fewer bytes; a
+    ``ChecksumError`` when it fails a checksum the stream carries.  The whole payload is
+    always decoded, so that every checksum is reached."""
     where = _Where(path, chunk, base)
     ctype = compression.type
     out: Any
     if ctype == "raw":
         out = payload
     elif ctype == "gzip":
-        out = _inflate(payload, expected, where, prefix)
+        out = _inflate(payload, expected, where)
     elif ctype == "lz4":
         if bytes(payload[:8]) != lz4java.MAGIC and len(payload) >= 1:
             out = _bare_lz4(payload, expected, where)
         else:
-            out = lz4java.decode(payload, path, chunk, base, limit=expected, prefix=prefix)
+            out = lz4java.decode(payload, path, chunk, base, limit=expected)
     elif ctype == "bzip2":
-        out = _bzip2(payload, expected, where, prefix)
+        out = _bzip2(payload, expected, where)
     elif ctype == "xz":
-        out = _xz(payload, expected, where, prefix)
+        out = _xz(payload, expected, where)
     elif ctype == "blosc":
         out = _blosc(payload, expected, where)
     elif ctype == "zstd":
@@ -251,10 +243,6 @@ def decompress(compression: Compression, payload: bytes | memoryview, expected: 
         raise UnsupportedFormatError(f"compression {ctype!r} is not one this program reads",
                                      path, chunk=chunk)
     n = len(out)
-    streamed = ctype in ("gzip", "bzip2", "xz") or (ctype == "lz4" and
-                                                     lz4_framing(payload) == "lz4-java")
-    if prefix is not None and streamed and prefix <= n <= expected:
-        return out
     if n != expected:
         what = "holds" if ctype == "raw" else "decodes to"
         raise where.error(f"{ctype} payload {what} {n} bytes, the chunk header asks for "

@@ -131,15 +131,12 @@ def parse_frames(data: bytes | memoryview, path: str, chunk: tuple[int, ...] | N
 
 
 def decode(data: bytes | memoryview, path: str, chunk: tuple[int, ...] | None = None,
-           base: int = 0, limit: int | None = None, verify: bool = True,
-           prefix: int | None = None) -> bytes:
+           base: int = 0, limit: int | None = None, verify: bool = True) -> bytes:
     """The bytes an lz4-java stream holds (see ``parse_frames`` for the errors; a frame that
-    does not decompress is a ``ChunkDecodeError``, a checksum mismatch a ``ChecksumError``).
-    ``prefix``: stop after the frame that reaches this many bytes."""
+    does not decompress is a ``ChunkDecodeError``, a checksum mismatch a ``ChecksumError``)."""
     frames, _ = parse_frames(data, path, chunk, base, limit)
     view = memoryview(data)
     parts: list[bytes] = []
-    got = 0
     check = verify and _xxhash is not None
     for f in frames[:-1]:
         start = f.offset - base + HEADER_LENGTH
@@ -160,9 +157,6 @@ def decode(data: bytes | memoryview, path: str, chunk: tuple[int, ...] | None = 
                                 f"the stored {f.checksum:07x}", path, offset=f.offset + 17,
                                 chunk=chunk)
         parts.append(out)
-        got += len(out)
-        if prefix is not None and got >= prefix:
-            break
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 

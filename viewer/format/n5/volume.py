@@ -240,7 +240,7 @@ class N5Volume(Volume):
                 out.append(None)
                 continue
             except FileChangedError as exc:
-                stored = FileChangedError(exc.reason, path, chunk=grid)
+                stored = type(exc)(exc.reason, path, chunk=grid)
             except OSError as exc:
                 stored = ChunkDecodeError(f"cannot read: {exc.strerror or exc}", path,
                                           chunk=grid)
@@ -306,7 +306,7 @@ class N5Volume(Volume):
         except (FileNotFoundError, NotADirectoryError):
             return None
         except FileChangedError as exc:
-            return FileChangedError(exc.reason, self.store.location(key),
+            return type(exc)(exc.reason, self.store.location(key),
                                     chunk=self.grid_position(unit))
         except OSError as exc:
             return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
@@ -368,12 +368,12 @@ class N5Volume(Volume):
         return out
 
     def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
-                     z_end: int | None = None, grid: tuple[int, ...] | None = None
-                     ) -> npt.NDArray[Any]:
+                     grid: tuple[int, ...] | None = None) -> npt.NDArray[Any]:
         """The chunk's elements as stored, ``(C, sx, sy, sz)`` big-endian (a view where the
-        codec allows).  ``z_end``: only the z slices below it are wanted (one channel): the
-        decoder stops once it has them and the view holds those slices only.  ``grid``: the
-        chunk's N5 grid position, when known."""
+        codec allows).  The whole payload is decoded, so every checksum it carries (gzip's
+        CRC32 and length, zlib's Adler-32, lz4-java's xxhash, bzip2's and xz's CRCs) is
+        checked before any voxel leaves.  ``grid``: the chunk's N5 grid position, when
+        known."""
         if grid is None:
             grid = self.grid_position(unit)
         h = header.parse(stored, path, grid)
@@ -385,12 +385,8 @@ class N5Volume(Volume):
         channels = dims[ca] if ca is not None else 1
         sx, sy = dims[0], dims[1]
         sz = dims[2] if len(dims) >= 3 else 1
-        prefix = None
-        if z_end is not None and ca is None and z_end < sz:
-            sz = max(1, z_end)
-            prefix = sx * sy * sz * itemsize
         raw = codecs.decompress(self.attrs.compression, memoryview(stored)[h.size:], expected,
-                                path, grid, base=h.size, prefix=prefix)
+                                path, grid, base=h.size)
         flat = np.frombuffer(raw, dtype=self._stored_dtype, count=channels * sx * sy * sz)
         # N5 is x fastest: C order over the reversed axes; channels vary slowest.
         arr = flat.reshape(channels, sz, sy, sx)
@@ -419,9 +415,9 @@ class N5Volume(Volume):
         """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``): the chunks it
         cuts, read and decoded on a thread pool, each copied into its part of ``out``.
         Absent chunks leave their part untouched; the first damaged chunk's error is raised
-        once every chunk is done.  A chunk is decoded only as far as the box needs (x varies
-        fastest, then y, then z: a plane near a chunk's start decodes a prefix of it); the
-        whole-chunk reads of the loader and the inspector decode and check every byte."""
+        once every chunk is done.  Every chunk is decoded whole, whatever part of it the box
+        needs: a decode that stopped at the slices it needs would never reach the checksum at
+        the end of the stream, and could return damaged voxels with no error."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         shape = np.asarray(self.shape, dtype=np.int64)
@@ -443,8 +439,7 @@ class N5Volume(Volume):
                 return stored
             g = np.asarray(unit, dtype=np.int64) * c
             try:
-                view = self._decode_view(unit, stored, self.unit_path(unit),
-                                         z_end=int(hi[2] - g[2]))
+                view = self._decode_view(unit, stored, self.unit_path(unit))
             except FormatError as exc:
                 return exc
             s_lo = np.maximum(g, lo)

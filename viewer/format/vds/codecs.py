@@ -48,10 +48,11 @@ def parse_descriptor(data: bytes | memoryview) -> Descriptor:
 
 
 def inflate(payload: bytes | memoryview, expected: int) -> bytes:
-    """A Zip payload: one zlib stream of exactly ``expected`` bytes."""
+    """A Zip payload: one zlib stream of exactly ``expected`` bytes, its Adler-32 checked
+    (asking for one byte more than expected lets zlib read on to the trailer)."""
     d = zlib.decompressobj()
     try:
-        out = d.decompress(payload, expected)
+        out = d.decompress(payload, expected + 1)
     except zlib.error as exc:
         raise CodecError(f"zlib stream does not decode: {exc}") from None
     if len(out) != expected or d.unconsumed_tail:

@@ -32,12 +32,12 @@ def open_dataset(path: str) -> Dataset:
                             f"{', '.join(f.container.files)})", path)
     mags = []
     for k in lods:
-        m = 1 << k
+        m = f.lod_factors(k)
 
         def opener(k: int = k) -> VdsVolume:
             return VdsVolume(f, k)
 
-        mags.append(Mag((m, m, m if f.dims >= 3 else 1), path, layer=ch.name, dtype=ch.dtype,
+        mags.append(Mag(m, path, layer=ch.name, dtype=ch.dtype,
                         num_channels=1, rel_path=f.layer_name(k), opener=opener))
     element = {"float32": "float", "float64": "double"}.get(ch.dtype.name, ch.dtype.name)
     box = BoundingBox((0, 0, 0), f.samples)

@@ -55,6 +55,9 @@ class Layout:
     lod_levels: int
     brick_2d_multiplier: int
     metadata: Any
+    #: The dimension the LODs keep at full resolution (``forceFullResolutionDimension``), or
+    #: None when every dimension is halved per LOD.
+    full_resolution_dimension: int | None = None
 
     @property
     def interior(self) -> int:
@@ -135,7 +138,10 @@ def parse_layout(raw: bytes, path: str) -> Layout:
             and 0 <= lods <= 16):
         raise MetadataError(f"layout JSON: brick {brick} with margins {neg}/{pos} and {lods} "
                             "LOD levels", path)
-    return Layout(axes, channels, brick, neg, pos, lods, mult, doc.get("metadata"))
+    full = ld.get("fullResolutionDimension", -1)
+    full_dim = full if ld.get("forceFullResolutionDimension") is True and isinstance(full, int) \
+        and 0 <= full < len(axes) else None
+    return Layout(axes, channels, brick, neg, pos, lods, mult, doc.get("metadata"), full_dim)
 
 
 def check_primary(layout: Layout, path: str) -> Channel:

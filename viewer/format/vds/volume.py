@@ -6,7 +6,9 @@ have one sample.  LOD ``k`` has ``ceil(n / 2**k)`` samples per axis and is shown
 
 The chunk grid steps by a brick's interior, ``brick - negative margin - positive margin``;
 brick ``j`` of the layer stores the samples ``[step*j, step*j + brick)`` (clipped at the end of
-the data), so chunk ``i`` of the grid reads its part of brick ``min(i, bricks - 1)``.  The layer
+the data), so chunk ``i`` of the grid reads its part of brick ``min(i, bricks - 1)``.  There are
+as many bricks per axis as OpenVDS makes: ``max(1, ceil((n - margins) / step))``, enough for
+the last brick's stored span, positive margin included, to reach the end of the data.  The layer
 (``Dimensions_012LOD{k}``) is one storage unit, its ``ChunkTable`` the layer's index pages: a
 chunk never written is absent (fill value), a constant chunk has no stored bytes and decodes to
 its constant.
@@ -65,6 +67,22 @@ class VdsFile:
     def samples(self) -> tuple[int, int, int]:
         s = [a.samples for a in self.layout.axes[:3]] + [1, 1]
         return (s[0], s[1], s[2])
+
+    def lod_factors(self, lod: int) -> tuple[int, int, int]:
+        """How many samples of LOD 0 one sample of LOD ``lod`` spans per axis: ``2**lod``,
+        except along the axes past the file's dimensions and the one the layout keeps at full
+        resolution (``forceFullResolutionDimension``)."""
+        full = self.layout.full_resolution_dimension
+        f = [1 << lod if d < self.dims and d != full else 1 for d in range(3)]
+        return (f[0], f[1], f[2])
+
+    def lod_margins(self, lod: int) -> list[tuple[int, int]]:
+        """Per axis, the negative and positive margins of LOD ``lod``'s bricks: OpenVDS halves
+        them at each LOD along the axes it halves (the brick's interior, the chunk grid's
+        step, stays)."""
+        lay = self.layout
+        halvings = [f.bit_length() - 1 for f in self.lod_factors(lod)]
+        return [(lay.negative_margin >> h, lay.positive_margin >> h) for h in halvings]
 
     def layer_name(self, lod: int) -> str:
         return f"{self.group}LOD{lod}"
@@ -247,10 +265,10 @@ class VdsVolume(Volume):
         self.channel = ch
         self.dtype = ch.dtype
         self.num_channels = 1
-        f = 1 << lod
         n0 = file.samples
-        fz = f if file.dims >= 3 else 1
-        self._shape: Vec3 = ((n0[0] + f - 1) // f, (n0[1] + f - 1) // f, (n0[2] + fz - 1) // fz)
+        fac = file.lod_factors(lod)
+        self._shape: Vec3 = ((n0[0] + fac[0] - 1) // fac[0], (n0[1] + fac[1] - 1) // fac[1],
+                             (n0[2] + fac[2] - 1) // fac[2])
         self.brick = lay.brick_size if file.dims == 3 else lay.brick_size * lay.brick_2d_multiplier
         step = self.brick - lay.negative_margin - lay.positive_margin
         if step < 1:
@@ -262,7 +280,10 @@ class VdsVolume(Volume):
         grid = [-(-self._shape[d] // cs[d]) for d in range(3)]
         self.unit_shape = (grid[0], grid[1], grid[2])
         self.num_chunks = grid[0] * grid[1] * grid[2]
-        bricks = [max(1, -(-(self._shape[d] - lay.negative_margin) // step)) if d < dims else 1
+        # As OpenVDS counts them: bricks until the last one's stored span (its positive margin
+        # included) reaches the end of the data; margins halve at each LOD.
+        margins = file.lod_margins(lod)
+        bricks = [max(1, -(-(self._shape[d] - sum(margins[d])) // step)) if d < dims else 1
                   for d in range(3)]
         self.bricks: tuple[int, int, int] = (bricks[0], bricks[1], bricks[2])
         self.index = file.index(lod)

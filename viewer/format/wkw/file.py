@@ -69,6 +69,8 @@ from viewer.format.handles import (
     Identity,
     identity,
     readinto_fd,
+    settle,
+    settle_deadline,
     wait_for_writers,
 )
 from viewer.format.wkw import boxread, buffers, filecheck, lz4block, nativebox
@@ -190,7 +192,7 @@ class File:
         return f, out
 
     @classmethod
-    def read_whole(cls, path: str, indices: Sequence[int]
+    def read_whole(cls, path: str, indices: Sequence[int], deadline: int = 0
                    ) -> tuple[Header, list[npt.NDArray[Any] | FormatError]]:
         """Read the blocks ``indices`` of the data file at ``path`` and close it again:
         ``(its header, the blocks as read_blocks returns them)``.  For files read once and
@@ -198,10 +200,12 @@ class File:
         Zarr v2 store chunks): no handle, no pool, no ``File`` kept; ``open``, ``lseek``,
         ``fstat``, one ``pread`` of a small file (``SMALL_FILE_BYTES``) that serves its
         header, jump table and blocks, ``fstat`` (a file changed meanwhile raises
-        ``FileChangedError``), ``close``.  Raises what ``open`` raises."""
+        ``FileChangedError``), ``close``.  A file modified within the racy window is waited
+        for (``handles.settle``) until ``deadline`` (``time.monotonic_ns()``; 0: from now,
+        ``handles.SETTLE_NS``), then ``FileChangingError``.  Raises what ``open`` raises."""
         fd = os.open(path, OPEN_FLAGS)
         try:
-            st = os.fstat(fd)
+            st = settle(fd, path, os.fstat(fd), deadline or settle_deadline())
             wait_for_writers(fd)  # after the fstat (``handles.wait_for_writers``)
             size = st.st_size
             view, address = first_buffer()

@@ -13,13 +13,20 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError
+from viewer.format.errors import (
+    DatasetLayoutError,
+    FileChangedError,
+    FileChangingError,
+    FormatError,
+)
+from viewer.format.handles import changing_error, settle_deadline
 from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
@@ -291,7 +298,8 @@ class WkwVolume(Volume):
         """Blocks of several data files, each file opened only for the read
         (``File.read_whole``: a small file with one ``pread``), none kept open: what a
         dataset of one block per file needs (``small_units``).  A file changed while it was
-        read is read once more (a second change: its blocks' ``FileChangedError``)."""
+        read is read again once it settles (``handles.settle``); one still changing after
+        ``handles.SETTLE_NS`` gives its blocks' ``FileChangingError``."""
         if self.dataset.single_file is not None:
             return super().read_units(jobs)
         out: list[UnitRead] = []
@@ -299,14 +307,19 @@ class WkwVolume(Volume):
         for (x, y, z), indices in jobs:
             path = f"{root}z{z}{sep}y{y}{sep}x{x}.wkw"  # = dataset.file_path(x, y, z)
             got: UnitRead
-            for again in (True, False):
+            deadline = 0
+            while True:
                 try:
-                    header, results = read_whole(path, indices)
+                    header, results = read_whole(path, indices, deadline)
                 except FileNotFoundError:
                     got = None
                 except FileChangedError as exc:
-                    if again:
-                        continue
+                    if not isinstance(exc, FileChangingError):
+                        if not deadline:
+                            deadline = settle_deadline()
+                        if time.monotonic_ns() < deadline:
+                            continue
+                        exc = changing_error(path)
                     got = [exc] * len(indices)
                 except FormatError as exc:
                     got = exc

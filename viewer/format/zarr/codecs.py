@@ -104,7 +104,9 @@ class Zlib(BytesDecoder):
         try:
             out = d.decompress(data, limit + 1)
         except zlib.error as exc:
-            raise CodecFailure(f"{self.name}: {exc}") from None
+            text = str(exc)
+            raise CodecFailure(f"{self.name}: {text}", checksum="incorrect data check" in text
+                               or "incorrect length check" in text) from None
         if len(out) > limit:
             raise CodecFailure(f"{self.name} stream decodes to more than the {limit} bytes a "
                                "chunk holds")

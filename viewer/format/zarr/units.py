@@ -108,7 +108,7 @@ class ChunkUnit(UnitBase):
         except (FileNotFoundError, NotADirectoryError):
             return None
         except FileChangedError as exc:
-            return self.chunk_error(0, exc.reason, cls=FileChangedError)
+            return self.chunk_error(0, exc.reason, cls=type(exc))
         except OSError as exc:
             return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
 

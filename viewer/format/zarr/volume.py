@@ -174,8 +174,7 @@ class ZarrVolume(Volume):
                 out.append(None)
                 continue
             except FileChangedError as exc:
-                failed = self._chunk_unit(pos, key).chunk_error(0, exc.reason,
-                                                                cls=FileChangedError)
+                failed = self._chunk_unit(pos, key).chunk_error(0, exc.reason, cls=type(exc))
             except OSError as exc:
                 failed = self._chunk_unit(pos, key).chunk_error(
                     0, f"cannot read: {exc.strerror or exc}")

@@ -24,7 +24,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import ChunkDecodeError, DatasetLayoutError, FormatError
+from viewer.format.errors import (
+    ChunkDecodeError,
+    DatasetLayoutError,
+    FileChangedError,
+    FormatError,
+)
+from viewer.format.handles import identity, settle, settle_deadline
 from viewer.format.store import LocalStore, Store, split
 from viewer.format.volume import (
     ChunkTable,
@@ -349,13 +355,24 @@ class ZfpcVolume(Volume):
         grid = chunk_grid(lo, hi, c)
         _, indices = self.locate(grid)
         fd = -1
+        st: os.stat_result | None = None
+        path = self.store.location(self.key)
         if isinstance(self.store, LocalStore):
             try:
-                fd = os.open(self.store.location(self.key), os.O_RDONLY)
+                fd = os.open(path, os.O_RDONLY)
             except OSError:
                 fd = -1
+            else:
+                try:  # the racy-timestamp rule, as every local read
+                    st = settle(fd, path, os.fstat(fd), settle_deadline())
+                except BaseException:
+                    os.close(fd)
+                    raise
         try:
             self._read_chunks_into(out, off, size, c, grid, indices, fd)
+            if st is not None and identity(os.fstat(fd)) != identity(st):
+                raise FileChangedError("the file changed while it was read (rewritten or "
+                                       "truncated by another program)", path)
         finally:
             if fd >= 0:
                 os.close(fd)

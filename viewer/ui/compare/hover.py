@@ -51,6 +51,8 @@ def hover_text(a: Value | None, b: Value | None) -> str:
             return "(loading)"
         if status == Status.FAILED:
             return "(failed)"
+        if status == Status.CHANGING:
+            return "(changing)"
         text = ", ".join(_fmt(x) for x in values)
         return text + (" (no file)" if status == Status.ABSENT else "")
 

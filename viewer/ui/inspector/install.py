@@ -4,9 +4,11 @@
 ``viewer.ui.main_window.QtMainWindow`` offers: ``set_side_panel(widget)``, ``views`` (normal
 axis -> slice view), ``state`` (``cursor``, ``set_cursor``), ``opened`` (the
 ``viewer.format.Dataset`` shown), ``dataset`` (the ``Volume`` whose voxels are the window's),
-``dataset_mag``, ``dataset_path``, and the signals ``dataset_opened(path)`` and
-``cursor_changed((x, y, z))``.  It puts the panel in the fourth quadrant, lays the compression
-map and grids over the three slice views, and links the cursor both ways.
+``dataset_mag``, ``dataset_path``, and the signals ``dataset_opened(path)``,
+``cursor_changed((x, y, z))`` and ``blocks_failed({(path, block): FormatError})`` (blocks met
+while browsing that failed or whose file is changing: the Problems tab lists them).  It puts
+the panel in the fourth quadrant, lays the compression map and grids over the three slice
+views, and links the cursor both ways.
 
 The panel inspects the window's format-neutral ``Dataset`` (``opened``; the panel shares its
 volumes and does not close it), or, for a window that keeps none, the dataset of
@@ -58,6 +60,8 @@ class InspectorWindow(Protocol):
     def dataset_opened(self) -> SignalInstance: ...
     @property
     def cursor_changed(self) -> SignalInstance: ...
+    @property
+    def blocks_failed(self) -> SignalInstance: ...
     def set_side_panel(self, widget: QWidget) -> None: ...
 
 
@@ -114,6 +118,7 @@ def install_inspector(window: InspectorWindow) -> QtInspectorPanel:
 
     window.dataset_opened.connect(on_dataset_opened)
     window.cursor_changed.connect(panel.show_cursor)
+    window.blocks_failed.connect(panel.note_block_errors)
     panel.position_requested.connect(window.state.set_cursor)
     app = QCoreApplication.instance()
     if app is not None:

@@ -32,11 +32,13 @@ results come back through ``QtResultBridge`` (queued), so the GUI thread only fo
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
@@ -97,6 +99,9 @@ class QtInspectorPanel(QWidget):
         self._jobs = QtUnitJobs(self._executor, self._cache, self)
         #: Unit path -> unit-grid position, of every unit scanned or shown.
         self._unit_of_path: dict[str, Vec3] = {}
+        #: Blocks the window met that failed (or whose file is changing), by (path, block):
+        #: listed in the Problems tab while their volume is inspected.
+        self._met: dict[tuple[str, int], FormatError] = {}
         self._file_pos: Vec3 | None = None
         self._loading_pos: Vec3 | None = None
         self._pending_block: int | None = None
@@ -233,6 +238,45 @@ class QtInspectorPanel(QWidget):
         self._window_cursor = window_pos
         self.position_requested.emit(window_pos)
 
+    def note_block_errors(self, errors: Mapping[tuple[str, int], FormatError]) -> None:
+        """Blocks the window met while browsing failed to read, decode or verify, or their
+        file is changing (``{(path, block): error}``): the Problems tab lists those of the
+        inspected volume at once, the others when their volume is inspected."""
+        self._met.update(errors)
+        volume = self.state.volume
+        if volume is None:
+            return
+        for err in errors.values():
+            self._list_met(volume, err)
+        self._note_browsed()
+
+    def _list_met(self, volume: Volume, err: FormatError) -> None:
+        """List ``err`` (a block met while browsing) if it is of ``volume``; its row goes to
+        its chunk (unit and index from the chunk position the error names)."""
+        path = err.path or ""
+        root = volume.path.rstrip("/\\")
+        if path != root and not path.startswith((root + "/", root + os.sep)):
+            return
+        chunk: int | None = err.block
+        grid = err.chunk
+        if grid is not None and len(grid) == 3:
+            units, indices = volume.locate(np.asarray([grid], dtype=np.int64))
+            u = units[0]
+            self._unit_of_path.setdefault(path, (int(u[0]), int(u[1]), int(u[2])))
+            chunk = int(indices[0]) if math.prod(volume.unit_shape) > 1 else None
+        self.problems_tab.add_problem(f"{type(err).__name__}: {err}", path, chunk)
+
+    def _note_browsed(self) -> None:
+        volume = self.state.volume
+        if volume is None:
+            return
+        root = volume.path.rstrip("/\\")
+        mine = [e for e in self._met.values() if (e.path or "") == root
+                or (e.path or "").startswith((root + "/", root + os.sep))]
+        self.problems_tab.set_check(
+            "browse", "chunks read while browsing (" + (f"{len(mine)} failed or changing"
+                                                       if mine else "none failed") + ")")
+
     def shutdown(self) -> None:
         """Stop the scan and any decoding; release the worker (and the dataset when the
         panel opened it)."""
@@ -296,6 +340,16 @@ class QtInspectorPanel(QWidget):
         self._file_pos = self._loading_pos = None
         self.files_tab.clear(volume.path if volume is not None else "")
         self.problems_tab.clear()
+        if volume is not None:
+            self.problems_tab.set_check("structure", "the dataset's metadata and this mag's "
+                                        "layout when opened")
+            if self.dataset is not None:
+                for p in self.dataset.problems:
+                    self.problems_tab.add_text(f"{type(p).__name__}: {p}")
+            for err in self._met.values():
+                self._list_met(volume, err)
+            self._note_browsed()
+            self.problems_tab.set_check("scan", "the storage-unit scan (running)")
         self.jump_tab.clear()
         self.sizes_tab.volume_changed()
         self.overlays.reset()
@@ -393,6 +447,11 @@ class QtInspectorPanel(QWidget):
                 self.state.unit_positions.add(r.position)
                 self._unit_of_path[r.path] = r.position
         self.problems_tab.add_rows(batch.rows)
+        if batch.total is not None:
+            self.problems_tab.set_check(
+                "scan", f"{batch.done} of {batch.total} storage units scanned (index, sizes)"
+                if not batch.finished else
+                f"all {batch.total} storage units scanned (index, sizes)")
         if batch.finished:
             self.progress.hide()
             self.overlays.refresh()
