@@ -35,6 +35,7 @@ from viewer.format.errors import (
     HeaderError,
     JumpTableError,
     MetadataError,
+    RemoteError,
     UnsupportedFormatError,
 )
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
@@ -94,6 +95,7 @@ __all__ = [
     "ChunkDecodeError",
     "ChecksumError",
     "MetadataError",
+    "RemoteError",
     "UnsupportedFormatError",
     "DatasetLayoutError",
 ]

@@ -57,7 +57,15 @@ class Store(ABC):
 
     @abstractmethod
     def list_dir(self, key: str) -> list[str]:
-        """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder."""
+        """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder (or
+        when the store cannot list: see ``supports_listing``)."""
+
+    @property
+    def supports_listing(self) -> bool:
+        """Whether ``list_dir`` and ``walk`` see every object (a local folder, S3, GCS).
+        False for plain HTTP, which has no listing: an object missing from a listing is then
+        not proven absent.  Default: True."""
+        return True
 
     def list_names(self, key: str) -> list[str]:
         """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no

@@ -217,11 +217,16 @@ class StoreWkwVolume(Volume):
     def done_with(self, unit: StorageUnit) -> None:
         """Units stay open (kept by the volume): nothing to do."""
 
+    @property
+    def lists_units(self) -> bool:
+        """A listing of the store finds every unit present, where the store can list."""
+        return self.store.supports_listing
+
     def iter_units(self) -> Iterator[Vec3]:
         if self.single_key is not None:
             yield (0, 0, 0)
             return
-        listing = getattr(self.store, "can_list", True)
+        listing = self.store.supports_listing
         found: list[Vec3] = []
         for pos in self._listed() if listing else self._probed():
             found.append(pos)

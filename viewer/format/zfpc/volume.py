@@ -24,7 +24,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import ChunkDecodeError, DatasetLayoutError, FormatError
+from viewer.format.errors import (
+    ChunkDecodeError,
+    DatasetLayoutError,
+    FormatError,
+    read_failure,
+)
 from viewer.format.store import LocalStore, Store, split
 from viewer.format.volume import (
     ChunkTable,
@@ -111,7 +116,7 @@ class ZfpcUnit(StorageUnit):
         try:
             blobs = v.store.read_ranges(v.key, ranges)
         except OSError as exc:
-            err = FormatError(f"cannot read: {exc.strerror or exc}", v.path)
+            err = read_failure(exc, FormatError, "cannot read", v.path)
             for k in wanted:
                 out[k] = err
             return out
