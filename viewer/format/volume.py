@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import bigmemory
+from viewer.format import bigmemory, lifecycle
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -482,6 +482,18 @@ def _forget_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _stop_pool() -> None:
+    """``lifecycle.shutdown``: end the helpers' threads (new ones are made when needed)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+lifecycle.at_shutdown("format.volume", lifecycle.POOLS, _stop_pool)
 
 
 def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:

@@ -101,6 +101,8 @@ class RangeCache:
         self._writes: deque[Key] = deque()
         self._wrote = threading.Condition(self._lock)
         self._writer: threading.Thread | None = None
+        #: ``close`` asked the writer to end once it has written everything.
+        self._ending = False
 
     # -- index ----------------------------------------------------------------------------------
     def _folder(self, url: str) -> str:
@@ -297,6 +299,7 @@ class RangeCache:
             self._writes.append(key)
             self._evict_locked()
             self._trim_memory_locked()
+            self._ending = False  # a writer told to end goes on: there is more to write
             if self._writer is None:
                 self._writer = threading.Thread(target=self._write_loop, daemon=True,
                                                 name="wkw-remote-cache-writer")
@@ -322,8 +325,10 @@ class RangeCache:
         while True:
             with self._lock:
                 while not self._writes:
-                    if not self._wrote.wait(WRITER_IDLE_S) and not self._writes:
-                        self._writer = None  # idle: the next put starts another
+                    if self._ending or (not self._wrote.wait(WRITER_IDLE_S)
+                                        and not self._writes):
+                        self._writer = None  # idle or told to end: the next put starts one
+                        self._wrote.notify_all()
                         return
                 key = self._writes.popleft()
                 data = self._unwritten.get(key)
@@ -365,6 +370,20 @@ class RangeCache:
         """Wait until every range put is on disk (a write-behind cache); whether it is."""
         with self._lock:
             return self._wrote.wait_for(lambda: not self._unwritten, timeout)
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Write what is held to disk (up to ``timeout`` seconds) and end the writer thread;
+        a later ``put`` starts a new one.  Whether everything was written."""
+        written = self.flush(timeout)
+        with self._lock:
+            writer = self._writer
+            self._ending = True
+            self._wrote.notify_all()
+        if writer is not None:
+            writer.join(timeout)
+        with self._lock:
+            self._ending = False
+        return written
 
     def note_meta(self, url: str, size: int | None, etag: str | None) -> None:
         with self._lock:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from viewer.format import lifecycle
 from viewer.format.errors import FormatError
 from viewer.format.remote import config as _config
 from viewer.format.remote import timeline
@@ -151,6 +152,25 @@ def _shared() -> tuple[Pool, RangeCache | None]:
             _cache.set_budget(cfg.cache_bytes)
         return _pool, _cache
 
+
+def _stop_requests() -> None:
+    """``lifecycle.shutdown``: cancel the requests on the wire and end the request loop."""
+    with _shared_lock:
+        pool = _pool
+    if pool is not None:
+        pool.close()
+
+
+def _stop_cache_writer() -> None:
+    """``lifecycle.shutdown``: put what the range cache holds on disk, end its writer."""
+    with _shared_lock:
+        cache = _cache
+    if cache is not None:
+        cache.close()
+
+
+lifecycle.at_shutdown("remote.requests", lifecycle.REQUESTS, _stop_requests)
+lifecycle.at_shutdown("remote.cache", lifecycle.WRITES, _stop_cache_writer)
 
 _stores: dict[tuple[str, _config.RemoteConfig], RemoteStore] = {}
 

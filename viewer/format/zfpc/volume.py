@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format import lifecycle
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
@@ -56,6 +57,18 @@ def _pool() -> ThreadPoolExecutor:
         if _pool_instance is None:
             _pool_instance = ThreadPoolExecutor(_WORKERS, thread_name_prefix="zfpc")
         return _pool_instance
+
+
+def _stop_pool() -> None:
+    """``lifecycle.shutdown``: end the threads (a new pool is made when needed)."""
+    global _pool_instance
+    with _pool_lock:
+        pool, _pool_instance = _pool_instance, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+lifecycle.at_shutdown("format.zfpc", lifecycle.POOLS, _stop_pool)
 
 
 class ZfpcUnit(StorageUnit):
