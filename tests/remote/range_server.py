@@ -52,6 +52,9 @@ class RangeServer(ThreadingHTTPServer):
         self.hang_seconds = 30.0
         #: Only requests whose path holds this hang / fail (None: every request).
         self.fault_match: str | None = None
+        #: Only requests for bytes from this offset on hang / fail (a file's data, not its
+        #: header: 0, every request).
+        self.fault_from = 0
         #: Requests waiting in a hang right now.
         self.hanging = 0
         #: Seconds every request waits before it answers (latency).
@@ -119,7 +122,10 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests += 1
             srv.log.append((self.command, self.path, rng))
-            targeted = srv.fault_match is None or srv.fault_match in self.path
+            asked = _RANGE.match((rng or "").strip())
+            first = int(asked.group(1)) if asked is not None and asked.group(1) else 0
+            targeted = (srv.fault_match is None or srv.fault_match in self.path) \
+                and first >= srv.fault_from
             fail = srv.fail_next > 0 and targeted
             if fail:
                 srv.fail_next -= 1

@@ -370,6 +370,10 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         err.write(f"wkw-viewer info: {exc}\n")
         return 2
     progress.done()
+    # Problems the volume found while its units were walked (an extent probed over HTTP).
+    seen = {p["message"] for p in problems}
+    problems.extend(f for f in (problem_fields(p) for p in volume.problems())
+                    if f["message"] not in seen)
     if is_file:
         header.update(_unit_header(volume, header))
     sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)

@@ -253,7 +253,10 @@ def open_store(path: str | os.PathLike[str]) -> Store:
 
 
 def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
-    """``(store of the parent folder, name)`` of a local file or folder path."""
+    """``(store of the parent folder, name)`` of a file or folder: a local path or a URL."""
+    if is_url(os.fspath(path)):
+        parent, _, name = os.fspath(path).rstrip("/").rpartition("/")
+        return open_store(parent), name
     p = os.path.normpath(os.fspath(path))
     parent, name = os.path.split(p)
     return open_store(parent or "."), name

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from viewer.format.errors import DatasetLayoutError, FormatError
+from viewer.format.errors import DatasetLayoutError, FormatError, RemoteError
 from viewer.format.remote import timeline
 from viewer.format.store import Store
 from viewer.format.volume import IntArray, StorageUnit, Volume, VolumeInfo, units_box
@@ -285,8 +285,8 @@ class StoreWkwVolume(Volume):
                 f"the extent was probed with {MAX_PROBES} requests and is not complete (the "
                 "server cannot list files; open the dataset through its properties file)",
                 self.path)
-        elif failed:
-            self.probe_problem = DatasetLayoutError(
+        elif failed:  # not reachable, not damaged: what is there was not checked
+            self.probe_problem = RemoteError(
                 f"{failed} files could not be checked while probing the extent (requests "
                 "failed): the extent may be too small", self.path)
 
