@@ -22,6 +22,10 @@ SHAPE = (64, 64, 32)
 ABSENT_FILE = (1, 1, 0)
 
 
+#: The shape of the ``foreign`` datasets.
+FOREIGN_SHAPE = (40, 36, 20)
+
+
 def truth_volume() -> np.ndarray:
     rng = np.random.default_rng(16)
     vol = rng.integers(0, 60000, SHAPE, dtype=np.uint16)
@@ -122,3 +126,42 @@ def s3(moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
     remote_config.reset()
     return moto_server
+
+
+def foreign_data() -> np.ndarray:
+    """The array of the ``foreign`` datasets (x, y, z as the writers index it)."""
+    return np.random.default_rng(27).integers(1, 60000, FOREIGN_SHAPE, dtype=np.uint16)
+
+
+@pytest.fixture(scope="session")
+def foreign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same array written by other tools: ``n5/`` (tensorstore, gzip), ``zarr3/``
+    (tensorstore, sharded, zstd, crc32c index), ``zarr2/`` (zarr-python), and ``wkw/`` (the
+    reference ``wkw``, the test volume of ``truth_volume``)."""
+    ts = pytest.importorskip("tensorstore")
+    root = tmp_path_factory.mktemp("foreign")
+    data = foreign_data()
+    kv = {"driver": "file"}
+    ts.open({"driver": "n5", "kvstore": {**kv, "path": str(root / "n5")}, "create": True,
+             "metadata": {"dimensions": list(FOREIGN_SHAPE), "blockSize": [16, 16, 16],
+                          "dataType": "uint16", "compression": {"type": "gzip"}}}
+            ).result().write(data).result()
+    ts.open({"driver": "zarr3", "kvstore": {**kv, "path": str(root / "zarr3")}, "create": True,
+             "metadata": {"shape": list(FOREIGN_SHAPE), "data_type": "uint16",
+                          "chunk_grid": {"name": "regular",
+                                         "configuration": {"chunk_shape": [32, 32, 32]}},
+                          "codecs": [{"name": "sharding_indexed", "configuration": {
+                              "chunk_shape": [16, 16, 16],
+                              "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                         {"name": "zstd", "configuration": {"level": 3}}],
+                              "index_codecs": [{"name": "bytes",
+                                                "configuration": {"endian": "little"}},
+                                               {"name": "crc32c"}]}}]}}
+            ).result().write(data).result()
+    import zarr
+
+    z2 = zarr.open_array(str(root / "zarr2"), mode="w", shape=FOREIGN_SHAPE, chunks=(16, 16, 16),
+                         dtype="<u2", zarr_format=2)
+    z2[...] = data
+    write_reference(root / "wkw", truth_volume(), "lz4hc")
+    return root

@@ -3,15 +3,22 @@
 It serves the files below ``root`` (GET and HEAD; ``Range: bytes=a-b``, ``bytes=a-`` and
 ``bytes=-n``, one range per request) and counts requests and bytes sent.  Faults, for tests:
 ``fail_next`` answers that many requests with 500 before serving again; ``hang`` makes every
-request wait (until ``release()`` or ``hang_seconds``) before it answers (both only for paths
-holding ``fault_match`` when it is set); ``ignore_range``
-answers every GET with the whole file and 200, as a server without range support does.
+request wait (until ``release()`` or ``hang_seconds``) before it answers; ``cut_next`` answers
+that many GETs with the right head but half the body, then closes the connection;
+``reset_next`` resets that many connections (TCP RST) before answering; ``shift_next``
+answers that many range requests with other bytes than asked for (a ``Content-Range`` one byte
+later); ``corrupt_next`` flips one byte in the body of that many answers (a server that serves
+damage: only a format's checksum can tell).  All of these only for paths holding
+``fault_match`` when it is set.  ``ignore_range`` answers every GET with the whole file and
+200, as a server without range support does.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,11 +43,18 @@ class RangeServer(ThreadingHTTPServer):
         self.log: list[tuple[str, str, str | None]] = []  # (method, path, range header)
         self.fail_next = 0
         self.fail_status = 500
+        self.cut_next = 0
+        self.reset_next = 0
+        self.shift_next = 0
+        self.corrupt_next = 0
         self.ignore_range = False
         self.hang = False
         self.hang_seconds = 30.0
         #: Only requests whose path holds this hang / fail (None: every request).
         self.fault_match: str | None = None
+        #: Only requests for bytes from this offset on hang / fail (a file's data, not its
+        #: header: 0, every request).
+        self.fault_from = 0
         #: Requests waiting in a hang right now.
         self.hanging = 0
         #: Seconds every request waits before it answers (latency).
@@ -108,13 +122,22 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests += 1
             srv.log.append((self.command, self.path, rng))
-            targeted = srv.fault_match is None or srv.fault_match in self.path
+            asked = _RANGE.match((rng or "").strip())
+            first = int(asked.group(1)) if asked is not None and asked.group(1) else 0
+            targeted = (srv.fault_match is None or srv.fault_match in self.path) \
+                and first >= srv.fault_from
             fail = srv.fail_next > 0 and targeted
             if fail:
                 srv.fail_next -= 1
             hang = srv.hang and targeted
             if hang:
                 srv.hanging += 1
+            faults = {}
+            for name in ("cut_next", "reset_next", "shift_next", "corrupt_next"):
+                faults[name] = getattr(srv, name) > 0 and targeted and not fail and \
+                    (body or name == "reset_next")
+                if faults[name]:
+                    setattr(srv, name, getattr(srv, name) - 1)
         if srv.delay:
             time.sleep(srv.delay)
         if hang:
@@ -123,6 +146,13 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.hanging -= 1
         if fail:
             self._empty(srv.fail_status)
+            return
+        if faults["reset_next"]:
+            # SO_LINGER with a zero timeout: close() sends RST, not FIN
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
             return
         rel = self.path.split("?", 1)[0].lstrip("/")
         path = os.path.normpath(os.path.join(srv.root, *rel.split("/")))
@@ -148,6 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             status = 206
+        if faults["shift_next"] and status == 206:
+            start, end = min(start + 1, size - 1), min(end + 1, size)
         self.send_response(status)
         self.send_header("Content-Length", str(end - start))
         self.send_header("Accept-Ranges", "none" if srv.ignore_range else "bytes")
@@ -159,6 +191,12 @@ class _Handler(BaseHTTPRequestHandler):
         with open(path, "rb") as fh:
             fh.seek(start)
             data = fh.read(end - start)
+        if faults["corrupt_next"] and data:
+            mid = len(data) // 2
+            data = data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1:]
+        if faults["cut_next"]:
+            data = data[:len(data) // 2]
+            self.close_connection = True
         try:
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):

@@ -419,7 +419,7 @@ def test_a_write_behind_cache_serves_at_once_and_writes_for_the_next_run(
     assert cache.get("http://h/o", 150, 250) == bytes([1]) * 50 + bytes([2]) * 50
     assert cache.flush(30)
     names = sorted(os.listdir(cache._folder("http://h/o")))
-    assert names == ["0-100", "100-200", "200-300", "300-400", "meta.json"]
+    assert names == ["0-100.c32", "100-200.c32", "200-300.c32", "300-400.c32", "meta.json"]
     later = RangeCache(str(tmp_path / "c"), budget_bytes=10_000)
     assert later.get("http://h/o", 0, 400) == b"".join(bytes([k]) * 100 for k in range(4))
     assert later.meta("http://h/o")["size"] == 1000
@@ -427,7 +427,7 @@ def test_a_write_behind_cache_serves_at_once_and_writes_for_the_next_run(
     cache.put("http://h/o", 500, b"x" * 100, size=1000)
     cache.clear()
     assert cache.flush(30)
-    assert not os.path.exists(os.path.join(cache._folder("http://h/o"), "500-600"))
+    assert not os.path.exists(os.path.join(cache._folder("http://h/o"), "500-600.c32"))
 
 
 def test_a_refused_connection_is_named_refused_with_its_url(data_root: Path) -> None:

@@ -56,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             return 128 + 13  # as a shell reports a process ended by SIGPIPE
+        finally:
+            # The background threads (requests, cache writer, pools) end here, in order,
+            # not in the interpreter's finalization: the same exit status every time.
+            from viewer.format import shutdown
+
+            shutdown()
     from viewer import app  # the window: imports Qt, so only when it is wanted
 
     return int(app.main(args, exit_at_once=True))

@@ -53,6 +53,7 @@ from viewer.format import (
     ChecksumError,
     Dataset,
     FormatError,
+    RemoteError,
     Volume,
     is_url,
     layers_json,
@@ -71,8 +72,12 @@ Vec3 = tuple[int, int, int]
 
 
 def problem_fields(p: FormatError) -> dict[str, Any]:
+    """A problem as JSON; ``not_checked``: its chunks could not be read (a ``RemoteError``:
+    unreachable, a 5xx after the retries, a time-out), so they are neither valid nor
+    damaged."""
     return {"type": type(p).__name__, "message": str(p), "path": p.path, "block": p.block,
-            "offset": p.offset, "chunk": list(p.chunk) if p.chunk is not None else None}
+            "offset": p.offset, "chunk": list(p.chunk) if p.chunk is not None else None,
+            "not_checked": isinstance(p, RemoteError)}
 
 
 def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:
@@ -119,11 +124,15 @@ class UnitReport:
 
 
 def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decode: bool,
-               list_chunks: bool = False) -> UnitReport:
+               list_chunks: bool = False) -> UnitReport | None:
     """Check the unit at ``position``: its index and structure (no decoding), then, with
-    ``decode``, every chunk decoded (``StorageUnit.problems(decode=True)``)."""
+    ``decode``, every chunk decoded (``StorageUnit.problems(decode=True)``).  None for a
+    position of the unit grid (a store that cannot list: ``Volume.units_to_check``) whose
+    unit is proven absent."""
     path = volume.unit_path(position)
     table, error = inspect.open_table(volume, position)
+    if table is None and error is None and not volume.lists_units:
+        return None
     if table is None:
         problems = [error or FormatError("absent", path)]
         try:
@@ -251,10 +260,19 @@ def _fail(err: TextIO, given: str, exc: BaseException) -> int:
 
 
 def _verdict(problems: list[dict[str, Any]], decoded: bool, checksums: Any) -> str:
-    if problems:
+    """``valid`` only with no problem at all: every chunk of the grid decoded (and verified
+    where the format has checksums) or proven absent; ``INVALID`` for damage; ``not checked``
+    when all that is wrong is chunks that could not be read (``RemoteError``)."""
+    unread = sum(1 for p in problems if p.get("not_checked"))
+    if len(problems) > unread:
         failed = sum(1 for p in problems if p["type"] == ChecksumError.__name__)
         extra = f", {failed} checksum failure{'s' if failed != 1 else ''}" if failed else ""
+        if unread:
+            extra += f", {unread} not checked"
         return f"INVALID ({len(problems)} problem{'s' if len(problems) != 1 else ''}{extra})"
+    if unread:
+        return (f"not checked ({unread} problem{'s' if unread != 1 else ''}: chunks that "
+                "could not be read, neither valid nor damaged)")
     if not decoded:
         return "valid (structure only: --quick decodes no chunk)"
     if checksums is False:
@@ -352,6 +370,10 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         err.write(f"wkw-viewer info: {exc}\n")
         return 2
     progress.done()
+    # Problems the volume found while its units were walked (an extent probed over HTTP).
+    seen = {p["message"] for p in problems}
+    problems.extend(f for f in (problem_fields(p) for p in volume.problems())
+                    if f["message"] not in seen)
     if is_file:
         header.update(_unit_header(volume, header))
     sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
@@ -383,6 +405,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         if args.chunks:
             doc["chunk_list"] = sorted(chunk_list, key=lambda c: c["grid"])
         doc.update({"problems": problems, "valid": not problems,
+                    "not_checked": sum(1 for p in problems if p.get("not_checked")),
                     "checked": "structure" if args.quick else "decoded",
                     "verdict": verdict})
         out.write(json.dumps(doc) + "\n")
@@ -408,14 +431,16 @@ class UnitShare:
 
 
 def check_share(share: UnitShare) -> list[UnitReport]:
-    """``check_unit`` for each unit of ``share`` (the task a cluster worker runs)."""
+    """``check_unit`` for each unit of ``share`` (the task a cluster worker runs); units
+    proven absent are left out."""
     volume = open_volume(share.path, share.layer, share.mag)
     try:
         info = volume.info()
         facts = inspect.VolumeFacts(dict(info.header), info.compression,
                                     inspect.histogram_edges(volume.chunk_nbytes))
-        return [check_unit(volume, p, facts, share.decode, share.list_chunks)
-                for p in share.positions]
+        found = (check_unit(volume, p, facts, share.decode, share.list_chunks)
+                 for p in share.positions)
+        return [r for r in found if r is not None]
     finally:
         volume.close()
 
@@ -428,11 +453,14 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
         # With --json (one document at the end) the units are checked on every core
         # (decoding releases the GIL); the text report shows each unit before the next one
         # is checked.
-        yield from ordered_map(
-            lambda position: check_unit(volume, position, facts, not args.quick, args.chunks),
-            volume.iter_units(), threads=(args.threads or None) if args.json else 1)
+        for report in ordered_map(
+                lambda position: check_unit(volume, position, facts, not args.quick,
+                                            args.chunks),
+                volume.units_to_check(), threads=(args.threads or None) if args.json else 1):
+            if report is not None:
+                yield report
         return
-    positions = list(volume.iter_units())
+    positions = list(volume.units_to_check())
     done: dict[int, list[UnitReport]] = {}
     next_share = 0
     with ClusterRunner(args.scheduler) as runner:

@@ -51,7 +51,7 @@ from viewer.format import (
     Volume,
     is_url,
 )
-from viewer.format.errors import FileChangedError, FileChangingError
+from viewer.format.errors import FileChangedError, FileChangingError, read_failure
 from viewer.format.volume import UnitRead
 
 log = logging.getLogger(__name__)
@@ -439,8 +439,8 @@ class ChunkReader:
         except FileChangedError as exc:
             return [exc] * len(indices)
         except OSError as exc:
-            return [BlockDecodeError(f"read failed: {exc.strerror or exc}", unit.path,
-                                     block=i) for i in indices]
+            return [read_failure(exc, BlockDecodeError, "read failed", unit.path, block=i)
+                    for i in indices]
         except ValueError as exc:  # the unit was closed under us (dataset closing)
             if self._stopping:
                 return None

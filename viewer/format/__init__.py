@@ -37,9 +37,11 @@ from viewer.format.errors import (
     HeaderError,
     JumpTableError,
     MetadataError,
+    RemoteError,
     UnsupportedFormatError,
 )
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
+from viewer.format.lifecycle import shutdown
 from viewer.format.registry import detect, format_names, open_dataset, open_volume
 from viewer.format.remote import CacheInfo as RemoteCacheInfo
 from viewer.format.remote import RemoteStats
@@ -55,6 +57,7 @@ from viewer.format.webknossos.properties import PROPERTIES_FILE
 from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
 
 __all__ = [
+    "shutdown",
     "is_url",
     "remote_stats",
     "RemoteStats",
@@ -98,6 +101,7 @@ __all__ = [
     "FileChangedError",
     "FileChangingError",
     "MetadataError",
+    "RemoteError",
     "UnsupportedFormatError",
     "DatasetLayoutError",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import FormatError
+from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
 from viewer.format.volume import Volume
 
@@ -277,9 +277,11 @@ def select_mag(dataset: Dataset, layer: str | None = None, mag: Any = None) -> M
     """The mag a tool that works on one array should use: ``layer`` by name (default: the only
     layer, else the first color layer, else the first layer) and ``mag`` in any spelling
     (``2``, ``"2-2-1"``, ``(2, 2, 1)``; default: the finest).  ``KeyError`` naming what exists
-    when there is no such layer or mag."""
+    when there is no such layer or mag; ``DatasetLayoutError`` naming why each layer failed
+    when none opened."""
     if not dataset.layers:
-        raise KeyError(f"{dataset.path} has no layer that opened")
+        why = "; ".join(str(p) for p in dataset.problems) or "it declares none"
+        raise DatasetLayoutError(f"no layer opened: {why}", dataset.path)
     if layer is None:
         chosen = (dataset.layers[0] if len(dataset.layers) == 1 else
                   (dataset.color_layers or dataset.layers)[0])

@@ -8,6 +8,7 @@ them and nothing else.
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -42,6 +43,23 @@ class FormatError(ValueError):
         if self.offset is not None:
             where.append(f"byte offset {self.offset}")
         return f"{': '.join([', '.join(where), self.reason]) if where else self.reason}"
+
+    def at(self, path: str | os.PathLike[str] | None = None, block: int | None = None,
+           offset: int | None = None, chunk: tuple[int, ...] | None = None) -> FormatError:
+        """A copy of this error (same class, same fields) that names ``path``, ``block``,
+        ``offset`` and ``chunk`` where it named none: a failure met by a store, handed on
+        for the chunk it was about."""
+        out = copy.copy(self)
+        if out.path is None and path is not None:
+            out.path = os.fspath(path)
+        if out.block is None and block is not None:
+            out.block = int(block)
+        if out.offset is None and offset is not None:
+            out.offset = int(offset)
+        if out.chunk is None and chunk is not None:
+            out.chunk = tuple(int(c) for c in chunk)
+        out.args = (out._compose(),)
+        return out
 
     def __reduce__(self) -> tuple[Any, ...]:
         # keep the fields through pickling (multiprocessing, subprocess tests)
@@ -95,12 +113,75 @@ class FileChangingError(FileChangedError):
     """A file kept changing (another program is writing it) for longer than a read waits for
     it to settle (``viewer.format.handles.SETTLE_NS``, the racy-timestamp rule): nothing of it
     is returned now; it is worth reading again once it settles."""
+class RemoteError(FormatError):
+    """Bytes that could not be fetched from a server, after the store's retries (a timeout,
+    a refused, reset or dropped connection, a body cut short, an answer for other bytes
+    than asked for, a 5xx, a 4xx other than 404): the chunk was *not checked*, which a
+    verdict never counts as valid nor as damaged.  ``viewer.format.remote.errors`` says
+    more; its ``RemoteIOError`` (what a remote store raises) is one.  ``status``: the HTTP
+    status of the last answer, None for a timeout or a dropped connection; ``byte_range``:
+    ``(start, end)`` of the object asked for, None for the whole object or its size."""
+
+    status: int | None = None
+    byte_range: tuple[int, int] | None = None
+
+    def __init__(self, message: str, path: str | os.PathLike[str] | None = None,
+                 block: int | None = None, offset: int | None = None,
+                 chunk: tuple[int, ...] | None = None, *, status: int | None = None,
+                 byte_range: tuple[int, int] | None = None) -> None:
+        self.status = status
+        self.byte_range = (int(byte_range[0]), int(byte_range[1])) \
+            if byte_range is not None else None
+        super().__init__(message, path, block=block, offset=offset, chunk=chunk)
+
+    def _compose(self) -> str:
+        text = super()._compose()
+        rng = self.byte_range
+        if rng is None or self.path is None or not text.startswith(self.path):
+            return text
+        return f"{self.path} bytes {rng[0]}-{rng[1] - 1}{text[len(self.path):]}"
+
+    @property
+    def url(self) -> str:
+        """The URL of the object (or folder) the request was for."""
+        return self.path or ""
+
+    def for_range(self, start: int, end: int) -> RemoteError:
+        """This error, for the range ``[start, end)`` (a part of the request that failed)."""
+        if self.byte_range == (start, end):
+            return self
+        out = copy.copy(self)
+        out.byte_range = (int(start), int(end))
+        out.offset = None
+        out.args = (out._compose(),)
+        return out
+
+    @classmethod
+    def from_io(cls, exc: RemoteError, url: str | None = None, block: int | None = None,
+                offset: int | None = None) -> RemoteError:
+        return cls(exc.reason, exc.path or url, block=block, offset=offset, chunk=exc.chunk,
+                   status=exc.status, byte_range=exc.byte_range)
+
+
+def read_failure(exc: OSError, cls: type[FormatError], what: str,
+                 path: str | os.PathLike[str] | None, block: int | None = None,
+                 offset: int | None = None, chunk: tuple[int, ...] | None = None
+                 ) -> FormatError:
+    """The ``FormatError`` of a chunk or unit whose bytes could not be read: a failure that
+    already is one (a remote store's ``RemoteIOError``: a ``RemoteError`` and an ``OSError``)
+    keeps its class, so that "not reachable" is never taken for damage, and names the chunk;
+    any other ``OSError`` becomes ``cls`` with ``what: <the system's message>``."""
+    if isinstance(exc, FormatError):
+        return exc.at(path, block, offset, chunk)
+    return cls(f"{what}: {exc.strerror or exc}", path, block=block, offset=offset, chunk=chunk)
 
 
 def _rebuild(cls: type[FormatError], reason: str, path: str | None, block: int | None,
              offset: int | None, chunk: tuple[int, ...] | None,
              state: dict[str, Any]) -> FormatError:
-    exc = cls.__new__(cls)
+    # an error that is also an OSError (a remote failure) is made by OSError's constructor
+    exc = OSError.__new__(cls) if issubclass(cls, OSError) else cls.__new__(cls)
     FormatError.__init__(exc, reason, path, block, offset, chunk)
     exc.__dict__.update(state)
+    exc.args = (exc._compose(),)
     return exc

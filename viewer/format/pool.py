@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from viewer.format import lifecycle
+
 #: Most threads the pool runs (one per core up to this).
 MAX_THREADS = 8
 
@@ -91,6 +93,18 @@ def _forget_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _stop_pool() -> None:
+    """``lifecycle.shutdown``: end the pool's threads (a new pool is made when needed)."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+lifecycle.at_shutdown("format.pool", lifecycle.POOLS, _stop_pool)
 
 
 __all__ = ["cores", "decode_pool", "share"]

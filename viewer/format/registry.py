@@ -116,6 +116,8 @@ def detect(path: str | os.PathLike[str]) -> FormatEntry:
             failed = exc
             continue
     if failed is not None and is_url(p):  # the network, not the data: say so
+        if isinstance(failed, FormatError):  # a remote store's failure (``RemoteError``)
+            raise failed
         raise DatasetLayoutError(f"cannot read: {failed.strerror or failed}", p)
     known = "; ".join(e.describes for e in formats() if e.describes)
     raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)

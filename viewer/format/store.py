@@ -65,7 +65,15 @@ class Store(ABC):
 
     @abstractmethod
     def list_dir(self, key: str) -> list[str]:
-        """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder."""
+        """Names directly inside folder ``key`` (sorted); ``[]`` when it is not a folder (or
+        when the store cannot list: see ``supports_listing``)."""
+
+    @property
+    def supports_listing(self) -> bool:
+        """Whether ``list_dir`` and ``walk`` see every object (a local folder, S3, GCS).
+        False for plain HTTP, which has no listing: an object missing from a listing is then
+        not proven absent.  Default: True."""
+        return True
 
     def list_names(self, key: str) -> list[str]:
         """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no
@@ -276,7 +284,10 @@ def open_store(path: str | os.PathLike[str]) -> Store:
 
 
 def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
-    """``(store of the parent folder, name)`` of a local file or folder path."""
+    """``(store of the parent folder, name)`` of a file or folder: a local path or a URL."""
+    if is_url(os.fspath(path)):
+        parent, _, name = os.fspath(path).rstrip("/").rpartition("/")
+        return open_store(parent), name
     p = os.path.normpath(os.fspath(path))
     parent, name = os.path.split(p)
     return open_store(parent or "."), name

@@ -38,8 +38,13 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import bigmemory
-from viewer.format.errors import BlockDecodeError, DatasetLayoutError, FormatError
+from viewer.format import bigmemory, lifecycle
+from viewer.format.errors import (
+    BlockDecodeError,
+    DatasetLayoutError,
+    FormatError,
+    read_failure,
+)
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
@@ -288,8 +293,8 @@ class Volume(ABC):
             except FormatError as exc:
                 out.append([exc] * len(indices))
             except OSError as exc:
-                out.append([BlockDecodeError(f"read failed: {exc.strerror or exc}", unit.path,
-                                             block=int(i)) for i in indices])
+                out.append([read_failure(exc, BlockDecodeError, "read failed", unit.path,
+                                         block=int(i)) for i in indices])
             finally:
                 self.done_with(unit)
         return out
@@ -297,6 +302,31 @@ class Volume(ABC):
     @abstractmethod
     def iter_units(self) -> Iterator[Vec3]:
         """Unit-grid positions of the units present (a listing: may take a while)."""
+
+    @property
+    def lists_units(self) -> bool:
+        """Whether ``iter_units`` finds every unit present (a folder listing, a file's own
+        index).  False where its store cannot list (plain HTTP): a unit missing from
+        ``iter_units`` is then not proven absent, and whatever must account for every chunk
+        (a verdict, a comparison) walks ``grid_units`` and opens each position instead (an
+        absent unit is proven so by its own answer: a 404).  Default: True."""
+        return True
+
+    def grid_units(self) -> Iterator[Vec3]:
+        """Every position of the unit grid over the extent, x fastest (present or not)."""
+        side = self.unit_len_vx
+        lo, hi = self.bounds
+        first = [lo[i] // side[i] for i in range(3)]
+        last = [-(-hi[i] // side[i]) for i in range(3)]
+        for z in range(first[2], last[2]):
+            for y in range(first[1], last[1]):
+                for x in range(first[0], last[0]):
+                    yield (x, y, z)
+
+    def units_to_check(self) -> Iterator[Vec3]:
+        """The units a check that must account for every chunk visits: ``iter_units`` where
+        it lists every unit present, else ``grid_units`` (see ``lists_units``)."""
+        return self.iter_units() if self.lists_units else self.grid_units()
 
     def chunk_index(self, local: IntArray) -> IntArray:
         """Index inside its unit of each chunk at unit-local chunk coordinates ``local``
@@ -452,6 +482,18 @@ def _forget_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _stop_pool() -> None:
+    """``lifecycle.shutdown``: end the helpers' threads (new ones are made when needed)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+lifecycle.at_shutdown("format.volume", lifecycle.POOLS, _stop_pool)
 
 
 def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:

@@ -61,7 +61,7 @@ from viewer.core.compare.sides import (
     units_present,
 )
 from viewer.core.compare.voxels import Slab, compare_slab
-from viewer.format import FormatError, StorageUnit, Volume, is_url
+from viewer.format import FormatError, RemoteError, StorageUnit, Volume, is_url
 
 #: Decoded bytes per task: large enough that the thread hop is noise next to the work.
 CHUNK_BYTES = 8 << 20
@@ -266,11 +266,13 @@ class CompareJob(BackgroundRun[Summary]):
                 "block_type", INFO, f"encoding differs: A {info_a.compression}, "
                 f"B {info_b.compression} (compared by voxels)",
                 {"a": info_a.compression, "b": info_b.compression}))
-        grid_a = units_present(a)
-        grid_b = units_present(b)
+        # A side whose store cannot list (plain HTTP) is walked over its whole unit grid:
+        # each unit there is opened, and is absent only when its store says so (a 404).
+        grid_a = units_present(a) if a.lists_units else list(a.grid_units())
+        grid_b = units_present(b) if b.lists_units else list(b.grid_units())
         ext_a = units_box(grid_a, a.unit_len_vx)
         ext_b = units_box(grid_b, b.unit_len_vx)
-        if ext_a != ext_b:
+        if ext_a != ext_b and a.lists_units and b.lists_units:
             self._add_finding(Finding(
                 "extent", INFO, f"extent differs (union of the files present): A {_fmt_box(ext_a)}"
                 f", B {_fmt_box(ext_b)}",
@@ -576,8 +578,13 @@ def unit_plans(a: Volume, b: Volume, positions: Iterable[Vec3], chunks_a: UnitCh
 
 
 def _unreadable(label: str, name: str, exc: BaseException) -> Finding:
-    return Finding("file_unreadable", DIFFERENCE, f"{label}: {name} cannot be read: {exc}",
-                   {"file": name, "side": label, "error": str(exc)})
+    """A unit that does not open: a difference (never equal); one that could not be fetched
+    (``RemoteError``) says its chunks were not checked."""
+    what = "not checked, it could not be fetched" if isinstance(exc, RemoteError) \
+        else "cannot be read"
+    return Finding("file_unreadable", DIFFERENCE, f"{label}: {name} {what}: {exc}",
+                   {"file": name, "side": label, "error": str(exc),
+                    "not_checked": isinstance(exc, RemoteError)})
 
 
 def _fmt_box(box: Box | None) -> str:

@@ -37,6 +37,7 @@ from viewer.format.errors import (
     FormatError,
     HeaderError,
     MetadataError,
+    read_failure,
 )
 from viewer.format.n5 import codecs, header, lz4java
 from viewer.format.n5.attributes import (
@@ -208,8 +209,8 @@ class N5Volume(Volume):
         try:
             size = self.store.size(key)
         except OSError as exc:
-            raise ChunkDecodeError(f"cannot read: {exc}", self.store.location(key),
-                                   chunk=self.grid_position(unit)) from None
+            raise read_failure(exc, ChunkDecodeError, "cannot read", self.store.location(key),
+                               chunk=self.grid_position(unit)) from None
         return None if size is None else N5Chunk(self, (int(unit[0]), int(unit[1]),
                                                         int(unit[2])), size)
 
@@ -242,8 +243,7 @@ class N5Volume(Volume):
             except FileChangedError as exc:
                 stored = type(exc)(exc.reason, path, chunk=grid)
             except OSError as exc:
-                stored = ChunkDecodeError(f"cannot read: {exc.strerror or exc}", path,
-                                          chunk=grid)
+                stored = read_failure(exc, ChunkDecodeError, "cannot read", path, chunk=grid)
             chunks: list[ChunkResult] = []
             for index in indices:
                 if index != 0:
@@ -269,6 +269,11 @@ class N5Volume(Volume):
         kept = {self.chunk_key(u) for u in keep}
         prefix = f"{self.key}/" if self.key else ""
         cancel(lambda key: key in kept or not key.startswith(prefix))
+
+    @property
+    def lists_units(self) -> bool:
+        """A listing of the store finds every unit present, where the store can list."""
+        return self.store.supports_listing
 
     def iter_units(self) -> Iterator[Vec3]:
         """The chunk files present, in grid order (a listing of the chunk folders; names that
@@ -309,8 +314,8 @@ class N5Volume(Volume):
             return type(exc)(exc.reason, self.store.location(key),
                                     chunk=self.grid_position(unit))
         except OSError as exc:
-            return ChunkDecodeError(f"cannot read: {exc.strerror or exc}",
-                                    self.store.location(key), chunk=self.grid_position(unit))
+            return read_failure(exc, ChunkDecodeError, "cannot read", self.store.location(key),
+                                chunk=self.grid_position(unit))
 
     def _expected_dims(self, unit: Sequence[int], grid: tuple[int, ...] | None = None
                        ) -> tuple[list[int], list[int]]:

@@ -1,12 +1,21 @@
 """A bounded on-disk cache of fetched byte ranges, so that a second visit costs no request.
 
 Layout: one folder per object (named by a hash of its URL) holding one file per fetched range,
-named ``{start}-{end}``, and ``meta.json`` (the URL, the object's size and ETag when the server
-gave them).  A read is served when the ranges cached cover it (one or several pieces).  When a
-fetch of an object reports a size or ETag other than the one recorded, the object changed on the
-server: its cached ranges are dropped.  Least recently used ranges go first once the cache holds
-more than its budget.  Files are written to a temporary name and renamed, so a reader (another
-process too) never sees half a range; a range deleted under us is a miss.  Thread-safe.
+named ``{start}-{end}.c32``: the server's bytes followed by their CRC-32C (4 bytes, little
+endian), and ``meta.json`` (the URL, the object's size and ETag when the server gave them).  A
+read is served when the ranges cached cover it (one or several pieces).
+
+**A cache that cannot lie.**  A range read from disk is read whole and its checksum checked;
+one that fails (a flipped bit, a file cut short or changed by anyone) is deleted and is a miss:
+the store fetches the bytes again from the server and the read goes on with them, and the new
+answer replaces the bad range.  Only answers are kept, never failures.  Files are written to a
+temporary name of their own (process and thread) and renamed, so neither this process nor
+another one sharing the folder ever sees half a range; a range deleted under us is a miss.
+Files of the unchecked layout of earlier versions (``{start}-{end}``) are deleted when found.
+
+When a fetch of an object reports a size or ETag other than the one recorded, the object
+changed on the server: its cached ranges are dropped.  Least recently used ranges go first once
+the cache holds more than its budget.  Thread-safe.
 
 **Written behind** (``write_behind=True``, the remote store's cache): ``put`` keeps the bytes
 in memory and returns; a writer thread of the cache puts them on disk.  The request pool calls
@@ -38,6 +47,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 META = "meta.json"
+#: The suffix of a range's file (a range with its checksum).
+SUFFIX = ".c32"
+#: Bytes of the CRC-32C after a range's bytes.
+TRAILER = 4
 #: Bytes of the ranges fetched last that a write-behind cache keeps in memory as well.
 MEMORY_BYTES = 64 << 20
 #: A writer thread with nothing to write for this long ends (the next ``put`` starts one).
@@ -88,6 +101,8 @@ class RangeCache:
         self._writes: deque[Key] = deque()
         self._wrote = threading.Condition(self._lock)
         self._writer: threading.Thread | None = None
+        #: ``close`` asked the writer to end once it has written everything.
+        self._ending = False
 
     # -- index ----------------------------------------------------------------------------------
     def _folder(self, url: str) -> str:
@@ -126,12 +141,16 @@ class RangeCache:
                 for entry in entries:
                     rng = _parse_name(entry.name)
                     if rng is None:
+                        if _parse_name(entry.name + SUFFIX) is not None:
+                            # a range of the unchecked layout: never served
+                            with contextlib.suppress(OSError):
+                                os.unlink(entry.path)
                         continue
                     try:
                         st = entry.stat()
                     except OSError:
                         continue
-                    if st.st_size != rng[1] - rng[0]:
+                    if st.st_size != rng[1] - rng[0] + TRAILER:
                         continue
                     self._insert(obj, *rng)
                     found.append((st.st_mtime, url, rng[0], rng[1], st.st_size))
@@ -217,19 +236,11 @@ class RangeCache:
             if mem is not None:
                 parts.append(mem if (frm, to) == (a, b) else mem[frm - a:to - a])
                 continue
-            try:
-                fd = os.open(os.path.join(folder, f"{a}-{b}"), os.O_RDONLY)
-            except OSError:
-                self._forget(url, a, b)
+            data = _read_checked(os.path.join(folder, _range_name(a, b)), b - a)
+            if data is None:  # gone, cut short or failing its checksum: fetched again
+                self._forget(url, a, b, unlink=True)
                 return None
-            try:
-                data = os.pread(fd, to - frm, frm - a)
-            finally:
-                os.close(fd)
-            if len(data) != to - frm:
-                self._forget(url, a, b)
-                return None
-            parts.append(data)
+            parts.append(data if (frm, to) == (a, b) else data[frm - a:to - a])
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def put(self, url: str, start: int, data: bytes | memoryview, size: int | None = None,
@@ -256,7 +267,7 @@ class RangeCache:
                 meta.pop("_dirty", None)
                 _write_atomically(os.path.join(folder, META),
                                   json.dumps({**meta, "url": url}).encode("utf-8"))
-            _write_atomically(os.path.join(folder, f"{start}-{end}"), bytes(data))
+            _write_range(os.path.join(folder, _range_name(start, end)), bytes(data))
         except OSError:
             return  # a full or read-only disk: the cache is only an optimisation
         with self._lock:
@@ -288,6 +299,7 @@ class RangeCache:
             self._writes.append(key)
             self._evict_locked()
             self._trim_memory_locked()
+            self._ending = False  # a writer told to end goes on: there is more to write
             if self._writer is None:
                 self._writer = threading.Thread(target=self._write_loop, daemon=True,
                                                 name="wkw-remote-cache-writer")
@@ -313,8 +325,10 @@ class RangeCache:
         while True:
             with self._lock:
                 while not self._writes:
-                    if not self._wrote.wait(WRITER_IDLE_S) and not self._writes:
-                        self._writer = None  # idle: the next put starts another
+                    if self._ending or (not self._wrote.wait(WRITER_IDLE_S)
+                                        and not self._writes):
+                        self._writer = None  # idle or told to end: the next put starts one
+                        self._wrote.notify_all()
                         return
                 key = self._writes.popleft()
                 data = self._unwritten.get(key)
@@ -334,7 +348,7 @@ class RangeCache:
                 if meta is not None:
                     _write_atomically(os.path.join(folder, META),
                                       json.dumps({**meta, "url": url}).encode("utf-8"))
-                _write_atomically(os.path.join(folder, f"{start}-{end}"), data)
+                _write_range(os.path.join(folder, _range_name(start, end)), data)
             except OSError:
                 ok = False  # a full or read-only disk: the cache is only an optimisation
             with self._lock:
@@ -349,13 +363,27 @@ class RangeCache:
                 elif key not in self._lru:
                     # Dropped (evicted, cleared, the object changed) while being written.
                     with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(folder, f"{start}-{end}"))
+                        os.unlink(os.path.join(folder, _range_name(start, end)))
                 self._wrote.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every range put is on disk (a write-behind cache); whether it is."""
         with self._lock:
             return self._wrote.wait_for(lambda: not self._unwritten, timeout)
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Write what is held to disk (up to ``timeout`` seconds) and end the writer thread;
+        a later ``put`` starts a new one.  Whether everything was written."""
+        written = self.flush(timeout)
+        with self._lock:
+            writer = self._writer
+            self._ending = True
+            self._wrote.notify_all()
+        if writer is not None:
+            writer.join(timeout)
+        with self._lock:
+            self._ending = False
+        return written
 
     def note_meta(self, url: str, size: int | None, etag: str | None) -> None:
         with self._lock:
@@ -381,12 +409,16 @@ class RangeCache:
         self._remove(obj, start, end)
         self._uncount_locked((url, start, end))
         with contextlib.suppress(OSError):
-            os.unlink(os.path.join(obj.folder, f"{start}-{end}"))
+            os.unlink(os.path.join(obj.folder, _range_name(start, end)))
 
-    def _forget(self, url: str, start: int, end: int) -> None:
+    def _forget(self, url: str, start: int, end: int, unlink: bool = False) -> None:
+        """Take a range out of the index (``unlink``: and delete its file, a bad one)."""
         with self._lock:
             obj = self._objects.get(url)
             if obj is not None:
+                if unlink:
+                    self._drop_locked(url, obj, start, end)
+                    return
                 self._remove(obj, start, end)
             self._uncount_locked((url, start, end))
 
@@ -446,12 +478,47 @@ def _flush_all() -> None:
         cache.flush(timeout=10.0)
 
 
+def _range_name(start: int, end: int) -> str:
+    return f"{start}-{end}{SUFFIX}"
+
+
 def _parse_name(name: str) -> tuple[int, int] | None:
-    a, sep, b = name.partition("-")
+    if not name.endswith(SUFFIX):
+        return None
+    a, sep, b = name[:-len(SUFFIX)].partition("-")
     if not sep or not a.isdigit() or not b.isdigit():
         return None
     s, e = int(a), int(b)
     return (s, e) if e > s else None
+
+
+def _crc(data: bytes) -> bytes:
+    import google_crc32c
+
+    return int(google_crc32c.value(data)).to_bytes(TRAILER, "little")
+
+
+def _write_range(path: str, data: bytes) -> None:
+    """A range's file: its bytes and their CRC-32C, under a temporary name then renamed."""
+    _write_atomically(path, data + _crc(data))
+
+
+def _read_checked(path: str, nbytes: int) -> bytes | None:
+    """The ``nbytes`` of a range's file when it is whole and its checksum holds, else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        raw = os.pread(fd, nbytes + TRAILER + 1, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(raw) != nbytes + TRAILER:
+        return None
+    data = raw[:nbytes]
+    return data if _crc(data) == raw[nbytes:] else None
 
 
 def _write_atomically(path: str, data: bytes) -> None:

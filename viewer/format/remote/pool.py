@@ -85,20 +85,67 @@ class Pool:
         self._seq = itertools.count()
         self._lock = threading.Lock()
         self._running = 0
+        self._closed = True
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, name="wkw-remote-io", daemon=True)
+        self._thread = threading.Thread()
+        with self._lock:
+            self._start_locked()
+
+    def _start_locked(self) -> None:
+        """A new event loop on a new thread (at first, and after ``close``)."""
+        if not self._loop.is_closed() and not self._closed:
+            return
+        if self._loop.is_closed() or self._thread.is_alive():  # (an old loop still ending)
+            self._loop = asyncio.new_event_loop()
+        self._closed = False
+        loop = self._loop
+        self._thread = threading.Thread(target=self._serve, args=(loop,), name="wkw-remote-io",
+                                        daemon=True)
         self._thread.start()
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+
+    def _live_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                self._start_locked()
+            return self._loop
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop: requests on the wire are cancelled, queued ones dropped (their waiters see
+        ``Dropped``), the loop and its thread end (waited for up to ``timeout`` seconds).
+        The next ``submit`` starts a new loop.  Any thread but the loop's."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+            queued = [entry[-1] for entry in self._heap]
+            self._heap.clear()
+
+        def stop() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()  # ``_go`` settles each job's future as its task ends
+            loop.call_soon(loop.stop)
+
+        loop.call_soon_threadsafe(stop)
+        thread.join(timeout)
+        if not thread.is_alive():
+            loop.close()
+            self._running = 0
+        for job in queued:  # the loop no longer runs: settled here
+            if not job.future.done():
+                job.future.set_exception(Dropped())
 
     def submit(self, job: Job, priority: int) -> None:
         seq = next(self._seq)
         with self._lock:
             place = 0 if priority == READ else -self._place
             heapq.heappush(self._heap, (priority, place, seq, job))
-        self._loop.call_soon_threadsafe(self._pump)
+        self._live_loop().call_soon_threadsafe(self._pump)
 
     def new_place(self) -> None:
         """The cursor moved on: read-ahead asked for from now on goes before older."""
@@ -108,6 +155,10 @@ class Pool:
     def abort(self, job: Job) -> None:
         """Stop ``job`` (already marked dropped under its store's lock), queued or on the
         wire; any thread."""
+        with self._lock:
+            closed = self._closed
+        if closed:  # nothing runs: settled by ``close``
+            return
         self._loop.call_soon_threadsafe(self._abort, job)
 
     def queued(self) -> int:

@@ -48,11 +48,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from viewer.format import lifecycle
 from viewer.format.errors import FormatError
 from viewer.format.remote import config as _config
 from viewer.format.remote import timeline
 from viewer.format.remote.diskcache import RangeCache
-from viewer.format.remote.errors import RangeNotSupportedError, RemoteIOError, describe
+from viewer.format.remote.errors import (
+    RangeNotSupportedError,
+    RemoteError,
+    RemoteIOError,
+    describe,
+)
 from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Dropped, Job, Pool
 from viewer.format.store import Store
 
@@ -146,6 +152,25 @@ def _shared() -> tuple[Pool, RangeCache | None]:
             _cache.set_budget(cfg.cache_bytes)
         return _pool, _cache
 
+
+def _stop_requests() -> None:
+    """``lifecycle.shutdown``: cancel the requests on the wire and end the request loop."""
+    with _shared_lock:
+        pool = _pool
+    if pool is not None:
+        pool.close()
+
+
+def _stop_cache_writer() -> None:
+    """``lifecycle.shutdown``: put what the range cache holds on disk, end its writer."""
+    with _shared_lock:
+        cache = _cache
+    if cache is not None:
+        cache.close()
+
+
+lifecycle.at_shutdown("remote.requests", lifecycle.REQUESTS, _stop_requests)
+lifecycle.at_shutdown("remote.cache", lifecycle.WRITES, _stop_cache_writer)
 
 _stores: dict[tuple[str, _config.RemoteConfig], RemoteStore] = {}
 
@@ -258,7 +283,7 @@ class RemoteStore(Store):
             got = len(data)
             return self._answered(key, start, end, result.meta, data)
         except BaseException as exc:
-            failure, error = self._failure(key, exc)
+            failure, error = self._failure(key, exc, start, end)
             if failure is None:
                 return b""
             raise failure from None
@@ -286,7 +311,7 @@ class RemoteStore(Store):
             cancelled = True
             raise
         except BaseException as exc:
-            failure, error = self._failure(key, exc)
+            failure, error = self._failure(key, exc, start, end)
             if failure is None:
                 return b""
             raise failure from None
@@ -311,7 +336,7 @@ class RemoteStore(Store):
                             etag if isinstance(etag, str) else None)
         return data
 
-    def _failure(self, key: str, exc: BaseException
+    def _failure(self, key: str, exc: BaseException, start: int = 0, end: int | None = None
                  ) -> tuple[BaseException | None, str | None]:
         """What a request's exception becomes (None: an empty read) and the error counted."""
         from obstore.exceptions import NotSupportedError
@@ -333,7 +358,10 @@ class RemoteStore(Store):
         message, status = describe(exc)
         if status == 416:  # the range starts past the end: an empty read, as pread
             return None, None
-        return RemoteIOError(message, url, status), message
+        if end is None:  # a whole object (a chunk file): no range to name
+            return RemoteIOError(f"{message} (reading the whole object from byte {start})",
+                                 url, status), message
+        return RemoteIOError(message, url, status, (start, end)), message
 
     def _known_size(self, key: str) -> int | None:
         with self._lock:
@@ -514,13 +542,17 @@ class RemoteStore(Store):
                 except Dropped:  # defensive: a job waited for is never dropped; ask again
                     job = self._schedule(key, [(off, end)], READ)[0]
                     continue
+                except RemoteError as exc:
+                    out[i] = exc.for_range(off, end)  # this range, not the merged request's
+                    break
                 except (OSError, FormatError) as exc:
                     out[i] = exc
                     break
                 out[i] = data[off - job.start:end - job.start]  # fixed once it started
                 break
             else:
-                out[i] = RemoteIOError("read-ahead dropped repeatedly", url)
+                out[i] = RemoteIOError("read-ahead dropped repeatedly", url,
+                                       byte_range=(off, end))
         timeline.mark("waited", key, todo[0][1], todo[-1][2])
         return out
 
@@ -574,7 +606,8 @@ class RemoteStore(Store):
         except Exception as exc:  # noqa: BLE001
             message, status = describe(exc)
             error = message
-            raise RemoteIOError(message, self.location(key), status) from None
+            raise RemoteIOError(f"{message} (asking for its size)", self.location(key),
+                                status) from None
         finally:
             COUNTERS.end(0, error)
         size = int(meta["size"])
@@ -595,11 +628,11 @@ class RemoteStore(Store):
         return self.config.tables_ahead_bytes
 
     @property
-    def can_list(self) -> bool:
+    def supports_listing(self) -> bool:
         return self.scheme not in ("http", "https")
 
     def list_dir(self, key: str) -> list[str]:
-        if not self.can_list:
+        if not self.supports_listing:
             return []
         import obstore
 
@@ -623,7 +656,7 @@ class RemoteStore(Store):
     def is_dir(self, key: str) -> bool:
         if not key:
             return True
-        if not self.can_list:
+        if not self.supports_listing:
             return False
         return bool(self.list_dir(key))
 

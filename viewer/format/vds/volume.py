@@ -29,6 +29,7 @@ from viewer.format.errors import (
     FormatError,
     MetadataError,
     UnsupportedFormatError,
+    read_failure,
 )
 from viewer.format.store import Store, split
 from viewer.format.vds import codecs, container
@@ -170,7 +171,7 @@ class VdsUnit(StorageUnit):
             try:
                 blobs = v.file.store.read_ranges(v.file.key, ranges)
             except OSError as exc:
-                err = FormatError(f"cannot read: {exc.strerror or exc}", v.path)
+                err = read_failure(exc, FormatError, "cannot read", v.path)
                 for s in slots:
                     out[s] = err
                 return out

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from viewer.format.errors import DatasetLayoutError, FormatError
+from viewer.format.errors import DatasetLayoutError, FormatError, RemoteError
 from viewer.format.remote import timeline
 from viewer.format.store import Store
 from viewer.format.volume import IntArray, StorageUnit, Volume, VolumeInfo, units_box
@@ -217,11 +217,16 @@ class StoreWkwVolume(Volume):
     def done_with(self, unit: StorageUnit) -> None:
         """Units stay open (kept by the volume): nothing to do."""
 
+    @property
+    def lists_units(self) -> bool:
+        """A listing of the store finds every unit present, where the store can list."""
+        return self.store.supports_listing
+
     def iter_units(self) -> Iterator[Vec3]:
         if self.single_key is not None:
             yield (0, 0, 0)
             return
-        listing = getattr(self.store, "can_list", True)
+        listing = self.store.supports_listing
         found: list[Vec3] = []
         for pos in self._listed() if listing else self._probed():
             found.append(pos)
@@ -280,8 +285,8 @@ class StoreWkwVolume(Volume):
                 f"the extent was probed with {MAX_PROBES} requests and is not complete (the "
                 "server cannot list files; open the dataset through its properties file)",
                 self.path)
-        elif failed:
-            self.probe_problem = DatasetLayoutError(
+        elif failed:  # not reachable, not damaged: what is there was not checked
+            self.probe_problem = RemoteError(
                 f"{failed} files could not be checked while probing the extent (requests "
                 "failed): the extent may be too small", self.path)
 

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format import lifecycle
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -68,6 +69,18 @@ def _background() -> ThreadPoolExecutor:
         if _opener is None:
             _opener = ThreadPoolExecutor(8, thread_name_prefix="wkw-remote-open")
         return _opener
+
+
+def _stop_background() -> None:
+    """``lifecycle.shutdown``: before the request loop stops, so no waiter is left behind."""
+    global _opener
+    with _opener_lock:
+        pool, _opener = _opener, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+lifecycle.at_shutdown("wkw.remote-open", lifecycle.REQUESTS - 1, _stop_background)
 
 
 def _remote_error(exc: OSError, path: str, block: int | None = None,

@@ -14,7 +14,13 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format.errors import ChecksumError, ChunkDecodeError, FileChangedError, FormatError
+from viewer.format.errors import (
+    ChecksumError,
+    ChunkDecodeError,
+    FileChangedError,
+    FormatError,
+    read_failure,
+)
 from viewer.format.store import Store
 from viewer.format.volume import ChunkTable, StorageUnit, StoredResult
 from viewer.format.zarr.codecs import CodecFailure
@@ -110,7 +116,8 @@ class ChunkUnit(UnitBase):
         except FileChangedError as exc:
             return self.chunk_error(0, exc.reason, cls=type(exc))
         except OSError as exc:
-            return self.chunk_error(0, f"cannot read: {exc.strerror or exc}")
+            return read_failure(exc, ChunkDecodeError, "cannot read", self.path,
+                                chunk=self.volume.chunk_position(self.unit, 0))
 
     def describe(self) -> dict[str, Any]:
         return {"key": self.key, "stored_bytes": self._size,
@@ -181,9 +188,11 @@ class ShardUnit(UnitBase):
         try:
             blobs = self.volume.store.read_ranges(self.key, ranges)
         except OSError as exc:
-            err = f"cannot read: {exc.strerror or exc}"
             for k in want.tolist():
-                out[k] = self.chunk_error(int(idx[k]), err)
+                i = int(idx[k])
+                out[k] = read_failure(exc, ChunkDecodeError, "cannot read", self.path,
+                                      block=i if self.num_chunks > 1 else None,
+                                      chunk=self.volume.chunk_position(self.unit, i))
             return out
         views = [memoryview(b) for b in blobs]
         for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist(),

@@ -30,9 +30,11 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import (
+    ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
     FormatError,
+    read_failure,
 )
 from viewer.format.pool import decode_pool
 from viewer.format.store import LocalStore, Store, read_file_whole
@@ -140,8 +142,9 @@ class ZarrVolume(Volume):
             try:
                 size = self.store.size(key)
             except OSError as exc:
-                raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
-                                         self.store.location(key)) from None
+                raise read_failure(exc, DatasetLayoutError, "cannot open",
+                                   self.store.location(key),
+                                   chunk=self.chunk_position(key3, 0)) from None
             return None if size is None else ChunkUnit(self, key3, key, size)
         hit, cached = self._units.get(key3)
         if hit:
@@ -176,8 +179,9 @@ class ZarrVolume(Volume):
             except FileChangedError as exc:
                 failed = self._chunk_unit(pos, key).chunk_error(0, exc.reason, cls=type(exc))
             except OSError as exc:
-                failed = self._chunk_unit(pos, key).chunk_error(
-                    0, f"cannot read: {exc.strerror or exc}")
+                failed = read_failure(exc, ChunkDecodeError, "cannot read", path,
+                                      chunk=self.chunk_position(self._chunk_unit(pos, key).unit,
+                                                                0))
             chunks: list[ChunkResult] = []
             for index in indices:
                 if index != 0:
@@ -201,6 +205,8 @@ class ZarrVolume(Volume):
         assert spec is not None
         key = self.unit_key(unit)
         where = self.store.location(key)
+        size: int | None = None
+        at: int | None = None
         try:
             size = self.store.size(key)
             if size is None:
@@ -213,8 +219,9 @@ class ZarrVolume(Volume):
             raw = self.store.read(key, at, n)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}", where) from None
+        except OSError as exc:  # its size, or its index at ``at``
+            raise read_failure(exc, DatasetLayoutError, "cannot open", where,
+                               offset=at) from None
         index = parse_index(spec, raw, size, where, at)
         return ShardUnit(self, unit, key, size, index, at)
 
@@ -234,6 +241,11 @@ class ZarrVolume(Volume):
     def forget_unit(self, unit: Vec3) -> None:
         """Drop a cached shard (after it was rewritten)."""
         self._units.clear()
+
+    @property
+    def lists_units(self) -> bool:
+        """A listing of the store finds every unit present, where the store can list."""
+        return self.store.supports_listing
 
     def iter_units(self) -> Iterator[Vec3]:
         """The chunk objects (or shards) present, in the order of their keys sorted by name

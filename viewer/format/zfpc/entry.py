@@ -7,14 +7,20 @@ import os
 
 from viewer.format.dataset import Dataset, Layer, Mag
 from viewer.format.registry import FormatEntry, register
-from viewer.format.store import split
+from viewer.format.store import is_url, split
 from viewer.format.zfpc.container import MAGIC
 from viewer.format.zfpc.volume import ZfpcVolume
 
 
 def detect(path: str) -> bool:
     """A file whose first four bytes are ``zfpc``."""
-    if "://" in path or not os.path.isfile(path):
+    if is_url(path):  # one ranged request for the magic; absent (404): not this format
+        store, key = split(path)
+        try:
+            return store.read(key, 0, 4) == MAGIC
+        except FileNotFoundError:
+            return False
+    if not os.path.isfile(path):
         return False
     store, key = split(path)
     return store.read(key, 0, 4) == MAGIC

@@ -24,11 +24,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format import lifecycle
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
     FormatError,
+    read_failure,
 )
 from viewer.format.handles import identity, settle, settle_deadline
 from viewer.format.store import LocalStore, Store, split
@@ -57,6 +59,18 @@ def _pool() -> ThreadPoolExecutor:
         if _pool_instance is None:
             _pool_instance = ThreadPoolExecutor(_WORKERS, thread_name_prefix="zfpc")
         return _pool_instance
+
+
+def _stop_pool() -> None:
+    """``lifecycle.shutdown``: end the threads (a new pool is made when needed)."""
+    global _pool_instance
+    with _pool_lock:
+        pool, _pool_instance = _pool_instance, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+lifecycle.at_shutdown("format.zfpc", lifecycle.POOLS, _stop_pool)
 
 
 class ZfpcUnit(StorageUnit):
@@ -117,7 +131,7 @@ class ZfpcUnit(StorageUnit):
         try:
             blobs = v.store.read_ranges(v.key, ranges)
         except OSError as exc:
-            err = FormatError(f"cannot read: {exc.strerror or exc}", v.path)
+            err = read_failure(exc, FormatError, "cannot read", v.path)
             for k in wanted:
                 out[k] = err
             return out

@@ -1,0 +1,257 @@
+"""Running one cell of the conformance matrix: a dataset (``writers.WRITERS``), served from a
+store (local, HTTP through ``tests/remote/range_server.py``, S3 through moto), with a fault,
+taken out through every path (``Volume.read``, the loader's plane, ``info --json``,
+``compare --json`` against the healthy local copy, ``digest --check`` against the healthy
+local copy's list).  Each path's outcome is a short word (see ``test_matrix.TABLE``)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import writers
+
+PATHS = ("read", "plane", "info", "compare", "digest")
+STORES = ("local", "http", "s3")
+FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache")
+#: The faults a server injects: (its attribute, aimed at chunk files only).
+SERVER_FAULTS = {"cut": "cut_next", "http500": "fail_next", "reset": "reset_next"}
+
+
+def range_server_module() -> Any:
+    path = Path(__file__).resolve().parents[1] / "remote" / "range_server.py"
+    spec = importlib.util.spec_from_file_location("range_server", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("range_server", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Servers:
+    root: Path
+    http: Any  #: a RangeServer over ``root``
+    s3_env: dict[str, str]  #: the environment that points the S3 client at moto
+    digests: Path  #: folder of the healthy local copies' digest lists
+
+
+def location(servers: Servers, store: str, kind: str, name: str) -> str:
+    sub = writers.WRITERS[name][1]
+    rel = f"{kind}/{name}" + (f"/{sub}" if sub else "")
+    if store == "local":
+        return str(servers.root / rel)
+    if store == "http":
+        return f"{servers.http.url}/{rel}"
+    return f"s3://conf/{rel}"
+
+
+@contextlib.contextmanager
+def settings(env: dict[str, str]) -> Iterator[None]:
+    """The environment for one cell (a fresh range cache, the S3 endpoint), restored after."""
+    from viewer.format.remote import config as remote_config
+
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    remote_config.reset()
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        remote_config.reset()
+
+
+def _quiet(main: Any, argv: list[str]) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = int(main(argv))
+    return status, out.getvalue()
+
+
+def _want(name: str) -> np.ndarray:
+    return writers.truth_float() if writers.WRITERS[name][4] else writers.truth()
+
+
+def path_read(loc: str, name: str) -> str:
+    from viewer.format import FormatError, open_volume
+
+    try:
+        vol = open_volume(loc)
+        try:
+            got = vol.read((0, 0, 0), writers.SHAPE)
+        finally:
+            vol.close()
+    except FormatError as exc:
+        return type(exc).__name__
+    return "voxels" if np.array_equal(got[0], _want(name)) else "WRONG"
+
+
+def path_plane(loc: str, name: str) -> str:
+    """The window's way: the core loader reads the blocks of an XY plane through the chunk
+    level (``Loader.plane``); failed pixels name their blocks' errors."""
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, PlaneRequest, Status
+    from viewer.format import FormatError, open_volume
+
+    try:
+        vol = open_volume(loc)
+    except FormatError as exc:
+        return type(exc).__name__
+    z = 3
+    req = PlaneRequest(XY, z, (0, 0), (writers.SHAPE[0], writers.SHAPE[1]))
+    loader = Loader(vol, workers=1, prefetch_enabled=False)
+    try:
+        loader.set_wanted([req], 0, (0, 0, z))
+        if not loader.wait_idle(60):
+            return "TIMEOUT"
+        plane = loader.plane(req)
+    finally:
+        loader.close()
+    failed = plane.status == Status.FAILED
+    if failed.any():
+        return "failed:" + "+".join(sorted({type(e).__name__ for e in plane.errors.values()}))
+    if not (plane.status == Status.DATA).all():
+        return "INCOMPLETE"
+    return "voxels" if np.array_equal(plane.data[0], _want(name)[:, :, z]) else "WRONG"
+
+
+def path_info(loc: str) -> str:
+    from viewer.cli import info
+
+    status, out = _quiet(info.main, [loc, "--json"])
+    if status == 2:
+        return "error/2"
+    verdict = json.loads(out)["verdict"]
+    word = "not checked" if verdict.startswith("not checked") else verdict.split(" ")[0]
+    return f"{word}/{status}"
+
+
+def path_compare(loc: str, healthy: str) -> str:
+    from viewer.cli import compare
+
+    status, out = _quiet(compare.main, [healthy, loc, "--json"])
+    if status == 2:
+        return "error/2"
+    return f"{'equal' if json.loads(out)['equal'] else 'different'}/{status}"
+
+
+def path_digest(loc: str, listing: Path) -> str:
+    from viewer.cli import digest
+
+    status, out = _quiet(digest.main, [loc, "--check", str(listing), "--json"])
+    if status == 2:
+        return "error/2"
+    doc = json.loads(out)
+    word = "match" if doc["equal"] else ("unreadable" if doc["unreadable"] else "differ")
+    return f"{word}/{status}"
+
+
+def digest_list(servers: Servers, name: str) -> Path:
+    from viewer.cli import digest
+
+    out = servers.digests / f"{name}.txt"
+    if not out.exists():
+        status, _ = _quiet(digest.main, [location(servers, "local", "good", name),
+                                         "-o", str(out)])
+        assert status == 0
+    return out
+
+
+def _corrupt_cache(cache: Path) -> int:
+    """Flip one byte of every cached range's data; how many."""
+    n = 0
+    for path in cache.rglob("*.c32"):
+        raw = bytearray(path.read_bytes())
+        if len(raw) > 4:
+            raw[(len(raw) - 4) // 2] ^= 0x5A
+            path.write_bytes(bytes(raw))
+            n += 1
+    return n
+
+
+def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) -> dict[str, str]:
+    """Every path's outcome for one (dataset, store, fault)."""
+    from viewer.format.remote import config as remote_config
+
+    kind = "damaged" if fault == "damaged" else "good"
+    loc = location(servers, store, kind, name)
+    healthy = location(servers, "local", "good", name)
+    env = {remote_config.CACHE_DIR_ENV: str(work / "cache"), remote_config.TIMEOUT_ENV: "5",
+           remote_config.RETRIES_ENV: "0" if fault in SERVER_FAULTS else "1"}
+    if store == "s3":
+        env.update(servers.s3_env)
+    srv = servers.http
+    if fault == "cache":
+        with settings({**env, remote_config.CACHE_DIR_ENV: str(work / "first")}):
+            assert path_read(loc, name) == "voxels"
+            from viewer.format import shutdown
+
+            shutdown()  # the cache written out
+        shutil.copytree(work / "first", work / "cache")
+        assert _corrupt_cache(work / "cache") > 0
+    out: dict[str, str] = {}
+    with settings(env):
+        if fault in SERVER_FAULTS:
+            srv.fault_match = writers.WRITERS[name][3]
+            srv.fault_from = writers.FAULT_FROM.get(name, 0)
+            setattr(srv, SERVER_FAULTS[fault], 10**9)
+        try:
+            out["read"] = path_read(loc, name)
+            out["plane"] = path_plane(loc, name)
+            out["info"] = path_info(loc)
+            out["compare"] = path_compare(loc, healthy)
+            out["digest"] = path_digest(loc, digest_list(servers, name))
+        finally:
+            for attr in SERVER_FAULTS.values():
+                setattr(srv, attr, 0)
+            srv.fault_match = None
+            srv.fault_from = 0
+    return out
+
+
+@contextlib.contextmanager
+def serving(root: Path) -> Iterator[Servers]:
+    """Write every dataset below ``root``, serve it over HTTP (a range server) and S3 (moto,
+    bucket ``conf``), both on 127.0.0.1; stopped on leaving."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    for kind in ("good", "damaged"):
+        (root / kind).mkdir(parents=True, exist_ok=True)
+    writers.write_all(root)
+    (root / "digests").mkdir()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    s3_env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+              "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
+              "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3.create_bucket(Bucket="conf")
+    for kind in ("good", "damaged"):
+        for dirpath, _, files in os.walk(root / kind):
+            for fname in files:
+                full = os.path.join(dirpath, fname)
+                s3.upload_file(full, "conf", os.path.relpath(full, root).replace(os.sep, "/"))
+    server_cls = range_server_module().RangeServer
+    try:
+        with server_cls(str(root)) as http:
+            yield Servers(root, http, s3_env, root / "digests")
+    finally:
+        moto.stop()

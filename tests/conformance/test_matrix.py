@@ -1,0 +1,224 @@
+"""The conformance matrix: every format x every store x every fault x every way data or a
+verdict leaves the program, each cell's outcome written down in ``TABLE``.
+
+Data written by other tools (``writers.py``: tensorstore N5 and Zarr v3 sharded, z5py N5,
+zarr-python v2 and v3, the reference ``wkw``, zfpc, OpenVDS), each served locally, over HTTP
+(``tests/remote/range_server.py`` on 127.0.0.1) and S3 (moto on 127.0.0.1), with faults: a
+damaged chunk (its file cut to half), a body cut short, HTTP 500, a reset connection (each on
+every request for the chunks' bytes, after the store's retries), a corrupted cache entry (a
+byte flipped in every cached range of an earlier run).  Taken out through ``Volume.read``,
+the loader's plane (what the window shows), ``info --json``, ``compare --json`` (against the
+healthy local copy) and ``digest --check`` (against the healthy local copy's list).
+
+Outcomes: ``voxels`` (exactly the array written), a ``FormatError`` subclass's name (the read
+or the open raised it), ``failed:<names>`` (the plane's failed pixels and their errors), a
+verdict and the exit status (``valid/0``, ``INVALID/1``, ``not checked/1``, ``equal/0``,
+``different/1``, ``match/0``, ``unreadable/1``, ``differ/1``; ``error/2``: the path could not
+be opened).  Never wrong voxels, never an untyped error.  Where a cell says something other
+than what one would wish, the row's comment says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import matrix
+import pytest
+
+pytest.importorskip("tensorstore")
+pytest.importorskip("z5py")
+pytest.importorskip("openvds")
+pytest.importorskip("zfpc")
+pytest.importorskip("moto.server")
+
+#: (dataset, store, fault) -> outcome of (read, plane, info, compare, digest).
+#: Notes: the damaged OpenVDS file (cut to half) still holds every brick of this small array,
+#: so it reads right.  A fault on OpenVDS's one file hits its header too: it does not open.  A
+#: plain WKW dataset over HTTP has its extent probed with HEAD requests; where they fail the
+#: extent is unknown (``not checked``) and digest finds the regions missing (``differ``).
+TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
+    ('tensorstore-n5', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-n5', 'local', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-n5', 'http', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 'http', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 'http', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 'http', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-n5', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-n5', 's3', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-zarr3', 'local', 'damaged'):
+        ('ChecksumError', 'failed:ChecksumError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-zarr3', 'http', 'damaged'):
+        ('ChecksumError', 'failed:ChecksumError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 'http', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 'http', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 'http', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-zarr3', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-zarr3', 's3', 'damaged'):
+        ('ChecksumError', 'failed:ChecksumError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('z5py-n5', 'local', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('z5py-n5', 'http', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 'http', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 'http', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 'http', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('z5py-n5', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('z5py-n5', 's3', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v2', 'local', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v2', 'http', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 'http', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 'http', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 'http', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v2', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v2', 's3', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v3', 'local', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v3', 'http', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 'http', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 'http', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 'http', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v3', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v3', 's3', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('wkw', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('wkw', 'local', 'damaged'):
+        ('JumpTableError', 'failed:JumpTableError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('wkw', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('wkw', 'http', 'damaged'):
+        ('JumpTableError', 'failed:JumpTableError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('wkw', 'http', 'cut'):
+        ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('wkw', 'http', 'http500'):
+        ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'differ/1'),
+    ('wkw', 'http', 'reset'):
+        ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'differ/1'),
+    ('wkw', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('wkw', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('wkw', 's3', 'damaged'):
+        ('JumpTableError', 'failed:JumpTableError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zfpc', 'local', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zfpc', 'http', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 'http', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 'http', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 'http', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zfpc', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zfpc', 's3', 'damaged'):
+        ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('openvds', 'local', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 'local', 'damaged'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 'http', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 'http', 'damaged'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 'http', 'cut'):
+        ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
+    ('openvds', 'http', 'http500'):
+        ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
+    ('openvds', 'http', 'reset'):
+        ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
+    ('openvds', 'http', 'cache'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 's3', 'none'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 's3', 'damaged'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+}
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[matrix.Servers]:
+    with matrix.serving(tmp_path_factory.mktemp("conformance")) as servers:
+        yield servers
+
+
+def test_the_table_covers_every_cell() -> None:
+    combos = [("local", "none"), ("local", "damaged")] + \
+        [("http", f) for f in matrix.FAULTS] + [("s3", "none"), ("s3", "damaged")]
+    import writers
+
+    assert set(TABLE) == {(n, s, f) for n in writers.WRITERS for s, f in combos}
+    bad = {"WRONG", "INCOMPLETE", "TIMEOUT"}
+    assert not any(set(row) & bad for row in TABLE.values())
+
+
+@pytest.mark.parametrize(("name", "store", "fault"), list(TABLE))
+def test_cell(servers: matrix.Servers, tmp_path: Path, name: str, store: str,
+              fault: str) -> None:
+    got = matrix.run_cell(servers, name, store, fault, tmp_path)
+    assert tuple(got[p] for p in matrix.PATHS) == TABLE[(name, store, fault)], got
