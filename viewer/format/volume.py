@@ -225,6 +225,25 @@ class Volume(ABC):
         return lo, (lo[0] + size[0], lo[1] + size[1], lo[2] + size[2])
 
     @property
+    def extent_declared(self) -> bool:
+        """Whether the extent comes from metadata (an array's shape, a layer's bounding box),
+        so that ``shape`` costs nothing; False when it is the box of the storage units
+        present, found by a listing (a plain WKW dataset): a window then grows it from a
+        scan.  Default: True."""
+        return True
+
+    def set_extent(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """Take ``bounds`` (``(lo, hi)``, ``hi`` exclusive) as the extent instead of the
+        array's own: a webKnossos layer's bounding box at this mag is the layer's data,
+        whatever size its array was allocated at (1024^3 and more).  Called once by the
+        opener, before the volume is shared.  Default: ``UnsupportedFormatError`` (a
+        format whose arrays are never a webKnossos layer's mag)."""
+        from viewer.format.errors import UnsupportedFormatError
+
+        raise UnsupportedFormatError(
+            f"a {self.format or type(self).__name__} array cannot take another extent", self.path)
+
+    @property
     def unit_len_vx(self) -> Vec3:
         """Voxels per storage unit along x, y, z."""
         c, u = self.chunk_shape, self.unit_shape
