@@ -77,15 +77,21 @@ PAINTERA_DATA = "data"
 
 def _probed_children(store: Store, key: str, attrs: dict[str, Any] | None) -> list[str]:
     """The child groups of ``key`` found from metadata alone, where the store cannot list:
-    the conventional names above whose ``attributes.json`` exists (one request each, the
-    numbered ones until the first missing)."""
+    the conventional names above whose ``attributes.json``, or whose first level's
+    (``s0/attributes.json``: a group need not have attributes), exists (a request or two
+    each, the numbered ones until the first missing)."""
+
+    def there(name: str) -> bool:
+        sub = _key(key, name)
+        return store.exists(_attrs_key(sub)) or store.exists(_attrs_key(_key(sub, "s0")))
+
     found: list[str] = []
-    if attrs and "painteraData" in attrs and store.exists(_attrs_key(_key(key, PAINTERA_DATA))):
+    if attrs and "painteraData" in attrs and there(PAINTERA_DATA):
         found.append(PAINTERA_DATA)
     for prefix, digits in NUMBERED_CHILDREN:
         for k in range(MAX_GROUPS):
             name = f"{prefix}{k:0{digits}d}"
-            if name in found or not store.exists(_attrs_key(_key(key, name))):
+            if name in found or not there(name):
                 break
             found.append(name)
     return found

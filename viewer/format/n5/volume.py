@@ -439,7 +439,7 @@ class N5Volume(Volume):
         whole-chunk reads of the loader and the inspector decode and check every byte."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
-        shape = np.asarray(self.shape, dtype=np.int64)
+        shape = np.asarray(self.attrs.shape, dtype=np.int64)  # the array's, not the extent
         lo = np.maximum(off, 0)
         hi = np.minimum(off + size, shape)
         if (hi <= lo).any():
