@@ -83,6 +83,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
         Case("webKnossos wkw", "wk-wkw", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("N5 BigDataViewer", "bdv.n5", (_pyramid(t),)),
         Case("N5 Paintera", "paintera.n5/raw", (_pyramid(t),)),
+        Case("N5 multiscale group", "paintera.n5/raw/data", (_pyramid(t),)),
         Case("N5 viewer", "viewer.n5", (_pyramid(t), _pyramid(t2))),
     ]
     w.zarr_python(root / "zp2.zarr", t, 2)
