@@ -39,7 +39,12 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format import bigmemory
-from viewer.format.errors import BlockDecodeError, DatasetLayoutError, FormatError
+from viewer.format.errors import (
+    BlockDecodeError,
+    DatasetLayoutError,
+    FormatError,
+    UnsupportedFormatError,
+)
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
@@ -238,8 +243,6 @@ class Volume(ABC):
         whatever size its array was allocated at (1024^3 and more).  Called once by the
         opener, before the volume is shared.  Default: ``UnsupportedFormatError`` (a
         format whose arrays are never a webKnossos layer's mag)."""
-        from viewer.format.errors import UnsupportedFormatError
-
         raise UnsupportedFormatError(
             f"a {self.format or type(self).__name__} array cannot take another extent", self.path)
 

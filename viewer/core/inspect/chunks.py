@@ -101,6 +101,7 @@ class UnitTable:
     source: StorageUnit | None = None
     volume: Volume | None = None
     _coords: npt.NDArray[np.int64] | None = None
+    _inside: tuple[npt.NDArray[np.bool_] | None] | None = None
 
     @property
     def num_chunks(self) -> int:
@@ -120,7 +121,12 @@ class UnitTable:
         """Which chunks meet the volume's extent (``Volume.bounds``), or None when all of
         them do: a unit may hold chunks past the extent (a WKW file of 1024^3 voxels, a zarr
         shard at the array's edge, a webKnossos array allocated larger than its layer's
-        box), and counts and ratios are over the data, not over those."""
+        box), and counts and ratios are over the data, not over those.  Found once."""
+        if self._inside is None:
+            self._inside = (self._meeting_extent(),)
+        return self._inside[0]
+
+    def _meeting_extent(self) -> npt.NDArray[np.bool_] | None:
         volume = self.volume
         if volume is None or not volume.extent_declared:
             return None  # the extent is the units' own box: every chunk is inside
