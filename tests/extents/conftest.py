@@ -97,8 +97,8 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     w.n5_paintera(root / "paintera.n5", t)
     w.n5_viewer(root / "viewer.n5", [t, t2])
     try:
-        w.webknossos(root / "wk-zarr3", t, "zarr3")
-        w.webknossos(root / "wk-wkw", t, "wkw")
+        w.webknossos_in_child(root / "wk-zarr3", "zarr3")
+        w.webknossos_in_child(root / "wk-wkw", "wkw")
     except ImportError:
         out = [c for c in out if not c.rel.startswith("wk-")]
     return root, out
