@@ -9,6 +9,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,17 +89,16 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     ]
     w.zarr_python(root / "zp2.zarr", t, 2)
     w.zarr_python(root / "zp3.zarr", t, 3)
-    w.zarr_python(root / "zp3s.zarr", t, 3, shards=32)
+    w.zarr_python(root / "zp3s.zarr", t, 3, chunks=16, shards=32)
     w.tensorstore_zarr(root / "ts2.zarr", t, "zarr")
-    w.tensorstore_zarr(root / "ts3s.zarr", t, "zarr3", shards=32)
+    w.tensorstore_zarr(root / "ts3s.zarr", t, "zarr3", chunks=16, shards=32)
     w.ome_zarr(root / "ome.zarr", w.pyramid(t))
     w.consolidated_group(root / "group.zarr", {"a": t, "b": t2})
     w.n5_bigdataviewer(root / "bdv.n5", t)
     w.n5_paintera(root / "paintera.n5", t)
     w.n5_viewer(root / "viewer.n5", [t, t2])
     try:
-        w.webknossos_in_child(root / "wk-zarr3", "zarr3")
-        w.webknossos_in_child(root / "wk-wkw", "wkw")
+        w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-wkw": "wkw"})
     except ImportError:
         out = [c for c in out if not c.rel.startswith("wk-")]
     return root, out
@@ -136,8 +136,9 @@ def moto_server(cases: tuple[Path, list[Case]]) -> Iterator[dict[str, Any]]:
                           aws_access_key_id="testing", aws_secret_access_key="testing")
     client.create_bucket(Bucket="bkt")
     root = cases[0]
-    for rel in w.tree_files(root):
-        client.upload_file(os.path.join(root, rel), "bkt", "data/" + rel)
+    with ThreadPoolExecutor(8) as pool:  # a few hundred small files
+        list(pool.map(lambda rel: client.upload_file(os.path.join(root, rel), "bkt",
+                                                     "data/" + rel), w.tree_files(root)))
     try:
         yield {"endpoint": endpoint, "env": env}
     finally:

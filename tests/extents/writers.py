@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-#: The odd extent: no side a multiple of a chunk (16) or a shard (32).
+#: The odd extent: no side a multiple of a chunk (16 or 32) or a shard (32).
 ODD = (70, 50, 28)
 #: The webKnossos layers' box: a non-zero top-left, the odd size.
 WK_TOP_LEFT = (6, 4, 2)
@@ -45,7 +45,7 @@ def _attrs(path: Path, doc: dict[str, Any]) -> None:
 
 
 # -- zarr ---------------------------------------------------------------------------------------
-def zarr_python(path: Path, data: np.ndarray, version: int, chunks: int = 16,
+def zarr_python(path: Path, data: np.ndarray, version: int, chunks: int = 32,
                 shards: int | None = None) -> Path:
     """An array written by zarr-python, C order ``(Z, Y, X)`` as it writes images."""
     import zarr
@@ -62,7 +62,7 @@ def zarr_python(path: Path, data: np.ndarray, version: int, chunks: int = 16,
     return path
 
 
-def tensorstore_zarr(path: Path, data: np.ndarray, driver: str, chunks: int = 16,
+def tensorstore_zarr(path: Path, data: np.ndarray, driver: str, chunks: int = 32,
                      shards: int | None = None) -> Path:
     """An array written by tensorstore (``zarr`` or ``zarr3``), ``(Z, Y, X)``."""
     import tensorstore as ts
@@ -103,7 +103,7 @@ def ome_zarr(path: Path, levels: Sequence[np.ndarray]) -> Path:
     datasets = []
     for k, level in enumerate(levels):
         zyx = np.ascontiguousarray(level.transpose(2, 1, 0))
-        arr = group.create_array(str(k), shape=zyx.shape, dtype=zyx.dtype, chunks=(16,) * 3,
+        arr = group.create_array(str(k), shape=zyx.shape, dtype=zyx.dtype, chunks=(32,) * 3,
                                  fill_value=0)
         arr[...] = zyx
         f = [levels[0].shape[a] // level.shape[a] for a in (2, 1, 0)]
@@ -126,7 +126,7 @@ def consolidated_group(path: Path, arrays: dict[str, np.ndarray]) -> Path:
     group = zarr.open_group(str(path), mode="w", zarr_format=3)
     for name, data in arrays.items():
         zyx = np.ascontiguousarray(data.transpose(2, 1, 0))
-        arr = group.create_array(name, shape=zyx.shape, dtype=zyx.dtype, chunks=(16,) * 3,
+        arr = group.create_array(name, shape=zyx.shape, dtype=zyx.dtype, chunks=(32,) * 3,
                                  dimension_names=["z", "y", "x"], fill_value=0)
         arr[...] = zyx
     with warnings.catch_warnings():
@@ -157,10 +157,10 @@ def webknossos(root: Path, data: np.ndarray, data_format: str) -> Path:
 
 # -- N5 multiscale groups -------------------------------------------------------------------------
 def n5_level(path: Path, data: np.ndarray, extra: dict[str, Any] | None = None) -> None:
-    """One N5 dataset by tensorstore (gzip, blocks of 16^3), attributes added by hand."""
+    """One N5 dataset by tensorstore (gzip, blocks of 32^3), attributes added by hand."""
     import tensorstore as ts
 
-    meta = {"dimensions": list(data.shape), "blockSize": [16, 16, 16],
+    meta = {"dimensions": list(data.shape), "blockSize": [32, 32, 32],
             "dataType": data.dtype.name, "compression": {"type": "gzip"}}
     arr = ts.open({"driver": "n5", "kvstore": {"driver": "file", "path": str(path)},
                    "metadata": meta, "create": True, "delete_existing": True}).result()
@@ -214,20 +214,21 @@ def n5_viewer(root: Path, channels: Sequence[np.ndarray]) -> Path:
     return root
 
 
-def webknossos_in_child(root: Path, data_format: str, seed: int = 0) -> Path:
-    """``webknossos(root, truth(ODD, seed=seed), data_format)`` in a child process: the
-    package's import sets up logging, progress bars and warnings that the rest of the test
-    session should not inherit.  ``ImportError`` when the package is not installed."""
+def webknossos_in_child(roots: dict[Path, str]) -> None:
+    """``webknossos(root, truth(ODD), data_format)`` for each ``root: data_format``, in one
+    child process: the package's import sets up logging, progress bars and warnings that the
+    rest of the test session should not inherit.  ``ImportError`` when the package is not
+    installed."""
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, __file__, str(root), data_format, str(seed)],
-                          capture_output=True, text=True, timeout=600)
+    args = [a for root, fmt in roots.items() for a in (str(root), fmt)]
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                          timeout=600)
     if done.returncode == 3:
         raise ImportError("the webknossos package is not installed")
     if done.returncode != 0:
-        raise RuntimeError(f"writing {root} failed: {done.stderr[-2000:]}")
-    return root
+        raise RuntimeError(f"writing {list(roots)} failed: {done.stderr[-2000:]}")
 
 
 def tree_files(root: Path) -> list[str]:
@@ -246,4 +247,5 @@ if __name__ == "__main__":  # the child of ``webknossos_in_child``
         import webknossos as _wk  # noqa: F401
     except ImportError:
         sys.exit(3)
-    webknossos(Path(sys.argv[1]), truth(ODD, seed=int(sys.argv[3])), sys.argv[2])
+    for _root, _fmt in zip(sys.argv[1::2], sys.argv[2::2], strict=True):
+        webknossos(Path(_root), truth(ODD), _fmt)
