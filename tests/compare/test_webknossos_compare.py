@@ -66,9 +66,10 @@ def test_equal_datasets_are_equal_per_pair(copy, capsys):
     assert report["kind"] == "webknossos" and "mag" in report["coordinates"]
     assert [(p["layer"], p["mag"]) for p in report["pairs"]] == PAIRS
     assert all(p["equal"] and p["mismatching_blocks"] == [] for p in report["pairs"])
-    # mag 1: 8 files of 64 blocks; 2-2-1: 2 files; 4-4-2: 1 file; two layers
-    assert [p["blocks_compared"] for p in report["pairs"]] == [512, 128, 64] * 2
-    assert report["blocks_compared"] == 2 * (512 + 128 + 64)
+    # mag 1: 8 files of 64 blocks; 2-2-1: 2 files; 4-4-2: the 16 blocks of the layer's box
+    # at that mag (16x16x32 voxels) in its one file of 64; two layers
+    assert [p["blocks_compared"] for p in report["pairs"]] == [512, 128, 16] * 2
+    assert report["blocks_compared"] == 2 * (512 + 128 + 16)
     assert report["mismatching_blocks"] == [] and report["structure"] == []
 
 

@@ -14,7 +14,7 @@ are walked lazily and reported as they are checked; on a terminal, progress goes
     {"path", "format", "kind": "dataset" | "file",
      "layers": [...]                                  (datasets of several arrays),
      "layer", "mag"                                   (the array checked),
-     "dtype", "num_channels", "shape": [X, Y, Z], "chunk_shape": [X, Y, Z],
+     "dtype", "num_channels", "origin": [X, Y, Z], "shape": [X, Y, Z], "chunk_shape": [X, Y, Z],
      "chunks": {count, present, stored_bytes: {min, median, max, total}},
      "header": {...the format's header fields...}, "geometry": {...},
      "files": [{path, unit: [i, j, k], block_type, compression, file_size,
@@ -23,8 +23,11 @@ are walked lazily and reported as they are checked; on a terminal, progress goes
      "chunk_list": [{grid: [i, j, k], stored_bytes, unit, index, offset}]   (--chunks),
      "problems": [...], "valid": bool, "checked": "structure" | "decoded"}
 
-``chunks`` counts the chunks of the array's grid and those present (stored); ``stored_bytes``
-is over the chunks present.  ``chunk_list`` lists the chunks present in grid order.  A problem
+``chunks`` counts the chunks of the grid that the extent (``shape`` from the volume's origin)
+meets and those of them present (stored); ``stored_bytes``, each unit's sizes, ratio and chunk
+counts are over those too (a unit may hold chunks past the extent: a WKW file, a shard at the
+edge, a webKnossos array allocated larger than its layer).  ``chunk_list`` lists the chunks
+present in the extent in grid order.  A problem
 is ``{type, message, path, block, offset, chunk}`` (``ChecksumError`` where the format keeps
 checksums and bytes fail them).  ``ratio`` is decoded bytes / stored bytes.  Exit status: 0
 valid, 1 problems found, 2 the path cannot be opened (missing, unreadable, permission denied,
@@ -35,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -157,9 +159,8 @@ def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decod
             found = [exc]
         problems.extend(p for p in found if str(p) not in seen)
         problems.sort(key=lambda p: (p.block if p.block is not None else -1))
-    stored = table.stored
-    sizes = table.sizes[stored]
-    present = int(np.count_nonzero((table.flags & inspect.ABSENT) == 0))
+    sizes = table.sizes[table.stored_inside]
+    present = table.present_inside
     total = int(sizes.sum()) if len(sizes) else 0
     ratio = round(table.chunk_nbytes * len(sizes) / total, 4) if total else None
     desc = table.description
@@ -171,14 +172,16 @@ def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decod
         "file_size": table.size,
         "block_sizes": size_summary(sizes),
         "ratio": ratio,
-        "chunks": {"count": table.num_chunks, "present": present},
+        "chunks": {"count": table.count_inside, "present": present},
         "problems": [problem_fields(p) for p in problems],
     }
     chunks: list[dict[str, Any]] = []
     if list_chunks:
         base = np.asarray(position, dtype=np.int64) * np.asarray(volume.unit_shape, np.int64)
         grid = table.coords + base
-        for index in np.flatnonzero((table.flags & inspect.ABSENT) == 0).tolist():
+        listed = (table.flags & inspect.ABSENT) == 0
+        inside = table.inside
+        for index in np.flatnonzero(listed if inside is None else listed & inside).tolist():
             entry: dict[str, Any] = {
                 "grid": [int(v) for v in grid[index]], "stored_bytes": int(table.sizes[index]),
                 "unit": list(position), "index": int(index), "offset": int(table.starts[index])}
@@ -377,9 +380,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     if is_file:
         header.update(_unit_header(volume, header))
     sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
-    grid = [math.ceil(s / c) if c else 0
-            for s, c in zip(volume.shape, volume.chunk_shape, strict=True)]
-    count = grid[0] * grid[1] * grid[2]
+    count = chunks_meeting(volume.bounds, volume.chunk_shape)
     chunks = {"count": count, "present": present, "stored_bytes": size_summary(sizes)}
     verdict = _verdict(problems, not args.quick, info.header.get("checksums"))
     if args.json:
@@ -395,6 +396,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         doc.update({
             "dtype": volume.dtype.name,
             "num_channels": volume.num_channels,
+            "origin": list(volume.origin),
             "shape": list(volume.shape),
             "chunk_shape": list(volume.chunk_shape),
             "chunks": chunks,
@@ -415,6 +417,16 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
                   f"on disk; {present} of {count} chunks present; {len(problems)} "
                   f"problem{'s' if len(problems) != 1 else ''}: {verdict}\n")
     return 1 if problems else 0
+
+
+def chunks_meeting(bounds: tuple[Vec3, Vec3], chunk_shape: Sequence[int]) -> int:
+    """How many chunks of the grid the box ``bounds`` meets (none for an empty box)."""
+    (lo, hi), n = bounds, 1
+    for a in range(3):
+        if hi[a] <= lo[a] or not chunk_shape[a]:
+            return 0
+        n *= (hi[a] - 1) // chunk_shape[a] - lo[a] // chunk_shape[a] + 1
+    return n
 
 
 @dataclass(frozen=True)

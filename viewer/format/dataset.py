@@ -143,8 +143,15 @@ class Layer:
 
     @property
     def extent_declared(self) -> bool:
-        """Whether the metadata declares the layer's box (else it is found by listing)."""
-        return self._box is not None or not self.mags
+        """Whether the metadata declares the layer's box (a layer's own, or its finest
+        array's shape), else it is found by listing the files present (a plain WKW
+        dataset).  Opens the finest mag's volume when the layer declares no box."""
+        if self._box is not None or not self.mags:
+            return True
+        try:
+            return self.finest.volume.extent_declared
+        except FormatError:
+            return False
 
     @property
     def bounding_box(self) -> BoundingBox:

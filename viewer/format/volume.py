@@ -43,6 +43,7 @@ from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
     FormatError,
+    UnsupportedFormatError,
     read_failure,
 )
 
@@ -228,6 +229,23 @@ class Volume(ABC):
         """``(lo, hi)`` of the extent, ``hi`` exclusive."""
         lo, size = self.origin, self.shape
         return lo, (lo[0] + size[0], lo[1] + size[1], lo[2] + size[2])
+
+    @property
+    def extent_declared(self) -> bool:
+        """Whether the extent comes from metadata (an array's shape, a layer's bounding box),
+        so that ``shape`` costs nothing; False when it is the box of the storage units
+        present, found by a listing (a plain WKW dataset): a window then grows it from a
+        scan.  Default: True."""
+        return True
+
+    def set_extent(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """Take ``bounds`` (``(lo, hi)``, ``hi`` exclusive) as the extent instead of the
+        array's own: a webKnossos layer's bounding box at this mag is the layer's data,
+        whatever size its array was allocated at (1024^3 and more).  Called once by the
+        opener, before the volume is shared.  Default: ``UnsupportedFormatError`` (a
+        format whose arrays are never a webKnossos layer's mag)."""
+        raise UnsupportedFormatError(
+            f"a {self.format or type(self).__name__} array cannot take another extent", self.path)
 
     @property
     def unit_len_vx(self) -> Vec3:

@@ -169,6 +169,8 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
         self._lock = threading.Lock()
         super().__init__()
         self.summary = DatasetSummary(self.a, self.b, box, self.tolerance)
+        #: Layers whose declared bounding boxes differ (their mags' extents then differ too).
+        self._box_differs: set[str] = set()
 
     def cancel(self) -> None:
         """Stop after the tasks already running (of the pair being compared)."""
@@ -316,6 +318,7 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
         except FormatError:
             return  # an undeclared box found from data that cannot be read: the pair says so
         if ba != bb:
+            self._box_differs.add(la.name)
             self._add_finding(Finding(
                 "bounding_box", DIFFERENCE,
                 f"{la.name}: bounding box differs (mag-1 voxels): "
@@ -377,6 +380,8 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
             if self.on_block is not None:
                 self.on_block(r)
         for f in pair_summary.structure:
+            if f.kind == "extent" and layer in self._box_differs:
+                continue  # the layer's bounding box finding says it, in mag-1 voxels
             self._add_finding(Finding(f.kind, f.severity, f"{label}: {f.message}",
                                       {**f.details, "layer": layer, "mag": list(mag)}))
 

@@ -54,10 +54,10 @@ from viewer.core.compare.sides import (
     UnitChunks,
     VolumeSpec,
     codec_signature,
+    extent_box,
     open_side,
     side_name,
     unit_name,
-    units_box,
     units_present,
 )
 from viewer.core.compare.voxels import Slab, compare_slab
@@ -270,11 +270,13 @@ class CompareJob(BackgroundRun[Summary]):
         # each unit there is opened, and is absent only when its store says so (a 404).
         grid_a = units_present(a) if a.lists_units else list(a.grid_units())
         grid_b = units_present(b) if b.lists_units else list(b.grid_units())
-        ext_a = units_box(grid_a, a.unit_len_vx)
-        ext_b = units_box(grid_b, b.unit_len_vx)
-        if ext_a != ext_b and a.lists_units and b.lists_units:
+        ext_a = extent_box(a, grid_a)
+        ext_b = extent_box(b, grid_b)
+        # The units of a grid walked whole say nothing of the extent; a declared one does.
+        known = all(v.extent_declared or v.lists_units for v in (a, b))
+        if ext_a != ext_b and known:
             self._add_finding(Finding(
-                "extent", INFO, f"extent differs (union of the files present): A {_fmt_box(ext_a)}"
+                "extent", INFO, f"extent differs: A {_fmt_box(ext_a)}"
                 f", B {_fmt_box(ext_b)}",
                 {"a": _box_json(ext_a), "b": _box_json(ext_b)}))
         if not s.comparable:
@@ -292,6 +294,11 @@ class CompareJob(BackgroundRun[Summary]):
                              for y in range(c_lo[1], c_hi[1] + 1)
                              for x in range(c_lo[0], c_hi[0] + 1))
         positions = sorted(cells, key=lambda p: (p[2], p[1], p[0]))
+        if self.box is None and a.extent_declared and b.extent_declared \
+                and ext_a is not None and ext_b is not None:
+            # Both extents are the data (array shapes, layers' boxes): voxels past them
+            # (a unit's or an allocated array's padding) are no one's data.
+            self.box = _union(ext_a, ext_b)
         if self.box is not None:
             (bx, by, bz), (bw, bh, bd) = self.box
             lo = (bx // side[0], by // side[1], bz // side[2])
@@ -501,7 +508,7 @@ class CompareJob(BackgroundRun[Summary]):
 
     def _missing_plan(self, name: str, a_present: bool, differs: bool) -> None:
         present, absent = ("A", "B") if a_present else ("B", "A")
-        where = "" if self.box is None else " inside the box"
+        where = "" if self.summary.box is None else " inside the box"
         if differs:
             message = (f"{name} is absent from {absent} (reads as zeros) but {present}'s "
                        f"file is not all zeros{where}")
@@ -585,6 +592,12 @@ def _unreadable(label: str, name: str, exc: BaseException) -> Finding:
     return Finding("file_unreadable", DIFFERENCE, f"{label}: {name} {what}: {exc}",
                    {"file": name, "side": label, "error": str(exc),
                     "not_checked": isinstance(exc, RemoteError)})
+
+
+def _union(a: Box, b: Box) -> Box:
+    lo = [min(a[0][i], b[0][i]) for i in range(3)]
+    hi = [max(a[0][i] + a[1][i], b[0][i] + b[1][i]) for i in range(3)]
+    return ((lo[0], lo[1], lo[2]), (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
 
 
 def _fmt_box(box: Box | None) -> str:

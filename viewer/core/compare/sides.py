@@ -98,6 +98,15 @@ def units_present(volume: Volume) -> list[Vec3]:
     return [(int(u[0]), int(u[1]), int(u[2])) for u in volume.iter_units()]
 
 
+def extent_box(volume: Volume, units: list[Vec3]) -> Box | None:
+    """The volume's extent as (offset, size): its declared one (an array's shape, a layer's
+    box), else the box of its ``units`` present (one listing, already made)."""
+    if not volume.extent_declared:
+        return units_box(units, volume.unit_len_vx)
+    lo, hi = volume.bounds
+    return (lo, (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
+
+
 def units_box(units: list[Vec3], unit_len: Vec3) -> Box | None:
     """The box (offset, size) in voxels that the units cover, None without any."""
     if not units:
@@ -185,4 +194,4 @@ class UnitChunks:
 
 
 __all__ = ["VolumeSpec", "SideInput", "side_name", "open_side", "unit_name", "units_present",
-           "units_box", "codec_signature", "UnitChunks"]
+           "units_box", "extent_box", "codec_signature", "UnitChunks"]

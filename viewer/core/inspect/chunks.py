@@ -101,6 +101,7 @@ class UnitTable:
     source: StorageUnit | None = None
     volume: Volume | None = None
     _coords: npt.NDArray[np.int64] | None = None
+    _inside: tuple[npt.NDArray[np.bool_] | None] | None = None
 
     @property
     def num_chunks(self) -> int:
@@ -116,9 +117,52 @@ class UnitTable:
         return self._coords
 
     @property
+    def inside(self) -> npt.NDArray[np.bool_] | None:
+        """Which chunks meet the volume's extent (``Volume.bounds``), or None when all of
+        them do: a unit may hold chunks past the extent (a WKW file of 1024^3 voxels, a zarr
+        shard at the array's edge, a webKnossos array allocated larger than its layer's
+        box), and counts and ratios are over the data, not over those.  Found once."""
+        if self._inside is None:
+            self._inside = (self._meeting_extent(),)
+        return self._inside[0]
+
+    def _meeting_extent(self) -> npt.NDArray[np.bool_] | None:
+        volume = self.volume
+        if volume is None or not volume.extent_declared:
+            return None  # the extent is the units' own box: every chunk is inside
+        lo, hi = (np.asarray(b, dtype=np.int64) for b in volume.bounds)
+        side = np.asarray(volume.unit_len_vx, dtype=np.int64)
+        first = np.asarray(self.unit, dtype=np.int64) * side
+        if (first >= lo).all() and (first + side <= hi).all():
+            return None
+        c = np.asarray(self.chunk_shape, dtype=np.int64)
+        start = first + self.coords * c
+        return np.asarray(((start < hi) & (start + c > lo)).all(axis=1))
+
+    @property
     def stored(self) -> npt.NDArray[np.bool_]:
         """Chunks whose stored size means something (present, stored, sound range)."""
         return np.asarray((self.flags & NO_SIZE_FLAGS) == 0)
+
+    @property
+    def stored_inside(self) -> npt.NDArray[np.bool_]:
+        """``stored`` chunks that meet the extent (``inside``): what sizes and ratios of the
+        data count."""
+        inside = self.inside
+        return self.stored if inside is None else self.stored & inside
+
+    @property
+    def present_inside(self) -> int:
+        """Chunks present (stored or constant) that meet the extent."""
+        present = (self.flags & ABSENT) == 0
+        inside = self.inside
+        return int(np.count_nonzero(present if inside is None else present & inside))
+
+    @property
+    def count_inside(self) -> int:
+        """Chunks of the unit that meet the extent."""
+        inside = self.inside
+        return self.num_chunks if inside is None else int(np.count_nonzero(inside))
 
     def apply_content_flags(self, indices: npt.NDArray[np.int64], flags: FlagArray) -> None:
         """Merge decoded content flags (from ``scan_chunk_contents``) into ``flags``.  Caller:

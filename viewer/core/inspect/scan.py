@@ -67,8 +67,9 @@ class UnitStats:
 def stats_of_table(table: UnitTable, position: Vec3 | None, compression: str = "",
                    problems: Sequence[FormatError] | None = None,
                    edges: npt.NDArray[np.float64] | None = None) -> UnitStats:
-    """Summarise a ``UnitTable`` as a unit-table row."""
-    valid = table.sizes[table.stored]
+    """Summarise a ``UnitTable`` as a unit-table row (over the chunks that meet the
+    volume's extent: ``UnitTable.inside``)."""
+    valid = table.sizes[table.stored_inside]
     total = int(valid.sum()) if len(valid) else 0
     ratio = (table.chunk_nbytes * len(valid) / total) if total > 0 else float("nan")
     if edges is None:

@@ -9,6 +9,11 @@ What opens:
   layer named by its path (a walk that never enters a dataset's chunk folders, bounded in
   depth and in folders visited).
 
+Where the store lists nothing (plain HTTP), groups and levels are found from metadata: the
+``attributes.json`` of the names the conventions give (levels ``s0, s1, ...``; the N5
+viewer's channels ``c0, c1, ...``; BigDataViewer's ``setup{i}/timepoint{t}``; Paintera's
+``data`` group), so what opens from disk opens from a URL.
+
 A level or dataset whose attributes cannot be read is a problem of the ``Dataset`` and the
 rest opens.  A webKnossos layer with ``dataFormat: "n5"`` opens each mag folder through the
 registry, that is through here.
@@ -60,12 +65,67 @@ def _subfolders(store: Store, key: str, limit: int = 4096) -> list[str]:
     return out
 
 
+#: Child groups the N5 conventions name, looked for by their attributes where the store lists
+#: nothing (plain HTTP): ``(prefix, digits)`` for numbered children, counted from 0 until
+#: one is missing (the N5 viewer's channels ``c0, c1, ...``; BigDataViewer's ``setup0`` /
+#: ``setup00`` and ``timepoint0`` / ``timepoint00000``).
+NUMBERED_CHILDREN = (("c", 1), ("setup", 1), ("setup", 2), ("timepoint", 1), ("timepoint", 5))
+#: Paintera keeps a dataset's pyramid in the ``data`` group of the group that says
+#: ``painteraData``.
+PAINTERA_DATA = "data"
+
+
+def _probed_children(store: Store, key: str, attrs: dict[str, Any] | None) -> list[str]:
+    """The child groups of ``key`` found from metadata alone, where the store cannot list:
+    the conventional names above whose ``attributes.json``, or whose first level's
+    (``s0/attributes.json``: a group need not have attributes), exists (a request or two
+    each, the numbered ones until the first missing)."""
+
+    def there(name: str) -> bool:
+        sub = _key(key, name)
+        return store.exists(_attrs_key(sub)) or store.exists(_attrs_key(_key(sub, "s0")))
+
+    found: list[str] = []
+    if attrs and "painteraData" in attrs and there(PAINTERA_DATA):
+        found.append(PAINTERA_DATA)
+    for prefix, digits in NUMBERED_CHILDREN:
+        for k in range(MAX_GROUPS):
+            name = f"{prefix}{k:0{digits}d}"
+            if name in found or not there(name):
+                break
+            found.append(name)
+    return found
+
+
+def _children(store: Store, key: str, attrs: dict[str, Any] | None) -> list[str]:
+    """Child groups of ``key`` to visit: the listing, else (a store that lists nothing, such
+    as plain HTTP) those the conventions name (``_probed_children``)."""
+    return _subfolders(store, key) or _probed_children(store, key, attrs)
+
+
+def _level_names(store: Store, key: str) -> list[tuple[int, str]]:
+    """``(k, "s{k}")`` of the levels below ``key``: from the listing, else (a store that
+    lists nothing) ``s0, s1, ...`` while their ``attributes.json`` exists."""
+    listed = sorted((k, n) for n in _subfolders(store, key)
+                    if (k := level_index(n)) is not None)
+    if listed:
+        return listed
+    out: list[tuple[int, str]] = []
+    for k in range(MAX_LEVELS):
+        if not store.exists(_attrs_key(_key(key, f"s{k}"))):
+            break
+        out.append((k, f"s{k}"))
+    return out
+
+
 def detect(path: str) -> bool:
     """A folder holding ``attributes.json`` (a dataset, a group or a root), the file itself,
     or a folder without one whose child groups (two levels down at most) hold N5 datasets
     (tensorstore writes no root attributes)."""
-    if is_url(path):  # remote: the attributes through the store
-        return open_store(path).exists(ATTRIBUTES_FILE)
+    if is_url(path):  # remote: the attributes through the store (no listing)
+        store = open_store(path)
+        return store.exists(ATTRIBUTES_FILE) or any(
+            store.exists(_attrs_key(first)) for first in ("s0", "c0", "setup0"))
     if os.path.isfile(path):
         return os.path.basename(path) == ATTRIBUTES_FILE
     if not os.path.isdir(path):
@@ -115,11 +175,9 @@ def _category(name: str, max_id: int | None) -> str:
 def _open_levels(store: Store, key: str, groups: list[dict[str, Any]],
                  problems: list[FormatError]) -> list[Level]:
     """The levels of the multiscale group at ``key`` (empty when it is not one)."""
-    names = sorted((level_index(n), n) for n in _subfolders(store, key)
-                   if level_index(n) is not None)
+    names = _level_names(store, key)
     parsed: list[tuple[int, str, str, DatasetAttributes]] = []
     for index, name in names[:MAX_LEVELS]:
-        assert index is not None
         sub = _key(key, name)
         where = store.location(_attrs_key(sub))
         try:
@@ -209,7 +267,7 @@ class _Walk:
             return "group"
         if depth >= MAX_DEPTH:
             return "root"
-        for child in _subfolders(store, key):
+        for child in _children(store, key, attrs):
             self.groups += 1
             if self.groups > MAX_GROUPS:
                 self.problems.append(DatasetLayoutError(

@@ -143,6 +143,7 @@ class N5Volume(Volume):
         self.chunk_shape = attrs.chunk_shape
         self._stored_dtype = attrs.stored_dtype
         self._problems = list(problems)
+        self._extent: tuple[Vec3, Vec3] | None = None
         self._grid = np.asarray(attrs.grid_shape, dtype=np.int64)
         # N5 axis for each of x, y, z (None: a 2-D dataset has no Z axis).
         self._spatial: list[int | None] = [0, 1, 2 if attrs.ndim >= 3 else None]
@@ -174,7 +175,21 @@ class N5Volume(Volume):
     # -- extent ---------------------------------------------------------------------------------
     @property
     def shape(self) -> Vec3:
+        if self._extent is not None:
+            lo, hi = self._extent
+            return (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
         return self.attrs.shape
+
+    @property
+    def origin(self) -> Vec3:
+        return self._extent[0] if self._extent is not None else (0, 0, 0)
+
+    def set_extent(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """A webKnossos layer's box at this mag replaces the dataset's dimensions (see
+        ``Volume``)."""
+        (lx, ly, lz), (hx, hy, hz) = bounds
+        lo = (int(lx), int(ly), int(lz))
+        self._extent = (lo, (max(lo[0], int(hx)), max(lo[1], int(hy)), max(lo[2], int(hz))))
 
     # -- chunk grid ------------------------------------------------------------------------------
     def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]:
@@ -425,7 +440,7 @@ class N5Volume(Volume):
         the end of the stream, and could return damaged voxels with no error."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
-        shape = np.asarray(self.shape, dtype=np.int64)
+        shape = np.asarray(self.attrs.shape, dtype=np.int64)  # the array's, not the extent
         lo = np.maximum(off, 0)
         hi = np.minimum(off + size, shape)
         if (hi <= lo).any():

@@ -187,6 +187,8 @@ def mag_opener(url: str, layer: str, mag: tuple[int, int, int], data_format: str
             raise MagMismatchError(
                 f"the mag holds {volume.num_channels} x {volume.dtype.name}, the layer declares "
                 f"{channels} x {dtype.name}", url, layer=layer, mag=mag)
+        if bounds is not None and data_format != "wkw":  # the layer's data, not the array's
+            volume.set_extent(bounds)
         return volume
     return open_mag
 

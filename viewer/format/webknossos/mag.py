@@ -125,6 +125,8 @@ class Mag(BaseMag):
                 f"the mag holds {volume.num_channels} x {volume.dtype.name}, the layer declares "
                 f"{self.num_channels} x {self.dtype.name}", self.path, layer=self.layer,
                 mag=self.mag)
+        if self.bounds is not None:  # the layer's data, not the array's allocated size
+            volume.set_extent(self.bounds)
         return volume
 
     def _open_wkw(self) -> Dataset:

@@ -74,6 +74,7 @@ class StoreWkwVolume(Volume):
         self.chunk_shape = (header.block_len,) * 3
         self.unit_shape = (header.file_len,) * 3
         self._bounds = bounds
+        self._declared = bounds is not None
         self._lock = threading.Lock()
         self._units: dict[Vec3, StoreWkwUnit] = {}
         self._absent: set[Vec3] = set()
@@ -181,6 +182,17 @@ class StoreWkwVolume(Volume):
     @property
     def origin(self) -> Vec3:
         return self.bounds[0]
+
+    @property
+    def extent_declared(self) -> bool:
+        """True when given a box (a webKnossos layer's); else the files present say."""
+        return self._declared
+
+    def set_extent(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """A webKnossos layer's box at this mag as the extent (see ``Volume``)."""
+        with self._lock:
+            self._bounds = bounds
+            self._declared = True
 
     @property
     def shape(self) -> Vec3:

@@ -224,6 +224,7 @@ class WkwVolume(Volume):
         self.chunk_shape = (h.block_len,) * 3
         self.unit_shape = (h.file_len,) * 3
         self._bounds = bounds
+        self._declared = bounds is not None
         self._lock = threading.Lock()
         self._own = own_dataset
         #: The last data file header found to agree with the dataset's (``open_and_read``).
@@ -251,6 +252,17 @@ class WkwVolume(Volume):
     @property
     def origin(self) -> Vec3:
         return self.bounds[0]
+
+    @property
+    def extent_declared(self) -> bool:
+        """True when given a box (a webKnossos layer's); else the files present say."""
+        return self._declared
+
+    def set_extent(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """A webKnossos layer's box at this mag as the extent (see ``Volume``)."""
+        with self._lock:
+            self._bounds = bounds
+            self._declared = True
 
     @property
     def shape(self) -> Vec3:

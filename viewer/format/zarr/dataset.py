@@ -4,6 +4,10 @@ relative to level 0, level 0's scale and the axes' unit as the voxel size; ``lab
 become segmentation layers), or a plain group (each array or multiscale group below it a
 layer).
 
+Where the store lists nothing (plain HTTP) a group's children are those its metadata names
+(consolidated metadata, an OME-Zarr ``labels`` list); a multiscale's levels always come from
+its metadata.
+
 An array opened on its own takes its axis names from the OME-Zarr multiscale of its parent
 group when that lists it (webKnossos' zarr v2 mags have no ``dimension_names``: the layer
 group's ``axes`` say ``c, x, y, z``).
@@ -24,7 +28,7 @@ from viewer.format.geometry import UNIT_NANOMETERS, VoxelSize
 from viewer.format.store import Store, open_store
 from viewer.format.volume import Volume
 from viewer.format.zarr.axes import AxisMap, axis_map
-from viewer.format.zarr.node import Node, read_node
+from viewer.format.zarr.node import Node, child_names, read_node
 from viewer.format.zarr.ome import Multiscale, multiscales_of, parse_multiscale
 from viewer.format.zarr.volume import ZarrVolume, make_volume
 
@@ -330,11 +334,14 @@ def _children(store: Store, prefix: str, node: Node, layers: list[Layer],
               problems: list[FormatError], versions: list[int], depth: int,
               scales: list[VoxelSize], label: bool = False) -> None:
     root = prefix.rstrip("/")
-    for child in store.list_dir(root)[:MAX_CHILDREN]:
+    listed = store.list_dir(root)
+    # A store that lists nothing (plain HTTP): the children the metadata names.
+    named = not listed
+    for child in (listed or child_names(store, prefix, node))[:MAX_CHILDREN]:
         if child.startswith("."):
             continue
         sub = f"{prefix}{child}/"
-        if not store.is_dir(sub.rstrip("/")):
+        if not named and not store.is_dir(sub.rstrip("/")):
             continue
         cnode = read_node_safe(store, sub, problems)
         if cnode is None:

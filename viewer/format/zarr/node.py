@@ -17,13 +17,16 @@ MARKERS = ("zarr.json", ".zarray", ".zgroup")
 
 @dataclass
 class Node:
-    """``kind`` "array" (``meta`` set) or "group"; ``version`` 2 or 3; ``attributes``."""
+    """``kind`` "array" (``meta`` set) or "group"; ``version`` 2 or 3; ``attributes``;
+    ``consolidated``: the keys below a group that its consolidated metadata names (zarr v3
+    ``consolidated_metadata`` in ``zarr.json``), empty when it has none."""
 
     kind: str
     version: int
     where: str
     attributes: dict[str, Any] = field(default_factory=dict)
     meta: ArrayMeta | None = None
+    consolidated: tuple[str, ...] = ()
 
 
 def _join(prefix: str, name: str) -> str:
@@ -46,7 +49,10 @@ def read_node(store: Store, prefix: str) -> Node | None:
         if kind == "array":
             return Node("array", 3, where, attrs, parse_v3(doc, where))
         if kind == "group":
-            return Node("group", 3, where, attrs)
+            cons = doc.get("consolidated_metadata")
+            meta = cons.get("metadata") if isinstance(cons, dict) else None
+            names = tuple(str(k) for k in meta) if isinstance(meta, dict) else ()
+            return Node("group", 3, where, attrs, consolidated=names)
         raise MetadataError(f"node_type must be 'array' or 'group', not {kind!r}"[:200], where)
     attrs_doc = read_json(store, _join(prefix, ".zattrs")) or {}
     key = _join(prefix, ".zarray")
@@ -65,4 +71,23 @@ def read_node(store: Store, prefix: str) -> Node | None:
     return None
 
 
-__all__ = ["Node", "read_node", "MARKERS"]
+def child_names(store: Store, prefix: str, node: Node) -> list[str]:
+    """The children of the group ``node`` at ``prefix`` that its metadata names, for a store
+    that cannot list (plain HTTP): zarr v3 ``consolidated_metadata``, zarr v2 ``.zmetadata``
+    (consolidated), and an OME-Zarr ``labels`` group's ``labels`` list; sorted."""
+    keys: list[str] = list(node.consolidated)
+    if node.version == 2:
+        doc = read_json(store, _join(prefix, ".zmetadata"))
+        meta = doc.get("metadata") if doc is not None else None
+        if isinstance(meta, dict):
+            keys.extend(str(k).rsplit("/", 1)[0] for k in meta if "/" in str(k))
+    labels = node.attributes.get("labels")
+    ome = node.attributes.get("ome")
+    if labels is None and isinstance(ome, dict):
+        labels = ome.get("labels")
+    if isinstance(labels, list):
+        keys.extend(str(v) for v in labels if isinstance(v, str))
+    return sorted({k.split("/", 1)[0] for k in keys if k and not k.startswith(".")})
+
+
+__all__ = ["Node", "read_node", "child_names", "MARKERS"]

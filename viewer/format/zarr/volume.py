@@ -105,6 +105,9 @@ class ZarrVolume(Volume):
         self.axis_names = ("x", "y", "z")
         self.axis_units = axis_units
         self._shape = axes.xyz(meta.shape)
+        self._origin: Vec3 = (0, 0, 0)
+        #: The array's own shape (reads stop there), whatever extent ``set_extent`` gave.
+        self._array_shape = np.asarray(self._shape, dtype=np.int64)
         self._units = UnitCache(64)
         #: Whether a decoded chunk is already (C, cx, cy, cz) in Fortran order (webKnossos:
         #: axes c, x, y, z with the transpose [3, 2, 1, 0]; no conversion at all).
@@ -120,6 +123,17 @@ class ZarrVolume(Volume):
     @property
     def shape(self) -> Vec3:
         return self._shape
+
+    @property
+    def origin(self) -> Vec3:
+        return self._origin
+
+    def set_extent(self, bounds: tuple[Vec3, Vec3]) -> None:
+        """A webKnossos layer's box at this mag replaces the array's shape (see ``Volume``)."""
+        (lx, ly, lz), (hx, hy, hz) = bounds
+        self._origin = (int(lx), int(ly), int(lz))
+        self._shape = (max(0, int(hx) - int(lx)), max(0, int(hy) - int(ly)),
+                       max(0, int(hz) - int(lz)))
 
     # -- units ------------------------------------------------------------------------------------
     def unit_key(self, unit: Sequence[int]) -> str:
@@ -342,7 +356,7 @@ class ZarrVolume(Volume):
         size = np.asarray(out.shape[1:], dtype=np.int64)
         c = np.asarray(self.chunk_shape, dtype=np.int64)
         lo = np.maximum(off, 0)
-        hi = np.minimum(off + size, np.asarray(self._shape, dtype=np.int64))
+        hi = np.minimum(off + size, self._array_shape)
         if (hi <= lo).any():
             return
         grid = chunk_grid(lo, hi, c)

@@ -113,7 +113,8 @@ class QtSideB(QObject):
         volume = mag.volume
         self.volume, self._opened, self.spec = volume, opened, spec
         self.path = path
-        self._extent = extent.ExtentScan(volume, lambda _bounds, _done: None).start()
+        if not volume.extent_declared:  # a plain WKW dataset: the box of its files
+            self._extent = extent.ExtentScan(volume, lambda _bounds, _done: None).start()
         # B's blocks go into A's block cache (one budget for both: B does not double the
         # memory), keyed apart from A's layers; a window reading synchronously has no cache.
         source = self.host.source
@@ -301,17 +302,23 @@ class QtSideB(QObject):
         return True
 
     def common_box(self) -> Box | None:
-        """Where the data files of A and B overlap (None when they do not, or while B's files
+        """Where the extents of A and B overlap (None when they do not, or while B's files
         are still being listed: the status bar says so).  A's extent is the window's (grown by
-        its own background listing), B's comes from the listing started when B opened."""
-        if self.host.dataset is None or self.volume is None or self._extent is None:
+        its own background listing), B's is its declared one (an array's shape, a layer's box)
+        or comes from the listing started when B opened (a plain WKW dataset)."""
+        if self.host.dataset is None or self.volume is None:
             return None
-        if not self._extent.wait(EXTENT_WAIT_S) or self._extent.result is None:
+        if self.volume.extent_declared:  # an array's shape, a layer's box
+            lb, hb = self.volume.bounds
+        elif self._extent is None:
+            return None
+        elif not self._extent.wait(EXTENT_WAIT_S) or self._extent.result is None:
             self.host.statusBar().showMessage(
                 "B's files are still being listed; try the common extent again shortly", 5000)
             return None
+        else:
+            lb, hb = self._extent.result
         la, ha = self.state.bounds
-        lb, hb = self._extent.result
         lo = [max(a, b) for a, b in zip(la, lb, strict=True)]
         hi = [min(a, b) for a, b in zip(ha, hb, strict=True)]
         if any(b <= a for a, b in zip(lo, hi, strict=True)):

@@ -1,0 +1,155 @@
+"""Fixtures of the extent tests: data written by other tools (``writers.py``, imported as
+``extents_writers``), once per session, with what each case must open to; the HTTP server
+(``tests/remote/range_server.py``, as ``range_server``) and an S3 server (``moto`` on
+127.0.0.1) serving them, once per module; a fresh range cache per test (never the user's)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+_here = Path(__file__).parent
+for _name, _file in (("extents_writers", _here / "writers.py"),
+                     ("range_server", _here.parent / "remote" / "range_server.py")):
+    if _name not in sys.modules:
+        _spec = importlib.util.spec_from_file_location(_name, _file)
+        assert _spec is not None and _spec.loader is not None
+        _module = importlib.util.module_from_spec(_spec)
+        sys.modules[_name] = _module
+        _spec.loader.exec_module(_module)
+
+import extents_writers as w  # noqa: E402
+from range_server import RangeServer  # noqa: E402
+
+from viewer.format.remote import config as remote_config  # noqa: E402
+
+Vec3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A dataset written by another tool: where it is below the data root, and per layer
+    (in the order it opens) its mags, each with the origin of its extent and the voxels the
+    extent holds (``(X, Y, Z)``)."""
+
+    name: str
+    rel: str
+    layers: tuple[tuple[tuple[Vec3, Vec3, np.ndarray], ...], ...]  # of Layer
+
+
+Layer = tuple[tuple[Vec3, Vec3, np.ndarray], ...]
+
+
+def _one(data: np.ndarray) -> tuple[Layer]:
+    """One layer of one mag at the origin."""
+    return ((((1, 1, 1), (0, 0, 0), data),),)
+
+
+def _pyramid(data: np.ndarray, origin: Vec3 = (0, 0, 0)
+             ) -> tuple[tuple[Vec3, Vec3, np.ndarray], ...]:
+    out = []
+    for f, level in zip(w.FACTORS, w.pyramid(data), strict=True):
+        lo = (origin[0] // f[0], origin[1] // f[1], origin[2] // f[2])
+        out.append((f, lo, level))
+    return tuple(out)
+
+
+@pytest.fixture(scope="session")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
+    """The data root and every case written below it (a few seconds: the arrays are small;
+    the ``webknossos`` package takes longest, to import)."""
+    pytest.importorskip("tensorstore")
+    pytest.importorskip("zarr")
+    root = tmp_path_factory.mktemp("extents")
+    t = w.truth(w.ODD)
+    t2 = w.truth(w.ODD, seed=1)
+    out = [
+        Case("zarr-python v2", "zp2.zarr", _one(t)),
+        Case("zarr-python v3", "zp3.zarr", _one(t)),
+        Case("zarr-python v3 sharded", "zp3s.zarr", _one(t)),
+        Case("tensorstore zarr v2", "ts2.zarr", _one(t)),
+        Case("tensorstore zarr3 sharded", "ts3s.zarr", _one(t)),
+        Case("OME-Zarr", "ome.zarr", (_pyramid(t),)),
+        Case("zarr v3 consolidated group", "group.zarr", (_one(t)[0], _one(t2)[0])),
+        Case("webKnossos zarr3", "wk-zarr3", (_pyramid(t, w.WK_TOP_LEFT),)),
+        Case("webKnossos wkw", "wk-wkw", (_pyramid(t, w.WK_TOP_LEFT),)),
+        Case("N5 BigDataViewer", "bdv.n5", (_pyramid(t),)),
+        Case("N5 Paintera", "paintera.n5/raw", (_pyramid(t),)),
+        Case("N5 multiscale group", "paintera.n5/raw/data", (_pyramid(t),)),
+        Case("N5 viewer", "viewer.n5", (_pyramid(t), _pyramid(t2))),
+    ]
+    w.zarr_python(root / "zp2.zarr", t, 2)
+    w.zarr_python(root / "zp3.zarr", t, 3)
+    w.zarr_python(root / "zp3s.zarr", t, 3, chunks=16, shards=32)
+    w.tensorstore_zarr(root / "ts2.zarr", t, "zarr")
+    w.tensorstore_zarr(root / "ts3s.zarr", t, "zarr3", chunks=16, shards=32)
+    w.ome_zarr(root / "ome.zarr", w.pyramid(t))
+    w.consolidated_group(root / "group.zarr", {"a": t, "b": t2})
+    w.n5_bigdataviewer(root / "bdv.n5", t)
+    w.n5_paintera(root / "paintera.n5", t)
+    w.n5_viewer(root / "viewer.n5", [t, t2])
+    try:
+        w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-wkw": "wkw"})
+    except ImportError:
+        out = [c for c in out if not c.rel.startswith("wk-")]
+    return root, out
+
+
+@pytest.fixture(autouse=True)
+def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test its own range cache, short timeouts, and settings read afresh."""
+    monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
+    monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
+    monkeypatch.setenv(remote_config.ANON_ENV, "0")
+    remote_config.reset()
+    yield
+    remote_config.reset()
+
+
+@pytest.fixture(scope="module")
+def http(cases: tuple[Path, list[Case]]) -> Iterator[RangeServer]:
+    with RangeServer(str(cases[0])) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def moto_server(cases: tuple[Path, list[Case]]) -> Iterator[dict[str, Any]]:
+    """An S3 server on 127.0.0.1 with bucket ``bkt`` holding the data root under ``data/``."""
+    moto_server_mod = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
+    srv = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    srv.start()
+    host, port = srv.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client.create_bucket(Bucket="bkt")
+    root = cases[0]
+    with ThreadPoolExecutor(8) as pool:  # a few hundred small files
+        list(pool.map(lambda rel: client.upload_file(os.path.join(root, rel), "bkt",
+                                                     "data/" + rel), w.tree_files(root)))
+    try:
+        yield {"endpoint": endpoint, "env": env}
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def s3(moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for k, v in moto_server["env"].items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    remote_config.reset()
+    return moto_server
