@@ -46,6 +46,7 @@ from typing import Any, TextIO
 import numpy as np
 import numpy.typing as npt
 
+from viewer.cli import interrupt
 from viewer.core import inspect
 from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
 from viewer.core.parallel import ordered_map
@@ -345,8 +346,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
             progress.update(len(files), len(problems))
     except KeyboardInterrupt:
         progress.done()
-        err.write("wkw-viewer info: interrupted\n")
-        return 130
+        return interrupt.status()
     except SchedulerError as exc:
         progress.done()
         err.write(f"wkw-viewer info: {exc}\n")
