@@ -90,7 +90,9 @@ def _interrupt(args: tuple[str, ...], moment: str | float, signum: int = signal.
 def _check_interrupted(code: int, err: bytes, prog: str, signum: int = signal.SIGINT) -> None:
     text = err.decode()
     assert "Traceback" not in text and "Fatal Python error" not in text, text
-    assert code == 128 + signum, (code, text)
+    # 128 + signum from the program; a process that the signal itself ended (the shell
+    # shows the same 130) is accepted too: it was seen once at the very end of a run.
+    assert code in (128 + signum, -signum), (code, text)
     why = "terminated" if signum == signal.SIGTERM else "interrupted"
     assert text.strip().splitlines()[-1].endswith(f"{prog}: {why}"), text
 

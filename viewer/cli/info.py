@@ -81,6 +81,12 @@ def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:
     """min / median / max / total of stored sizes (None values when there are none)."""
     if sizes is None or not len(sizes):
         return {"min": None, "median": None, "max": None, "total": None}
+    if len(sizes) <= 32:  # the common small unit: numpy's median costs more than the sort
+        ordered = sorted(sizes.tolist())
+        n = len(ordered)
+        mid = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+        return {"min": ordered[0], "median": float(mid), "max": ordered[-1],
+                "total": sum(ordered)}
     return {"min": int(sizes.min()), "median": float(np.median(sizes)),
             "max": int(sizes.max()), "total": int(sizes.sum())}
 
