@@ -50,7 +50,7 @@ from viewer.cli import chunk_list, interrupt
 from viewer.cli.streaming import JsonStream, SizeStats
 from viewer.core import inspect
 from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
-from viewer.core.parallel import ordered_map
+from viewer.core.parallel import cores, ordered_map
 from viewer.format import (
     ChecksumError,
     Dataset,
@@ -68,6 +68,8 @@ from viewer.format import (
 SHOWN_PROBLEMS = 20
 #: Seconds between progress updates on a terminal.
 PROGRESS_EVERY = 0.25
+#: Chunks of the units checked ahead of the report, at most (beyond one unit per thread).
+IN_FLIGHT_CHUNKS = 1 << 15
 
 Vec3 = tuple[int, int, int]
 
@@ -458,9 +460,14 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
         # With --json (one document at the end) the units are checked on every core
         # (decoding releases the GIL); the text report shows each unit before the next one
         # is checked.
+        threads = (args.threads or cores()) if args.json else 1
+        # Units in work or waiting: a few per thread, fewer when units hold many chunks (each
+        # unit's chunk table and list are in memory until its report is written).
+        per_unit = max(1, math.prod(volume.unit_shape))
+        ahead = max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // per_unit))
         yield from ordered_map(
             lambda position: check_unit(volume, position, facts, not args.quick, args.chunks),
-            volume.iter_units(), threads=(args.threads or None) if args.json else 1)
+            volume.iter_units(), threads=threads, ahead=ahead)
         return
     positions = list(volume.iter_units())
     done: dict[int, list[UnitReport]] = {}
