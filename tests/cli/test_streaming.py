@@ -81,8 +81,32 @@ def test_chunk_list_through_runs_on_disk_matches_in_memory(
     whole = json.loads(capsys.readouterr().out)
     monkeypatch.setattr(chunk_list, "RUN", 5)  # many runs, merged from the temporary file
     monkeypatch.setattr(chunk_list, "MERGE_BUDGET", 8)
+    monkeypatch.setattr(chunk_list, "MIN_BLOCK", 2)
     assert main(["info", "--json", "--chunks", str(tmp_path / "ds")]) == 0
     spilled = json.loads(capsys.readouterr().out)
     assert spilled == whole
     grids = [c["grid"] for c in whole["chunk_list"]]
     assert grids == sorted(grids) and len(grids) == 6 * 4 * 2 == whole["chunks"]["present"]
+
+
+@pytest.mark.parametrize("run", [1, 3, 7, 50])
+def test_chunk_sorter_merges_runs_in_grid_order(monkeypatch: pytest.MonkeyPatch,
+                                                run: int) -> None:
+    monkeypatch.setattr(chunk_list, "RUN", run)
+    monkeypatch.setattr(chunk_list, "MERGE_BUDGET", 4)
+    monkeypatch.setattr(chunk_list, "MIN_BLOCK", 1)
+    rng = np.random.default_rng(run)
+    sorter = chunk_list.ChunkSorter()
+    every = []
+    for unit in range(9):  # units in any order, chunks in any order inside each
+        grid = rng.integers(0, 4, (6, 3))
+        grid[:, 0] += 4 * (unit % 3)
+        index = np.arange(6)
+        sorter.add(chunk_list.records(grid, index * 10, (unit, 0, 0), index, index * 100,
+                                      np.zeros(6, bool)))
+        every.extend((*g, i * 10, unit, 0, 0, i, i * 100, 0)
+                     for g, i in zip(grid.tolist(), index.tolist(), strict=True))
+    got = list(sorter.sorted())
+    sorter.close()
+    assert [e[:3] for e in got] == sorted(e[:3] for e in every)
+    assert sorted(got) == sorted(every)

@@ -2,15 +2,14 @@
 
 Units arrive in listing order and a unit's chunks in its own order, while the list is sorted
 by grid position (i, j, k), which interleaves the chunks of every unit of a slab.  So the
-records are sorted in runs of ``RUN`` chunks; a run that does not fit in memory beside the
-others goes to a temporary file, and the runs are merged when the list is written (an
-external merge sort: memory is a run plus a read block per run, whatever the count).
+records are sorted in runs of ``RUN`` chunks written to a temporary file, and the runs are
+merged when the list is written (an external merge sort: memory is a run, or a read block per
+run, whatever the count; the merge works on numpy blocks, not on a Python object per chunk).
 Used on one thread.
 """
 
 from __future__ import annotations
 
-import heapq
 import os
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +28,8 @@ Entry = tuple[int, int, int, int, int, int, int, int, int, int]
 RUN = 1 << 16
 #: Records held in memory by all the runs' read blocks together while merging.
 MERGE_BUDGET = 1 << 16
+#: Records read from a run at a time, at least.
+MIN_BLOCK = 64
 
 
 def records(grid: npt.NDArray[np.int64], stored: npt.NDArray[np.int64], unit: tuple[int, ...],
@@ -92,14 +93,10 @@ class ChunkSorter:
         self._file.write(run.tobytes())
         self._runs.append((first, len(run)))
 
-    def _read_run(self, first: int, count: int, block: int) -> Iterator[Entry]:
+    def _read(self, first: int, count: int) -> npt.NDArray[np.void]:
         assert self._file is not None
-        self._file.flush()
-        fd = self._file.fileno()
-        for start in range(0, count, block):
-            n = min(block, count - start)
-            data = os.pread(fd, n * RECORD.itemsize, (first + start) * RECORD.itemsize)
-            yield from _entries(np.frombuffer(data, RECORD))
+        data = os.pread(self._file.fileno(), count * RECORD.itemsize, first * RECORD.itemsize)
+        return np.frombuffer(data, RECORD)
 
     def sorted(self) -> Iterator[Entry]:
         """Every record added, in grid order (once)."""
@@ -110,9 +107,41 @@ class ChunkSorter:
             return
         if self._buffer:
             self._spill()
-        block = max(64, MERGE_BUDGET // len(self._runs))
-        streams = [self._read_run(first, count, block) for first, count in self._runs]
-        yield from heapq.merge(*streams, key=lambda e: e[:3])
+        assert self._file is not None
+        self._file.flush()
+        block = max(MIN_BLOCK, MERGE_BUDGET // len(self._runs))
+        # Per run: the records read and not yet written, and where its unread rest starts.
+        held = [np.zeros(0, RECORD) for _ in self._runs]
+        next_at = [first for first, _ in self._runs]
+        ends = [first + count for first, count in self._runs]
+        while True:
+            for r in range(len(held)):
+                if not len(held[r]) and next_at[r] < ends[r]:
+                    n = min(block, ends[r] - next_at[r])
+                    held[r] = self._read(next_at[r], n)
+                    next_at[r] += n
+            if not any(len(h) for h in held):
+                return
+            # Everything up to the smallest last record of a run with more on disk can go:
+            # no record still on disk sorts before it.
+            limits = [tuple(h[-1][["i", "j", "k"]].tolist()) for r, h in enumerate(held)
+                      if len(h) and next_at[r] < ends[r]]
+            parts = []
+            for r, h in enumerate(held):
+                if not len(h):
+                    continue
+                if limits:
+                    bi, bj, bk = min(limits)
+                    i, j, k = h["i"], h["j"], h["k"]
+                    upto = int(np.count_nonzero(
+                        (i < bi) | ((i == bi) & ((j < bj) | ((j == bj) & (k <= bk))))))
+                else:
+                    upto = len(h)
+                parts.append(h[:upto])
+                held[r] = h[upto:]
+            out = _sorted(np.concatenate(parts))
+            for start in range(0, len(out), 4096):
+                yield from _entries(out[start:start + 4096])
 
     def close(self) -> None:
         if self._file is not None:

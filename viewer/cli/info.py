@@ -9,7 +9,9 @@ in the format's own words) and geometry, then each storage unit (a WKW file, a z
 N5 chunk file...) with its stored chunk sizes (min / median / max / total), compression ratio
 and problems: the unit's structure checks, and every chunk decoded unless ``--quick``.  Units
 are walked lazily and reported as they are checked; on a terminal, progress goes to stderr.
-``--json`` prints one JSON document instead::
+Nothing per unit is kept once reported (running totals only), so memory does not grow with the
+number of units or chunks.  ``--json`` prints one JSON document instead, written as it goes
+(``chunks`` comes after ``files``; an interrupted run ends it with ``"interrupted": true``)::
 
     {"path", "format", "kind": "dataset" | "file",
      "layers": [...]                                  (datasets of several arrays),
@@ -28,7 +30,7 @@ is over the chunks present.  ``chunk_list`` lists the chunks present in grid ord
 is ``{type, message, path, block, offset, chunk}`` (``ChecksumError`` where the format keeps
 checksums and bytes fail them).  ``ratio`` is decoded bytes / stored bytes.  Exit status: 0
 valid, 1 problems found, 2 the path cannot be opened (missing, unreadable, permission denied,
-or not a dataset this program reads).
+or not a dataset this program reads), 130 interrupted.
 """
 
 from __future__ import annotations

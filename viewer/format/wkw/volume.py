@@ -253,7 +253,16 @@ class WkwVolume(Volume):
             return self._bounds
 
     def _files_box(self) -> tuple[Vec3, Vec3]:
-        return units_box(list(self.iter_units()), self.unit_len_vx)
+        """The box of the data files, from the listing in batches (a list of every position
+        would cost ~100 bytes a file at the peak)."""
+        corners: list[Sequence[int]] = []
+        batch: list[Vec3] = []
+        for unit in self.iter_units():
+            batch.append(unit)
+            if len(batch) >= 8192:
+                corners = _corners(corners, batch)
+                batch = []
+        return units_box(_corners(corners, batch), self.unit_len_vx)
 
     @property
     def origin(self) -> Vec3:
@@ -397,6 +406,14 @@ class WkwVolume(Volume):
     def close(self) -> None:
         if self._own:
             self.dataset.close()
+
+
+def _corners(corners: list[Sequence[int]], batch: list[Vec3]) -> list[Sequence[int]]:
+    """The lowest and highest corner of ``corners`` and ``batch`` together (as two points)."""
+    if not batch:
+        return corners
+    grid = np.asarray(corners + batch, dtype=np.int64)
+    return [grid.min(axis=0).tolist(), grid.max(axis=0).tolist()]
 
 
 def _numbered(path: str, prefix: str, suffix: str) -> list[tuple[int, str]]:
