@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from viewer.ui.main_window import QtMainWindow
 
 WINDOW_SIZE = (1280, 860)
+#: How often the event loop lets Python look for a Ctrl+C (ms).
+SIGNAL_TICK_MS = 100
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -170,10 +172,30 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
             memory.restore_docks()  # the Layers dock exists now: put it where it was
 
         QTimer.singleShot(0, mount_docks)
-        return int(app.exec())
+        return _exec(app)
     finally:
         sys.excepthook = previous_hook
         window.close()
+
+
+def _exec(app: QCoreApplication) -> int:
+    """Run the event loop; Ctrl+C or SIGTERM quits it (exit status 130 / 143).  Python runs
+    its signal handlers only between its own instructions, so a timer wakes it while Qt
+    waits for events."""
+    from PySide6.QtCore import QTimer
+
+    from viewer.cli import interrupt
+
+    interrupt.set_on_signal(app.quit)
+    tick = QTimer()
+    tick.timeout.connect(lambda: None)
+    tick.start(SIGNAL_TICK_MS)
+    try:
+        code = int(app.exec())
+    finally:
+        tick.stop()
+        interrupt.set_on_signal(None)
+    return interrupt.status() if interrupt.interrupted() else code
 
 
 def _choose_layer(window: QtMainWindow, layer: str | None, mag: str | None) -> str | None:

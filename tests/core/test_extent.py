@@ -87,3 +87,30 @@ def test_a_cancelled_scan_stops_and_reports_nothing_more(sparse: Path) -> None:
     assert not any(done for _, done in got)
     assert len(seen) <= 3
     ds.close()
+
+
+def test_opening_does_not_wait_for_a_long_listing(sparse: Path) -> None:
+    """``wait_small`` returns once the listing passed ``MANY_UNITS`` units, without waiting
+    for its end (the window's event loop waits there)."""
+    vol = open_volume(sparse)
+    gate = threading.Event()
+    events: list[str] = []
+
+    def long_listing():  # type: ignore[no-untyped-def]
+        for k in range(extent.MANY_UNITS + 10):
+            yield (k % 7, k // 7 % 7, k // 49)
+        gate.wait(60)
+        events.append("listing resumed")
+
+    scan = extent.ExtentScan(vol, lambda b, done: None, long_listing()).start()
+    try:
+        assert scan.wait_small(60) is False
+        events.append("returned")
+    finally:
+        gate.set()
+    scan.join(60)
+    assert events == ["returned", "listing resumed"]
+    assert scan.done and scan.result is not None
+    small = extent.ExtentScan(vol, lambda b, done: None).start()
+    assert small.wait_small(60) is True and small.result == extent.scan_bounds(vol)
+    vol.close()

@@ -3,7 +3,8 @@
 ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]`` opens the window (no PATH:
 the built-in demo dataset).  Subcommands, each a module of this package with ``main(argv)``:
 ``info``, ``compare``, ``demo``, ``digest``, ``install-desktop``.  Exit codes: 0 ok, 1 a finding,
-2 bad input.  A PATH may be a URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any
+2 bad input, 130 interrupted (Ctrl+C; 143 SIGTERM: ``viewer.cli.interrupt``).  A PATH may be a
+URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any
 command) reads public buckets without credentials; ``--remote-cache-mb N`` (any command) sizes
 the on-disk cache of bytes read over the network for this run (0: none; the window's File >
 Remote Cache... keeps a size for later runs).  ``--version`` prints the version and whether the
@@ -17,6 +18,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from viewer.cli import interrupt
+
 #: Subcommand name -> module holding its ``main(argv) -> int``.
 COMMANDS = {
     "info": "viewer.cli.info",
@@ -28,7 +31,18 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run the command line (``argv``: the arguments; None: the program's own, and then this
+    process's Ctrl+C and SIGTERM are handled by ``interrupt``, so a program embedding the
+    command keeps its own handlers)."""
+    if argv is None:
+        interrupt.install()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # before a command took over (imports, option parsing)
+        return interrupt.status()
+
+
+def _main(args: list[str]) -> int:
     if "--anon" in args:  # any command: unsigned requests to public buckets (remote datasets)
         from viewer.format import configure_remote as configure
 
@@ -47,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_version())
         return 0
     if args and args[0] in COMMANDS:
+        interrupt.set_prog(f"wkw-viewer {args[0]}")
         module = importlib.import_module(COMMANDS[args[0]])
         try:
             return int(module.main(args[1:]))

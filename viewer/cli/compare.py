@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from viewer.cli import interrupt
 from viewer.core.cluster import SchedulerError
 from viewer.core.compare import CompareJob, Summary
 from viewer.core.compare.datasets import (
@@ -218,8 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"cannot read: {exc}")
         except KeyboardInterrupt:
             job.cancel()
-            sys.stderr.write("\nwkw-viewer compare: interrupted\n")
-            return 2
+            if progress is not None:
+                progress.finish()
+            return interrupt.status()
         except SchedulerError as exc:
             if progress is not None:
                 progress.finish()

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from viewer.cli import interrupt
 from viewer.core import demo
 
 
@@ -29,7 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
 
+    shown = [False]
+
     def progress(done: int, total: int) -> None:
+        shown[0] = True
         print(f"\rgenerating demo dataset: file {done}/{total} "
               f"({time.perf_counter() - started:.1f} s)", end="", file=sys.stderr, flush=True)
 
@@ -40,5 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"\nwkw-viewer demo: cannot write {target}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if shown[0]:
+            print(file=sys.stderr)  # end the progress line
+        return interrupt.status()
     print(f"\nwrote {target} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

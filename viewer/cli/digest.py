@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from viewer.cli import interrupt
 from viewer.core import digest
 from viewer.format import FormatError, open_volume
 from viewer.format.volume import Volume
@@ -75,8 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         found = digest.compute(volume, progress=progress, on_error=on_error)
     except KeyboardInterrupt:
-        err.write("\nwkw-viewer digest: interrupted\n")
-        return 130
+        return interrupt.status()
     finally:
         volume.close()
     if err.isatty():

@@ -9,7 +9,9 @@ in the format's own words) and geometry, then each storage unit (a WKW file, a z
 N5 chunk file...) with its stored chunk sizes (min / median / max / total), compression ratio
 and problems: the unit's structure checks, and every chunk decoded unless ``--quick``.  Units
 are walked lazily and reported as they are checked; on a terminal, progress goes to stderr.
-``--json`` prints one JSON document instead::
+Nothing per unit is kept once reported (running totals only), so memory does not grow with the
+number of units or chunks.  ``--json`` prints one JSON document instead, written as it goes
+(``chunks`` comes after ``files``; an interrupted run ends it with ``"interrupted": true``)::
 
     {"path", "format", "kind": "dataset" | "file",
      "layers": [...]                                  (datasets of several arrays),
@@ -31,26 +33,29 @@ present in the extent in grid order.  A problem
 is ``{type, message, path, block, offset, chunk}`` (``ChecksumError`` where the format keeps
 checksums and bytes fail them).  ``ratio`` is decoded bytes / stored bytes.  Exit status: 0
 valid, 1 problems found, 2 the path cannot be opened (missing, unreadable, permission denied,
-or not a dataset this program reads).
+or not a dataset this program reads), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.cli import chunk_list, interrupt
+from viewer.cli.streaming import JsonStream, SizeStats
 from viewer.core import inspect
 from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
-from viewer.core.parallel import ordered_map
+from viewer.core.parallel import cores, ordered_map
 from viewer.format import (
     ChecksumError,
     Dataset,
@@ -69,6 +74,8 @@ from viewer.format import (
 SHOWN_PROBLEMS = 20
 #: Seconds between progress updates on a terminal.
 PROGRESS_EVERY = 0.25
+#: Chunks of the units checked ahead of the report, at most (beyond one unit per thread).
+IN_FLIGHT_CHUNKS = 1 << 15
 
 Vec3 = tuple[int, int, int]
 
@@ -86,6 +93,12 @@ def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:
     """min / median / max / total of stored sizes (None values when there are none)."""
     if sizes is None or not len(sizes):
         return {"min": None, "median": None, "max": None, "total": None}
+    if len(sizes) <= 32:  # the common small unit: numpy's median costs more than the sort
+        ordered = sorted(sizes.tolist())
+        n = len(ordered)
+        mid = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+        return {"min": ordered[0], "median": float(mid), "max": ordered[-1],
+                "total": sum(ordered)}
     return {"min": int(sizes.min()), "median": float(np.median(sizes)),
             "max": int(sizes.max()), "total": int(sizes.sum())}
 
@@ -118,7 +131,7 @@ class UnitReport:
     present (for the array's totals) and, with ``--chunks``, its chunk list."""
 
     def __init__(self, fields: dict[str, Any], sizes: npt.NDArray[np.int64],
-                 present: int, chunks: list[dict[str, Any]]) -> None:
+                 present: int, chunks: npt.NDArray[np.void]) -> None:
         self.fields = fields
         self.sizes = sizes
         self.present = present
@@ -146,7 +159,7 @@ def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decod
             "file_size": size, "block_sizes": size_summary(None), "ratio": None,
             "chunks": {"count": 0, "present": 0},
             "problems": [problem_fields(p) for p in problems]}
-        return UnitReport(absent, np.zeros(0, np.int64), 0, [])
+        return UnitReport(absent, np.zeros(0, np.int64), 0, np.zeros(0, chunk_list.RECORD))
     problems = list(table.problems)
     extra = inspect.difference_problem(facts.header, table.description, table.path)
     if extra is not None:
@@ -175,19 +188,15 @@ def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decod
         "chunks": {"count": table.count_inside, "present": present},
         "problems": [problem_fields(p) for p in problems],
     }
-    chunks: list[dict[str, Any]] = []
+    chunks = np.zeros(0, chunk_list.RECORD)
     if list_chunks:
         base = np.asarray(position, dtype=np.int64) * np.asarray(volume.unit_shape, np.int64)
-        grid = table.coords + base
         listed = (table.flags & inspect.ABSENT) == 0
         inside = table.inside
-        for index in np.flatnonzero(listed if inside is None else listed & inside).tolist():
-            entry: dict[str, Any] = {
-                "grid": [int(v) for v in grid[index]], "stored_bytes": int(table.sizes[index]),
-                "unit": list(position), "index": int(index), "offset": int(table.starts[index])}
-            if table.flags[index] & inspect.STORED_CONSTANT:
-                entry["constant"] = True
-            chunks.append(entry)
+        index = np.flatnonzero(listed if inside is None else listed & inside)
+        chunks = chunk_list.records(
+            table.coords[index] + base, table.sizes[index], position, index,
+            table.starts[index], (table.flags[index] & inspect.STORED_CONSTANT) != 0)
     inspect.volume_done_with(volume, table)
     return UnitReport(fields, sizes.astype(np.int64), present, chunks)
 
@@ -340,6 +349,8 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     progress = _Progress(err)
     problems: list[dict[str, Any]] = [problem_fields(p) for p in dataset.problems]
     problems.extend(problem_fields(p) for p in volume.problems())
+    if is_file:
+        header.update(_unit_header(volume, header))
     if not args.json:
         out.write("\n".join(summary_lines(dataset)) + "\n")
         if several and layer is not None:
@@ -348,74 +359,98 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         for p in volume.problems():
             out.write(f"  {type(p).__name__}: {p}\n")
         out.write("storage units:\n")
-    files: list[dict[str, Any]] = []
-    all_sizes: list[npt.NDArray[np.int64]] = []
-    present = 0
-    chunk_list: list[dict[str, Any]] = []
+    # Only running totals are kept: a unit's record is written (text or JSON) and dropped.
+    stream = JsonStream(out) if args.json else None
+    sorter = chunk_list.ChunkSorter() if args.json and args.chunks else None
+    stats = SizeStats()
+    units = present = on_disk = 0
+
+    def begin() -> None:
+        assert stream is not None
+        if stream.started:
+            return
+        stream.begin()
+        stream.field("path", path)
+        stream.field("format", dataset.format)
+        stream.field("kind", "file" if is_file else "dataset")
+        if several:
+            stream.field("layers", layers_json(dataset))
+            stream.field("layer", mag.layer)
+            stream.field("mag", list(mag.mag))
+        stream.field("dtype", volume.dtype.name)
+        stream.field("num_channels", volume.num_channels)
+        stream.field("origin", list(volume.origin))
+        stream.field("shape", list(volume.shape))
+        stream.field("chunk_shape", list(volume.chunk_shape))
+        stream.field("header", header)
+        stream.field("geometry", geometry(volume))
+        stream.begin_list("files")
+
     try:
-        for report in _unit_reports(volume, facts, args, path, mag.layer, mag.mag):
-            files.append(report.fields)
-            all_sizes.append(report.sizes)
-            present += report.present
-            chunk_list.extend(report.chunks)
-            problems.extend(report.fields["problems"])
-            if not args.json:
-                progress.done()
-                _text_file(report.fields, root, out)
-                out.flush()
-            progress.update(len(files), len(problems))
+        with contextlib.closing(_unit_reports(volume, facts, args, path, mag.layer,
+                                              mag.mag)) as reports:
+            for report in reports:
+                units += 1
+                on_disk += report.fields["file_size"] or 0
+                stats.add(report.sizes)
+                present += report.present
+                problems.extend(report.fields["problems"])
+                if stream is not None:
+                    begin()
+                    stream.item(report.fields)
+                    if sorter is not None:
+                        sorter.add(report.chunks)
+                else:
+                    progress.done()
+                    _text_file(report.fields, root, out)
+                    out.flush()
+                progress.update(units, len(problems))
+        progress.done()
+        # Problems the volume found while its units were walked (an extent probed over HTTP).
+        seen = {p["message"] for p in problems}
+        problems.extend(f for f in (problem_fields(p) for p in volume.problems())
+                        if f["message"] not in seen)
+        count = chunks_meeting(volume.bounds, volume.chunk_shape)
+        chunks = {"count": count, "present": present, "stored_bytes": stats.summary()}
+        verdict = _verdict(problems, not args.quick, info.header.get("checksums"))
+        if stream is not None:
+            begin()
+            stream.end_list()
+            if sorter is not None:
+                stream.begin_list("chunk_list")
+                batch: list[str] = []
+                for entry in sorter.sorted():
+                    batch.append(chunk_list.entry_text(entry))
+                    if len(batch) >= 4096:
+                        stream.items_text(batch)
+                        batch = []
+                stream.items_text(batch)
+                stream.end_list()
+            stream.field("chunks", chunks)
+            stream.field("problems", problems)
+            stream.field("valid", not problems)
+            stream.field("not_checked", sum(1 for p in problems if p.get("not_checked")))
+            stream.field("checked", "structure" if args.quick else "decoded")
+            stream.field("verdict", verdict)
+            stream.end()
+        else:
+            out.write(f"{units} storage unit{'s' if units != 1 else ''}, {_size(on_disk)} "
+                      f"on disk; {present} of {count} chunks present; {len(problems)} "
+                      f"problem{'s' if len(problems) != 1 else ''}: {verdict}\n")
     except KeyboardInterrupt:
         progress.done()
-        err.write("wkw-viewer info: interrupted\n")
-        return 130
+        if stream is not None:
+            stream.interrupt()
+        return interrupt.status()
     except SchedulerError as exc:
         progress.done()
+        if stream is not None:
+            stream.interrupt()  # the units listed so far; the document says it is not whole
         err.write(f"wkw-viewer info: {exc}\n")
         return 2
-    progress.done()
-    # Problems the volume found while its units were walked (an extent probed over HTTP).
-    seen = {p["message"] for p in problems}
-    problems.extend(f for f in (problem_fields(p) for p in volume.problems())
-                    if f["message"] not in seen)
-    if is_file:
-        header.update(_unit_header(volume, header))
-    sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
-    count = chunks_meeting(volume.bounds, volume.chunk_shape)
-    chunks = {"count": count, "present": present, "stored_bytes": size_summary(sizes)}
-    verdict = _verdict(problems, not args.quick, info.header.get("checksums"))
-    if args.json:
-        doc: dict[str, Any] = {
-            "path": path,
-            "format": dataset.format,
-            "kind": "file" if is_file else "dataset",
-        }
-        if several:
-            doc["layers"] = layers_json(dataset)
-            doc["layer"] = mag.layer
-            doc["mag"] = list(mag.mag)
-        doc.update({
-            "dtype": volume.dtype.name,
-            "num_channels": volume.num_channels,
-            "origin": list(volume.origin),
-            "shape": list(volume.shape),
-            "chunk_shape": list(volume.chunk_shape),
-            "chunks": chunks,
-            "header": header,
-            "geometry": geometry(volume),
-            "files": files,
-        })
-        if args.chunks:
-            doc["chunk_list"] = sorted(chunk_list, key=lambda c: c["grid"])
-        doc.update({"problems": problems, "valid": not problems,
-                    "not_checked": sum(1 for p in problems if p.get("not_checked")),
-                    "checked": "structure" if args.quick else "decoded",
-                    "verdict": verdict})
-        out.write(json.dumps(doc) + "\n")
-    else:
-        total = sum(f["file_size"] or 0 for f in files)
-        out.write(f"{len(files)} storage unit{'s' if len(files) != 1 else ''}, {_size(total)} "
-                  f"on disk; {present} of {count} chunks present; {len(problems)} "
-                  f"problem{'s' if len(problems) != 1 else ''}: {verdict}\n")
+    finally:
+        if sorter is not None:
+            sorter.close()
     return 1 if problems else 0
 
 
@@ -458,17 +493,22 @@ def check_share(share: UnitShare) -> list[UnitReport]:
 
 
 def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
-                  path: str, layer: str, mag: Vec3) -> Iterator[UnitReport]:
+                  path: str, layer: str, mag: Vec3) -> Generator[UnitReport, None, None]:
     """Each unit's report in listing order: checked here, or with ``--scheduler`` on a Dask
     cluster in tasks of a few units (reports are taken in order as tasks finish)."""
     if not args.scheduler:
         # With --json (one document at the end) the units are checked on every core
         # (decoding releases the GIL); the text report shows each unit before the next one
         # is checked.
+        threads = (args.threads or cores()) if args.json else 1
+        # Units in work or waiting: a few per thread, fewer when units hold many chunks (each
+        # unit's chunk table and list are in memory until its report is written).
+        per_unit = max(1, math.prod(volume.unit_shape))
+        ahead = max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // per_unit))
         for report in ordered_map(
                 lambda position: check_unit(volume, position, facts, not args.quick,
                                             args.chunks),
-                volume.units_to_check(), threads=(args.threads or None) if args.json else 1):
+                volume.units_to_check(), threads=threads, ahead=ahead):
             if report is not None:
                 yield report
         return

@@ -196,25 +196,29 @@ def _map(volume: Readable, todo: list[Vec3], grid: int, workers: int,
 
     with ThreadPoolExecutor(max(1, workers), thread_name_prefix="wkw-digest") as pool:
         pending: list[tuple[Vec3, Future[str]]] = []
-        it = iter(todo)
-        for at in it:
-            pending.append((at, pool.submit(one, at)))
-            if len(pending) >= AHEAD * max(1, workers):
-                break
-        while pending:
-            at, fut = pending.pop(0)
-            nxt = next(it, None)
-            if nxt is not None:
-                pending.append((nxt, pool.submit(one, nxt)))
-            try:
-                yield at, fut.result()
-            except ValueError as exc:
-                if on_error is None:
-                    for _, f in pending:
-                        f.cancel()
-                    raise
-                on_error(at, exc)
-                yield at, None
+        try:
+            it = iter(todo)
+            for at in it:
+                pending.append((at, pool.submit(one, at)))
+                if len(pending) >= AHEAD * max(1, workers):
+                    break
+            while pending:
+                at, fut = pending.pop(0)
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending.append((nxt, pool.submit(one, nxt)))
+                try:
+                    yield at, fut.result()
+                except ValueError as exc:
+                    if on_error is None:
+                        raise
+                    on_error(at, exc)
+                    yield at, None
+        finally:
+            # Stopped early (an error, an interrupt, the caller): what has not started is
+            # dropped, so the pool's shutdown waits only for the regions in work.
+            for _, f in pending:
+                f.cancel()
 
 
 @dataclass

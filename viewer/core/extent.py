@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from viewer.format import FormatError, Volume
 
@@ -27,6 +27,8 @@ Progress = Callable[[Bounds, bool], None]
 
 #: Report the growing box at most this often (seconds) while scanning.
 REPORT_INTERVAL_S = 0.1
+#: A listing past this many units is a large dataset (``ExtentScan.wait_small``).
+MANY_UNITS = 256
 
 
 def _box(lo_unit: Sequence[int], hi_unit: Sequence[int], side: Sequence[int]) -> Bounds:
@@ -100,25 +102,39 @@ class ExtentScan:
         self.result: Bounds | None = None
         self._cancelled = threading.Event()
         self._done = threading.Event()
+        self._decided = threading.Event()  # done, or more than MANY_UNITS units listed
         self._thread = threading.Thread(target=self._run, name="wkw-extent-scan", daemon=True)
 
     def start(self) -> ExtentScan:
         self._thread.start()
         return self
 
+    def _counted(self) -> Iterator[Vec3]:
+        listing = self.volume.iter_units() if self.units is None else self.units
+        for count, cell in enumerate(listing, 1):
+            if count == MANY_UNITS:
+                self._decided.set()
+            yield cell
+
     def _run(self) -> None:
         try:
-            found = scan_bounds(self.volume, self.units, self.on_progress, self._cancelled)
+            found = scan_bounds(self.volume, self._counted(), self.on_progress,
+                                self._cancelled)
         except OSError:
             found = None  # the folder went away: the provisional extent stays
+        except BaseException:
+            self._decided.set()
+            raise
         if self._cancelled.is_set():
             self._done.set()
+            self._decided.set()
             return
         if found is None:
             side = self.volume.unit_len_vx
             found = ((0, 0, 0), (side[0], side[1], side[2]))
         self.result = found
         self._done.set()
+        self._decided.set()
         self.on_progress(found, True)
 
     @property
@@ -128,6 +144,12 @@ class ExtentScan:
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the scan finished (True) or ``timeout`` seconds passed (False)."""
         return self._done.wait(timeout)
+
+    def wait_small(self, timeout: float | None = None) -> bool:
+        """Wait until the scan finished or listed more than ``MANY_UNITS`` units (a large
+        dataset, not worth waiting for) or ``timeout`` passed; True when it finished."""
+        self._decided.wait(timeout)
+        return self._done.is_set()
 
     def cancel(self) -> None:
         """Stop at the next file; no further report."""

@@ -24,7 +24,8 @@ from viewer.format import Dataset, Volume
 from viewer.ui import remote as remote_ui
 
 #: How long opening waits for the file scan before it shows a provisional extent (a dataset of
-#: a few hundred files is listed in far less: it opens with its whole extent at once).
+#: a few hundred files is listed in far less: it opens with its whole extent at once; one of
+#: more files is not waited for past its first ``extent.MANY_UNITS`` files).
 QUICK_EXTENT_S = 0.15
 
 
@@ -139,7 +140,7 @@ class QtDatasetOpener(QObject):
         bridge = self._bridge
         scan = extent.ExtentScan(dataset, lambda b, done: bridge.report(scan, b, done), listing)
         scan.start()
-        if scan.wait(QUICK_EXTENT_S) and scan.result is not None:
+        if scan.wait_small(QUICK_EXTENT_S) and scan.result is not None:
             return scan.result, None
         try:
             return extent.provisional_bounds(dataset, pos), scan

@@ -10,6 +10,7 @@ listing on first use, unless the opener declares it (a webKnossos layer's boundi
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import threading
@@ -128,7 +129,7 @@ class WkwUnit(StorageUnit):
         return {"magic": "WKW", "version": h.version, "block_len": h.block_len,
                 "file_len": h.file_len, "block_type": h.block_type,
                 "block_type_name": BLOCK_TYPE_NAMES.get(h.block_type, str(h.block_type)),
-                "voxel_type": h.dtype.name, "voxel_type_code": h.voxel_type_code,
+                "voxel_type": _dtype_name(h.dtype), "voxel_type_code": h.voxel_type_code,
                 "num_channels": h.num_channels,
                 "voxel_size": h.voxel_size, "data_offset": h.data_offset,
                 "header_bytes": HEADER_SIZE,
@@ -137,7 +138,7 @@ class WkwUnit(StorageUnit):
                 "compression": BLOCK_TYPE_NAMES.get(h.block_type, str(h.block_type)),
                 "raw_header": raw.hex(" "),
                 "header_fields": header_fields(raw),
-                "derived": _derived(h, self.file.file_size)}
+                "derived": list(_derived(raw, h, self.file.file_size))}
 
     def problems(self, decode: bool = True) -> list[FormatError]:
         return self.file.validate(decode)
@@ -152,12 +153,23 @@ class WkwUnit(StorageUnit):
 _FIELDS = struct.Struct("<3sBBBBBQ")
 
 
+@functools.lru_cache(maxsize=64)
+def _dtype_name(dtype: np.dtype[Any]) -> str:
+    return dtype.name  # numpy works this out anew each time (tens of µs a file)
+
+
 def header_fields(raw: bytes) -> list[dict[str, Any]]:
     """The 16 header bytes field by field, as found (also when invalid): ``name``,
     ``first_byte``, ``length``, ``raw`` value, ``meaning`` and ``concerns`` (the ``describe``
     keys the field encodes that must agree with header.wkw: not dataOffset)."""
+    # The files of a dataset share their header: worked out once per distinct 16 bytes.
+    return [dict(f, concerns=list(f["concerns"])) for f in _header_fields(bytes(raw))]
+
+
+@functools.lru_cache(maxsize=256)
+def _header_fields(raw: bytes) -> tuple[dict[str, Any], ...]:
     if len(raw) < HEADER_SIZE:
-        return []
+        return ()
     magic, version, per_dim, block_type, vtype, vsize, data_offset = _FIELDS.unpack(
         raw[:HEADER_SIZE])
     vt = VOXEL_TYPES.get(vtype)
@@ -178,13 +190,15 @@ def header_fields(raw: bytes) -> list[dict[str, Any]]:
         ("dataOffset", 8, 8, data_offset,
          "header.wkw (no data)" if data_offset == 0 else f"block 0 at byte {data_offset}", ()),
     ]
-    return [{"name": n, "first_byte": b, "length": ln,
-             "raw": r.decode("latin-1") if isinstance(r, bytes) else r, "meaning": m,
-             "concerns": list(c)} for n, b, ln, r, m, c in rows]
+    return tuple({"name": n, "first_byte": b, "length": ln,
+                  "raw": r.decode("latin-1") if isinstance(r, bytes) else r, "meaning": m,
+                  "concerns": list(c)} for n, b, ln, r, m, c in rows)
 
 
-def _derived(h: Header, file_size: int) -> list[tuple[str, str]]:
-    """Geometry computed from a file's header, as the inspector lists it."""
+@functools.lru_cache(maxsize=1024)
+def _derived(raw: bytes, h: Header, file_size: int) -> tuple[tuple[str, str], ...]:
+    """Geometry computed from a file's header (``h``, parsed from ``raw``: the key of the
+    cache, as ``Header`` equality leaves out the data offset), as the inspector lists it."""
     expected = h.expected_data_offset
     rows = [
         ("voxel type", f"{h.dtype} x {h.num_channels} channel(s), {h.voxel_size} B/voxel"),
@@ -204,7 +218,7 @@ def _derived(h: Header, file_size: int) -> list[tuple[str, str]]:
     if not h.is_compressed:
         rows.append(("raw file size expected",
                      f"{HEADER_SIZE + h.num_blocks * h.block_bytes:,} B"))
-    return rows
+    return tuple(rows)
 
 
 class WkwVolume(Volume):
@@ -247,7 +261,16 @@ class WkwVolume(Volume):
             return self._bounds
 
     def _files_box(self) -> tuple[Vec3, Vec3]:
-        return units_box(list(self.iter_units()), self.unit_len_vx)
+        """The box of the data files, from the listing in batches (a list of every position
+        would cost ~100 bytes a file at the peak)."""
+        corners: list[Sequence[int]] = []
+        batch: list[Vec3] = []
+        for unit in self.iter_units():
+            batch.append(unit)
+            if len(batch) >= 8192:
+                corners = _corners(corners, batch)
+                batch = []
+        return units_box(_corners(corners, batch), self.unit_len_vx)
 
     @property
     def origin(self) -> Vec3:
@@ -408,6 +431,14 @@ class WkwVolume(Volume):
     def close(self) -> None:
         if self._own:
             self.dataset.close()
+
+
+def _corners(corners: list[Sequence[int]], batch: list[Vec3]) -> list[Sequence[int]]:
+    """The lowest and highest corner of ``corners`` and ``batch`` together (as two points)."""
+    if not batch:
+        return corners
+    grid = np.asarray(corners + batch, dtype=np.int64)
+    return [grid.min(axis=0).tolist(), grid.max(axis=0).tolist()]
 
 
 def _numbered(path: str, prefix: str, suffix: str) -> list[tuple[int, str]]:

@@ -106,7 +106,8 @@ class QtOverlaySet(QObject):
         if volume is None or cursor is None or not self._by_axis:
             return
         upos, _ = inspect.chunk_at(volume, cursor)
-        frozen = frozenset(self._state.unit_positions) | {upos}
+        known = self._state.frozen_positions()
+        frozen = known if upos in known else known | {upos}
         for axis in self.axes:
             index = cursor[axis]
             key = (index // volume.chunk_shape[axis], self._state.metric, len(frozen))
@@ -119,7 +120,7 @@ class QtOverlaySet(QObject):
                 f"{axis}", token, self._executor.submit(
                     inspect.compression_plane, volume, axis, index, frozen, self._state.metric,
                     self._cache))
-        self._update_grid_extent(frozen)
+        self._update_grid_extent(upos)
 
     def _on_result(self, kind: str, token: int, payload: Any) -> None:
         axis = int(kind)
@@ -139,13 +140,16 @@ class QtOverlaySet(QObject):
         for w in self.overlays():
             w.set_grid(volume.chunk_shape, volume.unit_len_vx, self._extent)
 
-    def _update_grid_extent(self, positions: frozenset[Vec3]) -> None:
+    def _update_grid_extent(self, upos: Vec3) -> None:
+        """Grids over the box of the units found and the cursor's (``state.unit_box``, kept
+        as the scan goes: no walk over every unit)."""
         volume = self._state.volume
-        if volume is None or not positions:
+        if volume is None:
             return
         side = volume.unit_len_vx
-        lo = [min(p[a] for p in positions) * side[a] for a in range(3)]
-        hi = [(max(p[a] for p in positions) + 1) * side[a] for a in range(3)]
+        box = self._state.unit_box or (upos, upos)
+        lo = [min(box[0][a], upos[a]) * side[a] for a in range(3)]
+        hi = [(max(box[1][a], upos[a]) + 1) * side[a] for a in range(3)]
         extent = ((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
         if extent != self._extent:
             self._extent = extent

@@ -335,7 +335,7 @@ class QtInspectorPanel(QWidget):
         self._cache.reset(volume)
         st = self.state
         st.volume, st.shown, st.cursor = volume, None, None
-        st.units, st.unit_positions = [], set()
+        st.clear_units()
         self._unit_of_path = {}
         self._file_pos = self._loading_pos = None
         self.files_tab.clear(volume.path if volume is not None else "")
@@ -441,10 +441,9 @@ class QtInspectorPanel(QWidget):
             self.progress.setValue(batch.done)
             self.progress.setUpdatesEnabled(True)
         self.files_tab.append(batch.rows)
-        self.state.units.extend(batch.rows)
+        self.state.add_units(batch.rows)
         for r in batch.rows:
             if r.position is not None:
-                self.state.unit_positions.add(r.position)
                 self._unit_of_path[r.path] = r.position
         self.problems_tab.add_rows(batch.rows)
         if batch.total is not None:

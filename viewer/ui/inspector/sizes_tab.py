@@ -82,10 +82,9 @@ class QtSizesTab(QSplitter):
             counts = (np.histogram(t.sizes[t.stored], bins=edges)[0] if t is not None
                       else np.zeros(len(edges) - 1, dtype=np.int64))
         else:
-            counts = np.zeros(len(edges) - 1, dtype=np.int64)
-            for r in self._state.units:
-                if r.histogram is not None and len(r.histogram) == len(counts):
-                    counts += r.histogram
+            total = self._state.size_histogram
+            counts = total.copy() if total is not None and len(total) == len(edges) - 1 \
+                else np.zeros(len(edges) - 1, dtype=np.int64)
         plot = self._ensure_plot()
         self.hist_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
         plot.enableAutoRange()

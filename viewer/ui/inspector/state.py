@@ -6,9 +6,12 @@ panel tells them something changed.  GUI thread only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from viewer.core import inspect
 from viewer.format import Volume
@@ -33,6 +36,47 @@ class InspectorState:
     units: list[inspect.UnitStats] = field(default_factory=list)
     #: The unit-grid positions of those units.
     unit_positions: set[Vec3] = field(default_factory=set)
+    #: The box of those positions, (lowest, highest) unit on each axis (None: no unit yet).
+    unit_box: tuple[Vec3, Vec3] | None = None
+    #: Every unit's size histogram added up (None: none yet), kept as rows arrive so that
+    #: no refresh walks every unit.
+    size_histogram: npt.NDArray[np.int64] | None = None
+    #: ``unit_positions`` frozen for background work, with the count it was taken at.
+    _frozen: tuple[int, frozenset[Vec3]] | None = field(default=None, repr=False)
+
+    def clear_units(self) -> None:
+        self.units, self.unit_positions = [], set()
+        self.unit_box, self.size_histogram = None, None
+        self._frozen = None
+
+    def add_units(self, rows: Sequence[inspect.UnitStats]) -> None:
+        """Rows of the scan: kept, with their positions, box and histograms added up."""
+        self.units.extend(rows)
+        positions = [r.position for r in rows if r.position is not None]
+        self.unit_positions.update(positions)
+        if positions:
+            arr = np.asarray(positions, dtype=np.int64)
+            lo, hi = arr.min(axis=0), arr.max(axis=0)
+            if self.unit_box is not None:
+                lo = np.minimum(lo, self.unit_box[0])
+                hi = np.maximum(hi, self.unit_box[1])
+            self.unit_box = ((int(lo[0]), int(lo[1]), int(lo[2])),
+                             (int(hi[0]), int(hi[1]), int(hi[2])))
+        hists = [r.histogram for r in rows if r.histogram is not None]
+        if hists:
+            if self.size_histogram is not None:
+                hists = [h for h in hists if len(h) == len(self.size_histogram)]
+                hists.append(self.size_histogram)
+            self.size_histogram = np.sum(np.stack(hists), axis=0, dtype=np.int64)
+
+    def frozen_positions(self) -> frozenset[Vec3]:
+        """``unit_positions`` as a frozenset for background work, copied only when it grew
+        (positions are only added while a volume is inspected)."""
+        frozen = self._frozen
+        if frozen is None or frozen[0] != len(self.unit_positions):
+            frozen = (len(self.unit_positions), frozenset(self.unit_positions))
+            self._frozen = frozen
+        return frozen[1]
 
     @property
     def table(self) -> inspect.UnitTable | None:

@@ -1,0 +1,153 @@
+"""Ctrl+C (SIGINT) and SIGTERM end every command with exit status 130 / 143, one line on stderr
+and no traceback, at any moment from the start-up on; an interrupted ``--json`` run never
+prints a document that reads as a complete report.
+
+Each run is a real process (``python -m viewer``).  "Right after the start" is the moment the
+program's own handlers are in place (SIGTERM caught, read from /proc), before the heavy imports
+of the command; the other moments are a marker in the output or a delay.  Only outcomes are
+asserted, never how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from viewer.format import wkw
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(),
+                                reason="reads the signal mask from /proc")
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """Two datasets of 600 one-chunk LZ4 files, the second with one chunk changed."""
+    root = tmp_path_factory.mktemp("interrupt")
+    data = np.random.default_rng(3).integers(0, 60, (8, 8, 8 * 600), dtype=np.uint8)
+    header = wkw.Header(np.uint8, block_len=8, file_len=1, block_type=wkw.BLOCK_TYPE_LZ4)
+    for name in ("a", "b"):
+        ds = wkw.Dataset.create(str(root / name), header)
+        ds.write((0, 0, 0), data)
+        ds.close()
+        data[0, 0, -1] ^= 1
+    yield root / "a", root / "b"
+
+
+def _start(*args: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
+    return subprocess.Popen([sys.executable, "-m", "viewer", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _handlers_in_place(pid: int) -> bool:
+    """The program's handlers are installed: SIGTERM is caught (Python alone leaves it)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+def _wait_for_handlers(proc: subprocess.Popen[bytes]) -> None:
+    for _ in range(6000):  # bounded: 60 s at most
+        if proc.poll() is not None or _handlers_in_place(proc.pid):
+            return
+        time.sleep(0.01)
+
+
+def _interrupt(args: tuple[str, ...], moment: str | float, signum: int = signal.SIGINT,
+               ) -> tuple[int, bytes, bytes]:
+    """Run the command, send ``signum`` at ``moment`` ("start": as soon as the handlers are
+    in place; "line": after the first line of stdout; a number: that many seconds after the
+    start), and return the exit status, stdout and stderr."""
+    proc = _start(*args)
+    _wait_for_handlers(proc)
+    head = b""
+    if moment == "line":
+        assert proc.stdout is not None
+        head = proc.stdout.readline()
+    elif isinstance(moment, float):
+        time.sleep(moment)
+    if proc.poll() is None:
+        proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, head + out, err
+
+
+def _check_interrupted(code: int, err: bytes, prog: str, signum: int = signal.SIGINT) -> None:
+    text = err.decode()
+    assert "Traceback" not in text and "Fatal Python error" not in text, text
+    # 128 + signum from the program; a process that the signal itself ended (the shell
+    # shows the same 130) is accepted too: it was seen once at the very end of a run.
+    assert code in (128 + signum, -signum), (code, text)
+    why = "terminated" if signum == signal.SIGTERM else "interrupted"
+    assert text.strip().splitlines()[-1].endswith(f"{prog}: {why}"), text
+
+
+def _check_json(out: bytes) -> None:
+    """Either nothing, or a document saying it was interrupted (never one that passes for
+    a complete report)."""
+    if not out.strip():
+        return
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return  # not a document at all: cannot be taken for a report
+    assert doc.get("interrupted") is True, out[-300:]
+
+
+@pytest.mark.parametrize("moment", ["start", "line", 1.0])
+def test_info_text_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
+    code, _, err = _interrupt(("info", str(many[0])), moment)
+    _check_interrupted(code, err, "wkw-viewer info")
+
+
+@pytest.mark.parametrize("moment", ["start", 0.8, 2.0])
+def test_info_json_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
+    code, out, err = _interrupt(("info", "--json", "--chunks", str(many[0])), moment)
+    _check_interrupted(code, err, "wkw-viewer info")
+    _check_json(out)
+
+
+@pytest.mark.parametrize("moment", ["start", 1.0])
+def test_compare_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
+    code, out, err = _interrupt(("compare", "--json", str(many[0]), str(many[1])), moment)
+    _check_interrupted(code, err, "wkw-viewer compare")
+    _check_json(out)
+
+
+@pytest.mark.parametrize("moment", ["start", 1.0])
+def test_digest_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
+    code, out, err = _interrupt(("digest", "--json", str(many[0])), moment)
+    _check_interrupted(code, err, "wkw-viewer digest")
+    _check_json(out)
+
+
+def test_demo_interrupted(tmp_path: Path) -> None:
+    code, _, err = _interrupt(("demo", str(tmp_path / "demo")), 1.5)
+    _check_interrupted(code, err, "wkw-viewer demo")
+
+
+def test_sigterm_ends_info_cleanly(many: tuple[Path, Path]) -> None:
+    code, out, err = _interrupt(("info", "--json", str(many[0])), 0.8, signal.SIGTERM)
+    _check_interrupted(code, err, "wkw-viewer info", signal.SIGTERM)
+    _check_json(out)
+
+
+@pytest.mark.parametrize("moment", ["start", 4.0])
+def test_window_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
+    code, _, err = _interrupt((str(many[0]),), moment)
+    _check_interrupted(code, err, "wkw-viewer")

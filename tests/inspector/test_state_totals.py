@@ -1,0 +1,31 @@
+"""The inspector keeps the box of the units found and their summed size histogram as the scan
+goes (no refresh walks every unit)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from viewer.core.inspect import UnitStats
+from viewer.ui.inspector.state import InspectorState
+
+
+def _row(pos: tuple[int, int, int] | None, hist: list[int] | None) -> UnitStats:
+    return UnitStats(f"/x/{pos}", pos, "lz4", 10, 1, 1, 1.0, 1, 1.0, (),
+                     np.asarray(hist, np.int64) if hist is not None else None)
+
+
+def test_add_units_keeps_box_and_histogram() -> None:
+    st = InspectorState()
+    rows = [_row((3, 1, 2), [1, 0, 2]), _row(None, None), _row((0, 5, 1), [0, 4, 0])]
+    st.add_units(rows[:2])
+    first = st.frozen_positions()
+    assert st.frozen_positions() is first  # not copied again while nothing was added
+    st.add_units(rows[2:])
+    assert st.frozen_positions() == {(3, 1, 2), (0, 5, 1)}
+    assert st.unit_box == ((0, 1, 1), (3, 5, 2))
+    assert st.size_histogram is not None and st.size_histogram.tolist() == [1, 4, 2]
+    assert len(st.units) == 3
+    st.clear_units()
+    assert (st.units, st.unit_positions, st.unit_box, st.size_histogram) == ([], set(), None,
+                                                                             None)
+    assert st.frozen_positions() == frozenset()
