@@ -1,0 +1,170 @@
+"""Chunk encodings of Neuroglancer precomputed: ``raw``, ``jpeg``, ``png``,
+``compressed_segmentation`` and ``compresso``, each chunk possibly gzip-compressed (a sharded
+scale's ``data_encoding: gzip``, or an unsharded chunk file as CloudVolume writes it).
+
+A stored chunk holds the voxels of its box clipped to the scale's extent, as an ``[x, y, z,
+channel]`` array in Fortran order (x fastest); ``decode_chunk`` returns it as ``(C, cx, cy, cz)``
+of the full chunk shape (an edge chunk padded with zeros).  A stream that does not decode, or
+decodes to another number of voxels than the box has, is a ``CodecFailure`` (the caller names
+the chunk).  The image and segmentation codecs come from optional packages (the
+``precomputed`` extra); without them such a scale's chunks fail naming the package.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Vec3 = tuple[int, int, int]
+GZIP_MAGIC = b"\x1f\x8b"
+EXTRA = "precomputed"
+#: The package that decodes each encoding beyond raw, for messages about a missing one.
+PACKAGES = {"jpeg": "pillow", "png": "pillow", "compressed_segmentation":
+            "compressed-segmentation", "compresso": "compresso"}
+
+
+class CodecFailure(Exception):
+    """A chunk's bytes do not decode (the message says how)."""
+
+
+class MissingDecoder(CodecFailure):
+    """The package that decodes this encoding is not installed."""
+
+
+@dataclass(frozen=True)
+class ChunkCodec:
+    """How a scale's chunks decode: ``encoding``, one channel's ``dtype`` (little-endian),
+    ``channels``, the full ``chunk_shape``, the compressed_segmentation ``block_size`` and
+    whether every chunk is gzip-compressed (``gzip``)."""
+
+    encoding: str
+    dtype: np.dtype[Any]
+    channels: int
+    chunk_shape: Vec3
+    block_size: Vec3 | None = None
+    gzip: bool = False
+
+    def describe(self) -> str:
+        out = self.encoding
+        if self.block_size is not None:
+            out += f" (blocks {'x'.join(map(str, self.block_size))})"
+        return out + (" + gzip" if self.gzip else "")
+
+    def unwrap(self, stored: bytes | memoryview, box: Vec3) -> tuple[bytes | memoryview, bool]:
+        """The chunk's encoded bytes with any gzip layer removed, and whether there was one.
+        An unsharded chunk is gzip when it starts with the gzip magic and is not a raw chunk
+        of exactly the box's size."""
+        gz = self.gzip
+        if not gz and bytes(stored[:2]) == GZIP_MAGIC:
+            raw_len = box[0] * box[1] * box[2] * self.channels * self.dtype.itemsize
+            gz = self.encoding != "raw" or len(stored) != raw_len
+        if not gz:
+            return stored, False
+        try:
+            return zlib.decompress(stored, 47), True
+        except zlib.error as exc:
+            raise CodecFailure(f"gzip stream does not decode: {exc}") from None
+
+    def decode(self, stored: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
+        """The chunk of box size ``box`` (clipped to the extent) as ``(C, cx, cy, cz)`` of the
+        full chunk shape."""
+        data, _ = self.unwrap(stored, box)
+        arr = self._decode_box(data, box)  # (C, bx, by, bz)
+        if box == self.chunk_shape:
+            return arr
+        full = np.zeros((self.channels, *self.chunk_shape), dtype=self.dtype, order="F")
+        full[:, :box[0], :box[1], :box[2]] = arr
+        return full
+
+    def _decode_box(self, data: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
+        c = self.channels
+        n = box[0] * box[1] * box[2]
+        enc = self.encoding
+        if enc == "raw":
+            want = n * c * self.dtype.itemsize
+            if len(data) != want:
+                raise CodecFailure(f"raw chunk of {len(data)} bytes, {want} expected for "
+                                   f"{'x'.join(map(str, box))} voxels x {c} channel(s)")
+            flat = np.frombuffer(data, dtype=self.dtype)
+            return _cxyz(flat.reshape(c, box[2], box[1], box[0]))
+        if enc in ("jpeg", "png"):
+            pixels = _image(data, enc)
+            if pixels.size != n * c:
+                raise CodecFailure(f"{enc} image of {pixels.size} values, {n * c} expected for "
+                                   f"{'x'.join(map(str, box))} voxels x {c} channel(s)")
+            if pixels.dtype != self.dtype:
+                pixels = pixels.astype(self.dtype)
+            # rows of the image concatenated are the [x, y, z] voxels, channels interleaved
+            return _cxyz(pixels.reshape(box[2], box[1], box[0], c).transpose(3, 0, 1, 2))
+        if enc == "compressed_segmentation":
+            return self._cseg(data, box)
+        return self._compresso(data, box)
+
+    def _cseg(self, data: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
+        try:
+            import compressed_segmentation as cseg
+        except ImportError:
+            raise MissingDecoder(_missing("compressed_segmentation")) from None
+        assert self.block_size is not None
+        try:
+            arr = cseg.decompress(bytes(data), (*box, self.channels), self.dtype,
+                                  self.block_size, order="F")
+        except Exception as exc:  # noqa: BLE001 - the codec's own errors are not typed
+            raise CodecFailure(f"compressed_segmentation stream does not decode to "
+                               f"{'x'.join(map(str, box))} voxels: {exc}") from None
+        arr = np.asarray(arr)
+        if arr.shape != (*box, self.channels):
+            raise CodecFailure(f"compressed_segmentation decoded to {arr.shape}, "
+                               f"{(*box, self.channels)} expected")
+        return np.moveaxis(arr, 3, 0)
+
+    def _compresso(self, data: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
+        try:
+            import compresso
+        except ImportError:
+            raise MissingDecoder(_missing("compresso")) from None
+        try:
+            arr = np.asarray(compresso.decompress(bytes(data)))
+        except Exception as exc:  # noqa: BLE001 - the codec's own errors are not typed
+            raise CodecFailure(f"compresso stream does not decode: {exc}") from None
+        if arr.shape[:3] != box:
+            raise CodecFailure(f"compresso decoded to {arr.shape}, {box} expected")
+        arr = arr.reshape(*box, -1).astype(self.dtype, copy=False)
+        return np.asfortranarray(np.moveaxis(arr, 3, 0))
+
+
+def _cxyz(czyx: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A ``(C, z, y, x)`` C-order array as ``(C, x, y, z)`` in Fortran order (a view for one
+    channel, a copy for several)."""
+    out = czyx.transpose(0, 3, 2, 1)
+    return out if out.flags.f_contiguous else np.asfortranarray(out)
+
+
+def _image(data: bytes | memoryview, enc: str) -> npt.NDArray[Any]:
+    try:
+        from PIL import Image
+    except ImportError:
+        raise MissingDecoder(_missing(enc)) from None
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if enc == "jpeg" and im.format != "JPEG" or enc == "png" and im.format != "PNG":
+                raise CodecFailure(f"not a {enc} stream ({im.format})")
+            im.load()
+            return np.asarray(im)
+    except CodecFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many types for a bad stream
+        raise CodecFailure(f"{enc} stream does not decode: {exc}") from None
+
+
+def _missing(enc: str) -> str:
+    return (f"{enc} chunks need the {PACKAGES[enc]} package (pip install "
+            f"'wkw-viewer[{EXTRA}]' or pip install {PACKAGES[enc]})")
+
+
+__all__ = ["ChunkCodec", "CodecFailure", "MissingDecoder", "GZIP_MAGIC", "EXTRA"]
