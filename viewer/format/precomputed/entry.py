@@ -112,7 +112,7 @@ def open_dataset(path: str) -> Dataset:
                         num_channels=info.num_channels, rel_path=scale.key,
                         opener=_fixed(volume)))
     category = "segmentation" if info.type == "segmentation" else "color"
-    box = BoundingBox(first.voxel_offset if first.aligned else (0, 0, 0), first.size)
+    box = BoundingBox(first.voxel_offset, first.size)
     element = "uint24" if info.data_type == "uint8" and info.num_channels == 3 else \
         {"float32": "float", "float64": "double"}.get(info.data_type, info.data_type)
     layer = Layer(name, category, element, info.num_channels, box, mags, root,

@@ -247,4 +247,84 @@ def _box_text(volume: ChunkVolume, pos: Vec3) -> str:
     return "_".join(f"{a}-{b}" for a, b in zip(lo, hi, strict=True))
 
 
-__all__ = ["ShardFile", "ChunkUnit", "ChunkFile", "ShardChunk"]
+
+
+
+class StraddlingChunk(StorageUnit):
+    """A chunk of the absolute grid of a scale whose ``voxel_offset`` is not a multiple of its
+    chunk size: the box ``[pos * c, (pos + 1) * c)`` meets up to eight stored chunks
+    (``parts``, each a ``ChunkUnit`` at its corner ``corners[k]`` in absolute voxels).  Its
+    stored bytes are the parts' stored bytes one after another (two volumes of the same
+    layout have equal bytes only for equal voxels); decoding splits them again, decodes each
+    part and copies the piece inside the box."""
+
+    def __init__(self, volume: ChunkVolume, pos: Vec3, parts: list[ChunkUnit],
+                 corners: list[Vec3]) -> None:
+        self.volume = volume
+        self.pos = pos
+        self.parts = parts
+        self.corners = corners
+        self.path = parts[0].path
+        self.num_chunks = 1
+
+    @property
+    def size(self) -> int:
+        return sum(p.nbytes for p in self.parts)
+
+    def chunk_table(self) -> ChunkTable:
+        return ChunkTable(np.zeros(1, np.int64), np.asarray([self.size], np.int64),
+                          np.ones(1, np.bool_))
+
+    def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        out: list[StoredResult] = []
+        for index in indices:
+            if int(index) != 0:
+                out.append(self.parts[0].error(f"a unit holds chunk 0 only, not {index}"))
+                continue
+            pieces: list[bytes | memoryview] = []
+            failed: StoredResult = None
+            for part in self.parts:
+                [got] = part.read_stored([0])
+                if isinstance(got, FormatError):
+                    failed = got
+                    break
+                if got is None or len(got) != part.nbytes:
+                    failed = part.error("changed while it was read")
+                    break
+                pieces.append(got)
+            out.append(failed if failed is not None else b"".join(pieces))
+        return out
+
+    def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
+        c = self.volume.codec
+        shape = c.chunk_shape
+        out = np.zeros((c.channels, *shape), dtype=c.dtype, order="F")
+        lo = [self.pos[a] * shape[a] for a in range(3)]
+        at = 0
+        view = memoryview(stored)
+        for part, corner in zip(self.parts, self.corners, strict=True):
+            arr = part.decode(0, view[at:at + part.nbytes])
+            at += part.nbytes
+            a0 = [max(lo[a], corner[a]) for a in range(3)]
+            a1 = [min(lo[a] + shape[a], corner[a] + shape[a]) for a in range(3)]
+            if any(a1[a] <= a0[a] for a in range(3)):
+                continue
+            out[:, a0[0] - lo[0]:a1[0] - lo[0], a0[1] - lo[1]:a1[1] - lo[1],
+                a0[2] - lo[2]:a1[2] - lo[2]] = \
+                arr[:, a0[0] - corner[0]:a1[0] - corner[0], a0[1] - corner[1]:a1[1] - corner[1],
+                    a0[2] - corner[2]:a1[2] - corner[2]]
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"stored_chunks": len(self.parts),
+                "derived": [(f"stored chunk {'/'.join(map(str, p.pos))}",
+                             f"{p.path} [{p.offset}, {p.offset + p.nbytes})")
+                            for p in self.parts],
+                "encoding": self.volume.codec.describe(),
+                "note": "voxel_offset is not a multiple of the chunk size: this box of the "
+                        "absolute grid is made of the stored chunks it meets"}
+
+    def describe_chunk(self, index: int) -> dict[str, Any]:
+        return {"grid": list(self.pos), "stored_chunks": len(self.parts),
+                "stored_bytes": self.size}
+__all__ = ["ShardFile", "ChunkUnit", "ChunkFile", "ShardChunk", "StraddlingChunk"]

@@ -3,9 +3,12 @@
 Coordinates are the scale's own voxels, absolute: the extent is ``[voxel_offset,
 voxel_offset + size)`` (``origin`` and ``shape``), and chunk ``(i, j, k)`` of the volume's grid
 is the scale's chunk ``(i, j, k) - grid0`` with ``grid0 = voxel_offset / chunk_size``.  A
-scale whose ``voxel_offset`` is not a multiple of its chunk size cannot put its chunks on the
-grid of absolute coordinates: it is shown from ``voxel_offset`` as (0, 0, 0) (``problems``
-says so).  Voxels outside the extent read as zero, like absent chunks.
+scale whose ``voxel_offset`` is not a multiple of its chunk size (a downsampled scale of an
+offset volume, often) has its stored chunks off the absolute grid: a chunk of the volume's
+grid is then a ``StraddlingChunk`` made of the stored chunks it meets, while ``read_into``
+reads the stored chunks directly.  Voxels outside the extent read as zero, like absent
+chunks.  Methods named ``_real`` and ``stored_many`` take positions in the stored chunks' grid
+(``grid0`` added).
 
 A storage unit is one chunk (``precomputed.units``); many chunks are read at once by
 ``stored_many``: chunk files one by one, a shard's chunks grouped by minishard with their byte
@@ -39,7 +42,13 @@ from viewer.format.precomputed.sharding import (
     morton_ids,
     morton_positions,
 )
-from viewer.format.precomputed.units import ChunkFile, ChunkUnit, ShardChunk, ShardFile
+from viewer.format.precomputed.units import (
+    ChunkFile,
+    ChunkUnit,
+    ShardChunk,
+    ShardFile,
+    StraddlingChunk,
+)
 from viewer.format.store import LocalStore, Store, read_file_whole
 from viewer.format.volume import (
     ChunkResult,
@@ -84,11 +93,10 @@ class PrecomputedVolume(Volume):
                                 scale.block_size, scale.sharding is not None
                                 and scale.sharding.data_encoding == "gzip")
         o, c = scale.voxel_offset, scale.chunk_size
-        if scale.aligned:
-            self.grid0: Vec3 = (o[0] // c[0], o[1] // c[1], o[2] // c[2])
-            self._origin: Vec3 = o
-        else:
-            self.grid0, self._origin = (0, 0, 0), (0, 0, 0)
+        self.aligned = scale.aligned
+        self.grid0: Vec3 = (o[0] // c[0], o[1] // c[1], o[2] // c[2]) if self.aligned \
+            else (0, 0, 0)
+        self._origin: Vec3 = o
         self._shards: dict[int, ShardFile | None] = {}
         self._shard_lock = threading.Lock()
         self._listing_problems: list[FormatError] = []
@@ -148,6 +156,9 @@ class PrecomputedVolume(Volume):
 
     # -- units ----------------------------------------------------------------------------------
     def unit_path(self, unit: Vec3) -> str:
+        if not self.aligned:
+            parts = self._parts_of(unit)
+            unit = parts[0] if parts else unit
         spec = self.scale.sharding
         if spec is None:
             return self.store.location(self._key(self.chunk_name(unit)))
@@ -158,6 +169,32 @@ class PrecomputedVolume(Volume):
 
     def open_unit(self, unit: Vec3) -> StorageUnit | None:
         pos = (int(unit[0]), int(unit[1]), int(unit[2]))
+        if self.aligned:
+            return self._real_unit(pos)
+        parts: list[ChunkUnit] = []
+        corners: list[Vec3] = []
+        c, o = self.chunk_shape, self.scale.voxel_offset
+        for g in self._parts_of(pos):
+            u = self._real_unit(g)
+            if u is not None:
+                assert isinstance(u, ChunkUnit)
+                parts.append(u)
+                corners.append((o[0] + g[0] * c[0], o[1] + g[1] * c[1], o[2] + g[2] * c[2]))
+        return StraddlingChunk(self, pos, parts, corners) if parts else None
+
+    def _parts_of(self, pos: Sequence[int]) -> list[Vec3]:
+        """Stored chunks (their grid positions) that the absolute grid's chunk ``pos`` meets,
+        in the scale's grid (x fastest)."""
+        c, o, n = self.chunk_shape, self.scale.voxel_offset, self.scale.grid_shape
+        ranges = []
+        for a in range(3):
+            first = max((int(pos[a]) * c[a] - o[a]) // c[a], 0)
+            last = min(((int(pos[a]) + 1) * c[a] - 1 - o[a]) // c[a], n[a] - 1)
+            ranges.append(range(first, last + 1))
+        return [(x, y, z) for z in ranges[2] for y in ranges[1] for x in ranges[0]]
+
+    def _real_unit(self, pos: Vec3) -> StorageUnit | None:
+        """The stored chunk at ``pos`` of the stored chunks' grid (``grid0`` added)."""
         if not self.in_grid(pos):
             return None
         if self.scale.sharding is None:
@@ -329,6 +366,8 @@ class PrecomputedVolume(Volume):
         """Chunks of many one-chunk units at once (``small_units``): a shard's chunks with few
         requests.  Per job its chunk (index 0), ``None`` when absent."""
         out: list[UnitRead] = [None] * len(jobs)
+        if not self.aligned:
+            return super().read_units(jobs)
         want = [k for k, (pos, _) in enumerate(jobs) if self.in_grid(pos)]
         if not want:
             return out
@@ -390,6 +429,24 @@ class PrecomputedVolume(Volume):
 
     # -- listing --------------------------------------------------------------------------------
     def iter_units(self) -> Iterator[Vec3]:
+        """Grid positions of the chunks stored (``_iter_real``); for a scale off the
+        absolute grid, the chunks of the absolute grid they meet."""
+        if self.aligned:
+            yield from self._iter_real()
+            return
+        c, o = self.chunk_shape, self.scale.voxel_offset
+        seen: set[Vec3] = set()
+        for g in self._iter_real():
+            lo = [(o[a] + g[a] * c[a]) // c[a] for a in range(3)]
+            hi = [(o[a] + g[a] * c[a] + self.chunk_box(g)[a] - 1) // c[a] for a in range(3)]
+            for z in range(lo[2], hi[2] + 1):
+                for y in range(lo[1], hi[1] + 1):
+                    for x in range(lo[0], hi[0] + 1):
+                        if (x, y, z) not in seen:
+                            seen.add((x, y, z))
+                            yield (x, y, z)
+
+    def _iter_real(self) -> Iterator[Vec3]:
         """Grid positions of the chunks stored: chunk files named for a box of the scale's
         grid, or every chunk id the shards' minishard indexes list.  A name or id that is no
         chunk of the grid, or one listed in a minishard its hash does not lead to, is left out
@@ -495,13 +552,7 @@ class PrecomputedVolume(Volume):
         return VolumeInfo(self.format, compression, header)
 
     def problems(self) -> list[FormatError]:
-        found: list[FormatError] = []
-        if not self.scale.aligned:
-            found.append(DatasetLayoutError(
-                f"scale {self.scale.key!r}: voxel_offset {list(self.scale.voxel_offset)} is not "
-                f"a multiple of the chunk size {list(self.chunk_shape)}: shown from "
-                "voxel_offset as 0,0,0", self.meta.where))
-        return found + list(self._listing_problems)
+        return list(self._listing_problems)
 
     def close(self) -> None:
         with self._shard_lock:
