@@ -6,8 +6,9 @@ A stored chunk holds the voxels of its box clipped to the scale's extent, as an 
 channel]`` array in Fortran order (x fastest); ``decode_chunk`` returns it as ``(C, cx, cy, cz)``
 of the full chunk shape (an edge chunk padded with zeros).  A stream that does not decode, or
 decodes to another number of voxels than the box has, is a ``CodecFailure`` (the caller names
-the chunk).  The image and segmentation codecs come from optional packages (the
-``precomputed`` extra); without them such a scale's chunks fail naming the package.
+the chunk).  compressed_segmentation is decoded here (``precomputed.cseg``, checked); the
+image codecs come from an optional package (Pillow, the ``precomputed`` extra), compresso
+from ``compresso``: without them such a scale's chunks fail naming the package.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.precomputed import cseg
+
 Vec3 = tuple[int, int, int]
 GZIP_MAGIC = b"\x1f\x8b"
 EXTRA = "precomputed"
 #: The package that decodes each encoding beyond raw, for messages about a missing one.
-PACKAGES = {"jpeg": "pillow", "png": "pillow", "compressed_segmentation":
-            "compressed-segmentation", "compresso": "compresso"}
+PACKAGES = {"jpeg": "pillow", "png": "pillow", "compresso": "compresso"}
 
 
 class CodecFailure(Exception):
@@ -106,22 +108,12 @@ class ChunkCodec:
         return self._compresso(data, box)
 
     def _cseg(self, data: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
-        try:
-            import compressed_segmentation as cseg
-        except ImportError:
-            raise MissingDecoder(_missing("compressed_segmentation")) from None
         assert self.block_size is not None
         try:
-            arr = cseg.decompress(bytes(data), (*box, self.channels), self.dtype,
-                                  self.block_size, order="F")
-        except Exception as exc:  # noqa: BLE001 - the codec's own errors are not typed
+            return cseg.decode(data, box, self.channels, self.block_size, self.dtype)
+        except cseg.CsegError as exc:
             raise CodecFailure(f"compressed_segmentation stream does not decode to "
                                f"{'x'.join(map(str, box))} voxels: {exc}") from None
-        arr = np.asarray(arr)
-        if arr.shape != (*box, self.channels):
-            raise CodecFailure(f"compressed_segmentation decoded to {arr.shape}, "
-                               f"{(*box, self.channels)} expected")
-        return np.moveaxis(arr, 3, 0)
 
     def _compresso(self, data: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
         try:

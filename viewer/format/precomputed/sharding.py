@@ -100,30 +100,29 @@ def locate_ids(ids: U64, spec: ShardingSpec) -> tuple[U64, U64]:
 
 
 def parse_shard_index(raw: bytes, spec: ShardingSpec, file_size: int, where: str
-                      ) -> tuple[I64, I64]:
-    """``(starts, ends)`` absolute byte ranges of each minishard's index in the shard file;
-    ``ShardIndexError`` for an index cut short, a range that ends before it starts, or one
-    past the end of the file (naming the minishard and the entry's offset)."""
+                      ) -> tuple[I64, I64, list[ShardIndexError | None]]:
+    """``(starts, ends, errors)``: absolute byte ranges of each minishard's index in the shard
+    file, and per minishard ``None`` or the ``ShardIndexError`` of an entry that ends before
+    it starts or runs past the end of the file (the other minishards stay readable).  An
+    index cut short is the whole shard's ``ShardIndexError``."""
     n = spec.shard_index_nbytes
     if len(raw) < n:
         raise ShardIndexError(f"shard file of {file_size} bytes is shorter than its index of "
                               f"{n} bytes", where, offset=len(raw))
     pairs = np.frombuffer(raw, dtype="<u8", count=2 * (n // 16)).reshape(-1, 2)
-    if (pairs >= np.uint64(1 << 62)).any():
-        bad = int(np.flatnonzero((pairs >= np.uint64(1 << 62)).any(axis=1))[0])
-        raise ShardIndexError(f"minishard {bad}: index range {pairs[bad].tolist()} is out of "
-                              "any file's reach", where, block=bad, offset=16 * bad)
-    p = pairs.astype(np.int64) + n
+    huge = np.asarray((pairs >= np.uint64(1 << 62)).any(axis=1), dtype=np.bool_)
+    p = np.where(huge[:, None], np.uint64(0), pairs).astype(np.int64) + n
     starts, ends = p[:, 0].copy(), p[:, 1].copy()
-    wrong = (ends < starts) | (ends > file_size)
-    if wrong.any():
-        bad = int(np.flatnonzero(wrong)[0])
-        raise ShardIndexError(
-            f"minishard {bad}: index bytes [{int(starts[bad])}, {int(ends[bad])}) "
-            + ("end before they start" if ends[bad] < starts[bad] else
-               f"run past the end of the file ({file_size} bytes)"),
-            where, block=bad, offset=16 * bad)
-    return starts, ends
+    wrong = huge | (ends < starts) | (ends > file_size)
+    errors: list[ShardIndexError | None] = [None] * len(starts)
+    for m in np.flatnonzero(wrong).tolist():
+        a, b = pairs[m].tolist()
+        why = ("ends before it starts" if b < a else
+               f"runs past the end of the file ({file_size} bytes)")
+        errors[m] = ShardIndexError(f"shard index entry of minishard {m}: bytes [{n + a}, "
+                                    f"{n + b}) {why}", where, offset=16 * m)
+    starts[wrong] = ends[wrong] = n
+    return starts, ends, errors
 
 
 @dataclass(frozen=True)
@@ -137,6 +136,9 @@ class Minishard:
     sizes: I64
     order: I64
     encoded_nbytes: int
+    #: Per row, why the entry cannot be read (data past the end of the file, an id listed
+    #: twice), or absent when all are sound.
+    bad: dict[int, str] | None = None
 
     def find(self, ids: U64) -> I64:
         """Row of each id in this minishard, -1 where it is not listed."""
@@ -149,16 +151,19 @@ class Minishard:
         return np.where(hit, self.order[at], -1).astype(np.int64)
 
     def describe_rows(self) -> list[dict[str, Any]]:
-        return [{"chunk_id": int(i), "offset": int(o), "size": int(s)}
-                for i, o, s in zip(self.ids.tolist(), self.offsets.tolist(),
-                                   self.sizes.tolist(), strict=True)]
+        bad = self.bad or {}
+        return [{"chunk_id": int(i), "offset": int(o), "size": int(s),
+                 "problem": bad.get(k, "")}
+                for k, (i, o, s) in enumerate(zip(self.ids.tolist(), self.offsets.tolist(),
+                                                  self.sizes.tolist(), strict=True))]
 
 
 def parse_minishard(raw: bytes, spec: ShardingSpec, number: int, start: int, file_size: int,
                     where: str) -> Minishard:
     """A minishard index's bytes (read at ``start`` of the shard file) decoded and checked:
-    ``MinishardIndexError`` for a gzip stream that does not decode, a length that is not
-    ``24 n``, data ranges outside the file, or a chunk id listed twice."""
+    ``MinishardIndexError`` for a gzip stream that does not decode or a length that is not
+    ``24 n`` (the whole minishard); an entry whose data lies outside the file, or a chunk id
+    listed twice, is marked in ``Minishard.bad`` (that chunk's error, the rest readable)."""
     data = raw
     if spec.minishard_index_encoding == "gzip" and raw:
         try:
@@ -182,23 +187,22 @@ def parse_minishard(raw: bytes, spec: ShardingSpec, number: int, start: int, fil
     ends_before = np.concatenate(([0], np.cumsum(sizes)[:-1])) if n else sizes
     offsets = spec.shard_index_nbytes + np.cumsum(deltas) + ends_before
     order = np.argsort(ids, kind="stable").astype(np.int64)
+    bad: dict[int, str] = {}
     if n > 1:
         sorted_ids = ids[order]
-        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
-        if len(dup):
-            raise MinishardIndexError(f"minishard {number}: chunk id {int(sorted_ids[dup[0]])} "
-                                      "is listed twice", where, block=number, offset=start)
+        for d in np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1]).tolist():
+            for k in (int(order[d]), int(order[d + 1])):
+                bad[k] = (f"listed twice in minishard {number}'s index (rows "
+                          f"{int(order[d])} and {int(order[d + 1])})")
     if n:
-        past = np.flatnonzero(offsets + sizes > file_size)
-        if len(past):
-            k = int(past[0])
-            raise MinishardIndexError(
-                f"minishard {number}: chunk id {int(ids[k])} at bytes [{int(offsets[k])}, "
-                f"{int(offsets[k] + sizes[k])}) runs past the end of the file ({file_size} "
-                "bytes)", where, block=number, offset=int(offsets[k]))
+        for k in np.flatnonzero((offsets < 0) | (offsets + sizes > file_size)).tolist():
+            bad.setdefault(k, f"minishard {number}'s index puts it at bytes [{int(offsets[k])}, "
+                              f"{int(offsets[k] + sizes[k])}), outside the file ({file_size} "
+                              "bytes)")
     for a in (ids, offsets, sizes, order):
         a.flags.writeable = False
-    return Minishard(number, ids, offsets.astype(np.int64), sizes, order, len(raw))
+    return Minishard(number, ids, offsets.astype(np.int64), sizes, order, len(raw),
+                     bad or None)
 
 
 __all__ = ["morton_bits", "morton_ids", "morton_positions", "hashed_ids", "locate_ids",

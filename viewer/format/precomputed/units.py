@@ -55,7 +55,8 @@ class ShardFile:
         self.path = store.location(key)
         self.size = size
         self.spec = spec
-        self.starts, self.ends = parse_shard_index(index_raw, spec, size, self.path)
+        self.starts, self.ends, self.errors = parse_shard_index(index_raw, spec, size,
+                                                                self.path)
         self._minishards: dict[int, Minishard] = {}
         self._lock = threading.Lock()
 
@@ -65,6 +66,9 @@ class ShardFile:
             found = self._minishards.get(number)
         if found is not None:
             return found
+        failed = self.errors[number]
+        if failed is not None:
+            raise failed
         lo, hi = int(self.starts[number]), int(self.ends[number])
         raw = self.store.read(self.key, lo, hi - lo) if hi > lo else b""
         parsed = parse_minishard(raw, self.spec, number, lo, self.size, self.path)
@@ -74,9 +78,10 @@ class ShardFile:
 
     def index_rows(self) -> list[dict[str, Any]]:
         """The shard index: one row per minishard, its index's byte range."""
-        return [{"minishard": m, "start": int(a), "end": int(b), "bytes": int(b - a)}
-                for m, (a, b) in enumerate(zip(self.starts.tolist(), self.ends.tolist(),
-                                               strict=True))]
+        return [{"minishard": m, "start": int(a), "end": int(b), "bytes": int(b - a),
+                 "problem": "" if e is None else e.reason}
+                for m, (a, b, e) in enumerate(zip(self.starts.tolist(), self.ends.tolist(),
+                                                  self.errors, strict=True))]
 
 
 class ChunkUnit(StorageUnit):

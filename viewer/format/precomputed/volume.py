@@ -34,7 +34,7 @@ from viewer.format.errors import (
 )
 from viewer.format.pool import cores, share
 from viewer.format.precomputed.codecs import ChunkCodec, CodecFailure
-from viewer.format.precomputed.errors import MissingChunkError
+from viewer.format.precomputed.errors import MinishardIndexError, MissingChunkError
 from viewer.format.precomputed.info import InfoFile, ScaleInfo
 from viewer.format.precomputed.sharding import (
     Minishard,
@@ -267,7 +267,10 @@ class PrecomputedVolume(Volume):
                 continue
             found = ms.find(ids[rows])
             for k, r in zip(rows, found.tolist(), strict=True):
-                if r >= 0:
+                if ms.bad is not None and r in ms.bad:
+                    out[k] = self.chunk_error(pos_l[k], ms.bad[r], sf.path, ids_l[k],
+                                              int(ms.offsets[r]), MinishardIndexError)
+                elif r >= 0:
                     p = pos_l[k]
                     out[k] = ShardChunk(self, (p[0], p[1], p[2]), sf, sh, ms, ids_l[k],
                                         int(ms.offsets[r]), int(ms.sizes[r]))

@@ -1,0 +1,173 @@
+"""The compressed_segmentation encoding (neuroglancer's ``sliceview/compressed_segmentation``),
+decoded and checked with numpy.
+
+A chunk holds, after a header of one uint32 word offset per channel, each channel as a grid of
+blocks (``block_size``; the box padded up to whole blocks): per block a 64-bit header
+(lookup table offset: 24 bits, encoded bits: 8 bits, encoded values offset: 32 bits; offsets
+in 32-bit words from the channel's start), then the packed values (``bits`` each, x fastest
+within the block) that index the block's lookup table of uint32 or uint64 values.
+
+The ``compressed-segmentation`` package decodes the same streams fast, but does not check
+them: a stream cut short decodes to whatever lies past its end, and a damaged header crashes
+the process.  So it is given only streams that ``in_bounds`` proves safe; any other is decoded
+here with every offset and looked-up index checked (a ``CsegError`` naming the block), all
+blocks of one bit width at once (a gather and a shift per width).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Vec3 = tuple[int, int, int]
+BIT_WIDTHS = (0, 1, 2, 4, 8, 16, 32)
+
+
+class CsegError(ValueError):
+    """The stream does not decode (the message says where)."""
+
+
+def decode(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3,
+           dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """The chunk of ``box`` voxels as ``(C, bx, by, bz)`` in Fortran order: by the
+    ``compressed-segmentation`` package when it is installed and ``in_bounds`` proves that
+    nothing it may read lies outside the stream, else here (``decode_checked``)."""
+    if len(data) % 4 == 0 and len(data) >= 4 * channels:
+        words = np.frombuffer(data, dtype="<u4")
+        if in_bounds(words, box, channels, block, dtype.itemsize == 8):
+            try:
+                import compressed_segmentation as library
+            except ImportError:
+                library = None
+            if library is not None:
+                arr = np.asarray(library.decompress(bytes(data), (*box, channels), dtype,
+                                                    block, order="F"))
+                return np.moveaxis(arr, 3, 0)
+    return decode_checked(data, box, channels, block, dtype)
+
+
+def in_bounds(words: npt.NDArray[np.uint32], box: Vec3, channels: int, block: Vec3,
+              wide: bool) -> bool:
+    """Whether every word a decoder may read lies inside the stream: the block headers,
+    each block's packed values, and each block's lookup table at its full size
+    (``2^bits`` entries) lie inside each channel's data.  A writer that stores a block's table
+    shorter (only the values it uses) at the very end fails this test: it is then decoded
+    with every index checked."""
+    n = len(words)
+    grid = tuple(-(-box[a] // block[a]) for a in range(3))
+    nblocks = grid[0] * grid[1] * grid[2]
+    per_block = block[0] * block[1] * block[2]
+    for c in range(channels):
+        start = int(words[c])
+        left = n - start
+        if left < 2 * nblocks:
+            return False
+        head = words[start:start + 2 * nblocks].reshape(nblocks, 2)
+        bits = (head[:, 0] >> 24).astype(np.int64)
+        if not np.isin(bits, BIT_WIDTHS).all():
+            return False
+        table_at = (head[:, 0] & 0xFFFFFF).astype(np.int64)
+        values_at = head[:, 1].astype(np.int64)
+        if int((values_at + -(-bits * per_block // 32)).max()) > left:
+            return False
+        short = np.flatnonzero(table_at + (np.int64(1) << bits) * (1 + wide) > left)
+        if len(short):  # tables stored shorter than 2^bits: their largest index must fit
+            ch = words[start:]
+            for k in short.tolist():
+                b = int(bits[k])
+                top = int(_unpack(ch, values_at[k:k + 1], b, per_block).max()) if b else 0
+                if table_at[k] + (top + 1) * (1 + wide) > left:
+                    return False
+    return True
+
+
+def _unpack(w: npt.NDArray[np.uint32], values_at: npt.NDArray[np.int64], b: int,
+            per_block: int) -> npt.NDArray[np.int64]:
+    """The packed ``b``-bit values of blocks whose values start at words ``values_at``
+    (in bounds), ``(len(values_at), per_block)``."""
+    nwords = -(-b * per_block // 32)
+    packed = w[values_at[:, None] + np.arange(nwords)]
+    per_word = 32 // b
+    shifts = (np.arange(per_word, dtype=np.uint32) * b).astype(np.uint32)
+    mask = np.uint32((1 << b) - 1) if b < 32 else np.uint32(0xFFFFFFFF)
+    vals = (packed[:, :, None] >> shifts) & mask
+    out: npt.NDArray[np.int64] = vals.reshape(len(values_at), -1)[:, :per_block].astype(np.int64)
+    return out
+
+
+def decode_checked(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3,
+                   dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """``decode`` in numpy, every offset and index checked (``CsegError`` naming the
+    block)."""
+    if len(data) % 4:
+        raise CsegError(f"{len(data)} bytes is not a whole number of 32-bit words")
+    words = np.frombuffer(data, dtype="<u4")
+    if len(words) < channels:
+        raise CsegError(f"stream of {len(data)} bytes is shorter than its channel header")
+    out = np.empty((channels, *box), dtype=dtype, order="F")
+    for c in range(channels):
+        start = int(words[c])
+        if start >= len(words):
+            raise CsegError(f"channel {c} starts at word {start}, past the end "
+                            f"({len(words)} words)")
+        end = int(words[c + 1]) if c + 1 < channels else len(words)
+        if end <= start or end > len(words):
+            end = len(words)
+        out[c] = _channel(words[start:end], box, block, dtype, c)
+    return out
+
+
+def _channel(w: npt.NDArray[np.uint32], box: Vec3, block: Vec3, dtype: np.dtype[Any],
+             channel: int) -> npt.NDArray[Any]:
+    grid = tuple(-(-box[a] // block[a]) for a in range(3))
+    nblocks = grid[0] * grid[1] * grid[2]
+    per_block = block[0] * block[1] * block[2]
+    if len(w) < 2 * nblocks:
+        raise CsegError(f"channel {channel}: {len(w)} words, fewer than its {nblocks} block "
+                        "headers")
+    head = w[:2 * nblocks].reshape(nblocks, 2)
+    table_at = (head[:, 0] & 0xFFFFFF).astype(np.int64)
+    bits = (head[:, 0] >> 24).astype(np.int64)
+    values_at = head[:, 1].astype(np.int64)
+    odd = ~np.isin(bits, BIT_WIDTHS)
+    if odd.any():
+        k = int(np.flatnonzero(odd)[0])
+        raise CsegError(f"channel {channel} block {k}: {int(bits[k])} encoded bits (0, 1, 2, "
+                        "4, 8, 16 or 32 allowed)")
+    wide = 2 if dtype.itemsize == 8 else 1
+    n = len(w)
+    index = np.zeros((nblocks, per_block), dtype=np.int64)
+    for b in BIT_WIDTHS[1:]:
+        sel = np.flatnonzero(bits == b)
+        if not len(sel):
+            continue
+        nwords = -(-b * per_block // 32)
+        last = values_at[sel] + nwords
+        if (last > n).any():
+            k = int(sel[np.flatnonzero(last > n)[0]])
+            raise CsegError(f"channel {channel} block {k}: encoded values [word "
+                            f"{int(values_at[k])}, {int(values_at[k]) + nwords}) run past the end "
+                            f"({n} words)")
+        index[sel] = _unpack(w, values_at[sel], b, per_block)
+    slot = table_at[:, None] + index * wide
+    if (slot + wide > n).any():
+        k = int(np.flatnonzero((slot + wide > n).any(axis=1))[0])
+        raise CsegError(f"channel {channel} block {k}: a value's lookup table entry lies past "
+                        f"the end ({n} words)")
+    if wide == 2:
+        lo = w[slot].astype(np.uint64)
+        hi = w[slot + 1].astype(np.uint64)
+        values = (lo | (hi << np.uint64(32))).astype(dtype)
+    else:
+        values = w[slot].astype(dtype)
+    # (gz, gy, gx, bz, by, bx) -> (gx, bx, gy, by, gz, bz) -> the padded box, cropped
+    v = values.reshape(grid[2], grid[1], grid[0], block[2], block[1], block[0])
+    full = v.transpose(2, 5, 1, 4, 0, 3).reshape(grid[0] * block[0], grid[1] * block[1],
+                                                  grid[2] * block[2])
+    out: npt.NDArray[Any] = full[:box[0], :box[1], :box[2]]
+    return out
+
+
+__all__ = ["decode", "CsegError", "BIT_WIDTHS"]
