@@ -139,6 +139,9 @@ class Minishard:
     #: Per row, why the entry cannot be read (data past the end of the file, an id listed
     #: twice), or absent when all are sound.
     bad: dict[int, str] | None = None
+    #: Why the ids cannot all be trusted (an id repeated, or one that hashes elsewhere), or
+    #: "": then an id not found here may be stored here under a damaged id.
+    damage: str = ""
 
     def find(self, ids: U64) -> I64:
         """Row of each id in this minishard, -1 where it is not listed."""
@@ -159,7 +162,7 @@ class Minishard:
 
 
 def parse_minishard(raw: bytes, spec: ShardingSpec, number: int, start: int, file_size: int,
-                    where: str) -> Minishard:
+                    where: str, shard: int | None = None) -> Minishard:
     """A minishard index's bytes (read at ``start`` of the shard file) decoded and checked:
     ``MinishardIndexError`` for a gzip stream that does not decode or a length that is not
     ``24 n`` (the whole minishard); an entry whose data lies outside the file, or a chunk id
@@ -188,12 +191,29 @@ def parse_minishard(raw: bytes, spec: ShardingSpec, number: int, start: int, fil
     offsets = spec.shard_index_nbytes + np.cumsum(deltas) + ends_before
     order = np.argsort(ids, kind="stable").astype(np.int64)
     bad: dict[int, str] = {}
-    if n > 1:
-        sorted_ids = ids[order]
-        for d in np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1]).tolist():
-            for k in (int(order[d]), int(order[d + 1])):
-                bad[k] = (f"listed twice in minishard {number}'s index (rows "
-                          f"{int(order[d])} and {int(order[d + 1])})")
+    damaged_from: int | None = None
+    why = ""
+    if n > 1:  # a repeated id: a delta of the ids was damaged there
+        _, first = np.unique(ids, return_index=True)
+        repeated = np.ones(n, np.bool_)
+        repeated[first] = False
+        if repeated.any():
+            damaged_from = int(np.flatnonzero(repeated)[0])
+            why = f"chunk id {int(ids[damaged_from])} is listed twice"
+    if n and shard is not None:  # an id this minishard cannot hold
+        sh, mi = locate_ids(ids, spec)
+        wrong = np.flatnonzero((sh != np.uint64(shard)) | (mi != np.uint64(number)))
+        if len(wrong) and (damaged_from is None or int(wrong[0]) < damaged_from):
+            k = int(wrong[0])
+            damaged_from = k
+            why = (f"chunk id {int(ids[k])} belongs to shard {int(sh[k])} minishard "
+                   f"{int(mi[k])}")
+    if damaged_from is not None:
+        # ids are delta-encoded: from the first wrong one on, none can be trusted
+        text = (f"minishard {number}'s index is damaged from row {damaged_from} ({why}): its "
+                "chunk ids from there on cannot be trusted")
+        for k in range(damaged_from, n):
+            bad[k] = text
     if n:
         for k in np.flatnonzero((offsets < 0) | (offsets + sizes > file_size)).tolist():
             bad.setdefault(k, f"minishard {number}'s index puts it at bytes [{int(offsets[k])}, "
@@ -202,7 +222,7 @@ def parse_minishard(raw: bytes, spec: ShardingSpec, number: int, start: int, fil
     for a in (ids, offsets, sizes, order):
         a.flags.writeable = False
     return Minishard(number, ids, offsets.astype(np.int64), sizes, order, len(raw),
-                     bad or None)
+                     bad or None, bad.get(damaged_from, "") if damaged_from is not None else "")
 
 
 __all__ = ["morton_bits", "morton_ids", "morton_positions", "hashed_ids", "locate_ids",

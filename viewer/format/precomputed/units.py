@@ -49,8 +49,9 @@ class ShardFile:
     on first use (``minishard``).  Thread-safe."""
 
     def __init__(self, store: Store, key: str, size: int, spec: ShardingSpec,
-                 index_raw: bytes) -> None:
+                 index_raw: bytes, number: int) -> None:
         self.store = store
+        self.number = number
         self.key = key
         self.path = store.location(key)
         self.size = size
@@ -71,7 +72,8 @@ class ShardFile:
             raise failed
         lo, hi = int(self.starts[number]), int(self.ends[number])
         raw = self.store.read(self.key, lo, hi - lo) if hi > lo else b""
-        parsed = parse_minishard(raw, self.spec, number, lo, self.size, self.path)
+        parsed = parse_minishard(raw, self.spec, number, lo, self.size, self.path,
+                                 self.number)
         with self._lock:
             self._minishards[number] = parsed
         return parsed

@@ -225,7 +225,8 @@ class PrecomputedVolume(Volume):
         try:
             size = self.store.size(key)
             sf = None if size is None else ShardFile(
-                self.store, key, size, spec, self.store.read(key, 0, spec.shard_index_nbytes))
+                self.store, key, size, spec, self.store.read(key, 0, spec.shard_index_nbytes),
+                number)
         except FileNotFoundError:
             sf = None
         except FileChangedError:
@@ -270,6 +271,9 @@ class PrecomputedVolume(Volume):
                 if ms.bad is not None and r in ms.bad:
                     out[k] = self.chunk_error(pos_l[k], ms.bad[r], sf.path, ids_l[k],
                                               int(ms.offsets[r]), MinishardIndexError)
+                elif r < 0 and ms.damage:
+                    out[k] = self.chunk_error(pos_l[k], f"not listed, and {ms.damage}",
+                                              sf.path, ids_l[k], cls=MinishardIndexError)
                 elif r >= 0:
                     p = pos_l[k]
                     out[k] = ShardChunk(self, (p[0], p[1], p[2]), sf, sh, ms, ids_l[k],
