@@ -100,9 +100,8 @@ def test_a_changed_voxel_is_found_and_placed(conversions: tuple[Path, Path, Path
 def test_jpeg_against_its_source_with_a_tolerance(pc: dict[str, Any], tmp_path: Path) -> None:
     """The jpeg scale against the raw voxels it was written from: lossy, so not equal, with
     the error's size reported; within a tolerance as large as that error it passes."""
-    from conftest import SIZE
-
     import precomputed_writers as w
+    from conftest import SIZE
 
     source = w.sample((1, *SIZE), "uint8", 4)
     region = source.copy()

@@ -104,3 +104,44 @@ def segments(shape: tuple[int, int, int], dtype: str, seed: int) -> np.ndarray:
 def downsample(data: np.ndarray, f: tuple[int, int, int]) -> np.ndarray:
     """Every ``f``-th voxel (a mag of the test data: what the second scale holds)."""
     return np.ascontiguousarray(data[:, ::f[0], ::f[1], ::f[2]])
+
+
+def hand_parse_shard(path: Path, minishard_bits: int, gzip_index: bool
+                     ) -> tuple[list[tuple[int, int]], dict[int, tuple[int, int, int]]]:
+    """A shard file parsed here, apart from the reader: the shard index as absolute
+    ``(start, end)`` per minishard, and per chunk id ``(minishard, offset, size)``."""
+    import zlib
+
+    raw = path.read_bytes()
+    n = 1 << minishard_bits
+    end_of_index = 16 * n
+    entries = np.frombuffer(raw[:end_of_index], "<u8").reshape(n, 2)
+    index = [(end_of_index + int(a), end_of_index + int(b)) for a, b in entries]
+    chunks: dict[int, tuple[int, int, int]] = {}
+    for m, (a, b) in enumerate(index):
+        data = raw[a:b]
+        if not data:
+            continue
+        if gzip_index:
+            data = zlib.decompress(data, 31)
+        arr = np.frombuffer(data, "<u8").reshape(3, -1).astype(np.int64)
+        chunk_id, at = 0, end_of_index
+        for k in range(arr.shape[1]):
+            chunk_id += int(arr[0, k])
+            at += int(arr[1, k])
+            chunks[chunk_id] = (m, at, int(arr[2, k]))
+            at += int(arr[2, k])
+    return index, chunks
+
+
+def morton_position(chunk_id: int, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The grid position of a compressed Morton code (bits of each axis interleaved while the
+    axis needs them: ``(grid - 1).bit_length()``)."""
+    bits = [max(g - 1, 0).bit_length() for g in grid]
+    pos, j = [0, 0, 0], 0
+    for i in range(max(bits)):
+        for d in range(3):
+            if i < bits[d]:
+                pos[d] |= ((chunk_id >> j) & 1) << i
+                j += 1
+    return (pos[0], pos[1], pos[2])

@@ -170,4 +170,37 @@ def _channel(w: npt.NDArray[np.uint32], box: Vec3, block: Vec3, dtype: np.dtype[
     return out
 
 
-__all__ = ["decode", "CsegError", "BIT_WIDTHS"]
+def block_stats(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3
+                ) -> dict[str, Any]:
+    """What a chunk's blocks use, for the inspector: blocks per channel, how many encode
+    their values with each bit width (``"bits: count"``), the distinct lookup tables, and the
+    words of values and of tables (tables: from each table's offset to the next structure,
+    an upper bound where tables are shared)."""
+    words = np.frombuffer(data, dtype="<u4") if len(data) % 4 == 0 else np.zeros(0, np.uint32)
+    grid = tuple(-(-box[a] // block[a]) for a in range(3))
+    nblocks = grid[0] * grid[1] * grid[2]
+    per_block = block[0] * block[1] * block[2]
+    if len(words) < channels:
+        return {"cseg_blocks": nblocks * channels, "cseg_bits": "?", "cseg_tables": "?",
+                "cseg_value_words": "?"}
+    bits_all: list[npt.NDArray[np.int64]] = []
+    tables = 0
+    value_words = 0
+    for c in range(channels):
+        start = int(words[c])
+        head = words[start:start + 2 * nblocks]
+        if len(head) < 2 * nblocks:
+            return {"cseg_blocks": nblocks * channels, "cseg_bits": "?", "cseg_tables": "?",
+                    "cseg_value_words": "?"}
+        head = head.reshape(nblocks, 2)
+        bits = (head[:, 0] >> 24).astype(np.int64)
+        bits_all.append(bits)
+        tables += len(np.unique(head[:, 0] & 0xFFFFFF))
+        value_words += int((-(-bits * per_block // 32)).sum())
+    b = np.concatenate(bits_all)
+    counts = " ".join(f"{int(v)}:{int((b == v).sum())}" for v in np.unique(b))
+    return {"cseg_blocks": int(len(b)), "cseg_bits": counts, "cseg_tables": tables,
+            "cseg_value_words": value_words}
+
+
+__all__ = ["decode", "CsegError", "BIT_WIDTHS", "block_stats"]

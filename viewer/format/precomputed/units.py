@@ -19,13 +19,21 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
+from viewer.format.precomputed import cseg
 from viewer.format.precomputed.codecs import ChunkCodec, CodecFailure
 from viewer.format.precomputed.info import ScaleInfo, ShardingSpec
-from viewer.format.precomputed.sharding import Minishard, parse_minishard, parse_shard_index
+from viewer.format.precomputed.sharding import (
+    Minishard,
+    morton_positions,
+    parse_minishard,
+    parse_shard_index,
+)
 from viewer.format.store import Store
 from viewer.format.volume import ChunkTable, StorageUnit, StoredResult
 
 Vec3 = tuple[int, int, int]
+#: Minishards of a shard index shown as Header tab fields (the rest in ``shard_index``).
+FIELDS_SHOWN = 256
 
 
 class ChunkVolume(Protocol):
@@ -114,12 +122,27 @@ class ChunkUnit(StorageUnit):
         box = self.volume.chunk_box(self.pos)
         c = self.volume.codec
         decoded = box[0] * box[1] * box[2] * c.channels * c.dtype.itemsize
-        out: dict[str, Any] = {"grid": list(self.pos), "encoding": c.describe(),
+        out: dict[str, Any] = {"grid": list(self.pos), "chunk_encoding": c.describe(),
                                "stored_bytes": self.nbytes, "decoded_bytes": decoded,
                                "ratio": round(decoded / self.nbytes, 3) if self.nbytes else None}
         if self.chunk_id is not None:
             out["chunk_id"] = self.chunk_id
+        if c.encoding == "compressed_segmentation" and c.block_size is not None:
+            out.update(self._cseg_stats(box))
         return out
+
+    def _cseg_stats(self, box: Vec3) -> dict[str, Any]:
+        """The chunk's compressed_segmentation blocks (bit widths, lookup tables)."""
+        c = self.volume.codec
+        assert c.block_size is not None
+        [stored] = self.read_stored([0])
+        if stored is None or isinstance(stored, FormatError):
+            return cseg.block_stats(b"", box, c.channels, c.block_size)
+        try:
+            data, _ = c.unwrap(stored, box)
+        except CodecFailure:
+            data = b""
+        return cseg.block_stats(data, box, c.channels, c.block_size)
 
 
 class ChunkFile(ChunkUnit):
@@ -154,8 +177,8 @@ class ChunkFile(ChunkUnit):
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"key": self.key, "stored_bytes": self.nbytes,
-                "encoding": self.volume.codec.describe(),
+        return {"object": self.key, "stored_bytes": self.nbytes,
+                "chunk_encoding": self.volume.codec.describe(),
                 "box": _box_text(self.volume, self.pos)}
 
 
@@ -208,30 +231,49 @@ class ShardChunk(ChunkUnit):
         return self.volume.store.read(self.key, offset, nbytes)
 
     def describe(self) -> dict[str, Any]:
+        """The shard file's own structure for the Header tab: its shard index as fields (one
+        per minishard: the byte range of its index; the first ``FIELDS_SHOWN``), the
+        minishard index that lists this chunk as derived rows (chunk id, grid position, byte
+        range), and both as lists (``shard_index``, ``minishard_index``)."""
         spec = self.shard.spec
         rows = self.minishard.describe_rows()
         grid = self.volume.scale.grid_shape
-        from viewer.format.precomputed.sharding import morton_positions
-
         pos = morton_positions(self.minishard.ids, grid)
-        lo = self._grid0()
+        g0 = self.volume.grid0
         for row, p in zip(rows, pos.tolist(), strict=True):
-            row["grid"] = [p[0] + lo[0], p[1] + lo[1], p[2] + lo[2]]
+            row["grid"] = [p[0] + g0[0], p[1] + g0[1], p[2] + g0[2]]
+        index_rows = self.shard.index_rows()
+        fields: list[dict[str, Any]] = [
+            {"name": f"minishard {r['minishard']}", "first_byte": 16 * r["minishard"],
+             "length": 16, "raw": f"{r['start'] - spec.shard_index_nbytes}, "
+                                  f"{r['end'] - spec.shard_index_nbytes}",
+             "meaning": r["problem"] or (f"index at bytes [{r['start']}, {r['end']}), "
+                                         f"{r['bytes']} B" if r["bytes"] else "empty")}
+            for r in index_rows[:FIELDS_SHOWN]]
+        facts = {"object": self.key, "shard": self.shard_number, "shard_bytes": self.shard.size,
+                 "minishards": 1 << spec.minishard_bits, "hash": spec.hash,
+                 "preshift_bits": spec.preshift_bits,
+                 "minishard_index_encoding": spec.minishard_index_encoding,
+                 "data_encoding": spec.data_encoding,
+                 "chunk_encoding": self.volume.codec.describe(), "chunk_id": self.chunk_id,
+                 "chunk_minishard": self.minishard.number,
+                 "minishard_index_bytes": self.minishard.encoded_nbytes,
+                 "minishard_chunks": len(rows), "box": _box_text(self.volume, self.pos)}
+        fields.extend({"name": k, "first_byte": None, "length": None, "raw": v, "meaning": ""}
+                      for k, v in facts.items())
+        try:
+            head = self.volume.store.read(self.key, 0, min(spec.shard_index_nbytes, 256))
+        except OSError:
+            head = b""
         return {
-            "key": self.key, "shard": self.shard_number, "shard_bytes": self.shard.size,
-            "shard_index_bytes": spec.shard_index_nbytes,
-            "minishards": 1 << spec.minishard_bits, "hash": spec.hash,
-            "preshift_bits": spec.preshift_bits,
-            "minishard_index_encoding": spec.minishard_index_encoding,
-            "data_encoding": spec.data_encoding, "encoding": self.volume.codec.describe(),
-            "chunk_id": self.chunk_id, "minishard": self.minishard.number,
-            "minishard_index_bytes": self.minishard.encoded_nbytes,
-            "minishard_chunks": len(rows), "box": _box_text(self.volume, self.pos),
-            "derived": [(f"minishard {r['minishard']} index", f"[{r['start']}, {r['end']})")
-                        for r in self.shard.index_rows()]
-            + [(f"chunk {r['chunk_id']} at {'/'.join(map(str, r['grid']))}",
-                f"[{r['offset']}, {r['offset'] + r['size']}) {r['size']} bytes") for r in rows],
-            "shard_index": self.shard.index_rows(),
+            **facts,
+            "raw_header": head.hex(" "),
+            "header_fields": fields,
+            "derived": [(f"chunk {r['chunk_id']} at {'/'.join(map(str, r['grid']))}",
+                         f"bytes [{r['offset']}, {r['offset'] + r['size']}), {r['size']} B"
+                         + (f" ({r['problem']})" if r["problem"] else ""))
+                        for r in rows],
+            "shard_index": index_rows,
             "minishard_index": rows,
         }
 
@@ -241,8 +283,6 @@ class ShardChunk(ChunkUnit):
         out["shard"] = self.shard_number
         return out
 
-    def _grid0(self) -> Vec3:
-        return self.volume.grid0
 
 
 def _box_text(volume: ChunkVolume, pos: Vec3) -> str:
@@ -327,7 +367,7 @@ class StraddlingChunk(StorageUnit):
                 "derived": [(f"stored chunk {'/'.join(map(str, p.pos))}",
                              f"{p.path} [{p.offset}, {p.offset + p.nbytes})")
                             for p in self.parts],
-                "encoding": self.volume.codec.describe(),
+                "chunk_encoding": self.volume.codec.describe(),
                 "note": "voxel_offset is not a multiple of the chunk size: this box of the "
                         "absolute grid is made of the stored chunks it meets"}
 
