@@ -281,10 +281,13 @@ class PrecomputedVolume(Volume):
         return out
 
     # -- reading many chunks --------------------------------------------------------------------
-    def stored_many(self, pos: IntArray) -> list[tuple[StoredResult, ChunkUnit | None]]:
+    def stored_many(self, pos: IntArray, parts: Sequence[tuple[int, int] | None] | None = None
+                    ) -> list[tuple[StoredResult, ChunkUnit | None]]:
         """The stored bytes of the chunks at absolute grid positions ``pos`` (``(N, 3)``, in
         the grid): per chunk ``(bytes, its unit)``, ``(None, None)`` when absent, or
-        ``(error, unit or None)``.  A shard's chunks are read with few requests."""
+        ``(error, unit or None)``.  A shard's chunks are read with few requests.  ``parts``
+        (sharded scales only): per chunk ``None`` (all of it) or ``(start, length)`` inside
+        its stored bytes, read alone (a slab of a raw chunk)."""
         if self.scale.sharding is None:
             return [self._read_file(p) for p in pos.tolist()]
         units = self._locate_sharded(pos)
@@ -297,8 +300,14 @@ class PrecomputedVolume(Volume):
                 out[k] = (u, None)
         for key, rows in by_shard.items():
             us = [units[k] for k in rows]
-            offs = np.asarray([u.offset for u in us], np.int64)  # type: ignore[union-attr]
-            nbs = np.asarray([u.nbytes for u in us], np.int64)  # type: ignore[union-attr]
+            spans = []
+            for k, u in zip(rows, us, strict=True):
+                assert isinstance(u, ShardChunk)
+                part = parts[k] if parts is not None else None
+                spans.append((u.offset, u.nbytes) if part is None
+                             else (u.offset + part[0], part[1]))
+            offs = np.asarray([a for a, _ in spans], np.int64)
+            nbs = np.asarray([b for _, b in spans], np.int64)
             order = np.argsort(offs, kind="stable")
             o, n = offs[order], nbs[order]
             ends = np.maximum.accumulate(o + n)
@@ -321,13 +330,14 @@ class PrecomputedVolume(Volume):
             for j, g in zip(order.tolist(), group.tolist(), strict=True):
                 u = us[j]
                 assert isinstance(u, ShardChunk)
-                rel = u.offset - int(lo[g])
+                at, nb = spans[j]
+                rel = at - int(lo[g])
                 view = views[g]
-                if rel + u.nbytes > len(view):
+                if rel + nb > len(view):
                     out[rows[j]] = (u.error(f"shard file cut short: chunk bytes [{u.offset}, "
                                             f"{u.offset + u.nbytes}) past its end"), u)
                 else:
-                    out[rows[j]] = (view[rel:rel + u.nbytes], u)
+                    out[rows[j]] = (view[rel:rel + nb], u)
         return out
 
     def _read_file(self, p: Sequence[int]) -> tuple[StoredResult, ChunkUnit | None]:
@@ -414,13 +424,24 @@ class PrecomputedVolume(Volume):
         src_lo, src_hi = (s_lo - corner).tolist(), (s_hi - corner).tolist()
         dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
         errors: dict[int, FormatError] = {}
-        ntasks = -(-len(grid) // BATCH)
+        threads = cores()
+        # a few chunks per task, so that even a small read is shared by every thread
+        batch = max(1, min(BATCH, len(grid) // (2 * threads)))
+        ntasks = -(-len(grid) // batch)
         full = slice(None)
+        slabs = self._slabs_possible()
 
         def run(t: int) -> None:
-            rows = range(t * BATCH, min((t + 1) * BATCH, len(grid)))
-            for row, result in zip(rows, self._results(grid[rows.start:rows.stop]),
-                                   strict=True):
+            rows = range(t * batch, min((t + 1) * batch, len(grid)))
+            part = grid[rows.start:rows.stop]
+            z_lo = [src_lo[r][2] for r in rows]
+            if slabs and all(src_lo[r][0] == 0 and src_lo[r][1] == 0 for r in rows):
+                results = self._raw_slabs(part, z_lo, [src_hi[r][2] for r in rows],
+                                          [src_hi[r][:2] for r in rows])
+            else:
+                results = self._results(part)
+                z_lo = [0] * len(z_lo)
+            for row, z0, result in zip(rows, z_lo, results, strict=True):
                 if result is None:
                     continue
                 if isinstance(result, FormatError):
@@ -428,11 +449,56 @@ class PrecomputedVolume(Volume):
                     continue
                 a, b, p, q = src_lo[row], src_hi[row], dst_lo[row], dst_hi[row]
                 out[full, p[0]:q[0], p[1]:q[1], p[2]:q[2]] = \
-                    result[full, a[0]:b[0], a[1]:b[1], a[2]:b[2]]
+                    result[full, a[0]:b[0], a[1]:b[1], a[2] - z0:b[2] - z0]
 
-        share(ntasks, run, cores())
+        share(ntasks, run, threads)
         if errors:
             raise errors[min(errors)]
+
+    def _slabs_possible(self) -> bool:
+        """Whether a slab of z layers of a stored chunk can be read alone: uncompressed raw
+        chunks of one channel in a shard (whose index gives each chunk's length, checked
+        before the slab is trusted)."""
+        spec = self.scale.sharding
+        return (self.aligned and spec is not None and spec.data_encoding == "raw"
+                and self.scale.encoding == "raw" and self.num_channels == 1)
+
+    def _raw_slabs(self, pos: IntArray, z_lo: list[int], z_hi: list[int],
+                   xy_hi: list[list[int]]) -> list[ChunkResult]:
+        """The z layers ``[z_lo, z_hi)`` of raw chunks at ``pos``, each as ``(1, bx, by,
+        z_hi - z_lo)``, read alone when the box wants the chunk's whole x-y extent (else the
+        whole chunk, decoded: then its layers start at 0, and ``z_lo`` is set to 0).  A chunk
+        whose stored length is not its box's raw size is its error, as a whole read would
+        say."""
+        isz = self.dtype.itemsize
+        boxes = [self.chunk_box(p) for p in pos.tolist()]
+        slab = [xy_hi[k][0] == b[0] and xy_hi[k][1] == b[1] for k, b in enumerate(boxes)]
+        parts: list[tuple[int, int] | None] = [
+            (z_lo[k] * b[0] * b[1] * isz, (z_hi[k] - z_lo[k]) * b[0] * b[1] * isz)
+            if slab[k] else None for k, b in enumerate(boxes)]
+        out: list[ChunkResult] = []
+        for k, (stored, unit) in enumerate(self.stored_many(pos, parts)):
+            if stored is None or isinstance(stored, FormatError):
+                out.append(stored)
+                continue
+            assert unit is not None
+            b = boxes[k]
+            if not slab[k]:
+                z_lo[k] = 0
+                try:
+                    out.append(self.decode_stored(stored, unit))
+                except FormatError as exc:
+                    out.append(exc)
+                continue
+            want = b[0] * b[1] * b[2] * isz
+            if unit.nbytes != want:
+                out.append(unit.error(f"raw chunk of {unit.nbytes} bytes, {want} expected for "
+                                      f"{'x'.join(map(str, b))} voxels x 1 channel(s)"))
+                continue
+            nz = z_hi[k] - z_lo[k]
+            arr = np.frombuffer(stored, dtype=self.dtype).reshape(nz, b[1], b[0])
+            out.append(arr.transpose(2, 1, 0)[None])
+        return out
 
     # -- listing --------------------------------------------------------------------------------
     def iter_units(self) -> Iterator[Vec3]:
