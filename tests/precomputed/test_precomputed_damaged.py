@@ -236,3 +236,18 @@ def test_shard_cut_short_inside_its_index(pc_copy: Any) -> None:
             errors.append(exc)
             assert exc.path == str(shard) and exc.chunk == pos
     assert errors
+
+
+def test_compressed_segmentation_damage_found_by_a_plane(pc_copy: Any) -> None:
+    """A plane decodes only part of a chunk: the damage it meets is still named."""
+    root = pc_copy("cseg32")
+    v = open_volume(root)
+    unit = v.open_unit((0, 0, 0))
+    assert unit is not None
+    path = Path(unit.path)
+    raw = bytearray(path.read_bytes())
+    raw[4 + 3] = 0xFF  # block 0: 255 encoded bits
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ChunkDecodeError, match="255 encoded bits") as err:
+        open_volume(root).read((0, 0, 1), (16, 16, 1))
+    assert_named(err.value, path, (0, 0, 0), None)

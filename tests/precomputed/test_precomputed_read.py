@@ -88,3 +88,19 @@ def test_sharded_read_units_batch(pc: dict[str, Any]) -> None:
         su = v.open_unit(u)
         assert su is not None and isinstance(g, list)
         np.testing.assert_array_equal(g[0], su.read_chunks([0])[0])
+
+
+@pytest.mark.parametrize("name", ["sharded_murmur", "cseg32", "sharded_identity"])
+def test_planes_read_as_tensorstore(pc: dict[str, Any], name: str) -> None:
+    """XY planes (a slab of each chunk: compressed_segmentation decodes only the blocks and
+    layers met, raw chunks in shards are read as slabs), every z, and thin boxes off the
+    chunk grid."""
+    path, truths = pc[name]
+    v = open_volume(path)
+    truth = truths[0]
+    o, s = v.origin, v.shape
+    for z in range(s[2]):
+        got = v.read((o[0], o[1], o[2] + z), (s[0], s[1], 1))
+        np.testing.assert_array_equal(got, truth[:, :, :, z:z + 1])
+    got = v.read((o[0] + 5, o[1] + 3, o[2] + 6), (30, 20, 3))
+    np.testing.assert_array_equal(got, truth[:, 5:35, 3:23, 6:9])

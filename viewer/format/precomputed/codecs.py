@@ -83,6 +83,21 @@ class ChunkCodec:
         full[:, :box[0], :box[1], :box[2]] = arr
         return full
 
+    def decode_part(self, stored: bytes | memoryview, box: Vec3, lo: Vec3, hi: Vec3
+                    ) -> npt.NDArray[Any]:
+        """The voxels ``[lo, hi)`` of the chunk (inside ``box``) as ``(C, ...)``: a
+        compressed_segmentation chunk decodes only the blocks (and the z layers of them)
+        that the box meets; other encodings decode the chunk and cut the box out."""
+        if self.encoding != "compressed_segmentation" or self.block_size is None:
+            return self.decode(stored, box)[:, lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]]
+        data, _ = self.unwrap(stored, box)
+        try:
+            return cseg.decode_checked(data, box, self.channels, self.block_size, self.dtype,
+                                       lo, hi)
+        except cseg.CsegError as exc:
+            raise CodecFailure(f"compressed_segmentation stream does not decode to "
+                               f"{'x'.join(map(str, box))} voxels: {exc}") from None
+
     def _decode_box(self, data: bytes | memoryview, box: Vec3) -> npt.NDArray[Any]:
         c = self.channels
         n = box[0] * box[1] * box[2]

@@ -98,75 +98,100 @@ def _unpack(w: npt.NDArray[np.uint32], values_at: npt.NDArray[np.int64], b: int,
 
 
 def decode_checked(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3,
-                   dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """``decode`` in numpy, every offset and index checked (``CsegError`` naming the
-    block)."""
+                   dtype: np.dtype[Any], lo: Vec3 = (0, 0, 0), hi: Vec3 | None = None
+                   ) -> npt.NDArray[Any]:
+    """The voxels ``[lo, hi)`` of the chunk (default: all of its ``box``) as ``(C, x, y,
+    z)`` in Fortran order, decoded in numpy with every offset and index checked
+    (``CsegError`` naming the block).  Only the blocks that meet ``[lo, hi)`` are decoded:
+    an XY plane of a chunk costs one layer of blocks."""
     if len(data) % 4:
         raise CsegError(f"{len(data)} bytes is not a whole number of 32-bit words")
     words = np.frombuffer(data, dtype="<u4")
     if len(words) < channels:
         raise CsegError(f"stream of {len(data)} bytes is shorter than its channel header")
-    out = np.empty((channels, *box), dtype=dtype, order="F")
+    top = box if hi is None else hi
+    size = (top[0] - lo[0], top[1] - lo[1], top[2] - lo[2])
+    out = np.empty((channels, *size), dtype=dtype, order="F")
     for c in range(channels):
         start = int(words[c])
         if start >= len(words):
             raise CsegError(f"channel {c} starts at word {start}, past the end "
                             f"({len(words)} words)")
-        end = int(words[c + 1]) if c + 1 < channels else len(words)
-        if end <= start or end > len(words):
-            end = len(words)
-        out[c] = _channel(words[start:end], box, block, dtype, c)
+        out[c] = _channel(words, start, box, block, dtype, c, lo, top)
     return out
 
 
-def _channel(w: npt.NDArray[np.uint32], box: Vec3, block: Vec3, dtype: np.dtype[Any],
-             channel: int) -> npt.NDArray[Any]:
+def _channel(words: npt.NDArray[np.uint32], start: int, box: Vec3, block: Vec3,
+             dtype: np.dtype[Any], channel: int, lo: Vec3, hi: Vec3) -> npt.NDArray[Any]:
+    w = words[start:]
+    n = len(w)
     grid = tuple(-(-box[a] // block[a]) for a in range(3))
     nblocks = grid[0] * grid[1] * grid[2]
-    per_block = block[0] * block[1] * block[2]
-    if len(w) < 2 * nblocks:
-        raise CsegError(f"channel {channel}: {len(w)} words, fewer than its {nblocks} block "
+    if n < 2 * nblocks:
+        raise CsegError(f"channel {channel}: {n} words, fewer than its {nblocks} block "
                         "headers")
-    head = w[:2 * nblocks].reshape(nblocks, 2)
+    # the blocks that meet [lo, hi), x fastest
+    b_lo = [lo[a] // block[a] for a in range(3)]
+    b_hi = [-(-hi[a] // block[a]) for a in range(3)]
+    sub = (b_hi[0] - b_lo[0], b_hi[1] - b_lo[1], b_hi[2] - b_lo[2])
+    gz, gy, gx = np.meshgrid(np.arange(b_lo[2], b_hi[2]), np.arange(b_lo[1], b_hi[1]),
+                             np.arange(b_lo[0], b_hi[0]), indexing="ij")
+    blocks = (gx + grid[0] * (gy + grid[1] * gz)).reshape(-1)
+    head = w[:2 * nblocks].reshape(nblocks, 2)[blocks]
     table_at = (head[:, 0] & 0xFFFFFF).astype(np.int64)
     bits = (head[:, 0] >> 24).astype(np.int64)
     values_at = head[:, 1].astype(np.int64)
     odd = ~np.isin(bits, BIT_WIDTHS)
     if odd.any():
-        k = int(np.flatnonzero(odd)[0])
-        raise CsegError(f"channel {channel} block {k}: {int(bits[k])} encoded bits (0, 1, 2, "
-                        "4, 8, 16 or 32 allowed)")
+        k = int(blocks[np.flatnonzero(odd)[0]])
+        raise CsegError(f"channel {channel} block {k}: {int(bits[np.flatnonzero(odd)[0]])} "
+                        "encoded bits (0, 1, 2, 4, 8, 16 or 32 allowed)")
     wide = 2 if dtype.itemsize == 8 else 1
-    n = len(w)
-    index = np.zeros((nblocks, per_block), dtype=np.int64)
+    # within one layer of blocks, only the z layers wanted (values are x fastest, then y,
+    # z: a run of whole layers, word-aligned when a layer holds a multiple of 32 values)
+    layer = block[0] * block[1]
+    z0 = lo[2] - b_lo[2] * block[2]
+    nz = hi[2] - lo[2]
+    if sub[2] != 1 or layer % 32:
+        z0, nz = 0, block[2]
+    per = layer * nz
+    index = np.zeros((len(blocks), per), dtype=np.int64)
     for b in BIT_WIDTHS[1:]:
         sel = np.flatnonzero(bits == b)
         if not len(sel):
             continue
-        nwords = -(-b * per_block // 32)
-        last = values_at[sel] + nwords
+        first = b * layer * z0 // 32
+        nwords = -(-b * (layer * (z0 + nz)) // 32) - first
+        last = values_at[sel] + first + nwords
         if (last > n).any():
             k = int(sel[np.flatnonzero(last > n)[0]])
-            raise CsegError(f"channel {channel} block {k}: encoded values [word "
-                            f"{int(values_at[k])}, {int(values_at[k]) + nwords}) run past the end "
-                            f"({n} words)")
-        index[sel] = _unpack(w, values_at[sel], b, per_block)
-    slot = table_at[:, None] + index * wide
-    if (slot + wide > n).any():
+            raise CsegError(f"channel {channel} block {int(blocks[k])}: encoded values [word "
+                            f"{int(values_at[k])}, {int(values_at[k]) + nwords}) run past the "
+                            f"end ({n} words)")
+        index[sel] = _unpack(w, values_at[sel] + first, b, per)
+    slot = index
+    slot *= wide
+    slot += table_at[:, None]
+    if int(slot.max(initial=0)) + wide > n:
         k = int(np.flatnonzero((slot + wide > n).any(axis=1))[0])
-        raise CsegError(f"channel {channel} block {k}: a value's lookup table entry lies past "
-                        f"the end ({n} words)")
-    if wide == 2:
-        lo = w[slot].astype(np.uint64)
-        hi = w[slot + 1].astype(np.uint64)
-        values = (lo | (hi << np.uint64(32))).astype(dtype)
+        raise CsegError(f"channel {channel} block {int(blocks[k])}: a value's lookup table "
+                        f"entry lies past the end ({n} words)")
+    if wide == 2:  # a uint64 at any word: the even- or the odd-aligned view of the words
+        even = w[:n - n % 2].view("<u8")
+        odd_view = w[1:n - (n - 1) % 2].view("<u8") if n > 1 else even[:0]
+        half = slot >> 1
+        values = np.where(slot & 1, odd_view[np.minimum(half, len(odd_view) - 1)],
+                          even[np.minimum(half, len(even) - 1)]).astype(dtype, copy=False)
     else:
-        values = w[slot].astype(dtype)
-    # (gz, gy, gx, bz, by, bx) -> (gx, bx, gy, by, gz, bz) -> the padded box, cropped
-    v = values.reshape(grid[2], grid[1], grid[0], block[2], block[1], block[0])
-    full = v.transpose(2, 5, 1, 4, 0, 3).reshape(grid[0] * block[0], grid[1] * block[1],
-                                                  grid[2] * block[2])
-    out: npt.NDArray[Any] = full[:box[0], :box[1], :box[2]]
+        values = w[slot].astype(dtype, copy=False)
+    # (bz, by, bx) blocks of (block z, y, x) voxels -> x, y, z of the blocks' box, cropped
+    v = values.reshape(sub[2], sub[1], sub[0], nz, block[1], block[0])
+    full = v.transpose(2, 5, 1, 4, 0, 3).reshape(sub[0] * block[0], sub[1] * block[1],
+                                                  sub[2] * nz)
+    o = [lo[0] - b_lo[0] * block[0], lo[1] - b_lo[1] * block[1],
+         lo[2] - b_lo[2] * block[2] - z0]
+    out: npt.NDArray[Any] = full[o[0]:o[0] + hi[0] - lo[0], o[1]:o[1] + hi[1] - lo[1],
+                                 o[2]:o[2] + hi[2] - lo[2]]
     return out
 
 

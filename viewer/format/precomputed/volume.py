@@ -366,15 +366,25 @@ class PrecomputedVolume(Volume):
         except CodecFailure as exc:
             raise unit.error(str(exc)) from None
 
-    def _results(self, pos: IntArray) -> list[ChunkResult]:
+    def _results(self, pos: IntArray, lo: Sequence[Sequence[int]] | None = None,
+                 hi: Sequence[Sequence[int]] | None = None) -> list[ChunkResult]:
+        """The chunks at ``pos`` decoded (or absent, or their errors); with ``lo`` and
+        ``hi``, only the voxels ``[lo, hi)`` of each (``ChunkCodec.decode_part``)."""
         out: list[ChunkResult] = []
-        for stored, unit in self.stored_many(pos):
+        for k, (stored, unit) in enumerate(self.stored_many(pos)):
             if stored is None or isinstance(stored, FormatError):
                 out.append(stored)
                 continue
             assert unit is not None
             try:
-                out.append(self.decode_stored(stored, unit))
+                if lo is None or hi is None:
+                    out.append(self.decode_stored(stored, unit))
+                    continue
+                a, b = lo[k], hi[k]
+                out.append(self.codec.decode_part(stored, self.chunk_box(unit.pos),
+                                                  (a[0], a[1], a[2]), (b[0], b[1], b[2])))
+            except CodecFailure as exc:
+                out.append(unit.error(str(exc)))
             except FormatError as exc:
                 out.append(exc)
         return out
@@ -431,17 +441,27 @@ class PrecomputedVolume(Volume):
         full = slice(None)
         slabs = self._slabs_possible()
 
+        block = self.scale.block_size
+        thin = block is not None and self.aligned  # compressed_segmentation: decode a slab
+
         def run(t: int) -> None:
             rows = range(t * batch, min((t + 1) * batch, len(grid)))
             part = grid[rows.start:rows.stop]
-            z_lo = [src_lo[r][2] for r in rows]
+            shift = [[0, 0, 0] for _ in rows]  # where each result starts in its chunk
             if slabs and all(src_lo[r][0] == 0 and src_lo[r][1] == 0 for r in rows):
+                z_lo = [src_lo[r][2] for r in rows]
                 results = self._raw_slabs(part, z_lo, [src_hi[r][2] for r in rows],
                                           [src_hi[r][:2] for r in rows])
+                for k, z in enumerate(z_lo):
+                    shift[k][2] = z
+            elif thin and block is not None and all(src_hi[r][2] - src_lo[r][2] < block[2]
+                                                    for r in rows):
+                results = self._results(part, [src_lo[r] for r in rows],
+                                        [src_hi[r] for r in rows])
+                shift = [list(src_lo[r]) for r in rows]
             else:
                 results = self._results(part)
-                z_lo = [0] * len(z_lo)
-            for row, z0, result in zip(rows, z_lo, results, strict=True):
+            for row, o, result in zip(rows, shift, results, strict=True):
                 if result is None:
                     continue
                 if isinstance(result, FormatError):
@@ -449,7 +469,8 @@ class PrecomputedVolume(Volume):
                     continue
                 a, b, p, q = src_lo[row], src_hi[row], dst_lo[row], dst_hi[row]
                 out[full, p[0]:q[0], p[1]:q[1], p[2]:q[2]] = \
-                    result[full, a[0]:b[0], a[1]:b[1], a[2] - z0:b[2] - z0]
+                    result[full, a[0] - o[0]:b[0] - o[0], a[1] - o[1]:b[1] - o[1],
+                           a[2] - o[2]:b[2] - o[2]]
 
         share(ntasks, run, threads)
         if errors:
