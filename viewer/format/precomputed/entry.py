@@ -40,7 +40,15 @@ def root_of(path: str) -> str:
     return p
 
 
+def detect_prefixed(path: str) -> bool:
+    """A path or URL written as neuroglancer does, ``precomputed://...`` (asked first: no
+    other format could read it)."""
+    return path.startswith(PREFIX)
+
+
 def detect(path: str) -> bool:
+    """A folder, URL or ``info`` file of a precomputed volume (asked after the other formats:
+    a URL costs a request for its ``info``)."""
     if path.startswith(PREFIX):
         return True
     root = root_of(path)
@@ -126,7 +134,8 @@ def _fixed(volume: PrecomputedVolume) -> Callable[[], Volume]:
     return lambda: volume
 
 
-register(FormatEntry("precomputed", detect, open_dataset, priority=102,
-                     names=("precomputed",),
+register(FormatEntry("precomputed-prefixed", detect_prefixed, open_dataset, priority=102,
+                     names=("precomputed",)))
+register(FormatEntry("precomputed", detect, open_dataset, priority=8, names=("precomputed",),
                      describes="a Neuroglancer precomputed volume (a folder or URL with an "
                                "info file; precomputed:// prefixes too), sharded or not"))
