@@ -104,3 +104,40 @@ def test_planes_read_as_tensorstore(pc: dict[str, Any], name: str) -> None:
         np.testing.assert_array_equal(got, truth[:, :, :, z:z + 1])
     got = v.read((o[0] + 5, o[1] + 3, o[2] + 6), (30, 20, 3))
     np.testing.assert_array_equal(got, truth[:, 5:35, 3:23, 6:9])
+
+
+def test_compresso_chunks(tmp_path: Path) -> None:
+    """compresso chunks as CloudVolume writes them (one file per chunk, the ``compresso``
+    package's own stream of the chunk's labels), read back voxel for voxel; a stream cut short
+    is the chunk's error."""
+    import json
+
+    compresso = pytest.importorskip("compresso", reason="compresso (test extra) not installed")
+    import precomputed_writers as w
+    from conftest import SIZE
+
+    from viewer.format import ChunkDecodeError
+
+    labels = w.segments(SIZE, "uint64", 9)[0]
+    root = tmp_path / "cmp"
+    (root / "s0").mkdir(parents=True)
+    chunk = (16, 16, 8)
+    info = {"@type": "neuroglancer_multiscale_volume", "type": "segmentation",
+            "data_type": "uint64", "num_channels": 1,
+            "scales": [{"key": "s0", "size": list(SIZE), "voxel_offset": [0, 0, 0],
+                        "resolution": [8, 8, 8], "chunk_sizes": [list(chunk)],
+                        "encoding": "compresso"}]}
+    (root / "info").write_text(json.dumps(info))
+    for x in range(0, SIZE[0], chunk[0]):
+        for y in range(0, SIZE[1], chunk[1]):
+            for z in range(0, SIZE[2], chunk[2]):
+                hi = [min(a + c, s) for a, c, s in zip((x, y, z), chunk, SIZE, strict=True)]
+                part = np.asfortranarray(labels[x:hi[0], y:hi[1], z:hi[2]])
+                (root / "s0" / f"{x}-{hi[0]}_{y}-{hi[1]}_{z}-{hi[2]}").write_bytes(
+                    compresso.compress(part))
+    v = open_volume(root)
+    np.testing.assert_array_equal(v.read((0, 0, 0), SIZE)[0], labels)
+    bad = root / "s0" / "16-32_16-32_8-16"
+    bad.write_bytes(bad.read_bytes()[:40])
+    with pytest.raises(ChunkDecodeError, match="compresso"):
+        open_volume(root).read((16, 16, 8), chunk)

@@ -135,8 +135,14 @@ class ChunkCodec:
             import compresso
         except ImportError:
             raise MissingDecoder(_missing("compresso")) from None
+        raw = bytes(data)
         try:
-            arr = np.asarray(compresso.decompress(bytes(data)))
+            if not compresso.valid(raw):
+                raise CodecFailure("compresso stream does not decode: its header or its "
+                                   "sections are not consistent with its length")
+            arr = np.asarray(compresso.decompress(raw))
+        except CodecFailure:
+            raise
         except Exception as exc:  # noqa: BLE001 - the codec's own errors are not typed
             raise CodecFailure(f"compresso stream does not decode: {exc}") from None
         if arr.shape[:3] != box:
