@@ -141,3 +141,19 @@ def test_compresso_chunks(tmp_path: Path) -> None:
     bad.write_bytes(bad.read_bytes()[:40])
     with pytest.raises(ChunkDecodeError, match="compresso"):
         open_volume(root).read((16, 16, 8), chunk)
+
+
+def test_zstd_chunk_files_as_cloudvolume_writes_them(pc: dict[str, Any], pc_copy: Any) -> None:
+    """CloudVolume's other compression: zstd chunk files, under their own name or with
+    ``.zstd`` added (its local file store)."""
+    import zstandard
+
+    root = pc_copy("raw")
+    folder = root / "4_4_40"
+    for k, p in enumerate(sorted(folder.iterdir())):
+        data = zstandard.ZstdCompressor(write_content_size=k % 3 != 0).compress(p.read_bytes())
+        p.unlink()
+        (folder / (p.name + (".zstd" if k % 2 else ""))).write_bytes(data)
+    v = open_volume(root)
+    np.testing.assert_array_equal(v.read(v.origin, v.shape), pc["raw"][1][0])
+    assert len(set(v.iter_units())) == 27

@@ -25,6 +25,7 @@ from viewer.format.precomputed import cseg
 
 Vec3 = tuple[int, int, int]
 GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 EXTRA = "precomputed"
 #: The package that decodes each encoding beyond raw, for messages about a missing one.
 PACKAGES = {"jpeg": "pillow", "png": "pillow", "compresso": "compresso"}
@@ -58,13 +59,27 @@ class ChunkCodec:
         return out + (" + gzip" if self.gzip else "")
 
     def unwrap(self, stored: bytes | memoryview, box: Vec3) -> tuple[bytes | memoryview, bool]:
-        """The chunk's encoded bytes with any gzip layer removed, and whether there was one.
-        An unsharded chunk is gzip when it starts with the gzip magic and is not a raw chunk
-        of exactly the box's size."""
+        """The chunk's encoded bytes with any gzip (or zstd) layer removed, and whether there
+        was one.  An unsharded chunk is gzip (zstd) when it starts with that format's magic
+        and is not a raw chunk of exactly the box's size (as CloudVolume stores chunks:
+        compressed under their own name, or with ``.gz`` / ``.zstd`` added)."""
         gz = self.gzip
-        if not gz and bytes(stored[:2]) == GZIP_MAGIC:
+        zst = False
+        if not gz:
+            head = bytes(stored[:4])
             raw_len = box[0] * box[1] * box[2] * self.channels * self.dtype.itemsize
-            gz = self.encoding != "raw" or len(stored) != raw_len
+            plain = self.encoding == "raw" and len(stored) == raw_len
+            gz = head[:2] == GZIP_MAGIC and not plain
+            zst = head == ZSTD_MAGIC and not plain
+        if zst:
+            try:
+                import zstandard
+
+                # a frame may omit its size: at most what any encoding of the box takes
+                return zstandard.ZstdDecompressor().decompress(
+                    stored, max_output_size=4 * raw_len + (1 << 16)), True
+            except zstandard.ZstdError as exc:
+                raise CodecFailure(f"zstd stream does not decode: {exc}") from None
         if not gz:
             return stored, False
         try:

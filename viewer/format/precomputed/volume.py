@@ -201,9 +201,10 @@ class PrecomputedVolume(Volume):
             key = self._key(self.chunk_name(pos))
             try:
                 size = self.store.size(key)
-                if size is None:
-                    key += ".gz"
-                    size = self.store.size(key)
+                for suffix in (".gz", ".zstd"):
+                    if size is None:
+                        key = self._key(self.chunk_name(pos)) + suffix
+                        size = self.store.size(key)
             except OSError as exc:
                 raise DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
                                          self.store.location(key)) from None
@@ -344,7 +345,7 @@ class PrecomputedVolume(Volume):
         pos = (int(p[0]), int(p[1]), int(p[2]))
         key = self._key(self.chunk_name(pos))
         local = isinstance(self.store, LocalStore)
-        for k in (key, key + ".gz"):
+        for k in (key, key + ".gz", key + ".zstd"):
             try:
                 data = read_file_whole(self.store.location(k)) if local \
                     else self.store.read_whole(k)
@@ -553,7 +554,7 @@ class PrecomputedVolume(Volume):
         found: list[FormatError] = []
         if spec is None:
             for name in sorted(names):
-                stem = name[:-3] if name.endswith(".gz") else name
+                stem = name.removesuffix(".gz").removesuffix(".zstd")
                 pos = self._parse_name(stem)
                 if pos is None:
                     if _looks_like_chunk(stem):
