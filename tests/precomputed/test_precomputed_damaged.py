@@ -251,3 +251,30 @@ def test_compressed_segmentation_damage_found_by_a_plane(pc_copy: Any) -> None:
     with pytest.raises(ChunkDecodeError, match="255 encoded bits") as err:
         open_volume(root).read((0, 0, 1), (16, 16, 1))
     assert_named(err.value, path, (0, 0, 0), None)
+
+
+def test_gzip_minishard_index_that_does_not_decode(pc: dict[str, Any], pc_copy: Any) -> None:
+    import precomputed_writers as w
+
+    root = pc_copy("sharded_murmur")
+    v = open_volume(root)
+    shard = first_shard(root)
+    index, chunks = w.hand_parse_shard(shard, 2, True)
+    m = next(k for k, (a, b) in enumerate(index) if b > a)
+    a, b = index[m]
+    raw = bytearray(shard.read_bytes())
+    raw[a + 10:b] = bytes(len(raw[a + 10:b]))  # the deflate stream zeroed after its header
+    shard.write_bytes(bytes(raw))
+    v = open_volume(root)
+    grid = v.scale.grid_shape
+    bad = set()
+    for chunk_id, (mm, _, _) in chunks.items():
+        if mm != m:
+            continue
+        pos = w.morton_position(chunk_id, grid)
+        bad.add(pos)
+        with pytest.raises(MinishardIndexError, match="does not decode") as err:
+            v.open_unit(pos)
+        assert_named(err.value, shard, pos, chunk_id)
+    assert bad
+    readable_elsewhere(v, bad, pc["sharded_murmur"][1][0])
