@@ -125,8 +125,13 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     from viewer.ui.compare.install import install_compare, settle
 
     compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
-    window.resize(*WINDOW_SIZE)
+    from PySide6.QtCore import QSize
+
+    from viewer.ui.screen_fit import fit_after_show, fit_to_screen
+
+    fit_to_screen(window, QSize(*WINDOW_SIZE))  # a small screen: at most its free area
     memory = install_memory(window)  # the remembered geometry and docks replace the defaults
+    fit_to_screen(window)  # remembered on a larger screen: clamped to this one
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
@@ -135,6 +140,8 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
 
             window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
         window.show()
+        if not args.screenshot:
+            fit_after_show(window)  # the window system's frame counts too
         path = args.path
         if path is None:  # the demo: generated on first use, the window already up
             path = _demo_path(window, headless=bool(args.screenshot))

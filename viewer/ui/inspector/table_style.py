@@ -50,3 +50,30 @@ def fast_table(view: QTableView) -> None:
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     view.setWordWrap(False)
+    fit_header_titles(view)
+
+
+#: Pixels a header section adds around its title (margins, the sort arrow's room).
+HEADER_SLACK = 22
+
+
+def fit_header_titles(view: QTableView) -> None:
+    """Keep each column at least as wide as its title, now and whenever the model's columns
+    change (a chunk table adds its format's own columns)."""
+    header = view.horizontalHeader()
+    model = view.model()
+    if model is None:
+        return
+
+    def fit() -> None:
+        metrics = header.fontMetrics()
+        for section in range(header.count()):
+            title = model.headerData(section, Qt.Orientation.Horizontal)
+            need = metrics.horizontalAdvance(str(title or "")) + HEADER_SLACK
+            if header.sectionSize(section) < need:
+                header.resizeSection(section, need)
+
+    fit()
+    model.modelReset.connect(fit)
+    model.headerDataChanged.connect(lambda *_: fit())
+    model.columnsInserted.connect(lambda *_: fit())
