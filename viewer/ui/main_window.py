@@ -17,21 +17,34 @@ calls it on the GUI thread).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QKeyEvent
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeyEvent,
+    QWindow,
+)
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
     QDockWidget,
     QFrame,
     QGridLayout,
     QLabel,
+    QLineEdit,
     QMainWindow,
+    QPlainTextEdit,
     QScrollArea,
     QSizePolicy,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -163,6 +176,9 @@ class QtMainWindow(QMainWindow):
             view.message = "No dataset open.\nFile \u25b8 Open, or drop a dataset folder here."
         self.state.subscribe(self._on_state_changed)
         self.setStyleSheet(STYLE + checkbox_style())
+        app = QGuiApplication.instance()
+        if isinstance(app, QGuiApplication):
+            app.focusWindowChanged.connect(self._on_focus_window_changed)
 
     # -- the window as a host of its parts (viewer.ui.window_host.WindowHost) ----------------
     def show_message(self, text: str, timeout_ms: int = 0) -> None:
@@ -437,6 +453,32 @@ class QtMainWindow(QMainWindow):
             if (nh, nv) != (ch, cv):
                 self.state.centers[axis] = (nh, nv)  # the CURSOR notification repaints
 
+    # -- focus -------------------------------------------------------------------------------
+    def _on_focus_window_changed(self, focus: QWindow | None) -> None:
+        """A dialog of this window took the keys: when it hides, the window takes them back
+        (a window system without a manager does not give them back) and the views have them,
+        unless a text field of the window had them."""
+        mine = self.windowHandle()
+        if (focus is None or mine is None or focus is mine
+                or focus.transientParent() is not mine or focus.property("refocusViews")):
+            return
+        focus.setProperty("refocusViews", True)
+        focus.visibleChanged.connect(self._on_dialog_visible_changed)
+
+    def _on_dialog_visible_changed(self, visible: bool) -> None:
+        if not visible:
+            QTimer.singleShot(0, self, self.focus_views)
+
+    def focus_views(self) -> None:
+        """Make the window active and give the focused view the keys (a text field that has
+        them keeps them)."""
+        if not self.isVisible() or QApplication.activeModalWidget() is not None:
+            return
+        self.activateWindow()
+        widget = QApplication.focusWidget()
+        if not isinstance(widget, QLineEdit | QAbstractSpinBox | QTextEdit | QPlainTextEdit):
+            self.views[self.state.focused].setFocus()
+
     # -- keys --------------------------------------------------------------------------------
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
@@ -454,6 +496,10 @@ class QtMainWindow(QMainWindow):
         super().keyPressEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        app = QGuiApplication.instance()
+        if isinstance(app, QGuiApplication):
+            with contextlib.suppress(RuntimeError, TypeError):  # (closed twice)
+                app.focusWindowChanged.disconnect(self._on_focus_window_changed)
         self.opening.stop()
         if self.source is not None:
             self.source.close()
