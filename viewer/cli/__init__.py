@@ -42,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             print(f"--remote-cache-mb wants a number of MiB, not {cache_mb!r}", file=sys.stderr)
             return 2
+    unknown = _unknown_command(args)
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]])
         try:
@@ -55,6 +59,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     from viewer import app  # the window: imports Qt, so only when it is wanted
 
     return int(app.main(args, exit_at_once=True))
+
+
+def _unknown_command(args: list[str]) -> str | None:
+    """What to say when ``args`` start with a word that is neither a subcommand nor something
+    to open: a near miss of a subcommand (``infoo``), or a word followed by more words (the
+    window takes one PATH); None when ``args`` are fine or the window should say more."""
+    import difflib
+
+    if not args or args[0] in COMMANDS or args[0].startswith("-"):
+        return None
+    word = args[0]
+    if "://" in word or os.path.exists(word):
+        return None
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    more = [a for a in args[1:] if not a.startswith("-")]
+    if not near and (not more or os.sep in word):
+        return None
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return (f"wkw-viewer: unknown command {word!r}{hint}; the commands are "
+            f"{', '.join(COMMANDS)}, or a dataset to open (wkw-viewer --help)")
 
 
 def _take_option(args: list[str], name: str) -> tuple[list[str], str | None]:

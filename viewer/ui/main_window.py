@@ -17,7 +17,6 @@ calls it on the GUI thread).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -177,6 +176,7 @@ class QtMainWindow(QMainWindow):
         self.state.subscribe(self._on_state_changed)
         self.setStyleSheet(STYLE + checkbox_style())
         app = QGuiApplication.instance()
+        self._watching_focus = isinstance(app, QGuiApplication)
         if isinstance(app, QGuiApplication):
             app.focusWindowChanged.connect(self._on_focus_window_changed)
 
@@ -354,9 +354,9 @@ class QtMainWindow(QMainWindow):
         """Say in the window what went wrong; the window stays usable."""
         self.errors.append(f"{title}: {detail}")
         self.banner.show_message(title, detail)
-        if self.dataset is None:
+        if self.dataset is None:  # the detail once, in the banner; the views name the problem
             for view in self.views.values():
-                view.message = f"{title}\n\n{detail}"
+                view.message = f"{title}\n\n(the message above says why)"
                 view.update()
         self.statusBar().showMessage(title, 8000)
 
@@ -497,9 +497,9 @@ class QtMainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         app = QGuiApplication.instance()
-        if isinstance(app, QGuiApplication):
-            with contextlib.suppress(RuntimeError, TypeError):  # (closed twice)
-                app.focusWindowChanged.disconnect(self._on_focus_window_changed)
+        if self._watching_focus and isinstance(app, QGuiApplication):
+            self._watching_focus = False
+            app.focusWindowChanged.disconnect(self._on_focus_window_changed)
         self.opening.stop()
         if self.source is not None:
             self.source.close()
