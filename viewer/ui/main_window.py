@@ -50,9 +50,10 @@ from PySide6.QtWidgets import (
 
 from viewer.core import state as st
 from viewer.core.layered import LayeredSource, SourceLayer
-from viewer.core.slicing import Box3
+from viewer.core.slicing import Box3, Plane
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
 from viewer.format import Dataset, FormatError, Volume
+from viewer.render.plane import Rendered
 from viewer.ui import collector
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
@@ -205,6 +206,11 @@ class QtMainWindow(QMainWindow):
     def planes_complete(self) -> bool:
         """Every visible view shows its whole plane of every visible layer."""
         return self.drawing.planes_complete()
+
+    def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered:
+        """``view``'s picture with layer ``name``'s plane replaced by ``plane``
+        (``QtLayerDrawing.draw_with``: compare's B drawn as A is)."""
+        return self.drawing.draw_with(view, name, plane)
 
     def _on_hovered(self, pos: Vec3 | None) -> None:
         """The mouse is over voxel ``pos`` of a view (compare's B views report here too)."""

@@ -71,6 +71,8 @@ class QtSliceView(QWidget):
     hovered = Signal(object)
     #: The plane this view needs changed (resize); the window fetches it.
     plane_wanted = Signal(int)
+    #: The view shows another picture (``show_plane``): its axis.
+    picture_changed = Signal(int)
 
     def __init__(self, axis: int, state: ViewerState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -185,6 +187,7 @@ class QtSliceView(QWidget):
         self.request = plane.request if plane is not None else None
         self.rendered = rendered
         self._image_serial += 1
+        self.picture_changed.emit(self.axis)
         if plane is None or rendered is None:
             self._image = None
         else:
