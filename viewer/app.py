@@ -152,9 +152,12 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
 
     from viewer.ui.screen_fit import fit_after_show, fit_to_screen
 
-    fit_to_screen(window, QSize(*WINDOW_SIZE))  # a small screen: at most its free area
+    window.resize(*WINDOW_SIZE)
+    if not args.screenshot:  # (the offscreen platform's pretend screen is no limit)
+        fit_to_screen(window, QSize(*WINDOW_SIZE))  # a small screen: at most its free area
     memory = install_memory(window)  # the remembered geometry and docks replace the defaults
-    fit_to_screen(window)  # remembered on a larger screen: clamped to this one
+    if not args.screenshot:
+        fit_to_screen(window)  # remembered on a larger screen: clamped to this one
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
