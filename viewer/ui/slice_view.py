@@ -240,7 +240,7 @@ class QtSliceView(QWidget):
             self._painted_cross = None
         else:
             self._paint_crosshair(painter)
-            self._paint_labels(painter)
+            self.paint_labels(painter)
             self.paint_scale_bar(painter)
         if self.message:
             painter.setPen(QColor(230, 230, 230))
@@ -343,7 +343,9 @@ class QtSliceView(QWidget):
             painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
             painter.drawRect(QRectF(cx - zh / 2, cy - zv / 2, zh, zv))
 
-    def _paint_labels(self, painter: QPainter) -> None:
+    def paint_labels(self, painter: QPainter) -> None:
+        """Draw the view's name and slice top left and its axes and zoom bottom right (an
+        overlay that covers the view draws them again)."""
         font = QFont(painter.font())
         font.setBold(True)
         painter.setFont(font)
