@@ -64,6 +64,7 @@ from viewer.ui.opening import QtDatasetOpener
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import QtWindowStatus
 from viewer.ui.theme import checkbox_style
+from viewer.ui.url_progress import QtUrlProgress
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
@@ -258,11 +259,20 @@ class QtMainWindow(QMainWindow):
         """Open a dataset of any format the registry reads (a folder, a file, a URL).  On
         failure the window says why (and keeps what it showed before) and False is returned."""
         path = os.fspath(path)
+        progress = QtUrlProgress(self, self.banner, path) if "://" in path else None
         try:
-            opening = self.opening.open(path, pos)
+            opening = self.opening.open(path, pos, progress)
+        except remote_ui.OpeningCancelled:
+            return False  # the person pressed Esc: the window shows what it showed
         except Exception as exc:  # whatever it is, a message in the window, not a crash
+            if progress is not None:
+                progress.finish()
+                progress = None
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
+        finally:
+            if progress is not None:
+                progress.finish()
         self.set_dataset(opening.layers[0].finest, path, opening.bounds, pos, zoom,
                          opened=opening.dataset, layers=opening.layers)
         self.opening.adopt(opening.scan)
