@@ -73,6 +73,8 @@ def cut_texts(window: QWidget) -> list[dict[str, Any]]:
         if not view.isVisible() or header is None or not header().isVisible():
             continue
         bar = header()
+        if _shown_rect(bar).isEmpty():  # scrolled out of sight (a tall page): not cut
+            continue
         model = view.model()
         metrics = bar.fontMetrics()
         for section in range(bar.count()):
@@ -82,9 +84,11 @@ def cut_texts(window: QWidget) -> list[dict[str, Any]]:
             need = metrics.horizontalAdvance(text) + 8  # the style's margins around it
             have = bar.sectionSize(section)
             left = bar.sectionViewportPosition(section)
-            edge = _shown_rect(bar).right() + 1
-            if edge < bar.width() and left < edge < left + have:
-                have = edge - left  # a parent or the screen's edge cuts the header there
+            clip = _shown_rect(bar).right() + 1  # where a parent or the screen cuts the bar
+            fixed = view.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+            cut_at = clip if clip < bar.width() else (bar.width() if fixed else None)
+            if cut_at is not None and left + have > cut_at:
+                have = max(0, cut_at - left)  # a table that cannot scroll there: lost
             if text and have < need:
                 found.append({"kind": "header", "text": text, "width": have, "need": need})
     return found

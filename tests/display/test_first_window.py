@@ -61,3 +61,25 @@ def test_first_window_fits_its_screen_every_tab_reached_no_text_cut(x_screens, d
     assert [t["name"] for t in report["tabs"]] == TABS
     assert all(t["reached"] for t in report["tabs"]), report["tabs"]
     assert report["cut"] == {name: [] for name in TABS}, report["cut"]
+
+
+def test_remote_dataset_compared_with_a_copy_every_tab_reached_no_text_cut(
+        x_screens, dataset, tmp_path):
+    """The harder case at 1024 x 700: A at a URL (its units' headers are described, not read
+    at byte offsets: long values) and the Compare dock open beside a local copy B (a narrower
+    inspector quadrant)."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "tests" / "remote"))
+    from range_server import RangeServer
+
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    root = Path(dataset).parent
+    with RangeServer(str(root)) as server:
+        report = first_window(x_screens(1024, 700), f"{server.url}/{Path(dataset).name}",
+                              tmp_path, "remote", "--compare", str(copy))
+    fx, fy, fw, fh = report["frame"]
+    assert fx + fw <= 1024 and fy + fh <= 700, report
+    assert all(t["reached"] for t in report["tabs"]), report["tabs"]
+    assert report["cut"] == {name: [] for name in TABS}, report["cut"]

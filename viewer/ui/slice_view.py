@@ -240,8 +240,8 @@ class QtSliceView(QWidget):
             self._painted_cross = None
         else:
             self._paint_crosshair(painter)
-            self.paint_labels(painter)
             self.paint_scale_bar(painter)
+            self.paint_labels(painter)  # on top: in a narrow view the bar reaches the label
         if self.message:
             painter.setPen(QColor(230, 230, 230))
             painter.drawText(self.rect().adjusted(12, 12, -12, -12),

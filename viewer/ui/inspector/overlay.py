@@ -196,8 +196,8 @@ class QtSliceOverlay(QWidget):
             # where the map is (elsewhere the view's own show).
             painter.save()
             painter.setClipRect(target)
-            view.paint_labels(painter)
             view.paint_scale_bar(painter)
+            view.paint_labels(painter)
             painter.restore()
         if self.extent is not None:
             s = self.scale

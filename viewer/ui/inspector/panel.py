@@ -149,6 +149,9 @@ class QtInspectorPanel(QWidget):
         self.tabs.setDocumentMode(True)
         self.tabs.tabBar().setExpanding(False)
         self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideNone)
+        # In a quadrant narrower than the tabs (a compare dock beside it), arrows scroll them
+        # rather than the bar widening the panel past the quadrant's edge.
+        self.tabs.tabBar().setUsesScrollButtons(True)
         # Short names and narrow padding: every tab shows in a quadrant of a 1024-pixel screen.
         self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 5px; }")
         layout.addWidget(self.tabs, 1)
