@@ -9,12 +9,13 @@ installs it: there they fail.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -33,15 +34,17 @@ START_TIMEOUT_S = 15.0
 SCREEN = "1600x1000x24"
 
 
-@pytest.fixture(scope="session")
-def x_display() -> Iterator[str]:
+@contextlib.contextmanager
+def xvfb_server(screen: str = SCREEN) -> Iterator[str]:
+    """An X server (``Xvfb``) with one screen of ``screen`` (``WIDTHxHEIGHTxDEPTH``) on a
+    free display number, for as long as the block runs: its ``DISPLAY`` (":N")."""
     xvfb = shutil.which("Xvfb")
     if xvfb is None:
         if os.environ.get("CI"):
             pytest.fail("Xvfb is not installed (.ci/run installs the package xvfb)")
         pytest.skip("Xvfb is not installed (Debian/Ubuntu: apt install xvfb)")
     read_fd, write_fd = os.pipe()
-    server = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", SCREEN,
+    server = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", screen,
                                "-nolisten", "tcp", "-noreset"], pass_fds=(write_fd,),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     os.close(write_fd)
@@ -61,6 +64,27 @@ def x_display() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def x_display() -> Iterator[str]:
+    with xvfb_server(SCREEN) as display:
+        yield display
+
+
+@pytest.fixture(scope="session")
+def x_screens() -> Iterator[Callable[[int, int], str]]:
+    """``x_screens(width, height)``: the DISPLAY of an X server whose one screen has that
+    size (started on first use, one per size, stopped at the end of the session)."""
+    servers: dict[tuple[int, int], str] = {}
+    with contextlib.ExitStack() as stack:
+        def display(width: int, height: int) -> str:
+            if (width, height) not in servers:
+                servers[(width, height)] = stack.enter_context(
+                    xvfb_server(f"{width}x{height}x24"))
+            return servers[(width, height)]
+
+        yield display
 
 
 @pytest.fixture(autouse=True)

@@ -29,13 +29,25 @@ WINDOW_SIZE = (1280, 860)
 #: How often the event loop lets Python look for a Ctrl+C (ms).
 SIGNAL_TICK_MS = 100
 
+#: The subcommands (``viewer.cli.COMMANDS``) for ``wkw-viewer --help``.
+EPILOG = """commands (wkw-viewer COMMAND --help for each):
+  info PATH           what a dataset holds, every problem (--json, --quick)
+  compare A B         same voxels? where not, and why (--json)
+  digest PATH         digests of the voxels per region; --check LIST PATH: does a copy match?
+  demo DIR            write the demo dataset to DIR
+  install-desktop     add wkw-viewer to the desktop's application menu
+
+--anon and --remote-cache-mb N go with any command.  Exit status: 0 ok, 1 a finding
+(datasets differ, damage, something not checked), 2 bad input.  docs/cli.md has them all."""
+
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="wkw-viewer",
-        description="Browse a chunked volume dataset (WKW, webKnossos, and every other format "
-                    "the program reads) in three linked orthogonal views.  Subcommands: "
-                    "info, compare, demo (see wkw-viewer SUBCOMMAND --help).")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Browse a chunked volume dataset (WKW, webKnossos, N5, Zarr v2/v3, zfpc, "
+                    "OpenVDS; local or at a URL) in three linked orthogonal views.",
+        epilog=EPILOG)
     parser.add_argument("path", nargs="?",
                         help="dataset folder, .wkw file or URL (http(s)://, s3://, gs://; "
                              "--anon: a public bucket without credentials) (default: the demo)")
@@ -55,6 +67,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--compare", metavar="B",
                         help="compare with dataset B: same cursor and zoom, compare modes, a "
                              "whole-dataset comparison in the background (Compare menu)")
+    # Read by every command before it starts (viewer.cli); listed here for --help.
+    parser.add_argument("--anon", action="store_true",
+                        help="any command: read public buckets (s3://, gs://) without "
+                             "credentials")
+    parser.add_argument("--remote-cache-mb", metavar="N", type=int,
+                        help="any command: on-disk cache of bytes read over the network, in "
+                             "MiB, for this run (0: none)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="scan whole datasets in the inspector on a Dask cluster: "
                              "tcp://HOST:PORT of its scheduler, or local:N worker processes")
@@ -93,9 +112,13 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
             return 2
     if args.screenshot:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    elif args.path and "://" not in args.path and not os.path.exists(args.path):
+        print(f"wkw-viewer: {args.path}: no such file or directory (wkw-viewer --help lists "
+              "the commands)", file=sys.stderr)
+        return 2
     elif not _has_display():
-        print("wkw-viewer: no display found (DISPLAY is not set).  On a headless machine use "
-              "--screenshot FILE, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
+        print("wkw-viewer: no display found (DISPLAY is not set).  On a headless machine, "
+              "--screenshot FILE renders the window to a PNG and exits.", file=sys.stderr)
         return 2
     from viewer.ui import xcb_libs  # Qt-free: before Qt, which would abort without them
 
@@ -127,8 +150,16 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     from viewer.ui.compare.install import install_compare, settle
 
     compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
+    from PySide6.QtCore import QSize
+
+    from viewer.ui.screen_fit import fit_after_show, fit_to_screen
+
     window.resize(*WINDOW_SIZE)
+    if not args.screenshot:  # (the offscreen platform's pretend screen is no limit)
+        fit_to_screen(window, QSize(*WINDOW_SIZE))  # a small screen: at most its free area
     memory = install_memory(window)  # the remembered geometry and docks replace the defaults
+    if not args.screenshot:
+        fit_to_screen(window)  # remembered on a larger screen: clamped to this one
     previous_hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: window.report_exception(e)
     try:
@@ -137,6 +168,8 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
 
             window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
         window.show()
+        if not args.screenshot:
+            fit_after_show(window)  # the window system's frame counts too
         path = args.path
         if path is None:  # the demo: generated on first use, the window already up
             path = _demo_path(window, headless=bool(args.screenshot))

@@ -93,3 +93,30 @@ def test_grid_lines_and_map_fall_on_block_edges_at_every_stretch(window, qtbot, 
                                                                        (x0, x1))
         assert abs(rows[0] - y0) <= 2 and abs(rows[-1] + 1 - y1) <= 2, (axis, rows[[0, -1]],
                                                                        (y0, y1))
+
+
+def test_the_compression_map_leaves_the_views_labels_readable(window, qtbot, tmp_path):
+    """The map is drawn over the view: the view's axes-and-zoom label (bottom right) and its
+    name (top left) are drawn again on top of it, as they look without the map."""
+    data = np.random.default_rng(5).integers(0, 255, (64, 64, 64), dtype=np.uint8)
+    ds = create_dataset(tmp_path / "wk", [LayerSpec("em", BoundingBox((0, 0, 0), (64,) * 3),
+                                                    mags=[(1, 1, 1)], block_len=BLOCK,
+                                                    file_len=8)])
+    ds.layer("em").mag((1, 1, 1)).write((0, 0, 0), data)
+    ds.close()
+    panel = install_inspector(window)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(panel.file_shown, timeout=WAIT):
+        assert window.open_path(str(tmp_path / "wk"), pos=(32, 32, 32), zoom=12.0)
+    qtbot.waitUntil(window.planes_complete, timeout=WAIT)
+    view = window.views[XY]  # zoomed in: the data, and so the map, fill the whole view
+    panel.map_tab.map_toggle.setChecked(True)
+    qtbot.waitUntil(lambda: all(w.plane is not None for w in panel.overlays.overlays()),
+                    timeout=WAIT)
+    qtbot.wait(50)
+    pixels = _pixels(view)
+    h, w = pixels.shape[:2]
+    label = pixels[h - 26:h - 8, w - 120:w - 8]  # the axes label's box, bottom right
+    text = (np.abs(label - np.array([200, 200, 205])).max(axis=-1) <= 12).sum()
+    assert text >= 20, text  # its grey text shows over the map

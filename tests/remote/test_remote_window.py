@@ -179,3 +179,28 @@ def test_remote_cache_option_of_any_command(tmp_path: Path,
     assert main(["--remote-cache-mb=64", "info", str(tmp_path / "nothing")]) == 2
     assert current().cache_bytes == 64 << 20 and os.environ["WKW_VIEWER_REMOTE_CACHE_MB"] == "64"
     assert main(["--remote-cache-mb", "lots", "info", str(tmp_path / "nothing")]) == 2
+
+
+def test_opening_a_url_shows_progress_at_once_and_esc_stops_it(
+        qtbot, window, http: RangeServer) -> None:
+    """A server that does not answer: the banner and the status bar say what is being opened
+    while it waits, and Esc (whatever has the focus; compare's Esc is a shortcut too) stops
+    it: nothing opened, no error, the window as it was."""
+    from PySide6.QtCore import Qt, QTimer
+    from PySide6.QtTest import QTest
+
+    http.hang = True
+    seen: dict[str, str] = {}
+
+    def look_then_escape() -> None:
+        seen["banner"] = window.banner.text()
+        seen["status"] = window.statusBar().currentMessage()
+        QTest.keyClick(window.views[2], Qt.Key.Key_Escape)
+
+    QTimer.singleShot(200, look_then_escape)
+    assert not window.open_path(f"{http.url}/ds")
+    assert "Opening a URL" in seen["banner"] and "Esc" in seen["banner"], seen
+    assert http.url in seen["status"] and "Esc" in seen["status"], seen
+    assert window.dataset is None and window.errors == []
+    assert not window.banner.isVisible()
+    assert "stopped opening" in window.statusBar().currentMessage()

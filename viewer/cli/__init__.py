@@ -60,6 +60,12 @@ def _main(args: list[str]) -> int:
     if args[:1] == ["--version"]:
         print(_version())
         return 0
+
+
+    unknown = _unknown_command(args)
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     if args and args[0] in COMMANDS:
         interrupt.set_prog(f"wkw-viewer {args[0]}")
         module = importlib.import_module(COMMANDS[args[0]])
@@ -95,6 +101,26 @@ def _version() -> str:
     kernel = ("built" if native.available()
               else "not built (no C compiler at install): reads take the Python path")
     return f"wkw-viewer {number}; native read kernel: {kernel}"
+
+
+def _unknown_command(args: list[str]) -> str | None:
+    """What to say when ``args`` start with a word that is neither a subcommand nor something
+    to open: a near miss of a subcommand (``infoo``), or a word followed by more words (the
+    window takes one PATH); None when ``args`` are fine or the window should say more."""
+    import difflib
+
+    if not args or args[0] in COMMANDS or args[0].startswith("-"):
+        return None
+    word = args[0]
+    if "://" in word or os.path.exists(word):
+        return None
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    more = [a for a in args[1:] if not a.startswith("-")]
+    if not near and (not more or os.sep in word):
+        return None
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return (f"wkw-viewer: unknown command {word!r}{hint}; the commands are "
+            f"{', '.join(COMMANDS)}, or a dataset to open (wkw-viewer --help)")
 
 
 def _take_option(args: list[str], name: str) -> tuple[list[str], str | None]:

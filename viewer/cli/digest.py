@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         volume = open_for_digest(args.path, args.layer, args.mag)
     except (FormatError, KeyError, OSError) as exc:
-        err.write(f"wkw-viewer digest: {args.path}: {exc}\n")
+        said = str(exc)  # a format error names its path already: say it once
+        named = isinstance(exc, FormatError) and exc.path is not None
+        err.write(f"wkw-viewer digest: {said if named else f'{args.path}: {said}'}\n")
         return 2
     failures: dict[digest.Vec3, str] = {}
     started = time.monotonic()

@@ -119,6 +119,10 @@ def detect(path: str | os.PathLike[str]) -> FormatEntry:
         if isinstance(failed, FormatError):  # a remote store's failure (``RemoteError``)
             raise failed
         raise DatasetLayoutError(f"cannot read: {failed.strerror or failed}", p)
+    if is_url(p):  # every probe of every format found nothing there
+        names = ", ".join(e.name for e in formats())
+        raise UnsupportedFormatError(f"nothing at this URL that this program reads (it looked "
+                                     f"for: {names})", p)
     known = "; ".join(e.describes for e in formats() if e.describes)
     raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)
 

@@ -46,8 +46,9 @@ def versions() -> list[tuple[str, str]]:
 def about_html() -> str:
     rows = "".join(f"<tr><td>{name}</td><td><b>{value}</b></td></tr>"
                    for name, value in versions())
-    return ("<p><b>wkw-viewer</b>: browse, compare and inspect webKNOSSOS-wrapper (WKW) "
-            "volume datasets.</p>"
+    return ("<p><b>wkw-viewer</b>: browse, compare and inspect chunked volume datasets: "
+            "WKW, webKnossos, N5, Zarr v2 and v3, zfpc and OpenVDS, on disk or at a URL "
+            "(HTTP(S), S3, GCS).</p>"
             f"<table cellspacing=3>{rows}</table>"
             "<p>Licence: MIT.</p>")
 

@@ -66,6 +66,9 @@ class QtLayerDrawing(QObject):
         self.auto_pending = False
         #: Each layer's palette as last drawn (``blend.render_layer`` keeps it current).
         self._palettes: PaletteCache = {}
+        #: The palettes of the planes ``draw_with`` draws in place of a layer's (compare's B).
+        self._b_palettes: PaletteCache = {}
+        self._palettes_b_others: PaletteCache = {}
         #: The layer whose voxel type and channels the contrast controls are set up for.
         self._contrast_for: str | None = None
         self._wanted_key: tuple[Any, ...] = ()
@@ -82,6 +85,8 @@ class QtLayerDrawing(QObject):
         self._wanted_key = ()
         self.layer_types = {layer.name: (layer.dtype, layer.num_channels) for layer in layers}
         self._palettes = {}
+        self._b_palettes = {}
+        self._palettes_b_others = {}
         self._contrast_for = None  # a new dataset: set the controls up for its active layer
         self.auto_pending = (layers[0].finest.dtype != np.uint8
                              and layers[0].finest.value_range is None
@@ -235,6 +240,41 @@ class QtLayerDrawing(QObject):
         view.layer_rendered = out
         if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
             return out[drawn[0].name]
+        return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
+                                la.opacity) for la in drawn]))
+
+    def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered:
+        """What ``view``'s layers look like with layer ``name``'s plane replaced by ``plane``:
+        compare's B drawn as A is, with the same layers over and under it and the same
+        contrast, colormaps and opacities.  The other layers' pixels are those ``view`` shows
+        when it shows ``plane``'s request, else read from the source for that request."""
+        display = next((la for la in self.state.layers if la.name == name), None)
+        if display is None:  # not a layer of A: A's active look
+            display = st.LayerDisplay(name, st.COLOR, contrast=self.state.contrast)
+        drawn = [la for la in self.shown_layers() if la.visible or la.name == name] \
+            if self.state.visible_layers() else []
+        if not any(la.name == name for la in drawn):
+            return render_layer(plane, display, self._b_palettes)
+        source = self.host.source
+        same = view.request == plane.request
+        planes: dict[str, Plane] = {name: plane}
+        out: dict[str, Rendered] = {}
+        for la in drawn:
+            if la.name == name:
+                out[name] = render_layer(plane, la, self._b_palettes)
+            elif same and la.name in view.layer_rendered and la.name in view.layer_planes:
+                planes[la.name], out[la.name] = view.layer_planes[la.name], \
+                    view.layer_rendered[la.name]
+            elif source is not None:
+                try:
+                    planes[la.name] = source.plane(plane.request, la.name)
+                except Exception:  # noqa: BLE001 - A's own drawing says what failed
+                    continue
+                out[la.name] = render_layer(planes[la.name], la, self._palettes_b_others)
+        drawn = [la for la in drawn if la.name in out]
+        if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
+            return out[name]
+        main = on_finest_grid(planes, self.state.active_layer)
         return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
                                 la.opacity) for la in drawn]))
 

@@ -14,7 +14,7 @@ a hovered id changing under the mouse never disturbs an id being typed.
 The window calls ``set_mags`` when a dataset opens (the mags each layer has on disk) and
 ``set_shown_mag`` as the views switch mags (shown in the "auto" entry).  ``install_layers_panel``
 docks the panel in a "Layers" dock tabified with the contrast dock, and adds two window keys:
-V shows/hides the active layer, L makes the next layer down active (``KEYS_HELP_ROWS``).
+V shows/hides the active layer, L makes the next layer down active (listed by F1).
 """
 
 from __future__ import annotations
@@ -414,15 +414,8 @@ def install_layers_panel(window: QtMainWindow) -> QtLayersPanel:
     if source is not None:  # a dataset is open already
         panel.set_mags({name: layer.mag_list for name, layer in source.layers.items()})
         drawing.show_mag()
-    window.menus.keys_help_rows.append(KEYS_HELP_ROWS)
     _layer_actions(window, panel, dock)
     return panel
-
-
-#: The keys of the layers, for the window's key list (F1).
-KEYS_HELP_ROWS = """<tr><td><b>V</b></td><td>show / hide the active layer</td></tr>
-<tr><td><b>L</b></td><td>make the next layer down active (its contrast in the contrast panel)
-</td></tr>"""
 
 
 def _layer_actions(window: QWidget, panel: QtLayersPanel, dock: QDockWidget) -> list[QAction]:

@@ -22,25 +22,38 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QKeyEvent
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeyEvent,
+    QWindow,
+)
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
     QDockWidget,
     QFrame,
     QGridLayout,
     QLabel,
+    QLineEdit,
     QMainWindow,
+    QPlainTextEdit,
     QScrollArea,
     QSizePolicy,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from viewer.core import state as st
 from viewer.core.layered import LayeredSource, SourceLayer
-from viewer.core.slicing import Box3
+from viewer.core.slicing import Box3, Plane
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
 from viewer.format import Dataset, FileChangedError, FormatError, Volume
+from viewer.render.plane import Rendered
 from viewer.ui import collector
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
@@ -51,6 +64,7 @@ from viewer.ui.opening import QtDatasetOpener
 from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import QtWindowStatus
 from viewer.ui.theme import checkbox_style
+from viewer.ui.url_progress import QtUrlProgress
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
@@ -166,6 +180,10 @@ class QtMainWindow(QMainWindow):
             view.message = "No dataset open.\nFile \u25b8 Open, or drop a dataset folder here."
         self.state.subscribe(self._on_state_changed)
         self.setStyleSheet(STYLE + checkbox_style())
+        app = QGuiApplication.instance()
+        self._watching_focus = isinstance(app, QGuiApplication)
+        if isinstance(app, QGuiApplication):
+            app.focusWindowChanged.connect(self._on_focus_window_changed)
 
     # -- the window as a host of its parts (viewer.ui.window_host.WindowHost) ----------------
     def show_message(self, text: str, timeout_ms: int = 0) -> None:
@@ -192,6 +210,11 @@ class QtMainWindow(QMainWindow):
     def planes_complete(self) -> bool:
         """Every visible view shows its whole plane of every visible layer."""
         return self.drawing.planes_complete()
+
+    def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered:
+        """``view``'s picture with layer ``name``'s plane replaced by ``plane``
+        (``QtLayerDrawing.draw_with``: compare's B drawn as A is)."""
+        return self.drawing.draw_with(view, name, plane)
 
     def _on_hovered(self, pos: Vec3 | None) -> None:
         """The mouse is over voxel ``pos`` of a view (compare's B views report here too)."""
@@ -239,11 +262,20 @@ class QtMainWindow(QMainWindow):
         """Open a dataset of any format the registry reads (a folder, a file, a URL).  On
         failure the window says why (and keeps what it showed before) and False is returned."""
         path = os.fspath(path)
+        progress = QtUrlProgress(self, self.banner, path) if "://" in path else None
         try:
-            opening = self.opening.open(path, pos)
+            opening = self.opening.open(path, pos, progress)
+        except remote_ui.OpeningCancelled:
+            return False  # the person pressed Esc: the window shows what it showed
         except Exception as exc:  # whatever it is, a message in the window, not a crash
+            if progress is not None:
+                progress.finish()
+                progress = None
             self.show_error(f"Cannot open {path}", _describe(exc))
             return False
+        finally:
+            if progress is not None:
+                progress.finish()
         self.set_dataset(opening.layers[0].finest, path, opening.bounds, pos, zoom,
                          opened=opening.dataset, layers=opening.layers)
         self.opening.adopt(opening.scan)
@@ -341,9 +373,9 @@ class QtMainWindow(QMainWindow):
         """Say in the window what went wrong; the window stays usable."""
         self.errors.append(f"{title}: {detail}")
         self.banner.show_message(title, detail)
-        if self.dataset is None:
+        if self.dataset is None:  # the detail once, in the banner; the views name the problem
             for view in self.views.values():
-                view.message = f"{title}\n\n{detail}"
+                view.message = f"{title}\n\n(the message above says why)"
                 view.update()
         self.statusBar().showMessage(title, 8000)
 
@@ -447,6 +479,32 @@ class QtMainWindow(QMainWindow):
             if (nh, nv) != (ch, cv):
                 self.state.centers[axis] = (nh, nv)  # the CURSOR notification repaints
 
+    # -- focus -------------------------------------------------------------------------------
+    def _on_focus_window_changed(self, focus: QWindow | None) -> None:
+        """A dialog of this window took the keys: when it hides, the window takes them back
+        (a window system without a manager does not give them back) and the views have them,
+        unless a text field of the window had them."""
+        mine = self.windowHandle()
+        if (focus is None or mine is None or focus is mine
+                or focus.transientParent() is not mine or focus.property("refocusViews")):
+            return
+        focus.setProperty("refocusViews", True)
+        focus.visibleChanged.connect(self._on_dialog_visible_changed)
+
+    def _on_dialog_visible_changed(self, visible: bool) -> None:
+        if not visible:
+            QTimer.singleShot(0, self, self.focus_views)
+
+    def focus_views(self) -> None:
+        """Make the window active and give the focused view the keys (a text field that has
+        them keeps them)."""
+        if not self.isVisible() or QApplication.activeModalWidget() is not None:
+            return
+        self.activateWindow()
+        widget = QApplication.focusWidget()
+        if not isinstance(widget, QLineEdit | QAbstractSpinBox | QTextEdit | QPlainTextEdit):
+            self.views[self.state.focused].setFocus()
+
     # -- keys --------------------------------------------------------------------------------
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
@@ -464,6 +522,10 @@ class QtMainWindow(QMainWindow):
         super().keyPressEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        app = QGuiApplication.instance()
+        if self._watching_focus and isinstance(app, QGuiApplication):
+            self._watching_focus = False
+            app.focusWindowChanged.disconnect(self._on_focus_window_changed)
         self.opening.stop()
         if self.source is not None:
             self.source.close()

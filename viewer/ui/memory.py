@@ -21,6 +21,7 @@ from viewer.core import view_memory
 from viewer.ui import settings
 from viewer.ui.actions import add_action, find_menu
 from viewer.ui.main_window import QtMainWindow
+from viewer.ui.screen_fit import fit_to_screen
 
 GEOMETRY_KEY = "window/geometry"
 DOCKS_KEY = "window/docks"
@@ -152,7 +153,7 @@ class QtWindowMemory(QObject):
                 store.remove(key)
         self._view = None
         self.window.restoreState(self._default_docks)
-        self.window.resize(self._default_size)
+        fit_to_screen(self.window, self._default_size)
         self.window.show_message("window layout and remembered views reset", 4000)
 
 

@@ -5,8 +5,8 @@
 open dialogs, the position field (Ctrl+G, Ctrl+Shift+C), zooming about the mouse, the keys help
 and About.  It reads and writes the model (``state``) and calls the window's few services
 through its ``WindowHost``; auto-contrast and selecting the segment under the mouse are the
-layer drawing's and the status bar's.  Panels mounted later list their keys in the help by
-appending rows to ``keys_help_rows``.  GUI thread only.
+layer drawing's and the status bar's.  The keys help lists every keyed action of the window
+(``viewer.ui.keys_help``), those of panels mounted later too.  GUI thread only.
 
 (``add_action`` and ``find_menu`` live in ``viewer.ui.actions``; they are named here too for
 the callers that import them from this module.)
@@ -36,27 +36,8 @@ from viewer.ui.recent import QtRecentDatasets
 from viewer.ui.status_bar import QtWindowStatus
 from viewer.ui.window_host import WindowHost
 
-__all__ = ["KEYS_HELP", "QtWindowMenus", "add_action", "find_menu"]
+__all__ = ["QtWindowMenus", "add_action", "find_menu"]
 
-KEYS_HELP = """<table cellspacing=4>
-<tr><td><b>Click</b></td><td>move the cursor there (the other views follow)</td></tr>
-<tr><td><b>Drag</b> (any button)</td><td>pan the view</td></tr>
-<tr><td><b>Wheel</b> down / up (Shift: x10)</td><td>next / previous slice, as PgDn / PgUp</td></tr>
-<tr><td><b>Ctrl+Wheel</b>, <b>+</b> / <b>-</b></td><td>zoom about the mouse</td></tr>
-<tr><td><b>1</b></td><td>one screen pixel per voxel (per smallest voxel side)</td></tr>
-<tr><td><b>Arrows</b> (Shift: x10)</td><td>move the cursor in the focused view's plane</td></tr>
-<tr><td><b>PgUp</b> / <b>PgDn</b> (Shift: x10)</td>
-<td>move along the focused view's normal</td></tr>
-<tr><td><b>C</b></td><td>centre every view on the cursor</td></tr>
-<tr><td><b>M</b>, <b>double-click</b></td><td>maximise the focused view / back to 2x2</td></tr>
-<tr><td><b>A</b></td><td>auto-contrast from the data on screen</td></tr>
-<tr><td><b>S</b></td><td>select the segment under the mouse (again: none)</td></tr>
-<tr><td><b>I</b></td><td>invert</td></tr>
-<tr><td><b>Ctrl+G</b></td><td>go to a position (type or paste x, y, z)</td></tr>
-<tr><td><b>Ctrl+Shift+C</b></td><td>copy the cursor position</td></tr>
-<tr><td><b>Ctrl+O</b> / <b>Ctrl+Shift+O</b></td><td>open a dataset folder / a .wkw file</td></tr>
-<tr><td><b>Ctrl+E</b></td><td>export the focused view or all views as PNG (1x or 2x)</td></tr>
-</table>"""
 
 
 class QtWindowMenus:
@@ -67,8 +48,6 @@ class QtWindowMenus:
         self.window = window
         self.host = host
         self.state = host.state
-        #: Rows (``<tr>...</tr>``) panels mounted later add to the keys help.
-        self.keys_help_rows: list[str] = []
         #: The About box, once opened.
         self.about_box: QMessageBox | None = None
         state = self.state
@@ -147,17 +126,20 @@ class QtWindowMenus:
     # -- opening -------------------------------------------------------------------------------
     def choose_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self.window, "Open WKW dataset folder")
+        self.host.focus_views()
         if path:
             self.host.open_path(path)
 
     def choose_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self.window, "Open a WKW file", "",
                                               "WKW files (*.wkw);;All files (*)")
+        self.host.focus_views()
         if path:
             self.host.open_path(path)
 
     def choose_url(self) -> None:
         remote_ui.choose_url(self.window, self.host.open_path, self.recent.paths())
+        self.host.focus_views()
 
     def open_demo(self) -> None:
         from viewer.ui.demo_dialog import ensure_demo_with_progress
@@ -213,9 +195,11 @@ class QtWindowMenus:
 
     # -- help ----------------------------------------------------------------------------------
     def show_keys(self) -> None:
-        rows = "".join(self.keys_help_rows)
-        QMessageBox.information(self.window, "Keys and mouse",
-                                KEYS_HELP.replace("</table>", rows + "</table>"))
+        """Every key of the window, from its actions (``viewer.ui.keys_help``)."""
+        from viewer.ui.keys_help import show_keys
+
+        show_keys(self.window)
+        self.host.focus_views()
 
     def show_about(self) -> None:
         from viewer.ui.about import show_about

@@ -77,9 +77,11 @@ class QtDatasetOpener(QObject):
         """The files of the dataset shown are still being listed (its extent may grow)."""
         return self.scan is not None
 
-    def open(self, path: str, pos: Sequence[int] | None = None) -> Opening:
-        """Open ``path``; raises (after closing what it opened) when nothing can be shown."""
-        opened = remote_ui.open_dataset(path)  # a URL: on a thread
+    def open(self, path: str, pos: Sequence[int] | None = None,
+             waiting: Callable[[float], bool] | None = None) -> Opening:
+        """Open ``path``; raises (after closing what it opened) when nothing can be shown.
+        ``waiting``: see ``viewer.ui.remote.open_dataset`` (a URL's progress and cancel)."""
+        opened = remote_ui.open_dataset(path, waiting)  # a URL: on a thread
         try:
             return self._open_layers(opened, pos)
         except BaseException:

@@ -17,6 +17,7 @@ dialog shows the cache's folder and what it holds, and can empty it.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -52,12 +53,20 @@ MIB = 1 << 20
 CACHE_KEY = "remote/cache_mb"
 
 
-def open_dataset(path: str) -> Dataset:
-    """``registry.open_dataset``; for a URL on a thread, the window staying responsive."""
+class OpeningCancelled(Exception):
+    """The person stopped opening a URL (Esc) before it answered."""
+
+
+def open_dataset(path: str, waiting: Callable[[float], bool] | None = None) -> Dataset:
+    """``registry.open_dataset``; for a URL on a thread, the window staying responsive.
+    ``waiting(seconds)`` is called about every 20 ms while a URL is being opened (say so on
+    screen); when it returns False, ``OpeningCancelled`` is raised at once and whatever the
+    thread opens later is closed."""
     if not is_url(path):
         return registry.open_dataset(path)
     done = threading.Event()
     box: dict[str, Any] = {}
+    lock = threading.Lock()
 
     def work() -> None:
         try:
@@ -66,20 +75,40 @@ def open_dataset(path: str) -> Dataset:
             if mags:
                 with ThreadPoolExecutor(min(8, len(mags))) as pool:
                     list(pool.map(lambda m: m.check(), mags))  # headers fetched here
-            box["dataset"] = opened
+            with lock:
+                if box.get("cancelled"):
+                    opened.close()  # nobody waits for it any more
+                else:
+                    box["dataset"] = opened
         except BaseException as exc:  # noqa: BLE001 - re-raised on the GUI thread
             box["error"] = exc
         finally:
             done.set()
 
     threading.Thread(target=work, name="wkw-open-url", daemon=True).start()
+    began = time.monotonic()
     loop = QEventLoop()
     timer = QTimer()
     timer.setInterval(20)
-    timer.timeout.connect(lambda: loop.quit() if done.is_set() else None)
+
+    def tick() -> None:
+        if done.is_set() or (waiting is not None and not waiting(time.monotonic() - began)):
+            loop.quit()
+
+    timer.timeout.connect(tick)
     timer.start()
+    if waiting is not None:
+        waiting(0.0)  # at once, before the first tick
     while not done.is_set():
         loop.exec()
+        if not done.is_set():  # the person cancelled
+            with lock:
+                box["cancelled"] = True
+                finished = box.pop("dataset", None)  # came in just now: not wanted either
+            if finished is not None:
+                finished.close()
+            timer.stop()
+            raise OpeningCancelled(f"stopped opening {path}")
     timer.stop()
     if "error" in box:
         raise box["error"]

@@ -71,6 +71,8 @@ class QtSliceView(QWidget):
     hovered = Signal(object)
     #: The plane this view needs changed (resize); the window fetches it.
     plane_wanted = Signal(int)
+    #: The view shows another picture (``show_plane``): its axis.
+    picture_changed = Signal(int)
 
     def __init__(self, axis: int, state: ViewerState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -185,6 +187,7 @@ class QtSliceView(QWidget):
         self.request = plane.request if plane is not None else None
         self.rendered = rendered
         self._image_serial += 1
+        self.picture_changed.emit(self.axis)
         if plane is None or rendered is None:
             self._image = None
         else:
@@ -237,8 +240,8 @@ class QtSliceView(QWidget):
             self._painted_cross = None
         else:
             self._paint_crosshair(painter)
-            self._paint_labels(painter)
             self.paint_scale_bar(painter)
+            self.paint_labels(painter)  # on top: in a narrow view the bar reaches the label
         if self.message:
             painter.setPen(QColor(230, 230, 230))
             painter.drawText(self.rect().adjusted(12, 12, -12, -12),
@@ -340,7 +343,9 @@ class QtSliceView(QWidget):
             painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
             painter.drawRect(QRectF(cx - zh / 2, cy - zv / 2, zh, zv))
 
-    def _paint_labels(self, painter: QPainter) -> None:
+    def paint_labels(self, painter: QPainter) -> None:
+        """Draw the view's name and slice top left and its axes and zoom bottom right (an
+        overlay that covers the view draws them again)."""
         font = QFont(painter.font())
         font.setBold(True)
         painter.setFont(font)

@@ -59,6 +59,9 @@ class WindowHost(Protocol):
     def show_message(self, text: str, timeout_ms: int = 0) -> None:
         """A passing message in the status bar."""
 
+    def focus_views(self) -> None:
+        """Make the window active and give the focused view the keys (after a dialog)."""
+
     def open_path(self, path: str | os.PathLike[str], pos: Sequence[int] | None = None,
                   zoom: float | None = None) -> bool:
         """Open a dataset; False (after saying why in the window) when it cannot be."""

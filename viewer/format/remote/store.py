@@ -662,15 +662,19 @@ class RemoteStore(Store):
 
 
 # -- building the client --------------------------------------------------------------------------
+#: Why a URL cannot be opened without obstore: the stand-alone bundle leaves it out on purpose
+#: (its user cannot pip install into it); an installed program has it as a dependency.
+_NO_CLIENT = ("this build of wkw-viewer has no client for URLs (the stand-alone bundle reads "
+              "local datasets only; the program installed with pip reads URLs)")
+
+
 def _make_store(scheme: str, url: str, rest: str, cfg: _config.RemoteConfig) -> Any:
     try:
         from obstore.store import GCSStore, HTTPStore, S3Store
     except ImportError:  # the bundle leaves the client out (packaging/wkw-viewer.spec)
         from viewer.format.errors import UnsupportedFormatError
 
-        raise UnsupportedFormatError("opening a URL needs the obstore package "
-                                     "(pip install obstore; the stand-alone bundle has no "
-                                     "remote client)", url) from None
+        raise UnsupportedFormatError(_NO_CLIENT, url) from None
 
     retry: Any = {
         "max_retries": cfg.retries,

@@ -16,8 +16,10 @@ from PySide6.QtCore import QObject, SignalInstance
 from PySide6.QtWidgets import QGridLayout, QMenuBar, QStatusBar, QWidget
 
 from viewer.core.cache import BlockCache
+from viewer.core.slicing import Plane
 from viewer.core.state import ViewerState
 from viewer.format import Dataset, Volume
+from viewer.render.plane import Rendered
 from viewer.ui.slice_view import QtSliceView
 
 
@@ -70,6 +72,10 @@ class CompareHost(Protocol):
 
     def show_error(self, title: str, detail: str) -> None: ...
 
+    #: ``view``'s picture with layer ``name``'s plane replaced by ``plane``: B drawn as A is
+    #: (the same layers over and under it, contrast, colormaps, opacities).
+    def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered: ...
+
     def refresh_planes(self, force: bool = False, rerender: bool = False) -> set[int]: ...
 
     def add_status_widget(self, widget: QWidget, permanent: bool = False) -> None: ...
@@ -83,7 +89,7 @@ class CompareHost(Protocol):
 
 #: The members ``as_host`` looks for (those of ``CompareHost``).
 MEMBERS = ("state", "views", "grid", "dataset", "dataset_path", "opened", "dataset_mag",
-           "source", "force_finest", "dataset_opened", "show_error", "refresh_planes",
+           "source", "force_finest", "dataset_opened", "show_error", "draw_with", "refresh_planes",
            "add_status_widget", "statusBar", "menuBar", "installEventFilter")
 
 

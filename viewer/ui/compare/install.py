@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMessageBox, QWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu
 
 from viewer.ui.compare import modes
 from viewer.ui.compare.controller import QtCompareController
@@ -24,15 +24,6 @@ from viewer.ui.compare.modes import MODE_KEYS
 from viewer.ui.compare.panel import QtComparePanel
 from viewer.ui.docks import dock_beside_contrast
 from viewer.ui.menus import add_action, find_menu
-
-KEYS_HELP = """<table cellspacing=4>
-<tr><td><b>Ctrl+B</b></td><td>compare with a dataset B (File &gt; Compare with&hellip;)</td></tr>
-<tr><td><b>Alt+1</b> &hellip; <b>Alt+6</b></td><td>A only, side by side, flicker, swipe,
-difference A&minus;B, mismatch mask</td></tr>
-<tr><td><b>B</b></td><td>flicker: show the other dataset</td></tr>
-<tr><td><b>N</b> / <b>P</b></td><td>next / previous mismatching block</td></tr>
-<tr><td><b>F5</b> / <b>Esc</b></td><td>compare the whole dataset (or the box) / cancel</td></tr>
-</table>"""
 
 
 def install_compare(window: QMainWindow, path_b: str | None = None) -> QtCompareController:
@@ -90,7 +81,6 @@ def install_compare(window: QMainWindow, path_b: str | None = None) -> QtCompare
     action("Cancel Comparison", controller.cancel_comparison, "Esc", menu)
     menu.addSeparator()
     menu.addAction(dock.toggleViewAction())
-    action("Compare &Keys", lambda: _show_keys(window), None, menu)
     help_menu = find_menu(window, "Help")
     bar = window.menuBar()
     if help_menu is not None:
@@ -122,7 +112,3 @@ def settle(controller: QtCompareController, timeout_s: float = 60.0) -> None:
         time.sleep(0.005)
     if app is not None:
         app.processEvents()
-
-
-def _show_keys(window: QWidget) -> None:
-    QMessageBox.information(window, "Compare keys", KEYS_HELP)

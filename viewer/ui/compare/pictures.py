@@ -107,7 +107,9 @@ class ComparePictures:
             return None
         contrast = self.host.state.contrast
         if mode in (modes.FLICKER, modes.SWIPE):
-            key: tuple[Any, ...] = ("B", id(b), contrast)
+            # B in place of A's compared layer, A's other layers as A shows them: only the
+            # data changes when flicker flips.
+            key: tuple[Any, ...] = ("B", id(b), id(self.host.views[axis].rendered))
         elif mode == modes.DIFFERENCE:
             level = self.difference_level()
             if level != self.level:
@@ -119,7 +121,7 @@ class ComparePictures:
         cached = self._images.get(axis)
         if cached is None or cached[0] != key:
             if key[0] == "B":
-                argb = pixels_of.as_argb(render_plane(b, self.b.palette()))
+                argb = pixels_of.as_argb(self.b.draw(axis, b))
             elif key[0] == "D":
                 found = self.difference(axis)
                 assert found is not None

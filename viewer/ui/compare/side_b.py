@@ -28,7 +28,7 @@ from viewer.core.loader import Loader
 from viewer.core.slicing import Box3, Plane, PlaneRequest
 from viewer.format import Dataset, FormatError, Mag, Volume, open_dataset, select_mag
 from viewer.render.palette import Palette
-from viewer.render.plane import render_plane
+from viewer.render.plane import Rendered
 from viewer.ui.compare.host import CompareHost, describe
 from viewer.ui.loading import QtLoadingBridge
 from viewer.ui.slice_view import QtSliceView
@@ -92,12 +92,15 @@ class QtSideB(QObject):
         self._bridge: QtLoadingBridge | None = None
         self._wanted: list[PlaneRequest] = []
         self._palette: Palette | None = None
+        #: The layer of A that B is compared with (B's planes are drawn in its place).
+        self.a_layer = ""
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(0)
         self._refresh_timer.timeout.connect(self.refresh)
         for view in host.views.values():
             view.plane_wanted.connect(lambda _axis: self.schedule_refresh())
+            view.picture_changed.connect(self._on_a_picture_changed)
 
     @property
     def active(self) -> bool:
@@ -113,6 +116,8 @@ class QtSideB(QObject):
         volume = mag.volume
         self.volume, self._opened, self.spec = volume, opened, spec
         self.path = path
+        layers = self.state.layers
+        self.a_layer = layers[0].name if layers else mag.layer  # what the window compares
         if not volume.extent_declared:  # a plain WKW dataset: the box of its files
             self._extent = extent.ExtentScan(volume, lambda _bounds, _done: None).start()
         # B's blocks go into A's block cache (one budget for both: B does not double the
@@ -239,11 +244,24 @@ class QtSideB(QObject):
             if force or self.views[axis].request != req:
                 self._show_view(axis, req)
 
+    def draw(self, axis: int, plane: Plane) -> Rendered:
+        """B's ``plane`` as A's view ``axis`` draws A's compared layer: with A's other layers
+        over and under it, its contrast and colormap (an identical copy looks identical)."""
+        return self.host.draw_with(self.host.views[axis], self.a_layer, plane)
+
     def rerender(self) -> None:
         """Draw B's views again (the contrast changed)."""
-        for b_view in self.views.values():
+        for axis, b_view in self.views.items():
             if b_view.plane is not None:
-                b_view.show_plane(b_view.plane, render_plane(b_view.plane, self.palette()))
+                b_view.show_plane(b_view.plane, self.draw(axis, b_view.plane))
+
+    def _on_a_picture_changed(self, axis: int) -> None:
+        """A's view ``axis`` drew anew (a layer arrived, its look changed): so does B's, which
+        shows A's other layers too."""
+        b_view = self.views.get(axis)
+        if (self.source is not None and b_view is not None and b_view.plane is not None
+                and b_view.isVisibleTo(b_view.window())):
+            b_view.show_plane(b_view.plane, self.draw(axis, b_view.plane))
 
     def _read(self, req: PlaneRequest) -> Plane | None:
         assert self.source is not None
@@ -270,7 +288,7 @@ class QtSideB(QObject):
             same = self.planes.get(axis)
             plane = same if same is not None and same.request == req else self._read(req)
         if plane is not None:
-            self.views[axis].show_plane(plane, render_plane(plane, self.palette()))
+            self.views[axis].show_plane(plane, self.draw(axis, plane))
 
     def _on_arrived(self, box: Box3) -> None:
         """B's loader has data inside ``box``: fetch again the planes it touches."""

@@ -31,9 +31,12 @@ class QtByteLayoutTab(QWidget):
         self.layout_curve: Any = None  # its pg.PlotDataItem
         self.layout_marks: dict[int, Any] = {}  # pg.ScatterPlotItem by normal axis
         self.layout_text = QLabel("")
-        # One line per plane, clipped rather than wrapped: a word-wrapped label here made the
-        # page taller than the quadrant (height for width inside the tab stack).
-        self.layout_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # One line per plane, wrapped onto a second in a narrow quadrant: the label's height
+        # is fixed at two lines per plane, so the page never grows taller than the quadrant
+        # (height for width inside the tab stack would).
+        self.layout_text.setWordWrap(True)
+        self.layout_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.layout_text.setFixedHeight(6 * self.layout_text.fontMetrics().lineSpacing() + 2)
         v.addWidget(self.layout_text)
 
     def _ensure_plot(self) -> Any:

@@ -110,6 +110,8 @@ class QtHeaderTab(QScrollArea):
         self.header_path.setText(text)
         self.header_hex.setText("raw: " + rep.hex if rep.raw else "")
         marked = rep.marked_fields
+        # Fields described rather than read at byte offsets (a remote unit): no bytes column.
+        self.header_fields.setColumnHidden(1, not any(f.bytes_text for f in rep.fields))
         self.header_fields.setRowCount(len(rep.fields))
         for r, fld in enumerate(rep.fields):
             raw = fld.raw.decode("latin-1") if isinstance(fld.raw, bytes) else str(fld.raw)

@@ -30,6 +30,12 @@ class QtMagSelector(QWidget):
         self.layer_combo.setToolTip("layer to inspect")
         self.mag_combo = QComboBox()
         self.mag_combo.setToolTip("mag of the layer to inspect (its own volume)")
+        # Long layer names must not widen the quadrant: the boxes shrink to a few characters
+        # (their lists show whole names).
+        for combo, chars in ((self.layer_combo, 8), (self.mag_combo, 5)):
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(chars)
         bar.addWidget(QLabel("layer"))
         bar.addWidget(self.layer_combo, 1)
         bar.addWidget(QLabel("mag"))

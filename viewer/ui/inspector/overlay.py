@@ -82,6 +82,8 @@ class OverlayView(Protocol):
     def to_widget(self, h: float, v: float) -> tuple[float, float]: ...
     def visible_range(self) -> tuple[tuple[float, float], tuple[float, float]]: ...
     def rect(self) -> QRect: ...
+    def paint_labels(self, painter: QPainter) -> None: ...
+    def paint_scale_bar(self, painter: QPainter) -> None: ...
 
 
 class QtSliceOverlay(QWidget):
@@ -190,6 +192,13 @@ class QtSliceOverlay(QWidget):
                             self._image.height() * size[view.v_axis] * zv * sv)
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
             painter.drawImage(target, self._image)
+            # The map covered the view's own labels and scale bar: draw them again on top,
+            # where the map is (elsewhere the view's own show).
+            painter.save()
+            painter.setClipRect(target)
+            view.paint_scale_bar(painter)
+            view.paint_labels(painter)
+            painter.restore()
         if self.extent is not None:
             s = self.scale
             lo_i, hi_i = self.extent

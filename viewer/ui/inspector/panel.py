@@ -134,7 +134,9 @@ class QtInspectorPanel(QWidget):
         top = QHBoxLayout()
         self.title = QLabel("no dataset")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # A long path must not widen the quadrant: the label takes the width it is given.
+        # A long path must not widen the quadrant: the label takes the width it is given and
+        # wraps its text there.
+        self.title.setWordWrap(True)
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
@@ -152,7 +154,11 @@ class QtInspectorPanel(QWidget):
         self.tabs.setDocumentMode(True)
         self.tabs.tabBar().setExpanding(False)
         self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideNone)
-        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
+        # In a quadrant narrower than the tabs (a compare dock beside it), arrows scroll them
+        # rather than the bar widening the panel past the quadrant's edge.
+        self.tabs.tabBar().setUsesScrollButtons(True)
+        # Short names and narrow padding: every tab shows in a quadrant of a 1024-pixel screen.
+        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 5px; }")
         layout.addWidget(self.tabs, 1)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.header_tab = QtHeaderTab(self.state, mono)
@@ -162,11 +168,15 @@ class QtInspectorPanel(QWidget):
         self.layout_tab = QtByteLayoutTab(self.state)
         self.problems_tab = QtProblemsTab(self)
         self.map_tab = QtMapTab(self.state)
-        for page, name in ((self.header_tab, "Header"), (self.files_tab, "Units"),
-                           (self.jump_tab, "Chunk table"), (self.sizes_tab, "Sizes"),
-                           (self.layout_tab, "Byte layout"), (self.problems_tab, "Problems"),
-                           (self.map_tab, "Map")):
-            self.tabs.addTab(page, name)
+        for page, name, tip in (
+                (self.header_tab, "Header", "The header of the storage unit under the cursor"),
+                (self.files_tab, "Units", "Every storage unit of the volume (files, shards)"),
+                (self.jump_tab, "Chunks", "The chunk table of the unit under the cursor"),
+                (self.sizes_tab, "Sizes", "Stored sizes of the unit's chunks"),
+                (self.layout_tab, "Bytes", "Where each chunk lies in its unit (byte layout)"),
+                (self.problems_tab, "Problems", "What is damaged or could not be read"),
+                (self.map_tab, "Map", "A compression map over the slice views")):
+            self.tabs.setTabToolTip(self.tabs.addTab(page, name), tip)
         self.jump_tab.problems_found.connect(self.problems_tab.add_problems)
         self.problems_tab.count_changed.connect(self._on_problem_count)
         self.map_tab.metric_changed.connect(self._on_metric_changed)
