@@ -102,8 +102,9 @@ class Encoding:
             return bytes(zstandard.ZstdCompressor(level=int(level or 3), write_checksum=checksum,
                                                   write_content_size=True).compress(arr.tobytes()))
         if n == "gzip":
-            # zlib's gzip member (no file name, mtime 0), as numcodecs, tensorstore and the
-            # N5 writers produce it.
+            # zlib's gzip member (no file name, mtime 0), as numcodecs (zarr-python), z5py and
+            # Java N5 write it.  tensorstore deflates with Chromium's zlib, whose output
+            # differs by a few per cent either way (docs/cli.md gives the figures).
             co = zlib.compressobj(int(level if level is not None else 6), zlib.DEFLATED, 31)
             return co.compress(arr.tobytes()) + co.flush()
         if n == "blosc":

@@ -2,14 +2,16 @@
 errors.
 
 Per candidate, the payload total is a stratified estimate over the present chunks: in each
-stratum, when today's sizes ``x`` vary, the separate ratio estimator ``X_h * ybar / xbar``
-(a candidate's size follows today's closely, so the ratio varies far less than the size),
-else the mean ``N_h * ybar``; its variance the usual ``N_h^2 (1 - n_h/N_h) s_h^2 / n_h`` of
-the residuals (``y - R x``) or of ``y``, and the interval ``+- t * sqrt(var)`` with Student's
-t at the sample's degrees of freedom.  An exhaustive run (``--all``) is exact: no interval.
-To the payloads the format's own bytes are added exactly: chunks of fill in stored WKW files
-(each costs what a fill chunk encodes to), unit headers, jump tables and shard indexes for
-every unit holding data, ``header.wkw``.
+stratum, when today's sizes ``x`` vary, the separate regression estimator
+``N_h * (ybar + b (Xbar_h - xbar))`` with the stratum's least-squares slope ``b`` (a
+candidate's size mostly follows today's, and where it does not, ``b`` is near 0 and this is
+the mean), else the mean ``N_h * ybar``; its variance the usual
+``N_h^2 (1 - n_h/N_h) s_h^2 / n_h`` of the residuals, and the interval ``+- t * sqrt(var)``
+with Student's t at Satterthwaite's degrees of freedom (few when the variance comes from a
+few strata of few chunks: the interval widens, as it must).  An exhaustive run (``--all``) is
+exact: no interval.  To the payloads the format's own bytes are added exactly: chunks of fill
+in stored WKW files (each costs what a fill chunk encodes to), unit headers, jump tables and
+shard indexes for every unit holding data, ``header.wkw``.
 
 The same estimator gives each present chunk's predicted bytes (its measured bytes where it
 was sampled): what the Map colours by.
@@ -36,6 +38,7 @@ IntArray = npt.NDArray[np.int64]
 
 #: Two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
+REGRESSION = True
 
 
 def t95(df: int) -> float:
@@ -143,7 +146,7 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
     totals = np.zeros(k)
     var = np.zeros(k)
     predicted = np.zeros((grid.present_chunks, k))
-    df = 0
+    df_den = np.zeros(k)  # Satterthwaite's degrees of freedom: var^2 / df_den
     for h in range(grid.strata):
         members = np.flatnonzero(grid.stratum == h)
         sel = strat == h
@@ -156,24 +159,29 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
             if n_h == 0:
                 continue
         ys, xs = y[sel], x[sel]
-        ratio = not grid.by_position and float(xs.mean()) > 0 and float(xs.std()) > 0
-        if ratio:
-            r = ys.mean(axis=0) / xs.mean()
-            totals += r * float(x_all[members].sum())
-            resid = ys - xs[:, None] * r[None, :]
-            predicted[members] = x_all[members, None] * r[None, :]
+        xbar, ybar = float(xs.mean()), ys.mean(axis=0)
+        sxx = float(((xs - xbar) ** 2).sum())
+        if REGRESSION and not grid.by_position and sxx > 0 and n_h > 2:
+            slope = ((xs - xbar)[:, None] * (ys - ybar[None, :])).sum(axis=0) / sxx
+            big_xbar = float(x_all[members].mean())
+            totals += big_n * (ybar + slope * (big_xbar - xbar))
+            resid = ys - ybar[None, :] - (xs - xbar)[:, None] * slope[None, :]
+            lost = 2
+            predicted[members] = np.maximum(
+                ybar[None, :] + (x_all[members, None] - xbar) * slope[None, :], 0.0)
         else:
-            totals += big_n * ys.mean(axis=0)
-            resid = ys - ys.mean(axis=0)[None, :]
-            predicted[members] = ys.mean(axis=0)[None, :]
-        if n_h > 1 and n_h < big_n:
-            s2 = (resid ** 2).sum(axis=0) / (n_h - 1)
-            var += big_n ** 2 * (1 - n_h / big_n) * s2 / n_h
-            df += n_h - 1
+            totals += big_n * ybar
+            resid = ys - ybar[None, :]
+            lost = 1
+            predicted[members] = ybar[None, :]
+        if n_h > lost and n_h < big_n:
+            s2 = (resid ** 2).sum(axis=0) / (n_h - lost)
+            part = big_n ** 2 * (1 - n_h / big_n) * s2 / n_h
+            var += part
+            df_den += part ** 2 / (n_h - lost)
     if len(rows):
         predicted[rows] = y  # measured where sampled
     exact = sample.exhaustive
-    t = t95(max(df, 1))
     c = grid.chunk_shape
     raw_bytes = int(np.prod([grid.hi[a] - grid.lo[a] for a in range(3)])) * channels \
         * dtype.itemsize
@@ -195,7 +203,8 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
         fill_bytes = int(fill_chunks * int(shape.fill_sizes[j]))
         payload = float(totals[j]) + fill_bytes
         total = payload + overhead
-        half = 0.0 if exact else t * math.sqrt(max(float(var[j]), 0.0))
+        df = float(var[j]) ** 2 / float(df_den[j]) if df_den[j] > 0 else 1.0
+        half = 0.0 if exact else t95(max(1, int(df))) * math.sqrt(max(float(var[j]), 0.0))
         enc_s = sum(int(m.encode_ns[j]) for m in measured) / 1e9
         dec_s = sum(int(m.decode_ns[j]) for m in measured) / 1e9
         sq = sum(float(m.sq_error[j]) for m in measured)

@@ -216,7 +216,15 @@ class TargetGrid:
         if want >= n_total:
             return self.sample(fraction, seed, exhaustive=True)
         rng = np.random.default_rng(seed)
-        drawn = np.minimum(pop, np.maximum(2, np.round(want * pop / n_total))).astype(np.int64)
+        # Neyman allocation on today's bytes: strata whose chunks differ more get more of the
+        # sample (by position: in proportion to size), at least two each.
+        spread = np.asarray([self.x[self.stratum == h].std() if pop[h] else 0.0
+                             for h in range(self.strata)])
+        weight = pop * spread if not self.by_position and spread.sum() > 0 else \
+            pop.astype(np.float64)
+        weight = weight + 1e-9 * pop  # a stratum of equal chunks still gets its two
+        drawn = np.minimum(pop, np.maximum(2, np.round(want * weight / weight.sum())))
+        drawn = drawn.astype(np.int64)
         rows_out: list[IntArray] = []
         for h in range(self.strata):
             members = np.flatnonzero(self.stratum == h)
@@ -234,18 +242,42 @@ class TargetGrid:
 
 
 def _strata(grid: IntArray, x: FloatArray) -> tuple[IntArray, int, bool]:
-    """Each present chunk's stratum: equal-count bins of ``x`` (ties broken by position), or
-    of position (z, then y, then x) when every ``x`` is the same."""
+    """Each present chunk's stratum, by today's bytes ``x``: Dalenius and Hodges' cumulative
+    square root of frequency rule (boundaries equal steps of ``sum sqrt(f)`` over a fine
+    histogram of ``log(1 + x)``: many narrow strata where chunks differ, few wide ones where they
+    are alike, such as chunks of zeros), at most ``MAX_STRATA``, each of at least
+    ``MIN_PER_STRATUM`` chunks; by position (z, then y, then x) in equal parts when every
+    ``x`` is the same."""
     n = int(x.shape[0])
     strata = max(1, min(MAX_STRATA, n // MIN_PER_STRATUM))
     by_position = n == 0 or float(x.max()) == float(x.min())
+    stratum = np.zeros(n, np.int64)
     if by_position:
         order = np.lexsort((grid[:, 0], grid[:, 1], grid[:, 2])) if n else np.zeros(0, np.int64)
-    else:
-        order = np.lexsort((grid[:, 0], grid[:, 1], grid[:, 2], x))
-    stratum = np.empty(n, np.int64)
-    stratum[order] = (np.arange(n) * strata) // max(n, 1)
-    return stratum, strata, by_position
+        stratum[order] = (np.arange(n) * strata) // max(n, 1)
+        return stratum, strata, True
+    bins = max(strata * 20, 50)
+    logx = np.log1p(np.maximum(x, 0.0))
+    counts, edges = np.histogram(logx, bins=bins)
+    cum = np.cumsum(np.sqrt(counts))
+    steps = cum[-1] * np.arange(1, strata) / strata
+    cut_bins = np.searchsorted(cum, steps)  # last histogram bin of each stratum but the last
+    bounds = np.unique(edges[np.minimum(cut_bins + 1, bins)])
+    stratum = np.searchsorted(bounds, logx, side="right").astype(np.int64)
+    # Merge strata too small to be sampled on their own into their neighbour.
+    sizes = np.bincount(stratum, minlength=len(bounds) + 1)
+    label = np.zeros(sizes.shape[0], np.int64)
+    current, held = 0, 0
+    for h, size in enumerate(sizes.tolist()):
+        if held >= MIN_PER_STRATUM and size > 0:
+            current += 1
+            held = 0
+        label[h] = current
+        held += size
+    if held < MIN_PER_STRATUM and current > 0:  # a small last stratum joins the one before
+        label[label == current] = current - 1
+        current -= 1
+    return label[stratum], current + 1, False
 
 
 __all__ = ["SourceMap", "survey", "TargetGrid", "Sample", "MAX_STRATA", "MIN_SAMPLE"]
