@@ -40,6 +40,7 @@ from viewer.core.advise.job import (
 )
 from viewer.core.advise.projection import Projection, t95
 from viewer.core.advise.recommend import BROWSE_DECODE_MB_S, Recommendation, pareto_front
+from viewer.core.advise.savings import SAVINGS, SavingsSource, chunk_savings, savings_plane
 from viewer.core.advise.targets import DEFAULT_SHARD_VX, Candidate, TargetFormat
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "ShapeMap", "run_advice", "human_bytes", "Projection", "t95", "BROWSE_DECODE_MB_S",
     "Recommendation", "pareto_front", "Candidate", "TargetFormat", "DEFAULT_SHARD_VX",
     "Encoding", "EncodingUnavailable", "CandidateError", "Skipped", "candidates",
-    "default_specs", "parse_chunk_shapes", "parse_spec",
+    "default_specs", "parse_chunk_shapes", "parse_spec", "SAVINGS", "SavingsSource",
+    "chunk_savings", "savings_plane",
 ]

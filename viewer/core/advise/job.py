@@ -76,11 +76,13 @@ class AdviseRequest:
 
 @dataclass(frozen=True)
 class ChunkRow:
-    """One measured chunk as it streams: chunk shape index, its position in that grid, each
-    of that shape's candidates' stored bytes (``None`` when it could not be read)."""
+    """One measured chunk as it streams: chunk shape index, its position in that grid, its
+    bytes today, each of that shape's candidates' stored bytes (``None`` when it could not
+    be read)."""
 
     shape: int
     grid: Vec3
+    current: float
     sizes: tuple[int, ...] | None
 
 
@@ -219,7 +221,8 @@ def run_advice(volume: Volume, request: AdviseRequest, emit: Emit | None = None,
         streamed = []
         for row, m in zip(rows, measures, strict=True):
             r.measures[int(row)] = m
-            streamed.append(ChunkRow(index, m.grid, None if m.error is not None
+            streamed.append(ChunkRow(index, m.grid, float(r.grid.x[int(row)]),
+                                     None if m.error is not None
                                      else tuple(int(v) for v in m.sizes)))
         done += len(rows)
         say(AdviseProgress("measure", done, total, tuple(streamed)))
