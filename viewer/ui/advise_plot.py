@@ -24,7 +24,8 @@ RECOMMENDED = (220, 40, 40)
 
 class QtAdvisePlot(pg.PlotWidget):
     """Projected MiB (y) against decode MB/s per core (x: its log10, ticked in MB/s) of a
-    ``Report``'s candidates.  ``points`` holds the scatter (for tests); ``front`` the Pareto line."""
+    ``Report``'s candidates.  ``points`` holds the scatter (for tests); ``front`` the Pareto
+    line."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent, background="w")
