@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from viewer.core.advise import Report
 
@@ -22,24 +22,29 @@ FRONT = (40, 170, 90)
 RECOMMENDED = (220, 40, 40)
 
 
-class QtAdvisePlot(pg.PlotWidget):
+class QtAdvisePlot(QWidget):
     """Projected MiB (y) against decode MB/s per core (x: its log10, ticked in MB/s) of a
     ``Report``'s candidates.  ``points`` holds the scatter (for tests); ``front`` the Pareto
     line."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, background="w")
-        self.setLabel("bottom", "decode speed (MB/s of voxels per core, log scale)")
-        self.setLabel("left", "projected size (MiB)")
-        self.getAxis("left").enableAutoSIPrefix(False)
-        self.showGrid(x=True, y=True, alpha=0.3)
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        #: The pyqtgraph plot (a ``pg.PlotWidget``).
+        self.view: Any = pg.PlotWidget(background="w")
+        layout.addWidget(self.view)
+        self.view.setLabel("bottom", "decode speed (MB/s of voxels per core, log scale)")
+        self.view.setLabel("left", "projected size (MiB)")
+        self.view.getAxis("left").enableAutoSIPrefix(False)
+        self.view.showGrid(x=True, y=True, alpha=0.3)
         self.points: Any = None
         self.front: Any = None
         self.labels: list[Any] = []
 
     def show_report(self, report: Report | None) -> None:
         """Draw ``report``'s candidates (None: clear)."""
-        self.clear()
+        self.view.clear()
         self.labels = []
         self.points = self.front = None
         if report is None or not report.projections:
@@ -57,28 +62,28 @@ class QtAdvisePlot(pg.PlotWidget):
         ticks = [(float(k), f"{10.0 ** k:g}") for k in range(first, last + 1)]
         minor = [(float(math.log10(m * 10.0 ** k)), "") for k in range(first, last + 1)
                  for m in (2, 5)]
-        self.getAxis("bottom").setTicks([ticks, minor])
-        self.addItem(pg.ErrorBarItem(x=x, y=size, top=hi - size, bottom=size - lo, beam=0.0,
+        self.view.getAxis("bottom").setTicks([ticks, minor])
+        self.view.addItem(pg.ErrorBarItem(x=x, y=size, top=hi - size, bottom=size - lo, beam=0.0,
                                      pen=pg.mkPen((120, 120, 120), width=1)))
         brushes = [pg.mkBrush(*(LOSSLESS if p.lossless else LOSSY)) for p in ps]
         self.points = pg.ScatterPlotItem(x=x, y=size, size=10, brush=brushes,
                                          pen=pg.mkPen("k"), data=list(range(len(ps))))
-        self.addItem(self.points)
+        self.view.addItem(self.points)
         front = sorted(report.pareto, key=lambda i: x[i])
         if front:
             self.front = pg.PlotDataItem(x=x[front], y=size[front],
                                          pen=pg.mkPen(FRONT, width=2), symbol="o",
                                          symbolSize=14, symbolBrush=None,
                                          symbolPen=pg.mkPen(FRONT, width=2))
-            self.addItem(self.front)
+            self.view.addItem(self.front)
         rec = report.recommendation.index
         if rec is not None:
-            self.addItem(pg.ScatterPlotItem(x=[x[rec]], y=[size[rec]], size=22,
+            self.view.addItem(pg.ScatterPlotItem(x=[x[rec]], y=[size[rec]], size=22,
                                             brush=None, pen=pg.mkPen(RECOMMENDED, width=3)))
         for i, p in enumerate(ps):
             text = pg.TextItem(p.candidate.label, color=(40, 40, 40), anchor=(0, 1))
             text.setPos(float(x[i]), float(size[i]))
-            self.addItem(text)
+            self.view.addItem(text)
             self.labels.append(text)
 
 
@@ -99,7 +104,7 @@ def write_plot(report: Report, path: str, width: int = 1000, height: int = 650) 
     plot.show_report(report)
     from pyqtgraph.exporters import ImageExporter
 
-    exporter = ImageExporter(plot.plotItem)
+    exporter = ImageExporter(plot.view.plotItem)
     exporter.parameters()["width"] = width
     image = exporter.export(toBytes=True)
     if not image.save(path, "PNG"):
