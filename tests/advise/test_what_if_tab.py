@@ -57,6 +57,14 @@ def _view(qtbot: Any, bounds: tuple[tuple[int, int, int], tuple[int, int, int]],
     return view
 
 
+def _pixel_at(view: Any, image: Any, h: float, v: float) -> tuple[int, int, int]:
+    """The colour the grabbed ``image`` of ``view`` shows at data (h, v)."""
+    x, y = view.to_widget(h, v)
+    ratio = image.devicePixelRatio()
+    c = image.pixelColor(int(x * ratio), int(y * ratio))
+    return (c.red(), c.green(), c.blue())
+
+
 def _has_colour(image: Any, rgb: tuple[int, int, int], tolerance: int = 40) -> bool:
     ptr = image.convertToFormat(image.Format.Format_RGB32)
     arr = np.frombuffer(ptr.constBits(), np.uint8).reshape(ptr.height(), ptr.width(), 4)
@@ -106,7 +114,12 @@ def test_what_if_tab_runs_and_colours_the_map(panel: QtInspectorPanel, qtbot: An
     zeros, noise = pixels[:, :2].reshape(-1, 4), pixels[:, 2:].reshape(-1, 4)
     assert (zeros == zeros[0]).all() and (noise[:, 3] > 0).all()
     assert np.abs(zeros[0, :3].astype(int) - noise[0, :3].astype(int)).sum() > 100
-    view.grab().toImage().save(str(tmp_path / "map.png"))
+    # The screenshot of the view: the map drawn over it, zeros and noise apart.
+    image = view.grab().toImage()
+    image.save(str(tmp_path / "map.png"))
+    zero_px, noise_px = _pixel_at(view, image, 8, 24), _pixel_at(view, image, 56, 24)
+    assert sum(abs(a - b) for a, b in zip(zero_px, noise_px, strict=True)) > 100
+    assert zero_px == _pixel_at(view, image, 24, 56)  # another chunk of zeros
 
 
 def test_cancel_stops_the_run(panel: QtInspectorPanel, qtbot: Any,
