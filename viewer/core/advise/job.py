@@ -257,13 +257,19 @@ def _measured(volume: Volume, results: Sequence[ShapeResult], request: AdviseReq
             g = results[index].grid
             shares.append(MeasureShare(reopen, g.chunk_shape, g.lo, g.hi,
                                        tuple(results[index].candidates), grids_of(index, rows)))
+        finished = threading.Event()
         with ClusterRunner(request.scheduler) as runner:
             runner.check_paths([reopen.path])
-            watcher = threading.Thread(target=_cancel_when, args=(stop, runner), daemon=True)
+            watcher = threading.Thread(target=_cancel_when, args=(stop, finished, runner),
+                                       name="advise-cancel", daemon=True)
             watcher.start()
-            for k, measures in runner.map(measure_share, shares, key="advise"):
-                index, rows = jobs[k]
-                yield index, rows, measures
+            try:
+                for k, measures in runner.map(measure_share, shares, key="advise"):
+                    index, rows = jobs[k]
+                    yield index, rows, measures
+            finally:
+                finished.set()
+                watcher.join()
         return
 
     def task(index: int, rows: npt.NDArray[np.int64]) -> list[ChunkMeasure]:
@@ -299,12 +305,13 @@ def _measured(volume: Volume, results: Sequence[ShapeResult], request: AdviseReq
                 pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _cancel_when(stop: threading.Event, runner: Any) -> None:
-    """Cancel the cluster's futures when the run is cancelled (a watcher thread)."""
-    while not stop.wait(0.2):
-        if runner.cancelled:
+def _cancel_when(stop: threading.Event, finished: threading.Event, runner: Any) -> None:
+    """Cancel the cluster's futures when the run is cancelled before it has ``finished`` (a
+    watcher thread, ended by either)."""
+    while not finished.is_set():
+        if stop.wait(0.2):
+            runner.cancel()
             return
-    runner.cancel()
 
 
 def _report(volume: Volume, source: SourceMap, results: Sequence[ShapeResult],

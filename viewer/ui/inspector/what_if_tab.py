@@ -67,6 +67,8 @@ class QtWhatIfTab(QWidget):
         super().__init__(parent)
         self._state = state
         self.report: Report | None = None
+        #: Whether the last run ran in a child process (else on a thread of this one).
+        self.used_process = False
         self._job: Job[Report] | None = None
         self._thread: threading.Thread | None = None
         self._token = 0
@@ -201,6 +203,8 @@ class QtWhatIfTab(QWidget):
         if kind == "message":
             self._on_message(payload)
             return
+        if self._job is not None:
+            self.used_process = self._job.used_process
         self._job = self._thread = None
         self._idle()
         if isinstance(payload, Report):
