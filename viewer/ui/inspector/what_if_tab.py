@@ -6,13 +6,15 @@ Run re-encodes a sample of the volume's chunks (or every chunk) in a child proce
 and cancel; the candidates come as a table and as the size / decode speed plot
 (``QtAdvisePlot``) with the best trade-offs marked.  "Colour the Map" hands the selected
 candidate's per-chunk savings to the panel (``savings_chosen``), which draws them on the
-slice views; while an exhaustive run goes on, the chunks measured so far are drawn.
+slice views; asked during a run, the Map follows the chunks measured so far (redrawn every
+``LIVE_SECONDS``) and then the finished projection.
 GUI thread only; the job's messages hop here through a ``QtResultBridge``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -48,6 +50,8 @@ from viewer.ui.advise_plot import QtAdvisePlot
 from viewer.ui.inspector.bridge import QtResultBridge
 from viewer.ui.inspector.state import InspectorState
 
+#: Seconds between redraws of the Map while it follows a run's chunks.
+LIVE_SECONDS = 1.0
 #: Table columns.
 COLUMNS = ("candidate", "projected", "95 % interval", "vs today", "vs raw", "enc MB/s",
            "dec MB/s", "error")
@@ -73,6 +77,10 @@ class QtWhatIfTab(QWidget):
         self._thread: threading.Thread | None = None
         self._token = 0
         self._live: dict[tuple[int, int, int], tuple[float, tuple[int, ...]]] = {}
+        #: The Map follows the chunks measured so far (asked for during a run), redrawn at
+        #: most every ``LIVE_SECONDS``; when was it last.
+        self._following = False
+        self._live_drawn = 0.0
         self._bridge = QtResultBridge(self)
         self._bridge.result_arrived.connect(self._on_result)
         v = QVBoxLayout(self)
@@ -141,6 +149,7 @@ class QtWhatIfTab(QWidget):
         token = self._token
         request = self.request()
         self._live = {}
+        self._following = False
 
         def local(emit: Emit, cancelled: threading.Event) -> Report:
             return run_advice(volume, request, emit, cancelled)
@@ -209,6 +218,9 @@ class QtWhatIfTab(QWidget):
         self._idle()
         if isinstance(payload, Report):
             self.show_report(payload)
+            if self._following:  # the Map followed the run: now the finished projection's
+                self._following = False
+                self._on_map_clicked()
             self.finished.emit(payload)
             return
         if isinstance(payload, JobCancelled):
@@ -233,6 +245,10 @@ class QtWhatIfTab(QWidget):
                 self._live[row.grid] = (row.current, row.sizes)
         if message.rows:
             self.map_button.setEnabled(True)
+            now = time.monotonic()
+            if self._following and now - self._live_drawn >= LIVE_SECONDS:
+                self._live_drawn = now
+                self._on_map_clicked()
 
     # -- showing -----------------------------------------------------------------------------------
     def show_report(self, report: Report) -> None:
@@ -287,7 +303,7 @@ class QtWhatIfTab(QWidget):
         volume = self._state.volume
         if volume is None:
             return None
-        report = self.report
+        report = None if self.running else self.report
         index = self.selected_index()
         if report is not None and index is not None:
             for m in report.maps:
@@ -305,6 +321,9 @@ class QtWhatIfTab(QWidget):
         return None
 
     def _on_map_clicked(self) -> None:
+        if self.running:
+            self._following = True
+            self._live_drawn = time.monotonic()
         source = self.savings_source()
         if source is not None:
             self.savings_chosen.emit(source)
