@@ -2,13 +2,13 @@
 
 ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]`` opens the window (no PATH:
 the built-in demo dataset).  Subcommands, each a module of this package with ``main(argv)``:
-``info``, ``compare``, ``demo``, ``digest``, ``install-desktop``.  Exit codes: 0 ok, 1 a finding,
-2 bad input, 130 interrupted (Ctrl+C; 143 SIGTERM: ``viewer.cli.interrupt``).  A PATH may be a
-URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any
-command) reads public buckets without credentials; ``--remote-cache-mb N`` (any command) sizes
-the on-disk cache of bytes read over the network for this run (0: none; the window's File >
-Remote Cache... keeps a size for later runs).  ``--version`` prints the version and whether the
-native read kernel was built.
+``info``, ``compare``, ``demo``, ``digest``, ``advise``, ``install-desktop``.  Exit codes: 0 ok,
+1 a finding, 2 bad input, 130 interrupted (Ctrl+C; 143 SIGTERM: ``viewer.cli.interrupt``).  A
+PATH may be a URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any command) reads public
+buckets without credentials; ``--remote-cache-mb N`` (any command) sizes the on-disk cache of
+bytes read over the network for this run (0: none; the window's File > Remote Cache... keeps a
+size for later runs).  ``--version`` prints the version and whether the native read kernel was
+built.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ COMMANDS = {
     "demo": "viewer.cli.demo",
     "install-desktop": "viewer.cli.desktop",
     "digest": "viewer.cli.digest",
+    "advise": "viewer.cli.advise",
 }
 
 

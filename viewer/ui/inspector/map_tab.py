@@ -10,6 +10,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QVBoxLayout, QWidget
 
 from viewer.core import inspect
+from viewer.core.advise import SAVINGS
 from viewer.ui.inspector.overlay import colormap, metric_levels
 from viewer.ui.inspector.state import InspectorState
 
@@ -32,7 +33,8 @@ class QtMapTab(QWidget):
         self.map_toggle = QCheckBox("compression map on the slice views")
         self.map_toggle.setChecked(False)  # a viewer first: the map is asked for
         self.metric_box = QComboBox()
-        self.metric_box.addItems(["compressed size", "compression ratio"])
+        self.metric_box.addItems(["compressed size", "compression ratio",
+                                  "savings of a What if candidate"])
         self.metric_box.currentIndexChanged.connect(self._on_metric_changed)
         self.block_grid_toggle = QCheckBox("chunk grid")
         self.file_grid_toggle = QCheckBox("storage unit grid")
@@ -57,7 +59,15 @@ class QtMapTab(QWidget):
         self.shown_changed.emit(*self.shown)
 
     def _on_metric_changed(self, index: int) -> None:
-        self.metric_changed.emit(inspect.SIZE if index == 0 else inspect.RATIO)
+        self.metric_changed.emit((inspect.SIZE, inspect.RATIO, SAVINGS)[index])
+
+    def show_savings(self) -> None:
+        """Draw the savings metric and turn the map on (the What if tab's candidate)."""
+        if self.metric_box.currentIndex() != 2:
+            self.metric_box.setCurrentIndex(2)
+        else:
+            self.metric_changed.emit(SAVINGS)
+        self.map_toggle.setChecked(True)
 
     def _ensure_colorbar(self) -> Any:
         if self.colorbar is None:
@@ -78,5 +88,8 @@ class QtMapTab(QWidget):
         colorbar = self._ensure_colorbar()
         metric = self._state.metric
         colorbar.setLevels(metric_levels(metric, volume.chunk_nbytes))
-        colorbar.axis.setLabel("stored bytes per chunk" if metric == inspect.SIZE
-                               else "log2 compression ratio")
+        savings = self._state.savings
+        colorbar.axis.setLabel(
+            "stored bytes per chunk" if metric == inspect.SIZE
+            else "log2 compression ratio" if metric == inspect.RATIO
+            else f"share of today's bytes saved by {savings.label if savings else '...'}")

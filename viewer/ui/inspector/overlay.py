@@ -20,6 +20,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QWidget
 
 from viewer.core import inspect
+from viewer.core.advise import SAVINGS
 
 #: The colour map of the compression overlay and its colour bar.
 COLORMAP_NAME = "viridis"
@@ -38,9 +39,12 @@ def colormap() -> Any:
 
 def metric_levels(metric: str, chunk_nbytes: int) -> tuple[float, float]:
     """The value range the colour bar spans: bytes 0..chunk_nbytes (incompressible chunks and
-    anything larger clip to the top), or log2 ratio 0..RATIO_LOG2_MAX."""
+    anything larger clip to the top), log2 ratio 0..RATIO_LOG2_MAX, or the share of today's
+    bytes a candidate saves, -1..1."""
     if metric == inspect.SIZE:
         return (0.0, float(chunk_nbytes))
+    if metric == SAVINGS:
+        return (-1.0, 1.0)
     return (0.0, RATIO_LOG2_MAX)
 
 
@@ -49,8 +53,8 @@ def normalised(values: npt.NDArray[np.float64], metric: str,
     """Values mapped to 0..1 along the colour bar (NaN stays NaN)."""
     lo, hi = metric_levels(metric, chunk_nbytes)
     with np.errstate(divide="ignore", invalid="ignore"):
-        v = values if metric == inspect.SIZE else np.log2(np.where(np.isinf(values), 2.0 ** hi,
-                                                                    values))
+        linear = metric in (inspect.SIZE, SAVINGS)
+        v = values if linear else np.log2(np.where(np.isinf(values), 2.0 ** hi, values))
         return np.clip((v - lo) / (hi - lo), 0.0, 1.0)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from viewer.core import inspect
+from viewer.core import advise, inspect
 from viewer.ui.inspector.bridge import QtResultBridge
 from viewer.ui.inspector.loaded_file import Vec3
 from viewer.ui.inspector.overlay import OverlayView, QtSliceOverlay
@@ -34,8 +34,9 @@ class QtOverlaySet(QObject):
         self._bridge = QtResultBridge(self)
         self._bridge.result_arrived.connect(self._on_result)
         self._tokens: dict[int, int] = {}
-        #: What each axis's plane was last asked for (chunk layer, metric, units known).
-        self._keys: dict[int, tuple[int, str, int]] = {}
+        #: What each axis's plane was last asked for (chunk layer, metric, units known, the
+        #: savings drawn).
+        self._keys: dict[int, tuple[int, str, int, int]] = {}
         self._pending: set[int] = set()
         self._extent: tuple[Vec3, Vec3] | None = None
         self._shown = (False, False, False)
@@ -108,18 +109,26 @@ class QtOverlaySet(QObject):
         upos, _ = inspect.chunk_at(volume, cursor)
         known = self._state.frozen_positions()
         frozen = known if upos in known else known | {upos}
+        savings = self._state.savings
         for axis in self.axes:
             index = cursor[axis]
-            key = (index // volume.chunk_shape[axis], self._state.metric, len(frozen))
+            key = (index // volume.chunk_shape[axis], self._state.metric, len(frozen),
+                   id(savings))
             if self._keys.get(axis) == key:
                 continue
             self._keys[axis] = key
             token = self._tokens[axis] = self._tokens.get(axis, 0) + 1
             self._pending.add(axis)
-            self._bridge.deliver_future(
-                f"{axis}", token, self._executor.submit(
+            if self._state.metric == advise.SAVINGS:
+                if savings is None:
+                    self._on_result(f"{axis}", token, None)
+                    continue
+                future = self._executor.submit(advise.savings_plane, savings, axis, index)
+            else:
+                future = self._executor.submit(
                     inspect.compression_plane, volume, axis, index, frozen, self._state.metric,
-                    self._cache))
+                    self._cache)
+            self._bridge.deliver_future(f"{axis}", token, future)
         self._update_grid_extent(upos)
 
     def _on_result(self, kind: str, token: int, payload: Any) -> None:

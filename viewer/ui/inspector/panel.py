@@ -20,7 +20,7 @@ main window).  Its interface to the window is narrow:
 
 The panel composes its parts, each a class in its own module: the tabs (``QtHeaderTab``,
 ``QtFilesTab``, ``QtJumpTableTab``, ``QtSizesTab``, ``QtByteLayoutTab``, ``QtProblemsTab``,
-``QtMapTab``), the layer and mag selector (``QtMagSelector``) and the overlays
+``QtMapTab``, ``QtWhatIfTab``), the layer and mag selector (``QtMagSelector``) and the overlays
 (``QtOverlaySet``), and the background work on units (``QtUnitJobs``).  The tabs read the one
 ``InspectorState`` the panel writes, and ask for a cursor move through the ``InspectorHost``
 protocol (``go_to``), which the panel implements; they never reach into the panel or the
@@ -51,7 +51,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from viewer.core import inspect
+from viewer.core import advise, inspect
 from viewer.format import Dataset, FormatError, Mag, Volume, mag_name, parse_mag
 from viewer.ui.inspector.byte_layout_tab import QtByteLayoutTab
 from viewer.ui.inspector.files_tab import QtFilesTab
@@ -67,6 +67,7 @@ from viewer.ui.inspector.scale import MagScale
 from viewer.ui.inspector.sizes_tab import QtSizesTab
 from viewer.ui.inspector.state import InspectorState
 from viewer.ui.inspector.unit_jobs import QtUnitJobs
+from viewer.ui.inspector.what_if_tab import QtWhatIfTab
 
 
 class QtInspectorPanel(QWidget):
@@ -168,6 +169,7 @@ class QtInspectorPanel(QWidget):
         self.layout_tab = QtByteLayoutTab(self.state)
         self.problems_tab = QtProblemsTab(self)
         self.map_tab = QtMapTab(self.state)
+        self.what_if_tab = QtWhatIfTab(self.state)
         for page, name, tip in (
                 (self.header_tab, "Header", "The header of the storage unit under the cursor"),
                 (self.files_tab, "Units", "Every storage unit of the volume (files, shards)"),
@@ -175,12 +177,15 @@ class QtInspectorPanel(QWidget):
                 (self.sizes_tab, "Sizes", "Stored sizes of the unit's chunks"),
                 (self.layout_tab, "Bytes", "Where each chunk lies in its unit (byte layout)"),
                 (self.problems_tab, "Problems", "What is damaged or could not be read"),
-                (self.map_tab, "Map", "A compression map over the slice views")):
+                (self.map_tab, "Map", "A compression map over the slice views"),
+                (self.what_if_tab, "What if",
+                 "How big and how fast this volume would be under other codecs and chunkings")):
             self.tabs.setTabToolTip(self.tabs.addTab(page, name), tip)
         self.jump_tab.problems_found.connect(self.problems_tab.add_problems)
         self.problems_tab.count_changed.connect(self._on_problem_count)
         self.map_tab.metric_changed.connect(self._on_metric_changed)
         self.map_tab.shown_changed.connect(self.overlays.set_shown)
+        self.what_if_tab.savings_chosen.connect(self._on_savings_chosen)
         self.tabs.currentChanged.connect(lambda _i: self._refresh_current())
 
     # == public interface =====================================================================
@@ -291,6 +296,7 @@ class QtInspectorPanel(QWidget):
         """Stop the scan and any decoding; release the worker (and the dataset when the
         panel opened it)."""
         self._stop_work()
+        self.what_if_tab.stop()
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._own_dataset and self.dataset is not None:
             self._own_dataset = False
@@ -331,6 +337,7 @@ class QtInspectorPanel(QWidget):
             return
         label = f"{layer.name}/{mag_name(mag.mag, False)}" \
             if not self.mag_selector.isHidden() else ""
+        self.state.segmentation = layer.category == "segmentation"
         self._set_volume(volume, inspect.Reopen(self.dataset.path, layer.name, mag.mag), label)
         self.mag_selected.emit(layer.name, mag.mag)
 
@@ -346,6 +353,10 @@ class QtInspectorPanel(QWidget):
         st = self.state
         st.volume, st.shown, st.cursor = volume, None, None
         st.clear_units()
+        st.reopen, st.savings = reopen, None
+        if volume is None:
+            st.segmentation = False
+        self.what_if_tab.volume_changed()
         self._unit_of_path = {}
         self._file_pos = self._loading_pos = None
         self.files_tab.clear(volume.path if volume is not None else "")
@@ -430,6 +441,13 @@ class QtInspectorPanel(QWidget):
     def _on_problem_count(self, count: int) -> None:
         self.tabs.setTabText(self.tabs.indexOf(self.problems_tab),
                              f"Problems ({count})" if count else "Problems")
+
+    def _on_savings_chosen(self, savings: advise.SavingsSource) -> None:
+        """The What if tab's candidate: the Map draws its savings."""
+        self.state.savings = savings
+        self.map_tab.show_savings()
+        self.overlays.metric_changed()
+        self._mark_stale(self.map_tab)
 
     def _on_metric_changed(self, metric: str) -> None:
         self.state.metric = metric

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.core import inspect
+from viewer.core.advise import SavingsSource
 from viewer.format import Volume
 from viewer.ui.inspector.loaded_file import LoadedUnit, Vec3
 
@@ -30,7 +31,8 @@ class InspectorState:
     shown: LoadedUnit | None = None
     #: The cursor in the inspected volume's voxels (None until the window gave one).
     cursor: Vec3 | None = None
-    #: The compression map's metric: ``inspect.SIZE`` or ``inspect.RATIO``.
+    #: The compression map's metric: ``inspect.SIZE``, ``inspect.RATIO`` or
+    #: ``advise.SAVINGS``.
     metric: str = inspect.SIZE
     #: Every unit the scan reported so far, in scan order.
     units: list[inspect.UnitStats] = field(default_factory=list)
@@ -77,6 +79,12 @@ class InspectorState:
             frozen = (len(self.unit_positions), frozenset(self.unit_positions))
             self._frozen = frozen
         return frozen[1]
+    #: How a child process opens the same volume (None: it cannot).
+    reopen: inspect.Reopen | None = None
+    #: The inspected layer is a segmentation (never offered a lossy codec).
+    segmentation: bool = False
+    #: What the Map's savings metric draws (the What if tab's choice; None: nothing yet).
+    savings: SavingsSource | None = None
 
     @property
     def table(self) -> inspect.UnitTable | None:

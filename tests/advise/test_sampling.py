@@ -1,0 +1,52 @@
+"""Sampling that can be trusted: a 5 % sample's projection against the exhaustive figure,
+over ten seeds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import EXACT_SPECS, FILE, Case, projected
+
+from viewer.core.advise import AdviseRequest, run_advice
+from viewer.format import open_volume
+
+#: Measured with the synthetic segmentation (labels on wavy planes): this candidate's size
+#: follows today's LZ4 size so loosely that its 95 % interval covered the exact figure in 8
+#: of the 10 seeds.
+LOOSE = {("segmentation", "zarr3+shard:blosc-lz4-shuffle:5")}
+
+
+def _ten_seeds(case: Case, exact: Any, specs: tuple[str, ...]) -> dict[str, int]:
+    truth = {s: projected(exact, s) for s in specs}
+    covered = dict.fromkeys(specs, 0)
+    with open_volume(str(case.root)) as volume:
+        for seed in range(10):
+            est = run_advice(volume, AdviseRequest(specs=specs, fraction=0.05, seed=seed,
+                                                   shard_vx=FILE, threads=2))
+            assert not est.exhaustive
+            assert 0.05 * est.present_chunks <= est.sampled_chunks < 0.2 * est.present_chunks
+            for spec, p in zip(specs, est.projections, strict=True):
+                assert p.lossless
+                assert abs(p.projected_bytes - truth[spec]) <= 0.05 * truth[spec], \
+                    (seed, spec, p.projected_bytes, truth[spec])
+                lo, hi = p.interval
+                assert lo <= p.projected_bytes <= hi
+                covered[spec] += lo <= truth[spec] <= hi
+    return covered
+
+
+@pytest.mark.parametrize("name", ["smooth", "noisy", "segmentation"])
+def test_five_percent_sample_within_5_percent_and_covered(
+        advise_cases: dict[str, Case], exact_reports: dict[str, Any], name: str) -> None:
+    specs = tuple(s for s in EXACT_SPECS[name] if (name, s) not in LOOSE)
+    covered = _ten_seeds(advise_cases[name], exact_reports[name], specs)
+    assert min(covered.values()) >= 9, covered
+
+
+@pytest.mark.xfail(strict=True, reason="covered in 8 of 10 seeds (see LOOSE)")
+def test_loose_candidate_covered(advise_cases: dict[str, Case],
+                                 exact_reports: dict[str, Any]) -> None:
+    (name, spec), = LOOSE
+    covered = _ten_seeds(advise_cases[name], exact_reports[name], (spec,))
+    assert covered[spec] >= 9, covered

@@ -1,0 +1,283 @@
+"""Where the data is and what it costs today, and which chunks to re-encode.
+
+``survey`` reads every storage unit's chunk table through the format layer's declared
+interface (``viewer.core.inspect.open_table``: nothing decoded) into a ``SourceMap``: which
+chunks of the volume's grid are present, each one's stored bytes, and the units' total size
+(today's stored bytes).  ``TargetGrid.of`` lays a candidate chunk shape over the same extent:
+a target chunk is present when any source chunk it meets is, and its *current bytes* are the
+stored bytes of the source chunks it meets, shared by the voxels it covers of each.
+
+``TargetGrid.sample`` stratifies the present target chunks by their current bytes (a dataset
+is not uniform: tissue compresses worse than background, and today's size says which is which;
+with today's sizes all equal, raw data, by position along z then y instead), in up to
+``MAX_STRATA`` strata of equal count, and draws a simple random sample in each (at least two
+per stratum, so that each has a variance), ``fraction`` of the chunks in all, with a seed.
+
+Qt-free; pure functions and immutable results; any thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.core import inspect
+from viewer.format import FormatError, Volume
+
+Vec3 = tuple[int, int, int]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Strata at most, and chunks per stratum at least (in the population).
+MAX_STRATA = 8
+MIN_PER_STRATUM = 8
+#: A sample is at least this many chunks (or all of them), whatever the fraction.
+MIN_SAMPLE = 40
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """The volume's own chunk grid over the extent ``[lo, hi)`` (voxels): ``first`` is the
+    grid position of ``present[0, 0, 0]``; ``sizes`` the stored bytes of each present chunk
+    (0 where absent); ``stored_bytes`` the units' total size; ``problems`` what could not be
+    read (those units count as absent)."""
+
+    lo: Vec3
+    hi: Vec3
+    chunk_shape: Vec3
+    first: Vec3
+    present: BoolArray
+    sizes: FloatArray
+    stored_bytes: int
+    units: int
+    encoding: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def chunks_present(self) -> int:
+        return int(np.count_nonzero(self.present))
+
+
+def survey(volume: Volume, box: tuple[Vec3, Vec3] | None = None,
+           cancelled: Callable[[], bool] | None = None,
+           progress: Callable[[int], None] | None = None) -> SourceMap:
+    """The ``SourceMap`` of ``volume`` (within ``box``, ``(offset, size)`` voxels, when
+    given): every unit's chunk table, read through the declared interface."""
+    lo_v, hi_v = volume.bounds
+    lo = np.asarray(lo_v, np.int64)
+    hi = np.asarray(hi_v, np.int64)
+    if box is not None:
+        lo = np.maximum(lo, np.asarray(box[0], np.int64))
+        hi = np.minimum(hi, np.asarray(box[0], np.int64) + np.asarray(box[1], np.int64))
+    if (hi <= lo).any():
+        raise ValueError("the box does not meet the data's extent")
+    c = np.asarray(volume.chunk_shape, np.int64)
+    first = lo // c
+    last = (hi - 1) // c
+    dims = tuple(int(v) for v in last - first + 1)
+    present = np.zeros(dims, np.bool_)
+    sizes = np.zeros(dims, np.float64)
+    try:
+        encoding = volume.info().compression
+    except FormatError:
+        encoding = "?"
+    unit_shape = np.asarray(volume.unit_shape, np.int64)
+    stored = 0
+    units = 0
+    problems: list[str] = []
+    for k, pos in enumerate(volume.iter_units(), 1):
+        if cancelled is not None and cancelled():
+            break
+        if progress is not None:
+            progress(k)
+        base = np.asarray(pos, np.int64) * unit_shape
+        if ((base + unit_shape - 1) < first).any() or (base > last).any():
+            continue
+        table, error = inspect.open_table(volume, pos)
+        if table is None:
+            if error is not None:
+                problems.append(str(error))
+            continue
+        try:
+            flags = table.flags
+            here = (flags & inspect.ABSENT) == 0
+            grid = table.coords[here] + base - first
+            inside = ((grid >= 0) & (grid < np.asarray(dims))).all(axis=1)
+            grid = grid[inside]
+            size = np.where(table.stored, table.sizes, 0)[here][inside].astype(np.float64)
+            present[grid[:, 0], grid[:, 1], grid[:, 2]] = True
+            sizes[grid[:, 0], grid[:, 1], grid[:, 2]] = size
+            units += 1
+            stored += int(table.size) if box is None else int(size.sum())
+        finally:
+            inspect.volume_done_with(volume, table)
+    return SourceMap(_vec(lo), _vec(hi), _vec(c), _vec(first), present, sizes, stored, units,
+                     encoding, tuple(problems))
+
+
+def _vec(v: Any) -> Vec3:
+    return (int(v[0]), int(v[1]), int(v[2]))
+
+
+def _overlap(lo: int, hi: int, src: int, src_first: int, n_src: int, tgt: int, tgt_first: int,
+             n_tgt: int) -> FloatArray:
+    """``(n_tgt, n_src)``: the share of each source chunk's voxels (inside ``[lo, hi)``) that
+    each target chunk covers, along one axis."""
+    s0 = np.maximum((src_first + np.arange(n_src)) * src, lo)
+    s1 = np.minimum((src_first + np.arange(n_src) + 1) * src, hi)
+    t0 = np.maximum((tgt_first + np.arange(n_tgt)) * tgt, lo)
+    t1 = np.minimum((tgt_first + np.arange(n_tgt) + 1) * tgt, hi)
+    inter = np.clip(np.minimum(t1[:, None], s1[None, :]) - np.maximum(t0[:, None], s0[None, :]),
+                    0, None).astype(np.float64)
+    share: FloatArray = inter / np.maximum(s1 - s0, 1)[None, :]
+    return share
+
+
+def _contract(grid: FloatArray, mats: list[FloatArray]) -> FloatArray:
+    """``grid`` (source chunks) mapped onto target chunks through one matrix per axis."""
+    out = np.tensordot(mats[0], grid, axes=([1], [0]))
+    out = np.tensordot(mats[1], out, axes=([1], [1])).transpose(1, 0, 2)
+    return np.tensordot(mats[2], out, axes=([1], [2])).transpose(1, 2, 0)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Chunks drawn for measuring: ``rows`` into the target grid's present chunks, their
+    ``stratum``; ``population`` and ``drawn`` chunks per stratum."""
+
+    rows: IntArray
+    stratum: IntArray
+    population: IntArray
+    drawn: IntArray
+    exhaustive: bool
+
+
+@dataclass(frozen=True)
+class TargetGrid:
+    """A chunk shape laid over the extent: its present chunks (``grid``, ``(N, 3)`` positions
+    in that chunk grid), their current bytes ``x`` and stratum; the absent chunks' count;
+    per storage unit of ``unit_chunks`` chunks, the present chunks it holds."""
+
+    chunk_shape: Vec3
+    lo: Vec3
+    hi: Vec3
+    first: Vec3
+    dims: Vec3
+    grid: IntArray
+    x: FloatArray
+    stratum: IntArray
+    strata: int
+    by_position: bool
+
+    @property
+    def total_chunks(self) -> int:
+        return int(np.prod(self.dims))
+
+    @property
+    def present_chunks(self) -> int:
+        return int(self.grid.shape[0])
+
+    @classmethod
+    def of(cls, source: SourceMap, chunk_shape: Vec3) -> TargetGrid:
+        lo, hi = source.lo, source.hi
+        first = [lo[a] // chunk_shape[a] for a in range(3)]
+        last = [(hi[a] - 1) // chunk_shape[a] for a in range(3)]
+        dims = [last[a] - first[a] + 1 for a in range(3)]
+        if chunk_shape == source.chunk_shape:
+            present, x = source.present, source.sizes
+        else:
+            shares = [_overlap(lo[a], hi[a], source.chunk_shape[a], source.first[a],
+                               source.present.shape[a], chunk_shape[a], first[a], dims[a])
+                      for a in range(3)]
+            x = _contract(source.sizes, shares)
+            present = _contract(source.present.astype(np.float64),
+                                [(m > 0).astype(np.float64) for m in shares]) > 0
+        grid = np.argwhere(present).astype(np.int64)
+        xs = x[present].astype(np.float64)
+        stratum, strata, by_position = _strata(grid, xs)
+        return cls(chunk_shape, lo, hi, (first[0], first[1], first[2]),
+                   (dims[0], dims[1], dims[2]), grid + np.asarray(first, np.int64), xs,
+                   stratum, strata, by_position)
+
+    def sample(self, fraction: float, seed: int | None, exhaustive: bool = False) -> Sample:
+        """The chunks to measure (every present chunk when ``exhaustive``)."""
+        n_total = self.present_chunks
+        pop = np.bincount(self.stratum, minlength=self.strata).astype(np.int64)
+        if exhaustive or n_total == 0:
+            rows = np.arange(n_total, dtype=np.int64)
+            return Sample(rows, self.stratum.copy(), pop, pop.copy(), True)
+        want = max(int(math.ceil(fraction * n_total)), min(n_total, MIN_SAMPLE))
+        if want >= n_total:
+            return self.sample(fraction, seed, exhaustive=True)
+        rng = np.random.default_rng(seed)
+        # Neyman allocation on today's bytes: strata whose chunks differ more get more of the
+        # sample (by position: in proportion to size), at least two each.
+        spread = np.asarray([self.x[self.stratum == h].std() if pop[h] else 0.0
+                             for h in range(self.strata)])
+        weight = pop * spread if not self.by_position and spread.sum() > 0 else \
+            pop.astype(np.float64)
+        weight = weight + 1e-9 * pop  # a stratum of equal chunks still gets its two
+        drawn = np.minimum(pop, np.maximum(2, np.round(want * weight / weight.sum())))
+        drawn = drawn.astype(np.int64)
+        rows_out: list[IntArray] = []
+        for h in range(self.strata):
+            members = np.flatnonzero(self.stratum == h)
+            rows_out.append(np.sort(rng.choice(members, size=int(drawn[h]), replace=False)))
+        rows = np.concatenate(rows_out) if rows_out else np.zeros(0, np.int64)
+        return Sample(rows.astype(np.int64), self.stratum[rows], pop, drawn, False)
+
+    def units(self, per_unit: Vec3) -> tuple[int, int]:
+        """``(units holding a present chunk, present chunks in them)`` for storage units of
+        ``per_unit`` chunks (aligned to the grid's origin, as every format aligns them)."""
+        if self.present_chunks == 0:
+            return 0, 0
+        keys = self.grid // np.asarray(per_unit, np.int64)
+        return int(np.unique(keys, axis=0).shape[0]), self.present_chunks
+
+
+def _strata(grid: IntArray, x: FloatArray) -> tuple[IntArray, int, bool]:
+    """Each present chunk's stratum, by today's bytes ``x``: Dalenius and Hodges' cumulative
+    square root of frequency rule (boundaries equal steps of ``sum sqrt(f)`` over a fine
+    histogram of ``log(1 + x)``: many narrow strata where chunks differ, few wide ones where they
+    are alike, such as chunks of zeros), at most ``MAX_STRATA``, each of at least
+    ``MIN_PER_STRATUM`` chunks; by position (z, then y, then x) in equal parts when every
+    ``x`` is the same."""
+    n = int(x.shape[0])
+    strata = max(1, min(MAX_STRATA, n // MIN_PER_STRATUM))
+    by_position = n == 0 or float(x.max()) == float(x.min())
+    stratum = np.zeros(n, np.int64)
+    if by_position:
+        order = np.lexsort((grid[:, 0], grid[:, 1], grid[:, 2])) if n else np.zeros(0, np.int64)
+        stratum[order] = (np.arange(n) * strata) // max(n, 1)
+        return stratum, strata, True
+    bins = max(strata * 20, 50)
+    logx = np.log1p(np.maximum(x, 0.0))
+    counts, edges = np.histogram(logx, bins=bins)
+    cum = np.cumsum(np.sqrt(counts))
+    steps = cum[-1] * np.arange(1, strata) / strata
+    cut_bins = np.searchsorted(cum, steps)  # last histogram bin of each stratum but the last
+    bounds = np.unique(edges[np.minimum(cut_bins + 1, bins)])
+    stratum = np.searchsorted(bounds, logx, side="right").astype(np.int64)
+    # Merge strata too small to be sampled on their own into their neighbour.
+    sizes = np.bincount(stratum, minlength=len(bounds) + 1)
+    label = np.zeros(sizes.shape[0], np.int64)
+    current, held = 0, 0
+    for h, size in enumerate(sizes.tolist()):
+        if held >= MIN_PER_STRATUM and size > 0:
+            current += 1
+            held = 0
+        label[h] = current
+        held += size
+    if held < MIN_PER_STRATUM and current > 0:  # a small last stratum joins the one before
+        label[label == current] = current - 1
+        current -= 1
+    return label[stratum], current + 1, False
+
+
+__all__ = ["SourceMap", "survey", "TargetGrid", "Sample", "MAX_STRATA", "MIN_SAMPLE"]
