@@ -22,7 +22,7 @@ import pytest
 
 import viewer.format.store as store_module
 from viewer.format import handles, open_volume
-from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
+from viewer.format.errors import ChunkDecodeError, FileChangingError, FormatError
 
 
 def rewrite_during_reads(monkeypatch: pytest.MonkeyPatch, target: Path, versions: list[bytes],
@@ -63,9 +63,10 @@ def check_a_file_that_keeps_changing(monkeypatch: pytest.MonkeyPatch, root: Path
                                      pos: tuple[int, int, int], target: Path) -> None:
     """The chunk file ``target`` of the dataset at ``root`` (unit ``pos``) changes at every
     read: ``read_units`` and a kept unit's ``read_chunks`` both give the chunk's
-    ``FileChangedError``, naming the file and the chunk."""
+    ``FileChangingError`` (after waiting ``handles.SETTLE_NS`` for it to settle), naming the
+    file and the chunk."""
     old = target.read_bytes()
-    rewrite_during_reads(monkeypatch, target, [old + b"\0" * 11, old], times=10)
+    rewrite_during_reads(monkeypatch, target, [old + b"\0" * 11, old], times=10_000)
     with open_volume(root) as v:
         [got] = v.read_units([(pos, [0])])
         unit = v.open_unit(pos)
@@ -73,7 +74,7 @@ def check_a_file_that_keeps_changing(monkeypatch: pytest.MonkeyPatch, root: Path
         [plain] = unit.read_chunks([0])  # the kept-unit way: the same error
     assert isinstance(got, list)
     for err in (got[0], plain):
-        assert isinstance(err, FileChangedError)
+        assert isinstance(err, FileChangingError)
         assert err.path == str(target) and err.chunk == pos
 
 
