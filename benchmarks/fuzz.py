@@ -1,6 +1,7 @@
 """The fuzzing harness of ``tests/fuzz/`` at any size: mutants of every registered format (WKW
 files of each block type, header.wkw, webKnossos properties; each new format's entry as it
-lands), each read in a child process with a timeout, classified.
+lands; N5, Zarr v3 and WKW read over HTTP from a range server on 127.0.0.1, and a damaged range
+of the on-disk remote cache), each read in a child process with a timeout, classified.
 
     python -m benchmarks.fuzz --count 10000          # a table per target and overall
     python -m benchmarks.fuzz --count 10000 --json   # {"mutants", "untyped", "signals", ...}

@@ -502,7 +502,7 @@ def _volume_read(folder: Path) -> Any:
     volume = open_volume(folder)
     try:
         out: list[Any] = [volume.shape, volume.read((0, 0, 0), (16, 16, 16))]
-        for unit_pos in volume.iter_units():
+        for unit_pos in volume.units_to_check():  # over HTTP: the grid, a 404 absent
             unit = volume.open_unit(unit_pos)
             if unit is None:
                 continue
@@ -592,6 +592,94 @@ register(Target("zarr3-metadata", _tensorstore_make("zarr3"), "zarr.json", _json
                 _volume_read))
 register(Target("zfpc-file", _zfpc_make, "field.zfpc", mutate_bytes,
                 _file_volume_read("field.zfpc")))
+
+
+# -- remote reading and the range cache ----------------------------------------------------------
+def _range_server(root: Path, port: int = 0) -> Any:
+    sys.path.insert(0, str(HERE.parent / "remote"))
+    from range_server import RangeServer
+
+    return RangeServer(str(root), port).start()
+
+
+def _http_read(folder: Path) -> Any:
+    """The sample served over HTTP on 127.0.0.1 (a new server, so a new URL and store, per
+    read; no range cache) and read through the format-neutral interface."""
+    from viewer.format.remote import configure
+
+    configure(cache_bytes=0, retries=0, timeout_s=5)
+    srv = _range_server(folder)
+    try:
+        return _volume_read(srv.url)  # type: ignore[arg-type]
+    finally:
+        srv.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cache_make(folder: Path) -> None:
+    """A raw WKW dataset (``data/``) read once over HTTP on a port kept in ``port``, so that
+    the range cache (``cache/``) holds its header, jump tables and blocks; the largest cached
+    range is the victim (``victim.c32``, its place in the cache in ``victim-path``)."""
+    from viewer.format import shutdown
+    from viewer.format.remote import configure
+
+    _wkw_make(1)(folder / "data")
+    port = _free_port()
+    (folder / "port").write_text(str(port))
+    configure(cache_dir=str(folder / "cache"), cache_bytes=1 << 30)
+    srv = _range_server(folder / "data", port)
+    try:
+        _volume_read(srv.url)  # type: ignore[arg-type]
+    finally:
+        srv.stop()
+        shutdown()  # the cache written out
+    ranges = sorted((folder / "cache").rglob("*.c32"), key=lambda p: p.stat().st_size)
+    victim = ranges[-1]
+    (folder / "victim-path").write_text(str(victim.relative_to(folder / "cache")))
+    shutil.copyfile(victim, folder / "victim.c32")
+
+
+_cache_reads = [0]
+
+
+def _cache_read(folder: Path) -> Any:
+    """The dataset read through the cache holding the (mutated) victim range: a copy of the
+    cache per read (so the range is read from disk, not from an earlier read's memory) and
+    the same URL as when it was filled.  A bad range must be fetched again: the server's
+    voxels, never other data."""
+    from viewer.format.remote import configure
+
+    _cache_reads[0] += 1
+    cache = folder / f"cache-{os.getpid()}-{_cache_reads[0]}"
+    shutil.copytree(folder / "cache", cache)
+    shutil.copyfile(folder / "victim.c32", cache / (folder / "victim-path").read_text())
+    configure(cache_dir=str(cache), cache_bytes=1 << 30, retries=0, timeout_s=5)
+    srv = _range_server(folder / "data", int((folder / "port").read_text()))
+    try:
+        return _volume_read(srv.url)  # type: ignore[arg-type]
+    finally:
+        srv.stop()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+#: Targets read over HTTP (a server per read: slower, so fewer mutants in the suite); the
+#: cache's: a damaged cached range is fetched again, so it must end in the server's data.
+REMOTE_TARGETS = frozenset({"n5-chunk-http", "zarr3-shard-http", "wkw-file-http",
+                            "remote-cache-range"})
+CACHE_TARGETS = frozenset({"remote-cache-range"})
+
+register(Target("n5-chunk-http", _tensorstore_make("n5"), "1/0/0", mutate_bytes, _http_read))
+register(Target("zarr3-shard-http", _tensorstore_make("zarr3"), "c/0/0/0", mutate_bytes,
+                _http_read))
+register(Target("wkw-file-http", _wkw_make(3), "z0/y0/x0.wkw", _wkw_mutate, _http_read))
+register(Target("remote-cache-range", _cache_make, "victim.c32", mutate_bytes, _cache_read))
 
 
 def _selftest_make(folder: Path) -> None:

@@ -34,8 +34,8 @@ class RangeServer(ThreadingHTTPServer):
     #: the client then waits a second to retry).
     request_queue_size = 256
 
-    def __init__(self, root: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, root: str, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.root = os.path.abspath(root)
         self.lock = threading.Lock()
         self.requests = 0

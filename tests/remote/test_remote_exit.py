@@ -35,7 +35,8 @@ def test_info_of_a_damaged_remote_n5_exits_the_same_every_run(foreign: Path,
     statuses = []
     with RangeServer(str(tmp_path)) as srv:
         for run in range(RUNS):
-            env = {**os.environ, remote_config.CACHE_DIR_ENV: str(tmp_path / f"cache{run}")}
+            env = {**os.environ, remote_config.CACHE_DIR_ENV: str(tmp_path / f"cache{run}"),
+                   remote_config.TIMEOUT_ENV: "30"}  # a loaded host: no time-out decides
             done = subprocess.run([sys.executable, "-m", "viewer", "info", f"{srv.url}/n5"],
                                   cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=120)
