@@ -81,6 +81,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
         Case("OME-Zarr", "ome.zarr", (_pyramid(t),)),
         Case("zarr v3 consolidated group", "group.zarr", (_one(t)[0], _one(t2)[0])),
         Case("webKnossos zarr3", "wk-zarr3", (_pyramid(t, w.WK_TOP_LEFT),)),
+        Case("webKnossos zarr", "wk-zarr", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("webKnossos wkw", "wk-wkw", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("N5 BigDataViewer", "bdv.n5", (_pyramid(t),)),
         Case("N5 Paintera", "paintera.n5/raw", (_pyramid(t),)),
@@ -98,7 +99,8 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     w.n5_paintera(root / "paintera.n5", t)
     w.n5_viewer(root / "viewer.n5", [t, t2])
     try:
-        w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-wkw": "wkw"})
+        w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-zarr": "zarr",
+                               root / "wk-wkw": "wkw"})
     except ImportError:
         out = [c for c in out if not c.rel.startswith("wk-")]
     return root, out

@@ -34,7 +34,7 @@ def _shape(ds: Dataset) -> list[tuple[str, list[tuple[Any, Any, Any]]]]:
 
 NAMES = ["zarr-python v2", "zarr-python v3", "zarr-python v3 sharded", "tensorstore zarr v2",
          "tensorstore zarr3 sharded", "OME-Zarr", "zarr v3 consolidated group",
-         "webKnossos zarr3", "webKnossos wkw", "N5 BigDataViewer", "N5 Paintera",
+         "webKnossos zarr3", "webKnossos zarr", "webKnossos wkw", "N5 BigDataViewer", "N5 Paintera",
          "N5 multiscale group", "N5 viewer"]
 
 

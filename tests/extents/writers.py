@@ -139,7 +139,8 @@ def consolidated_group(path: Path, arrays: dict[str, np.ndarray]) -> Path:
 def webknossos(root: Path, data: np.ndarray, data_format: str) -> Path:
     """A webKnossos dataset written by the ``webknossos`` package: layer ``color``, box
     ``WK_TOP_LEFT`` + the data's size, mags 1 and 2-2-1 (``data[::2, ::2, :]``), chunks of
-    16^3 in shards (zarr3) or files (WKW) of 64^3: the arrays are larger than the box."""
+    16^3 in shards (zarr3) or files (WKW) of 64^3, or (zarr v2) of 32^3: the arrays are
+    larger than the box."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optional image readers it cannot import
         import webknossos as wk
@@ -148,9 +149,12 @@ def webknossos(root: Path, data: np.ndarray, data_format: str) -> Path:
     layer = ds.add_layer("color", wk.COLOR_CATEGORY, dtype_per_channel=data.dtype.name,
                          data_format=data_format,
                          bounding_box=wk.BoundingBox(WK_TOP_LEFT, data.shape))
-    m1 = layer.add_mag(1, chunk_shape=16, shard_shape=64)
+    # zarr v2 has no shards: chunks of 32^3, the array rounded up to them
+    shape = {"chunk_shape": 32} if data_format == "zarr" else \
+        {"chunk_shape": 16, "shard_shape": 64}
+    m1 = layer.add_mag(1, **shape)
     m1.write(data, absolute_offset=WK_TOP_LEFT)
-    m2 = layer.add_mag("2-2-1", chunk_shape=16, shard_shape=64)
+    m2 = layer.add_mag("2-2-1", **shape)
     m2.write(np.ascontiguousarray(data[::2, ::2, :]), absolute_offset=WK_TOP_LEFT)
     return root
 

@@ -25,7 +25,7 @@ import numpy as np
 from viewer.format.dataset import Dataset, Layer, Mag
 from viewer.format.errors import DatasetLayoutError, FormatError, MetadataError
 from viewer.format.geometry import UNIT_NANOMETERS, VoxelSize
-from viewer.format.store import Store, open_store
+from viewer.format.store import Store, is_url, open_store
 from viewer.format.volume import Volume
 from viewer.format.zarr.axes import AxisMap, axis_map
 from viewer.format.zarr.node import Node, child_names, read_node
@@ -91,9 +91,9 @@ def _webknossos_axes(path: str) -> list[str] | None:
     z`` for a zarr layer.  None when the folder is not a mag of a webKnossos dataset."""
     import json
 
-    mag_dir = os.path.normpath(os.path.abspath(path))
-    layer_dir = os.path.dirname(mag_dir)
-    dataset_dir = os.path.dirname(layer_dir)
+    mag_dir = _normalized(path)
+    layer_dir = _parent(mag_dir)
+    dataset_dir = _parent(layer_dir)
     try:
         store = open_store(dataset_dir)
         size = store.size("datasource-properties.json")
@@ -106,16 +106,16 @@ def _webknossos_axes(path: str) -> list[str] | None:
     if not isinstance(layers, list):
         return None
     for layer in layers:
-        if not isinstance(layer, dict) or layer.get("name") != os.path.basename(layer_dir):
+        if not isinstance(layer, dict) or layer.get("name") != _name(layer_dir):
             continue
         if layer.get("dataFormat") not in ("zarr", "zarr3"):
             return None
         for m in layer.get("mags") or []:
             if not isinstance(m, dict) or not isinstance(m.get("path"), str):
                 continue
-            target = m["path"] if os.path.isabs(m["path"]) else \
-                os.path.join(dataset_dir, m["path"])
-            if os.path.normpath(target) != mag_dir:
+            target = m["path"] if os.path.isabs(m["path"]) or is_url(m["path"]) else \
+                _join(dataset_dir, m["path"])
+            if _normalized(target) != mag_dir:
                 continue
             order = m.get("axisOrder")
             if isinstance(order, dict) and all(isinstance(v, int) and not isinstance(v, bool)
@@ -130,9 +130,41 @@ def _webknossos_axes(path: str) -> list[str] | None:
     return None
 
 
+def _normalized(path: str) -> str:
+    """A folder path made absolute and normal, or a URL without a trailing slash and with
+    ``.`` and ``..`` parts resolved."""
+    if not is_url(path):
+        return os.path.normpath(os.path.abspath(path))
+    scheme, _, rest = path.partition("://")
+    host, _, key = rest.partition("/")
+    parts: list[str] = []
+    for part in key.split("/"):
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return f"{scheme}://{host}/" + "/".join(parts)
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0] if is_url(path) else os.path.dirname(path)
+
+
+def _name(path: str) -> str:
+    return path.rpartition("/")[2] if is_url(path) else os.path.basename(path)
+
+
+def _join(folder: str, rel: str) -> str:
+    return f"{folder}/{rel}" if is_url(folder) else os.path.join(folder, rel)
+
+
 def _parent_multiscale(path: str) -> Multiscale | None:
-    parent, name = os.path.split(os.path.normpath(os.path.abspath(path)))
-    if not parent or not name:
+    """The OME-Zarr multiscale of the group above the array at ``path`` (a folder or a URL)
+    when it lists the array."""
+    where = _normalized(path)
+    parent, name = _parent(where), _name(where)
+    if not parent or not name or parent.endswith("://") or parent.endswith(":/"):
         return None
     try:
         pnode = read_node(open_store(parent), "")
