@@ -23,6 +23,9 @@ import numpy.typing as npt
 MAX_DISTINCT = 1 << 16
 #: Sizes buffered before they are merged into the counts.
 PENDING = 1 << 16
+#: Arrays buffered before they are merged (a unit of one chunk adds an array of one size,
+#: whose object outweighs its value a hundredfold).
+PENDING_ARRAYS = 4096
 #: Relative width of a bin once the distinct sizes are too many.
 BIN = 1.0 / 1024
 
@@ -112,7 +115,7 @@ class SizeStats:
         self.max = hi if self.max is None else max(self.max, hi)
         self._pending.append(sizes)
         self._npending += len(sizes)
-        if self._npending >= PENDING:
+        if self._npending >= PENDING or len(self._pending) >= PENDING_ARRAYS:
             self._merge()
 
     def _bin(self, sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
