@@ -27,8 +27,10 @@ def _rgb(v: int) -> np.ndarray:
 
 
 def _shot(root: Path, zoom: str, png: Path) -> tuple[int, int]:
-    """Pixels of the screenshot drawn in the fine and in the coarse segment's colour (the
-    direction of the colour, whatever the blending's brightness)."""
+    """Pixels of the screenshot's XY view (its top-left quarter) drawn in the fine and in
+    the coarse segment's colour (the direction of the colour, whatever the blending's
+    brightness).  The XY view only: with voxels ten times deeper than wide, the views across
+    z may draw from another mag."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
     r = subprocess.run([sys.executable, "-m", "viewer", f"precomputed://{root}", "--pos",
                         "128,128,32", "--zoom", zoom, "--screenshot", str(png)],
@@ -36,8 +38,8 @@ def _shot(root: Path, zoom: str, png: Path) -> tuple[int, int]:
     assert r.returncode == 0, r.stderr
     image = QtGui.QImage(str(png))
     assert image.width() >= 800
-    px = np.asarray([[image.pixel(x, y) & 0xFFFFFF for x in range(0, image.width(), 3)]
-                     for y in range(0, image.height(), 3)], np.int64).reshape(-1)
+    px = np.asarray([[image.pixel(x, y) & 0xFFFFFF for x in range(0, image.width() * 2 // 5, 3)]
+                     for y in range(0, image.height() // 2, 3)], np.int64).reshape(-1)
     rgb = np.stack([(px >> 16) & 255, (px >> 8) & 255, px & 255], axis=1).astype(np.float64)
     bright = rgb.max(axis=1) >= 48
     unit = rgb / np.maximum(np.linalg.norm(rgb, axis=1, keepdims=True), 1)
@@ -59,4 +61,4 @@ def test_two_scales_of_a_sharded_segmentation(tmp_path: Path) -> None:
     fine, coarse = _shot(root, "0.25", tmp_path / "out.png")
     assert coarse > 200 and fine < coarse // 10, (fine, coarse)
     fine, coarse = _shot(root, "4", tmp_path / "in.png")
-    assert fine > 5000 and coarse < fine // 10, (fine, coarse)
+    assert fine > 3000 and coarse < fine // 10, (fine, coarse)
