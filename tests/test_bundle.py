@@ -63,6 +63,15 @@ def test_bundle_size(bundle, record_property):
     assert (bundle.parent / "_internal" / "viewer" / "resources" / "icon.png").is_file()
 
 
+def test_bundle_carries_the_native_kernel_where_it_was_built(bundle):
+    from viewer.format import native
+
+    shown = _run(bundle, "--version")
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    want = "native read kernel: built" if native.available() else "not built"
+    assert want in shown.stdout
+
+
 def test_bundle_runs_on_the_demo(bundle, tmp_path):
     demo = tmp_path / "demo"
     made = _run(bundle, "demo", str(demo))

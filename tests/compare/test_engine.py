@@ -53,13 +53,15 @@ def test_reference_lz4hc_vs_project_lz4_is_equal(make):
 def test_identical_copies_are_equal_without_decoding(make, tmp_path, monkeypatch):
     a = make("a", volume(), LZ4HC)
     b = copy_dataset(a, tmp_path / "b")
-    from viewer.format.wkw import lz4block
+    from viewer.format.wkw import lz4block, nativebox
 
     def forbidden(*args, **kwargs):
         raise AssertionError("identical stored bytes must not be decoded")
 
     for name in ("decode", "decode_into", "decode_many"):
         monkeypatch.setattr(lz4block, name, forbidden)
+    for name in ("read", "read_blocks"):  # the native kernel's decoding too
+        monkeypatch.setattr(nativebox, name, forbidden)
     s = compare(a, b)
     assert s.equal and s.blocks_compared == 4 * 64
 

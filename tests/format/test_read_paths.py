@@ -25,10 +25,17 @@ import pytest
 wkw_ref = pytest.importorskip("wkw")
 
 from viewer.format import BlockDecodeError, wkw  # noqa: E402
-from viewer.format.wkw import boxread, shareddecode  # noqa: E402
+from viewer.format.wkw import boxread, nativebox, shareddecode  # noqa: E402
 
 BLOCK_LEN, FILE_LEN = 8, 4  # 32 voxels per file side; a 2 x 2 x 2 file grid
 SIDE = BLOCK_LEN * FILE_LEN
+
+
+@pytest.fixture(autouse=True)
+def _python_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests follow the Python path's ways through a read; the native kernel, where
+    it was built, has its own tests (test_native_kernel.py) against this path."""
+    monkeypatch.setattr(nativebox, "usable", lambda compressed: False)
 
 
 def _data(dtype: Any, channels: int, seed: int) -> np.ndarray:

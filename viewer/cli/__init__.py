@@ -6,7 +6,8 @@ the built-in demo dataset).  Subcommands, each a module of this package with ``m
 2 bad input.  A PATH may be a URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any
 command) reads public buckets without credentials; ``--remote-cache-mb N`` (any command) sizes
 the on-disk cache of bytes read over the network for this run (0: none; the window's File >
-Remote Cache... keeps a size for later runs).
+Remote Cache... keeps a size for later runs).  ``--version`` prints the version and whether the
+native read kernel was built.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             print(f"--remote-cache-mb wants a number of MiB, not {cache_mb!r}", file=sys.stderr)
             return 2
+    if args[:1] == ["--version"]:
+        print(_version())
+        return 0
     unknown = _unknown_command(args)
     if unknown is not None:
         print(unknown, file=sys.stderr)
@@ -59,6 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     from viewer import app  # the window: imports Qt, so only when it is wanted
 
     return int(app.main(args, exit_at_once=True))
+
+
+def _version() -> str:
+    """The program's version and whether the native read kernel was built."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from viewer.format import native
+
+    try:
+        number = version("wkw-viewer")
+    except PackageNotFoundError:
+        number = "(not installed)"
+    kernel = ("built" if native.available()
+              else "not built (no C compiler at install): reads take the Python path")
+    return f"wkw-viewer {number}; native read kernel: {kernel}"
 
 
 def _unknown_command(args: list[str]) -> str | None:

@@ -46,7 +46,7 @@ import numpy.typing as npt
 from viewer.format import pool
 from viewer.format.errors import FormatError
 from viewer.format.handles import readinto_fd
-from viewer.format.wkw import buffers, lz4block, morton, shareddecode
+from viewer.format.wkw import buffers, lz4block, morton, nativebox, shareddecode
 from viewer.format.wkw.blockfile import BlockFile
 from viewer.format.wkw.header import Header
 
@@ -62,6 +62,9 @@ STAGING_BYTES = 16 << 20
 #: descheduled in the middle of its share cost more than they save; a 64^3 box stays on the
 #: calling thread).
 PARALLEL_BYTES = 2 << 20
+#: The same for a read by the native kernel (no Python between blocks: a second thread pays
+#: off sooner).
+NATIVE_PARALLEL_BYTES = 1 << 20
 #: The same for raw blocks (only copied, no decoding: threads pay off later).
 PARALLEL_RAW_BYTES = 16 << 20
 #: A read shared by the cores is cut into at least this many slabs per thread (more, smaller
@@ -113,11 +116,12 @@ def _geometry(h: Header) -> _Geometry:
 
 def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
               out_offset: Sequence[int] = (0, 0, 0),
-              shape: Sequence[int] | None = None) -> None:
+              shape: Sequence[int] | None = None, native: bool = True) -> None:
     """Read the box of ``shape`` (default: all of ``out`` past ``out_offset``) starting at
     file-local voxel ``offset`` into ``out[:, out_offset:...]``.  The box is clipped to the
     file; what lies outside is left untouched.  ``out`` is ``(C, X, Y, Z)`` of the file's
-    dtype (Fortran order is fastest).  A damaged block raises its ``FormatError``."""
+    dtype (Fortran order is fastest).  A damaged block raises its ``FormatError``.
+    ``native``: use the native kernel where it was built (False: the Python path alone)."""
     g = _geometry(f.header)
     b = g.block_len
     side = g.side
@@ -134,6 +138,12 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     bhi = ((hi[0] - 1) // b + 1, (hi[1] - 1) // b + 1, (hi[2] - 1) // b + 1)
     out_t = out.T  # (Z, Y, X, C); C order when out is F order
     blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1]) * (bhi[2] - blo[2])
+    if native and nativebox.usable(g.compressed):
+        rows = _byte_rows(out_t)
+        if rows is not None:
+            nativebox.read(f, rows, lo, hi, shift, _native_threads(g, blocks, lo, hi, blo, bhi),
+                           MERGE_GAP)
+            return
     # Bytes decoded (compressed) or read (raw) per block: a read one block layer thick
     # (an XY plane) needs each block only up to (raw: from and up to) its z planes.
     bb = g.block_bytes
@@ -174,6 +184,20 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
             _read_batch(f, out_t, lo, hi, shift, bl, bh, few=few)
         return
     _read_shared(f, out_t, lo, hi, shift, blo, bhi, batches, threads)
+
+
+def _native_threads(g: _Geometry, blocks: int, lo: list[int], hi: list[int], blo: Vec3,
+                    bhi: Vec3) -> int:
+    """Threads for a read by the kernel: every core from ``NATIVE_PARALLEL_BYTES`` of
+    blocks decoded (compressed) or read (raw), else the calling thread alone."""
+    if DECODE_THREADS < 2 or blocks < 2 * nativebox.GROUP:
+        return 1
+    per_block = g.block_bytes
+    if bhi[2] - blo[2] == 1:
+        z0, z1 = lo[2] - blo[2] * g.block_len, hi[2] - blo[2] * g.block_len
+        per_block = (z1 if g.compressed else z1 - z0) * g.plane
+    enough = NATIVE_PARALLEL_BYTES if g.compressed else PARALLEL_RAW_BYTES
+    return DECODE_THREADS if blocks * per_block >= enough else 1
 
 
 def _batches(blo: Vec3, bhi: Vec3, block_bytes: int, at_least: int = 1,

@@ -71,7 +71,7 @@ from viewer.format.handles import (
     readinto_fd,
     wait_for_writers,
 )
-from viewer.format.wkw import boxread, buffers, filecheck, lz4block
+from viewer.format.wkw import boxread, buffers, filecheck, lz4block, nativebox
 from viewer.format.wkw.blockmemory import (
     FIRST_BYTES,
     decode_whole,
@@ -507,12 +507,13 @@ class File:
             raise result
         return result
 
-    def read_blocks(self, indices: Sequence[int] | npt.NDArray[np.integer[Any]]
-                    ) -> list[npt.NDArray[Any] | FormatError]:
+    def read_blocks(self, indices: Sequence[int] | npt.NDArray[np.integer[Any]],
+                    native: bool = True) -> list[npt.NDArray[Any] | FormatError]:
         """Decode several whole blocks in one pass over the file.
 
         Returns, in the order asked, a read-only ``(C, X, Y, Z)`` array per block, or the
         ``FormatError`` that block raised: one damaged block does not hide the others.
+        ``native``: more than a few blocks go through the native kernel where it was built.
         """
         if len(indices) <= FEW_BLOCKS:
             return self._read_few_blocks([int(i) for i in indices])
@@ -533,7 +534,14 @@ class File:
         # copy them out of a shared buffer; recycled memory of blocks gone (``new_block``),
         # where one large buffer would be fresh pages (faulted in, unmapped) on every call.
         memory = [new_block(bb) for _ in range(len(good))]
-        if len(good):
+        if len(good) and native and nativebox.usable(h.is_compressed):
+            status = nativebox.read_blocks(self, idx[good], [a for _, a in memory], MERGE_GAP)
+            for j, k in enumerate(good.tolist()):
+                problem = None if status is None else nativebox.block_error(self, status[j])
+                if problem is not None and not isinstance(problem, FormatError):
+                    raise problem
+                out[k] = problem if problem is not None else self._as_result(memory[j][0])
+        elif len(good):
             src, keep = self._sources(starts[good], ends[good], idx[good])
             dst = [address for _, address in memory]
             if h.is_compressed:

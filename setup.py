@@ -1,0 +1,8 @@
+"""The optional native kernels (``viewer/format/native``): built where a C compiler exists;
+without one the install goes on and the program reads through its Python paths."""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("viewer.format.native._kernel",
+                             sources=["viewer/format/native/wkwbox.c"],
+                             extra_compile_args=["-O3"], optional=True)])

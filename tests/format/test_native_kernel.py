@@ -1,0 +1,214 @@
+"""The native box-read kernel against the Python path and the reference ``wkw``: the same
+voxels for every shape of read, voxel type, channel count and block type, and the same error
+(type, message, block, offset) for every kind of damage.  Where the kernel was not built the
+Python path is still checked against the reference and the kernel's cases skip."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import wkw as reference
+
+from viewer.format import FormatError, native
+from viewer.format import wkw as ours
+from viewer.format.wkw import boxread, nativebox
+
+BLOCK_LEN, FILE_LEN = 8, 4
+SIDE = BLOCK_LEN * FILE_LEN
+
+needs_kernel = pytest.mark.skipif(not native.available(), reason="native kernel not built")
+
+#: (offset, shape) of the reads: planes, boxes across blocks, one voxel, the whole file, and
+#: boxes reaching past the file (clipped).
+READS = [((0, 0, 0), (SIDE, SIDE, SIDE)), ((0, 0, 13), (SIDE, SIDE, 1)),
+         ((0, 9, 0), (SIDE, 1, SIDE)), ((21, 0, 0), (1, SIDE, SIDE)),
+         ((3, 5, 7), (17, 11, 19)), ((7, 7, 7), (1, 1, 1)), ((20, 20, 20), (20, 20, 20)),
+         ((0, 0, 5), (SIDE, SIDE, 2)), ((1, 2, 3), (30, 29, 9))]
+
+
+def _write(path: Path, dtype: Any, channels: int, block_type: int, seed: int = 0) -> Any:
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 4, size=(channels, SIDE, SIDE, SIDE)).astype(dtype)
+    data[:, 8:20] = rng.integers(0, 200, size=(channels, 12, SIDE, SIDE)).astype(dtype)
+    header = reference.Header(voxel_type=dtype, num_channels=channels, block_type=block_type,
+                              block_len=BLOCK_LEN, file_len=FILE_LEN)
+    with reference.Dataset.create(str(path), header) as ds:
+        ds.write((0, 0, 0), data)
+    return data
+
+
+def _data_file(root: Path) -> Path:
+    return next(root.glob("z*/y*/x*.wkw"))
+
+
+def _read(path: Path, offset: tuple[int, int, int], shape: tuple[int, int, int],
+          use_native: bool, order: str = "F") -> Any:
+    with ours.File.open(_data_file(path)) as f:
+        out = np.zeros((f.header.num_channels, *shape), dtype=f.header.dtype, order=order)
+        boxread.read_into(f, out, offset, native=use_native)
+    return out
+
+
+def _expected(data: Any, offset: tuple[int, int, int], shape: tuple[int, int, int]) -> Any:
+    out = np.zeros((data.shape[0], *shape), dtype=data.dtype)
+    part = data[:, offset[0]:offset[0] + shape[0], offset[1]:offset[1] + shape[1],
+                offset[2]:offset[2] + shape[2]]
+    out[:, :part.shape[1], :part.shape[2], :part.shape[3]] = part
+    return out
+
+
+BLOCK_TYPES = {"lz4hc": reference.Header.BLOCK_TYPE_LZ4HC,
+               "lz4": reference.Header.BLOCK_TYPE_LZ4, "raw": reference.Header.BLOCK_TYPE_RAW}
+
+
+@pytest.mark.parametrize("use_native", [pytest.param(True, marks=needs_kernel), False],
+                         ids=["native", "python"])
+@pytest.mark.parametrize("kind", ["lz4hc", "lz4", "raw"])
+@pytest.mark.parametrize(("dtype", "channels"), [(np.uint8, 1), (np.uint16, 1), (np.uint8, 3),
+                                                 (np.float32, 2), (np.uint64, 1)])
+def test_reads_equal_reference(tmp_path: Path, use_native: bool, kind: str, dtype: Any,
+                               channels: int) -> None:
+    data = _write(tmp_path, dtype, channels, BLOCK_TYPES[kind])
+    for offset, shape in READS:
+        got = _read(tmp_path, offset, shape, use_native)
+        np.testing.assert_array_equal(got, _expected(data, offset, shape),
+                                      err_msg=f"{offset} {shape}")
+
+
+@needs_kernel
+def test_output_in_c_order_and_inside_a_larger_array(tmp_path: Path) -> None:
+    data = _write(tmp_path, np.uint16, 2, BLOCK_TYPES["lz4hc"])
+    data_file = _data_file(tmp_path)
+    with ours.File.open(data_file) as f:
+        for order in "CF":
+            big = np.full((2, 50, 50, 50), 7, dtype=np.uint16, order=order)
+            boxread.read_into(f, big, (3, 4, 5), out_offset=(6, 7, 8), shape=(20, 21, 22))
+            want = np.full_like(big, 7)
+            want[:, 6:26, 7:28, 8:30] = data[:, 3:23, 4:25, 5:27]
+            np.testing.assert_array_equal(big, want)
+
+
+# -- damage: both paths raise the same error ---------------------------------------------------
+
+def _corrupt_block(root: Path) -> None:
+    """Overwrite the middle of block 5's stored bytes (LZ4 that no longer decodes right)."""
+    path = _data_file(root)
+    with ours.File.open(path) as f:
+        starts, ends = f.block_ranges()
+    start, end = int(starts[5]), int(ends[5])
+    with open(path, "r+b") as fh:
+        fh.seek(start)
+        fh.write(b"\xff" * (end - start))
+
+
+def _jump_past_eof(root: Path) -> None:
+    """Block 9's end in the jump table points past the end of the file."""
+    path = _data_file(root)
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:
+        fh.seek(16 + 8 * 9)
+        fh.write(struct.pack("<Q", size + 1000))
+
+
+def _truncate(root: Path) -> None:
+    """The file cut in the middle of its blocks."""
+    path = _data_file(root)
+    with open(path, "r+b") as fh:
+        fh.truncate(path.stat().st_size // 2)
+
+
+def _zero_length(root: Path) -> None:
+    """Block 3 made zero bytes long (its end equal to its start)."""
+    path = _data_file(root)
+    with ours.File.open(path) as f:
+        starts, _ = f.block_ranges()
+    with open(path, "r+b") as fh:
+        fh.seek(16 + 8 * 3)
+        fh.write(struct.pack("<Q", int(starts[3])))
+
+
+DAMAGE: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "corrupt-lz4": ("lz4hc", _corrupt_block), "jump-past-eof": ("lz4hc", _jump_past_eof),
+    "truncated-lz4": ("lz4hc", _truncate), "truncated-raw": ("raw", _truncate),
+    "zero-length": ("lz4", _zero_length)}
+
+
+def _outcome(root: Path, offset: tuple[int, int, int], shape: tuple[int, int, int],
+             use_native: bool) -> tuple[str, str, Any, Any]:
+    try:
+        _read(root, offset, shape, use_native)
+    except FormatError as exc:
+        return type(exc).__name__, str(exc), exc.block, exc.offset
+    return "ok", "", None, None
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_damage_raises_the_same_error_on_both_paths(tmp_path: Path, case: str) -> None:
+    kind, damage = DAMAGE[case]
+    _write(tmp_path, np.uint8, 1, BLOCK_TYPES[kind])
+    damage(tmp_path)
+    failures = 0
+    for offset, shape in READS:
+        native_outcome = _outcome(tmp_path, offset, shape, True)
+        python_outcome = _outcome(tmp_path, offset, shape, False)
+        assert native_outcome == python_outcome, (offset, shape)
+        failures += native_outcome[0] != "ok"
+    assert failures, "the damage was never met: the test would not see a difference"
+
+
+@needs_kernel
+def test_file_shrunk_after_open_is_named_not_zeros(tmp_path: Path) -> None:
+    """A file cut short by another program after it was opened: the read names a block or
+    the change, on both paths; never zeros."""
+    for kind in ("lz4hc", "raw"):
+        root = tmp_path / kind
+        _write(root, np.uint8, 1, BLOCK_TYPES[kind])
+        path = _data_file(root)
+        for use_native in (True, False):
+            shutil.copy(path, path.with_suffix(".bak"))
+            with ours.File.open(path) as f:
+                os.truncate(path, path.stat().st_size // 3)
+                out = np.zeros((1, SIDE, SIDE, SIDE), dtype=np.uint8, order="F")
+                with pytest.raises(FormatError):
+                    boxread.read_into(f, out, (0, 0, 0), native=use_native)
+            shutil.copy(path.with_suffix(".bak"), path)
+
+
+def _blocks_outcome(root: Path, use_native: bool) -> list[Any]:
+    with ours.File.open(_data_file(root)) as f:
+        indices = np.arange(f.header.num_blocks)[::-1]  # not in file order
+        got = f.read_blocks(indices, native=use_native)
+    return [(type(r).__name__, str(r)) if isinstance(r, FormatError) else r.copy() for r in got]
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", ["sound-lz4hc", "sound-raw", *sorted(DAMAGE)])
+def test_read_blocks_the_same_on_both_paths(tmp_path: Path, case: str) -> None:
+    """The loader's whole-block reads: the same arrays, and the same error for each
+    damaged block while the others still read."""
+    kind, damage = DAMAGE.get(case, (case.split("-")[1], None))
+    _write(tmp_path, np.uint16, 2, BLOCK_TYPES[kind])
+    if damage is not None:
+        damage(tmp_path)
+    native_blocks = _blocks_outcome(tmp_path, True)
+    python_blocks = _blocks_outcome(tmp_path, False)
+    assert len(native_blocks) == len(python_blocks) == FILE_LEN ** 3
+    for a, b in zip(native_blocks, python_blocks, strict=True):
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            assert a == b
+        else:
+            np.testing.assert_array_equal(a, b)
+    errors = sum(isinstance(a, tuple) for a in native_blocks)
+    assert (errors > 0) == (damage is not None)
+
+
+def test_kernel_usable_matches_what_was_built() -> None:
+    assert nativebox.usable(False) == native.available()

@@ -1,0 +1,394 @@
+/* Reading a box of one WKW data file in native code: the blocks the box meets, their stored
+ * bytes (pread), LZ4 decoding and the copy of their voxels into the output, with no Python
+ * between the blocks and without the interpreter lock (ctypes releases it for the call).
+ *
+ * A read is a plan (wkw_plan_new: the block list, sorted in file order, its byte ranges
+ * checked) worked by one or more threads (wkw_plan_work: each takes the next group of blocks
+ * until none is left) and freed (wkw_plan_free).  The threads are the caller's: this file
+ * starts none.  LZ4 is called through the function pointers the caller passes (liblz4 as
+ * Python's ctypes loaded it), so building needs no LZ4 headers.
+ *
+ * Failures are reported, never worded here: the status names the kind, the block (Morton
+ * index) and its byte range, and the caller builds the same error its Python path builds.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int (*lz4_whole_fn)(const char *src, char *dst, int size, int capacity);
+typedef int (*lz4_partial_fn)(const char *src, char *dst, int size, int target, int capacity);
+
+/* What a box read needs of the file and of the output (filled by the caller). */
+typedef struct {
+    int64_t fd;
+    int64_t block_len;      /* voxels per block side */
+    int64_t voxel_bytes;    /* bytes per voxel, all channels */
+    int64_t compressed;     /* 1: LZ4 blocks found through the jump table */
+    int64_t data_offset;
+    int64_t file_size;
+    const int64_t *ranges;  /* compressed: [data offset, end of block 0, ...] (N + 1) */
+    int64_t num_blocks;
+    lz4_whole_fn whole;
+    lz4_partial_fn partial;
+    int64_t lo[3], hi[3];   /* the box, file voxels, clipped to the file */
+    char *out;              /* the output voxel of file voxel (0, 0, 0) minus nothing: see shift */
+    int64_t stride_y, stride_z;  /* bytes; an x row (all channels) is contiguous */
+    int64_t shift[3];       /* file voxel v lands at output voxel v + shift */
+    int64_t merge_gap;      /* stored bytes closer than this are read by one pread */
+    int64_t group;          /* blocks a thread takes at a time */
+} wkw_box;
+
+enum { WKW_OK = 0, WKW_RANGE = 1, WKW_DECODE = 2, WKW_SHORT = 3, WKW_OS = 4, WKW_MEMORY = 5 };
+
+/* The outcome of a plan or of one thread's work: the lowest failing block of this call. */
+typedef struct {
+    int64_t kind;
+    int64_t block;    /* Morton index */
+    int64_t start, end;
+    int64_t got, wanted;
+    int64_t partial;  /* a prefix decode (the box needs the block's first planes only) */
+    int64_t error;    /* errno for WKW_OS */
+} wkw_status;
+
+typedef struct {
+    int64_t morton, start, end;
+    int32_t bx, by, bz;
+} item;
+
+typedef struct {
+    wkw_box box;
+    item *items;
+    int64_t count;
+    int64_t next;           /* the next group to take (atomic) */
+    int64_t max_stored;
+} plan;
+
+static int64_t spread(int64_t v) {
+    int64_t r = 0;
+    for (int bit = 0; bit < 21; bit++) r |= ((v >> bit) & 1) << (3 * bit);
+    return r;
+}
+
+static int by_start(const void *a, const void *b) {
+    const item *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void fail(wkw_status *st, int64_t kind, const item *it, int64_t got, int64_t wanted,
+                 int64_t partial, int64_t error) {
+    if (st->kind != WKW_OK && st->block <= it->morton) return;
+    st->kind = kind;
+    st->block = it->morton;
+    st->start = it->start;
+    st->end = it->end;
+    st->got = got;
+    st->wanted = wanted;
+    st->partial = partial;
+    st->error = error;
+}
+
+/* pread all n bytes (retrying short reads and EINTR); the bytes read, or -errno. */
+static int64_t read_at(int fd, char *dst, int64_t n, int64_t at) {
+    int64_t done = 0;
+    while (done < n) {
+        ssize_t got = pread(fd, dst + done, (size_t)(n - done), (off_t)(at + done));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (got == 0) break;
+        done += got;
+    }
+    return done;
+}
+
+void *wkw_plan_new(const wkw_box *box, wkw_status *st) {
+    memset(st, 0, sizeof *st);
+    int64_t b = box->block_len;
+    int64_t blo[3], bhi[3], n = 1;
+    for (int a = 0; a < 3; a++) {
+        blo[a] = box->lo[a] / b;
+        bhi[a] = (box->hi[a] - 1) / b + 1;
+        n *= bhi[a] - blo[a];
+    }
+    plan *p = calloc(1, sizeof *p);
+    item *items = malloc((size_t)n * sizeof *items);
+    if (!p || !items) {
+        free(p);
+        free(items);
+        st->kind = WKW_MEMORY;
+        return NULL;
+    }
+    p->box = *box;
+    p->items = items;
+    p->count = n;
+    int64_t bb = b * b * b * box->voxel_bytes;
+    int64_t bound = bb + bb / 255 + 16;
+    int64_t k = 0;
+    for (int64_t z = blo[2]; z < bhi[2]; z++)
+        for (int64_t y = blo[1]; y < bhi[1]; y++)
+            for (int64_t x = blo[0]; x < bhi[0]; x++) {
+                item *it = &items[k++];
+                it->bx = (int32_t)x;
+                it->by = (int32_t)y;
+                it->bz = (int32_t)z;
+                it->morton = spread(x) | spread(y) << 1 | spread(z) << 2;
+                if (box->compressed) {
+                    it->start = box->ranges[it->morton];
+                    it->end = box->ranges[it->morton + 1];
+                    if (it->start < box->data_offset || it->end < it->start
+                        || it->end > box->file_size || it->end == it->start
+                        || it->end - it->start > bound)
+                        fail(st, WKW_RANGE, it, 0, 0, 0, 0);
+                } else {
+                    it->start = box->data_offset + it->morton * bb;
+                    it->end = it->start + bb;
+                    if (it->end > box->file_size) fail(st, WKW_RANGE, it, 0, 0, 0, 0);
+                }
+                if (it->end - it->start > p->max_stored) p->max_stored = it->end - it->start;
+            }
+    if (st->kind != WKW_OK) {
+        free(items);
+        free(p);
+        return NULL;
+    }
+    qsort(items, (size_t)n, sizeof *items, by_start);
+    return p;
+}
+
+/* Copy the box's part of the decoded block `data` (bytes [z][y][x][c]) into the output. */
+static void place(const wkw_box *box, const item *it, const char *data) {
+    int64_t b = box->block_len, vb = box->voxel_bytes;
+    int64_t org[3] = {it->bx * b, it->by * b, it->bz * b};
+    int64_t s[3], e[3];
+    for (int a = 0; a < 3; a++) {
+        s[a] = box->lo[a] > org[a] ? box->lo[a] - org[a] : 0;
+        e[a] = box->hi[a] < org[a] + b ? box->hi[a] - org[a] : b;
+    }
+    int64_t row = (e[0] - s[0]) * vb;
+    char *base = box->out + (org[0] + s[0] + box->shift[0]) * vb;
+    for (int64_t z = s[2]; z < e[2]; z++) {
+        char *dz = base + (org[2] + z + box->shift[2]) * box->stride_z;
+        const char *sz = data + ((z * b + s[1]) * b + s[0]) * vb;
+        for (int64_t y = s[1]; y < e[1]; y++) {
+            memcpy(dz + (org[1] + y + box->shift[1]) * box->stride_y, sz, (size_t)row);
+            sz += b * vb;
+        }
+    }
+}
+
+/* Raw blocks: read just the z planes the box needs of each block, then place them. */
+static void work_raw(plan *p, int64_t first, int64_t last, char *block, wkw_status *st) {
+    const wkw_box *box = &p->box;
+    int64_t b = box->block_len, planebytes = b * b * box->voxel_bytes;
+    for (int64_t k = first; k < last; k++) {
+        const item *it = &p->items[k];
+        int64_t v = it->bz * b;
+        int64_t z0 = box->lo[2] > v ? box->lo[2] - v : 0;
+        int64_t z1 = box->hi[2] < v + b ? box->hi[2] - v : b;
+        int64_t n = (z1 - z0) * planebytes;
+        int64_t got = read_at((int)box->fd, block + z0 * planebytes, n,
+                              it->start + z0 * planebytes);
+        if (got < 0) {
+            fail(st, WKW_OS, it, 0, n, 0, -got);
+            continue;
+        }
+        if (got < n) {
+            fail(st, WKW_SHORT, it, got, n, 0, 0);
+            continue;
+        }
+        place(box, it, block);
+    }
+}
+
+/* Compressed blocks: read runs of stored bytes with one pread each, decode each block (up
+ * to the planes the box needs), check its size, place it. */
+static void work_lz4(plan *p, int64_t first, int64_t last, char *stored, int64_t room,
+                     char *block, wkw_status *st) {
+    const wkw_box *box = &p->box;
+    int64_t plane = box->block_len * box->block_len * box->voxel_bytes;
+    int64_t bb = plane * box->block_len;
+    int64_t k = first;
+    while (k < last) {
+        int64_t run_lo = p->items[k].start, run_hi = p->items[k].end, j = k + 1;
+        while (j < last && p->items[j].start - run_hi <= box->merge_gap
+               && p->items[j].end - run_lo <= room) {
+            if (p->items[j].end > run_hi) run_hi = p->items[j].end;
+            j++;
+        }
+        int64_t got = read_at((int)box->fd, stored, run_hi - run_lo, run_lo);
+        if (got < 0) {
+            fail(st, WKW_OS, &p->items[k], 0, 0, 0, -got);
+            k = j;
+            continue;
+        }
+        for (; k < j; k++) {
+            const item *it = &p->items[k];
+            if (it->end - run_lo > got) {  /* the file shrank since it was opened */
+                fail(st, WKW_SHORT, it, 0, 0, 0, 0);
+                continue;
+            }
+            const char *src = stored + (it->start - run_lo);
+            int size = (int)(it->end - it->start);
+            /* Decoded only up to the last z plane the box needs of this block. */
+            int64_t z1 = box->hi[2] - it->bz * box->block_len;
+            int64_t want = z1 < box->block_len ? z1 * plane : bb;
+            if (want < bb) {
+                int n = box->partial(src, block, size, (int)want, (int)bb);
+                if (n < want) {
+                    fail(st, WKW_DECODE, it, n, want, 1, 0);
+                    continue;
+                }
+            } else {
+                int n = box->whole(src, block, size, (int)bb);
+                if (n != bb) {
+                    fail(st, WKW_DECODE, it, n, bb, 0, 0);
+                    continue;
+                }
+            }
+            place(box, it, block);
+        }
+    }
+}
+
+/* Take groups of blocks until none is left; any number of threads may call this on one plan
+ * at once, each with its own status.  Returns the status's kind. */
+int64_t wkw_plan_work(void *handle, wkw_status *st) {
+    plan *p = handle;
+    memset(st, 0, sizeof *st);
+    const wkw_box *box = &p->box;
+    int64_t b = box->block_len;
+    int64_t bb = b * b * b * box->voxel_bytes;
+    int64_t room = p->max_stored > (1 << 20) ? p->max_stored : (1 << 20);
+    char *block = malloc((size_t)bb);
+    char *stored = box->compressed ? malloc((size_t)room) : NULL;
+    if (!block || (box->compressed && !stored)) {
+        free(block);
+        free(stored);
+        st->kind = WKW_MEMORY;
+        return st->kind;
+    }
+    int64_t group = box->group > 0 ? box->group : 8;
+    for (;;) {
+        int64_t g = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        int64_t first = g * group;
+        if (first >= p->count) break;
+        int64_t last = first + group < p->count ? first + group : p->count;
+        if (box->compressed)
+            work_lz4(p, first, last, stored, room, block, st);
+        else
+            work_raw(p, first, last, block, st);
+    }
+    free(block);
+    free(stored);
+    return st->kind;
+}
+
+typedef struct {
+    int64_t start, end, k;
+} listed;
+
+static int listed_by_start(const void *a, const void *b) {
+    const listed *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Whole blocks `indices` (any order, each within the file's block count) decoded (or read,
+ * raw) into dst[k], in file order with one pread per run of neighbouring stored bytes; each
+ * block's outcome in status[k] (one damaged block does not stop the others).  Returns the
+ * number of blocks that failed, or -1 when out of memory. */
+int64_t wkw_read_blocks(const wkw_box *box, const int64_t *indices, int64_t n, char *const *dst,
+                        wkw_status *status) {
+    int64_t b = box->block_len;
+    int64_t bb = b * b * b * box->voxel_bytes;
+    int64_t bound = bb + bb / 255 + 16, failed = 0;
+    listed *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order) return -1;
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        wkw_status *st = &status[k];
+        memset(st, 0, sizeof *st);
+        item it = {indices[k], 0, 0, 0, 0, 0};
+        if (box->compressed) {
+            it.start = box->ranges[it.morton];
+            it.end = box->ranges[it.morton + 1];
+        } else {
+            it.start = box->data_offset + it.morton * bb;
+            it.end = it.start + bb;
+        }
+        int bad = box->compressed
+            ? it.start < box->data_offset || it.end <= it.start || it.end > box->file_size
+              || it.end - it.start > bound
+            : it.end > box->file_size;
+        if (bad) {
+            fail(st, WKW_RANGE, &it, 0, 0, 0, 0);
+            failed++;
+            continue;
+        }
+        st->block = it.morton;
+        st->start = it.start;
+        st->end = it.end;
+        order[m++] = (listed){it.start, it.end, k};
+    }
+    qsort(order, (size_t)m, sizeof *order, listed_by_start);
+    int64_t room = 1 << 20;
+    for (int64_t j = 0; j < m; j++)
+        if (order[j].end - order[j].start > room) room = order[j].end - order[j].start;
+    char *stored = box->compressed ? malloc((size_t)room) : NULL;
+    if (box->compressed && !stored) {
+        free(order);
+        return -1;
+    }
+    int64_t j = 0;
+    while (j < m) {
+        if (!box->compressed) {  /* raw: straight into the block's memory */
+            wkw_status *st = &status[order[j].k];
+            item it = {st->block, st->start, st->end, 0, 0, 0};
+            int64_t got = read_at((int)box->fd, dst[order[j].k], bb, it.start);
+            if (got < bb) {
+                fail(st, got < 0 ? WKW_OS : WKW_SHORT, &it, got, bb, 0, got < 0 ? -got : 0);
+                failed++;
+            }
+            j++;
+            continue;
+        }
+        int64_t run_lo = order[j].start, run_hi = order[j].end, e = j + 1;
+        while (e < m && order[e].start - run_hi <= box->merge_gap
+               && order[e].end - run_lo <= room) {
+            if (order[e].end > run_hi) run_hi = order[e].end;
+            e++;
+        }
+        int64_t got = read_at((int)box->fd, stored, run_hi - run_lo, run_lo);
+        for (; j < e; j++) {
+            wkw_status *st = &status[order[j].k];
+            item it = {st->block, st->start, st->end, 0, 0, 0};
+            if (got < 0 || it.end - run_lo > got) {
+                fail(st, got < 0 ? WKW_OS : WKW_SHORT, &it, 0, 0, 0, got < 0 ? -got : 0);
+                failed++;
+                continue;
+            }
+            int decoded = box->whole(stored + (it.start - run_lo), dst[order[j].k],
+                                     (int)(it.end - it.start), (int)bb);
+            if (decoded != bb) {
+                fail(st, WKW_DECODE, &it, decoded, bb, 0, 0);
+                failed++;
+            }
+        }
+    }
+    free(stored);
+    free(order);
+    return failed;
+}
+
+int64_t wkw_plan_count(void *handle) { return ((plan *)handle)->count; }
+
+void wkw_plan_free(void *handle) {
+    plan *p = handle;
+    if (!p) return;
+    free(p->items);
+    free(p);
+}
+
+int64_t wkw_abi(void) { return 1; }

@@ -1,0 +1,181 @@
+"""A box read of one WKW file by the native kernel (``viewer/format/native/wkwbox.c``): the
+blocks the box meets, their stored bytes, decoding and the copy into the output in one call
+per thread, with no Python between blocks.  ``boxread.read_into`` uses it where the kernel
+was built and the output's x rows are contiguous; its errors are the ones the Python path
+raises, built by the same methods of the file."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format import native, pool
+from viewer.format.wkw import lz4block, morton
+from viewer.format.wkw.blockfile import BlockFile
+
+_i64 = ctypes.c_int64
+
+
+class _Box(ctypes.Structure):
+    _fields_ = [("fd", _i64), ("block_len", _i64), ("voxel_bytes", _i64), ("compressed", _i64),
+                ("data_offset", _i64), ("file_size", _i64), ("ranges", ctypes.c_void_p),
+                ("num_blocks", _i64), ("whole", ctypes.c_void_p), ("partial", ctypes.c_void_p),
+                ("lo", _i64 * 3), ("hi", _i64 * 3), ("out", ctypes.c_void_p),
+                ("stride_y", _i64), ("stride_z", _i64), ("shift", _i64 * 3),
+                ("merge_gap", _i64), ("group", _i64)]
+
+
+class _Status(ctypes.Structure):
+    _fields_ = [("kind", _i64), ("block", _i64), ("start", _i64), ("end", _i64),
+                ("got", _i64), ("wanted", _i64), ("partial", _i64), ("error", _i64)]
+
+
+_OK, _RANGE, _DECODE, _SHORT, _OS, _MEMORY = range(6)
+
+#: Blocks a thread takes at a time from a shared read (neighbours in the file: fewer preads).
+GROUP = 8
+
+
+def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any] | None:
+    lib = native.LIBRARY
+    if lib is None:
+        return None
+    new, work, free = lib.wkw_plan_new, lib.wkw_plan_work, lib.wkw_plan_free
+    listed = lib.wkw_read_blocks
+    listed.argtypes = [ctypes.POINTER(_Box), ctypes.c_void_p, _i64, ctypes.c_void_p,
+                       ctypes.c_void_p]
+    listed.restype = _i64
+    new.argtypes = [ctypes.POINTER(_Box), ctypes.POINTER(_Status)]
+    new.restype = ctypes.c_void_p
+    work.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Status)]
+    work.restype = _i64
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+    whole, partial = lz4block.whole_decoder(), lz4block.partial_decoder()
+    return (new, work, free,
+            ctypes.cast(whole, ctypes.c_void_p).value if whole is not None else None,
+            ctypes.cast(partial, ctypes.c_void_p).value if partial is not None else None,
+            listed)
+
+
+_FUNCTIONS = _functions()
+
+
+def usable(compressed: bool) -> bool:
+    """True when the kernel can read files of this kind (compressed ones need liblz4)."""
+    if _FUNCTIONS is None:
+        return False
+    return not compressed or (_FUNCTIONS[3] is not None and _FUNCTIONS[4] is not None)
+
+
+def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Sequence[int],
+         shift: Sequence[int], threads: int, merge_gap: int) -> None:
+    """Read the box ``[lo, hi)`` (file voxels, clipped to the file) of ``f`` into ``rows``
+    (the output as ``(Z, Y, X * bytes per voxel)`` bytes, x rows contiguous), file voxel
+    ``v`` landing at output voxel ``v + shift``; on ``threads`` threads (the calling one and
+    the shared pool's).  Raises the error the Python path raises for the lowest damaged
+    block.  Call only where ``usable``."""
+    assert _FUNCTIONS is not None
+    new, work, free = _FUNCTIONS[:3]
+    box = _box(f, merge_gap)
+    box.lo[:], box.hi[:], box.shift[:] = lo, hi, shift
+    box.out, box.stride_y, box.stride_z = rows.ctypes.data, rows.strides[1], rows.strides[0]
+    status = _Status()
+    with f._reading() as fd:
+        box.fd = fd
+        handle = new(ctypes.byref(box), ctypes.byref(status))
+        if not handle:
+            _raise(f, status, lo, hi)
+            return
+        try:
+            if threads > 1:
+                statuses = [_Status() for _ in range(threads)]
+                pool.share(threads, lambda k: work(handle, ctypes.byref(statuses[k])), threads)
+                failed = [s for s in statuses if s.kind != _OK]
+                if failed:
+                    status = min(failed, key=lambda s: s.block)
+            else:
+                work(handle, ctypes.byref(status))
+        finally:
+            free(handle)
+    if status.kind != _OK:
+        _raise(f, status, lo, hi)
+
+
+def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int], merge_gap: int
+                ) -> npt.NDArray[np.int64] | None:
+    """Whole blocks ``indices`` (in range) decoded or read into the memory at ``dst[k]``
+    (``block_bytes`` each), in one call.  None when all went well; else one row per block,
+    ``[kind, block, start, end, got, wanted, partial, errno]`` (kind 0: that block is good),
+    for ``block_error``.  Call only where ``usable``."""
+    assert _FUNCTIONS is not None
+    listed = _FUNCTIONS[5]
+    n = len(indices)
+    idx = np.ascontiguousarray(indices, dtype=np.int64)
+    addresses = np.asarray(dst, dtype=np.uint64)
+    status = np.zeros((n, 8), dtype=np.int64)
+    box = _box(f, merge_gap)
+    with f._reading() as fd:
+        box.fd = fd
+        failed = listed(ctypes.byref(box), idx.ctypes.data, n, addresses.ctypes.data,
+                        status.ctypes.data)
+    if failed < 0:
+        raise MemoryError(f"{f.path}: no memory for a read of {n} blocks")
+    return status if failed else None
+
+
+def block_error(f: BlockFile, row: npt.NDArray[np.int64]) -> Exception | None:
+    """The error of one row of ``read_blocks``' outcome (None: the block is good), as the
+    Python path words it."""
+    kind, block, start, end, got, wanted, partial, error = (int(v) for v in row)
+    if kind == _OK:
+        return None
+    if kind == _RANGE:
+        return f._range_problem(block, start, end) or f._short(block, start, end)
+    if kind == _DECODE:
+        return f._decode_error(block, start, got, wanted, bool(partial))
+    if kind == _SHORT:
+        return f._short(block, start, end)
+    return OSError(error, os.strerror(error), f.path)
+
+
+def _box(f: BlockFile, merge_gap: int) -> _Box:
+    """The kernel's description of ``f`` (the box and the output left for the caller)."""
+    assert _FUNCTIONS is not None
+    h = f.header
+    ranges = f._ranges_i64
+    box = _Box()
+    box.block_len, box.voxel_bytes = h.block_len, h.voxel_size
+    box.compressed, box.data_offset = int(h.is_compressed), h.data_offset
+    box.file_size = f.file_size
+    box.ranges = ranges.ctypes.data if ranges is not None else None
+    box.num_blocks, box.whole, box.partial = h.num_blocks, _FUNCTIONS[3], _FUNCTIONS[4]
+    box.merge_gap, box.group = merge_gap, GROUP
+    return box
+
+
+def _raise(f: BlockFile, s: _Status, lo: Sequence[int], hi: Sequence[int]) -> None:
+    if s.kind == _RANGE:
+        b = f.header.block_len
+        blo = (lo[0] // b, lo[1] // b, lo[2] // b)
+        bhi = ((hi[0] - 1) // b + 1, (hi[1] - 1) // b + 1, (hi[2] - 1) // b + 1)
+        indices = morton.box_indices(blo, bhi)
+        problem = f._first_problem(indices, *f._ranges_of(indices))
+        if problem is not None:
+            raise problem
+        raise f._range_problem(s.block, s.start, s.end) or f._short(s.block, s.start, s.end)
+    if s.kind == _DECODE:
+        raise f._decode_error(s.block, s.start, s.got, s.wanted, bool(s.partial))
+    if s.kind == _SHORT:
+        raise f._short(s.block, s.start, s.end)
+    if s.kind == _OS:
+        raise OSError(s.error, os.strerror(s.error), f.path)
+    raise MemoryError(f"{f.path}: no memory for a box read")
+
+
+__all__ = ["GROUP", "block_error", "read", "read_blocks", "usable"]
