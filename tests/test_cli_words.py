@@ -13,7 +13,8 @@ def test_help_lists_every_subcommand_and_global_flag(capsys):
         main(["--help"])
     assert ended.value.code == 0
     out = capsys.readouterr().out
-    for word in (*COMMANDS, "--anon", "--remote-cache-mb", "--screenshot", "N5", "Zarr"):
+    for word in (*COMMANDS, "--anon", "--remote-cache-mb", "--version", "--screenshot", "N5",
+                 "Zarr"):
         assert word in out, word
 
 

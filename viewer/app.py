@@ -68,6 +68,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="compare with dataset B: same cursor and zoom, compare modes, a "
                              "whole-dataset comparison in the background (Compare menu)")
     # Read by every command before it starts (viewer.cli); listed here for --help.
+    parser.add_argument("--version", action="store_true",
+                        help="print the version and whether the native read kernel was built, "
+                             "and exit")
     parser.add_argument("--anon", action="store_true",
                         help="any command: read public buckets (s3://, gs://) without "
                              "credentials")

@@ -137,7 +137,7 @@ def main() -> int:
                 seen["since"] = time.monotonic()
                 phase[0] = "settle"
         elif phase[0] == "settle":
-            if time.monotonic() - seen["since"] < 1.0:
+            if time.monotonic() - seen["since"] < 0.5:
                 return
             avail = w.screen().availableGeometry()
             frame = w.frameGeometry()
@@ -155,7 +155,7 @@ def main() -> int:
                 finish()
                 return
             if seen["since"]:  # the tab was clicked: let it lay out, then measure
-                if time.monotonic() - seen["since"] < 0.6:
+                if time.monotonic() - seen["since"] < 0.4:
                     return
                 name = bar.tabText(index)
                 reached = tabs.currentIndex() == index

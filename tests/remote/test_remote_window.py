@@ -204,3 +204,13 @@ def test_opening_a_url_shows_progress_at_once_and_esc_stops_it(
     assert window.dataset is None and window.errors == []
     assert not window.banner.isVisible()
     assert "stopped opening" in window.statusBar().currentMessage()
+
+
+def test_a_url_with_nothing_there_says_so(http: RangeServer) -> None:
+    """Every probe of every format answered 404: "nothing at this URL", not the list of
+    every format the program reads."""
+    from viewer.format import FormatError, open_dataset
+
+    with pytest.raises(FormatError, match="nothing at this URL") as raised:
+        open_dataset(f"{http.url}/nothing-here")
+    assert "it reads:" not in str(raised.value)

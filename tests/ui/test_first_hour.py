@@ -234,3 +234,13 @@ def test_status_bar_and_docks_show_their_whole_text(qtbot, wk_dataset, size):
                                      widget.geometry(), widget.visibleRegion().boundingRect(),
                                      widget.sizeHint()))
     assert problems == [], "\n".join(map(str, problems))
+
+
+def test_an_empty_folder_says_what_the_program_reads_once(window, tmp_path):
+    """The long list of what the program reads is in the banner, not again in each view."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert not window.open_path(empty)
+    assert window.banner.text().count("it reads:") == 1
+    for view in window.views.values():
+        assert "it reads:" not in view.message and "Cannot open" in view.message

@@ -61,8 +61,6 @@ def _main(args: list[str]) -> int:
     if args[:1] == ["--version"]:
         print(_version())
         return 0
-
-
     unknown = _unknown_command(args)
     if unknown is not None:
         print(unknown, file=sys.stderr)
