@@ -2,7 +2,7 @@
 
 ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]`` opens the window (no PATH:
 the built-in demo dataset).  Subcommands, each a module of this package with ``main(argv)``:
-``info``, ``compare``, ``demo``, ``digest``, ``advise``, ``install-desktop``.  Exit 0 ok, 1 a finding,
+``info``, ``compare``, ``demo``, ``digest``, ``advise``, ``install-desktop``; exit 0 ok, 1 finding,
 2 bad input.  A PATH may be a URL (``http(s)://``, ``s3://``, ``gs://``); ``--anon`` (any
 command) reads public buckets without credentials; ``--remote-cache-mb N`` (any command) sizes
 the on-disk cache of bytes read over the network for this run (0: none; the window's File >
