@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -136,3 +137,22 @@ def test_bad_input_exits_2(advise_cases: dict[str, Case], capsys: pytest.Capture
 def test_missing_path_exits_2(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run_cli([str(tmp_path / "nothing")], capsys)
     assert code == 2 and "nothing" in err
+
+
+def test_plot_file_is_written(advise_cases: dict[str, Case], capsys: pytest.CaptureFixture[str],
+                              tmp_path: Path) -> None:
+    from PySide6.QtGui import QImage
+
+    from viewer.ui.advise_plot import FRONT
+
+    out = tmp_path / "whatif.png"
+    code, _, _ = _run_cli([str(advise_cases["smooth"].root), "--all", "--shard", "64",
+                           "--box", "0,0,0,64,64,64", "--codecs",
+                           "wkw:lz4hc:9,zarr3+shard:zstd:3,precomputed:jpeg:75",
+                           "--plot", str(out)], capsys)
+    assert code == 0
+    image = QImage(str(out))
+    assert not image.isNull() and image.width() >= 800
+    found = {image.pixelColor(x, y).getRgb()[:3] for x in range(0, image.width(), 2)
+             for y in range(0, image.height(), 2)}
+    assert any(sum(abs(a - b) for a, b in zip(c, FRONT, strict=True)) < 40 for c in found)

@@ -109,3 +109,16 @@ def test_precomputed_compressed_segmentation_within_2_percent_of_tensorstore(
     written = tree_bytes(tmp_path / "pc", skip=("info",))
     projected_ = projected(exact_reports["segmentation"], "precomputed:compressed_segmentation")
     assert abs(projected_ - written) <= 0.02 * written, (projected_, written)
+
+
+def test_n5_raw_equals_tensorstore(advise_cases: dict[str, Case], exact_reports: dict[str, Any],
+                                   tmp_path: Path) -> None:
+    """No deflate in the way: the block headers, padded edges and chunks of zeros left out
+    (the noisy case has a slab of them, and an absent file) give tensorstore's bytes."""
+    case = advise_cases["noisy"]
+    _ts_write({"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "n5")},
+               "metadata": {"dimensions": list(case.data.shape),
+                            "blockSize": [case.chunk] * 3, "dataType": "uint8",
+                            "compression": {"type": "raw"}}}, case.data)
+    written = tree_bytes(tmp_path / "n5", skip=("attributes.json",))
+    assert projected(exact_reports["noisy"], "n5:raw") == written
