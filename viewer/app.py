@@ -34,11 +34,13 @@ EPILOG = """commands (wkw-viewer COMMAND --help for each):
   info PATH           what a dataset holds, every problem (--json, --quick)
   compare A B         same voxels? where not, and why (--json)
   digest PATH         digests of the voxels per region; --check LIST PATH: does a copy match?
+  advise PATH         what the data would cost under other codecs and chunkings (--json)
   demo DIR            write the demo dataset to DIR
   install-desktop     add wkw-viewer to the desktop's application menu
 
---anon and --remote-cache-mb N go with any command.  Exit status: 0 ok, 1 a finding
-(datasets differ, damage, something not checked), 2 bad input.  docs/cli.md has them all."""
+--anon and --remote-cache-mb N go with any command; --version says whether the native read
+kernel was built.  Exit status: 0 ok, 1 a finding (datasets differ, damage, something not
+checked), 2 bad input, 130 interrupted.  docs/cli.md has them all."""
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

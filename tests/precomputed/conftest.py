@@ -25,11 +25,7 @@ for _name, _file in (("precomputed_writers", Path(__file__).with_name("writers.p
         _spec.loader.exec_module(_module)
 
 import precomputed_writers as w  # noqa: E402
-
-#: The extent of the tests' scale 0: not a multiple of the chunk size (16, 16, 8).
-SIZE = (50, 40, 20)
-#: The offset of the sharded image's scale 0 (chunk-aligned, not 0).
-OFFSET = (32, 16, 8)
+from precomputed_writers import OFFSET, SIZE  # noqa: E402
 
 
 def _build(root: Path) -> dict[str, tuple[Path, list[np.ndarray]]]:

@@ -101,7 +101,7 @@ def test_jpeg_against_its_source_with_a_tolerance(pc: dict[str, Any], tmp_path: 
     """The jpeg scale against the raw voxels it was written from: lossy, so not equal, with
     the error's size reported; within a tolerance as large as that error it passes."""
     import precomputed_writers as w
-    from conftest import SIZE
+    from precomputed_writers import SIZE
 
     source = w.sample((1, *SIZE), "uint8", 4)
     region = source.copy()

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import OFFSET, SIZE
+from precomputed_writers import OFFSET, SIZE
 
 from viewer.format import open_dataset, open_volume
 
@@ -114,7 +114,7 @@ def test_compresso_chunks(tmp_path: Path) -> None:
 
     compresso = pytest.importorskip("compresso", reason="compresso (test extra) not installed")
     import precomputed_writers as w
-    from conftest import SIZE
+    from precomputed_writers import SIZE
 
     from viewer.format import ChunkDecodeError
 

@@ -17,6 +17,11 @@ MURMUR_GZIP = {"@type": "neuroglancer_uint64_sharded_v1", "preshift_bits": 0,
                "hash": "murmurhash3_x86_128", "minishard_bits": 2, "shard_bits": 3,
                "minishard_index_encoding": "gzip", "data_encoding": "gzip"}
 
+#: The extent of the tests' scale 0: not a multiple of the chunk size (16, 16, 8).
+SIZE = (50, 40, 20)
+#: The offset of the sharded image's scale 0 (chunk-aligned, not 0).
+OFFSET = (32, 16, 8)
+
 
 def spec(path: Path, scale: dict[str, Any] | None = None, scale_index: int | None = None,
          multiscale: dict[str, Any] | None = None, create: bool = False) -> dict[str, Any]:
