@@ -37,8 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     command keeps its own handlers)."""
     if argv is None:
         interrupt.install()
+    args = list(sys.argv[1:] if argv is None else argv)
+    # Named before anything else runs, so that a Ctrl+C at once names the command too.
+    command = next((a for a in args if a in COMMANDS), None)
+    if command is not None:
+        interrupt.set_prog(f"wkw-viewer {command}")
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        return _main(args)
     except KeyboardInterrupt:  # before a command took over (imports, option parsing)
         return interrupt.status()
 
@@ -66,7 +71,6 @@ def _main(args: list[str]) -> int:
         print(unknown, file=sys.stderr)
         return 2
     if args and args[0] in COMMANDS:
-        interrupt.set_prog(f"wkw-viewer {args[0]}")
         module = importlib.import_module(COMMANDS[args[0]])
         try:
             return int(module.main(args[1:]))
