@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -83,6 +84,9 @@ class QtWhatIfTab(QWidget):
         self._live_drawn = 0.0
         self._bridge = QtResultBridge(self)
         self._bridge.result_arrived.connect(self._on_result)
+        # The tab never widens the inspector's quadrant (its buttons and plot are cut instead):
+        # the other tabs' texts must stay whole beside a compare dock on a 1024-pixel screen.
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         v = QVBoxLayout(self)
         row = QHBoxLayout()
         row.addWidget(QLabel("sample"))
@@ -92,7 +96,8 @@ class QtWhatIfTab(QWidget):
         self.sample_box.setSuffix(" %")
         self.sample_box.setValue(5.0)
         row.addWidget(self.sample_box)
-        self.all_box = QCheckBox("every chunk (exact)")
+        self.all_box = QCheckBox("all")
+        self.all_box.setToolTip("Every chunk: exact figures instead of a sample's estimates")
         row.addWidget(self.all_box)
         self.run_button = QPushButton("Run")
         self.run_button.clicked.connect(self.run)
@@ -122,7 +127,9 @@ class QtWhatIfTab(QWidget):
         self.plot = QtAdvisePlot()
         split.addWidget(self.plot)
         v.addWidget(split, 1)
-        self.map_button = QPushButton("Colour the Map by the selected candidate's savings")
+        self.map_button = QPushButton("Map the savings")
+        self.map_button.setToolTip("Colour the Map by what the selected candidate would save "
+                                   "in each chunk")
         self.map_button.setEnabled(False)
         self.map_button.clicked.connect(self._on_map_clicked)
         v.addWidget(self.map_button)
