@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import FILE, Case
+from advise_data import FILE, Case
 
 from viewer.cli import main as cli_main
 from viewer.core.advise import AdviseProgress, AdviseRequest, run_advice

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import FILE, Case
+from advise_data import FILE, Case
 from PIL import Image
 
 from viewer.cli import main as cli_main

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import EXACT_SPECS, FILE, Case, projected
+from advise_data import EXACT_SPECS, FILE, Case, projected
 
 from viewer.core.advise import AdviseRequest, run_advice
 from viewer.format import open_volume

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import FILE, Case, projected, tree_bytes, write_wkw_lz4hc
+from advise_data import FILE, Case, projected, tree_bytes, write_wkw_lz4hc
 
 
 @pytest.mark.parametrize("name", ["smooth", "noisy", "segmentation", "float"])

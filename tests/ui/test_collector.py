@@ -50,10 +50,12 @@ def test_cycles_die_on_the_gui_thread_not_on_a_worker(qtbot) -> None:
     assert _Witness.died_on == []
     main = threading.get_ident()
     deadline = time.monotonic() + 10 * collector.INTERVAL_MS / 1000 + 5
+    kept: list[tuple[object, list[int]]] = []
     while len(_Witness.died_on) < 50 and time.monotonic() < deadline:
         qtbot.wait(collector.INTERVAL_MS)
-        for _ in range(1000):  # what a GUI allocates meanwhile, so that a collection is due
-            _ = (object(), [])
+        # What a GUI allocates meanwhile, kept alive so that the count of tracked objects
+        # passes the threshold and a collection is due (freed at once, they would not count).
+        kept.extend((object(), []) for _ in range(1000))
     assert _Witness.died_on == [main] * 50
 
 
