@@ -138,7 +138,10 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     bhi = ((hi[0] - 1) // b + 1, (hi[1] - 1) // b + 1, (hi[2] - 1) // b + 1)
     out_t = out.T  # (Z, Y, X, C); C order when out is F order
     blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1]) * (bhi[2] - blo[2])
-    if native and nativebox.usable(g.compressed):
+    if native and nativebox.usable(g.compressed) and (
+            g.compressed or blocks <= PER_BLOCK_COPY):
+        # Raw planes and larger raw reads keep the Python path's ways (a column of blocks
+        # through a buffer that stays in the cache; reads into reused memory): as fast there.
         rows = _byte_rows(out_t)
         if rows is not None:
             nativebox.read(f, rows, lo, hi, shift, _native_threads(g, blocks, lo, hi, blo, bhi),
