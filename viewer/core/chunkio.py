@@ -18,7 +18,7 @@ in the ``BlockCache``:
   (``Volume.small_units``: WKW of one block per file, like every N5 and Zarr v2 chunk) has
   all of a batch's units read with one ``Volume.read_units`` call, each unit opened only for
   its read; only absent or unreadable ones are remembered.  Keeping a one-chunk unit open
-  bought nothing (its chunk is cached) and cost most of a block's CPU (issue 20).
+  bought nothing (its chunk is cached) and cost most of a block's CPU.
 * **Read-ahead only where it pays.**  ``will_need`` hints are given only while reads go to the
   disk (``HINT_MEMORY``) or over a network (``_latency_bound``): on pages already in memory a
   hint is pure cost.
@@ -72,7 +72,7 @@ RELEASE_EVERY = 256
 #: Read-ahead hints (``StorageUnit.will_need``) are given only while reads go to the disk: a
 #: batch during which the worker's thread had to read from the disk (its ``ru_inblock`` or
 #: ``ru_majflt`` grew: ``getrusage(RUSAGE_THREAD)``) turns them on for the next
-#: ``HINT_MEMORY`` batches.  On pages already in memory a hint is pure cost (issue 20: 5.7 us a
+#: ``HINT_MEMORY`` batches.  On pages already in memory a hint is pure cost (5.7 us a
 #: block of ``MADV_WILLNEED`` on resident pages).  (Wall time against CPU time is no signal on
 #: a shared machine: there a worker waits for a core far more than for the disk.)
 HINT_MEMORY = 16
@@ -83,7 +83,7 @@ def open_units_limit() -> int:
     half the file descriptors the process may open beyond ``RESERVED_DESCRIPTORS``
     (``RLIMIT_NOFILE``), between ``MIN_OPEN_UNITS`` and ``MAX_OPEN_UNITS``.  A screen of a
     one-chunk-per-file format (N5, Zarr v2) touches several hundred units, and a limit below
-    that closed and reopened units every jump (issue 20: 128 cost 39 % of the workers' time)."""
+    that closed and reopened units every jump (128 cost 39 % of the workers' time)."""
     soft = 1024
     try:
         import resource

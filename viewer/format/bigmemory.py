@@ -3,7 +3,7 @@
 A read of a whole file (128 MiB for a 512^3 uint8 cube) writes into memory new to the process,
 and the kernel zeroes and maps every page at its first write: measured, the full LZ4HC read of
 ``benchmarks.format`` spent 2.0-2.1x the bare decode's CPU with new memory and 1.7-1.8x with
-this module (issue 20).  Compare's passes (``viewer.core.compare``) and scripts read box after
+this module.  Compare's passes (``viewer.core.compare``) and scripts read box after
 box of one size and drop each before reading the next: ``empty`` hands such a read the memory
 of the array dropped last.
 

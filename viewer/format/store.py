@@ -2,7 +2,7 @@
 byte ranges by key (a path relative to the store's root).
 
 Formats read their metadata and chunks through a store, never with ``open`` directly, so the
-same reader works on a local folder and (issue 16) over HTTP or S3.  ``open_store(path)`` gives
+same reader works on a local folder and over HTTP or S3.  ``open_store(path)`` gives
 the store of a local folder (``LocalStore``).  Keys use ``/`` whatever the platform.
 
 A missing object raises ``FileNotFoundError`` (the caller decides whether that means "absent",
@@ -143,7 +143,7 @@ class LocalStore(Store):
     def walk(self, key: str = "") -> Iterator[str]:
         """As ``Store.walk``, through ``os.scandir``: a folder's entries say whether they are
         folders, so the walk costs no ``stat`` per object (a Zarr array of 20,480 chunk files
-        in nested folders: 14x a bare ``os.scandir`` walk before, issue 20).  One generator
+        in nested folders: 14x a bare ``os.scandir`` walk before).  One generator
         for the whole walk, a stack of the folders under way: a folder's files between two
         of its subfolders are handed on as one list, not through a generator per level."""
         stack = [(iter(_sorted_entries(self.location(key))), f"{key}/" if key else "")]

@@ -1,4 +1,4 @@
-"""The window's side of remote datasets (issue 16): File > Open URL..., opening a URL without
+"""The window's side of remote datasets: File > Open URL..., opening a URL without
 freezing the window, a status-bar section with the network counters (the window adds it,
 telling it which paths it shows), and File > Remote Cache... (the size of the on-disk cache of
 fetched bytes, a setting kept with the window's).

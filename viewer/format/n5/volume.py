@@ -8,7 +8,7 @@ datasets are sparse, and it reads as zeros.
 
 A local dataset has ``small_units``: the loader reads its chunks with ``read_units``, each
 chunk file read once with no ``stat`` before (``LocalStore.read_whole``) and decoded, no unit
-kept (issue 20).  Over a network (``RemoteStore``) the units are opened and kept as any
+kept.  Over a network (``RemoteStore``) the units are opened and kept as any
 format's are, so that their read-ahead (``will_need``) is asked for before they are read.
 
 Edge chunks are stored truncated (Java's N5 writes the part inside the dataset) or padded

@@ -1,4 +1,4 @@
-"""Reading datasets over HTTP(S), S3 and GCS (issue 16): a remote ``Store`` with range reads,
+"""Reading datasets over HTTP(S), S3 and GCS: a remote ``Store`` with range reads,
 many requests in flight, retries, an on-disk cache of fetched bytes and counters
 (``store.py``); settings (``config.py``); WKW and webKnossos datasets at a URL (``entry.py``,
 ``viewer.format.wkw.remote``).  ``viewer.format.store.open_store`` hands URLs here."""

@@ -1,4 +1,4 @@
-"""A timeline of remote reading, for finding what a slow jump waited for (issue 16).
+"""A timeline of remote reading, for finding what a slow jump waited for.
 
 Off unless started: ``start()`` begins recording, ``stop()`` ends it and returns the events.
 While on, the request pool notes every request as it is queued, sent to the wire and done

@@ -8,7 +8,7 @@
   first write (~2.5 us each on the machine measured); after the block cache dropped many
   blocks at once (a far jump with the cache emptied, a dataset closed) the allocator gives
   their pages back to the system, and every block decoded next faulted its pages in again
-  (~20 us of a 32 KiB block, more than decoding it; issue 20).
+  (~20 us of a 32 KiB block, more than decoding it).
 * ``decode_whole``: one whole LZ4 block by address (liblz4, the GIL released).
 """
 

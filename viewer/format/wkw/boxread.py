@@ -462,7 +462,7 @@ def _copy_columns(out_t: npt.NDArray[Any], staging: npt.NDArray[np.uint8], lo: l
     When ``out_t``'s x rows are contiguous (an F-order ``out``, what ``Dataset.read``
     makes), each x row is copied as one element of a void type (a ``memcpy`` per row):
     numpy copying the 32 bytes of a row element by element took 10.7 us for a 32^3 uint8
-    block, as rows 4.4 us (issue 20).  Else by an ordinary numpy copy."""
+    block, as rows 4.4 us.  Else by an ordinary numpy copy."""
     b = g.block_len
     nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
     zs, ze = lo[2] - blo[2] * b, hi[2] - blo[2] * b  # the box along a column's z planes
@@ -509,7 +509,7 @@ def _read_raw_columns(f: BlockFile, rows: npt.NDArray[np.uint8], lo: list[int], 
     part of the box copied into ``rows`` (``_byte_rows`` of the output) at once.  That
     buffer (32 blocks of 32 KB) stays in the core's cache, where one of the whole read
     (8 MB for an XZ plane of 512^2) does not: an XZ plane took 1.8 ms one column at a time
-    against 2.4 ms reading every block into one buffer (the reference 1.5 ms; issue 20).
+    against 2.4 ms reading every block into one buffer (the reference 1.5 ms).
     The blocks' presence is checked up front (the lowest block missing is named), the
     file's identity once at the end."""
     h = f.header

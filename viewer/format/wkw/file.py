@@ -18,7 +18,7 @@ memory mapping): neighbouring blocks are merged into one read into a per-thread 
 compressed blocks are decoded from it by the system liblz4 (``lz4block``, via ctypes, the GIL
 released).  Box reads (``File.read_into``) go through ``boxread``, which picks its way by
 size and shares large reads among all cores; the checks of every block (``validate``) are in
-``filecheck``.  Why not a mapping (the reader mapped files until issue 21): a file truncated
+``filecheck``.  Why not a mapping (the reader once mapped files): a file truncated
 by another process while it is mapped kills the reading process with SIGBUS, which no Python
 code can catch; a short ``pread`` is an ordinary error.  Unmapping also cost the helper thread
 about 0.5 ms per plane and made closing depend on that thread.  The copy out of the page
@@ -144,7 +144,7 @@ class File:
         with one ``pread`` of ``OPEN_READ_BYTES`` (two when the table is longer); one
         ``fstat`` at the end checks that the file did not change meanwhile.  A dataset of one
         block per file (how N5 and Zarr v2 store chunks) then costs five system calls a block:
-        ``open``, ``lseek``, ``fstat``, ``pread``, ``fstat`` (issue 20)."""
+        ``open``, ``lseek``, ``fstat``, ``pread``, ``fstat``."""
         path = os.fspath(path)
         handle = FileHandle(path, in_use=True)
         fd = handle.fd
@@ -566,7 +566,7 @@ class File:
         """``read_blocks`` of a few blocks (a unit of one block, a loader batch's share of a
         small file) in plain ints (``_read_few``) between one ``acquire`` of the descriptor
         and one ``fstat`` (``FileChangedError``).  The vectorised path's numpy calls cost
-        several times the decoding of one block (issue 20)."""
+        several times the decoding of one block."""
         handle = self._handle
         if self._closed or handle is None:
             raise ValueError(f"{self.path} is closed")

@@ -1,4 +1,4 @@
-"""WKW read through a ``Store`` (issue 16): a WKW dataset or a single ``.wkw`` file at a URL.
+"""WKW read through a ``Store``: a WKW dataset or a single ``.wkw`` file at a URL.
 
 Each data file is one storage unit (``StoreWkwUnit``, ``viewer.format.wkw.remote_unit``): its
 header and jump table fetched with one range read, then only the byte ranges of the blocks

@@ -1,5 +1,5 @@
 """One WKW data file read through a ``Store`` (``StoreWkwUnit``): the storage unit of a WKW
-dataset at a URL (``viewer.format.wkw.remote``, issue 16).
+dataset at a URL (``viewer.format.wkw.remote``).
 
 Its header and jump table are fetched with one range read (``[0, dataOffset)``, whose length
 the dataset's ``header.wkw`` fixes), then only the byte ranges of the blocks asked for, which

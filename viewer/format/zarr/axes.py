@@ -1,4 +1,4 @@
-"""Which of a zarr array's axes are x, y, z and the channel axis (issue 12's axis rule).
+"""Which of a zarr array's axes are x, y, z and the channel axis.
 
 Names decide when there are any (``dimension_names`` of zarr v3, or the ``axes`` of an
 OME-Zarr multiscale that lists the array): the axes named ``x``, ``y``, ``z``; ``c`` or

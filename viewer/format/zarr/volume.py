@@ -8,7 +8,7 @@ absent inner chunk (index entry all ones) is an absent chunk: both read as ``fil
 
 Unsharded arrays on a local disk have ``small_units``: the loader reads their chunks with
 ``read_units``, each chunk file read once with no ``stat`` before (``LocalStore.read_whole``)
-and decoded, no unit kept (issue 20).  Sharded arrays (a shard holds many chunks, its index
+and decoded, no unit kept.  Sharded arrays (a shard holds many chunks, its index
 parsed once) and arrays over a network (read-ahead through kept units) keep their units open.
 
 The units themselves (a chunk object, a shard and its index) are in ``zarr.units``.  Reading
@@ -267,7 +267,7 @@ class ZarrVolume(Volume):
         position are skipped, and so are chunks past the first along a non-spatial axis.  The
         keys are parsed in batches (``zarr.keys``): a batch costs a few numpy operations, not
         a match and an ``int`` per key, and the names of a flat array's folder are listed
-        unsorted and sorted in numpy, only the ones that name chunks (issue 20: 3.5-3.8x a
+        unsorted and sorted in numpy, only the ones that name chunks (3.5-3.8x a
         bare ``os.scandir`` walk before, about 2x now)."""
         meta = self.meta
         root = self.prefix.rstrip("/")
