@@ -259,9 +259,7 @@ class ChunkReader:
             if self._states.get(pos) is old:
                 self._states.pop(pos, None)
                 self._open.pop(pos, None)
-        forget = getattr(self.volume, "forget_unit", None)
-        if forget is not None:
-            forget(pos)
+        self.volume.forget_unit(pos)
         return self.resolve(pos)
 
     # -- reading --------------------------------------------------------------------------------
@@ -279,9 +277,7 @@ class ChunkReader:
         if near == self._hint_units:
             return
         self._hint_units = near
-        drop = getattr(self.volume, "drop_read_ahead", None)
-        if drop is not None:
-            drop(near)
+        self.volume.drop_read_ahead(near)
 
     def _hint_units_of(self, keys: list[BlockKey]) -> bool:
         """A volume at a URL, a batch over several storage units (an N5 or zarr v2 chunk per

@@ -1,5 +1,9 @@
 """The chunked-volume interface: how every format meets the rest of the program.
 
+(Over 600 lines: it is the one declared interface, the ABCs of the volume and its storage
+unit with their documented defaults, and the shared read machinery every format uses; kept
+in one file so that what a format must supply is read in one place.)
+
 A ``Volume`` is one chunked 3-D array at one mag: a plain WKW dataset, one mag of a webKnossos
 layer, an N5 dataset, a zarr array, a zfpc file, one LOD of a VDS channel.  Above
 ``viewer.format`` nothing knows which format it reads: the loader, the block cache, the
@@ -31,7 +35,7 @@ import itertools
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -446,6 +450,15 @@ class Volume(ABC):
     def problems(self) -> list[FormatError]:
         """What is wrong with the volume's metadata (not its chunks).  Default: nothing."""
         return []
+
+    # -- hooks the loader calls (optional: the defaults do nothing) --------------------------------
+    def forget_unit(self, unit: Vec3) -> None:  # noqa: B027 - most volumes keep nothing
+        """Forget what is kept of the unit at grid position ``unit`` (another program
+        rewrote it): the next read opens it afresh."""
+
+    def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:  # noqa: B027
+        """The cursor moved on: stop the read-ahead of this volume's units except ``keep``
+        (a volume whose store fetches ahead; the others have nothing to stop)."""
 
     def close(self) -> None:  # noqa: B027 - most volumes hold nothing to release
         """Release open files."""

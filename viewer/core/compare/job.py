@@ -1,5 +1,8 @@
 """The comparison job: structure first, then every chunk, on a small thread pool.
 
+(Over 600 lines: the structure checks, the unit plans and the per-unit passes share one
+summary and its findings; the seam to split along is ``unit_plans`` and what follows it.)
+
 ``CompareJob(a, b)`` opens both volumes through the format registry (any two formats: a WKW
 mag against its zarr3 or N5 conversion), checks their structure (voxel type, channels, chunk
 and storage-unit geometry, encodings, extents, which storage units exist), then compares every

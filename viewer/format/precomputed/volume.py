@@ -1,5 +1,9 @@
 """One scale of a Neuroglancer precomputed volume as a ``Volume``.
 
+(Over 600 lines: the grid arithmetic of scales off the chunk grid is shared by the box reads,
+the unit listing and the inspector's descriptions; the seam to split along is the listing of
+units, which could move to a module of its own.)
+
 Coordinates are the scale's own voxels, absolute: the extent is ``[voxel_offset,
 voxel_offset + size)`` (``origin`` and ``shape``), and chunk ``(i, j, k)`` of the volume's grid
 is the scale's chunk ``(i, j, k) - grid0`` with ``grid0 = voxel_offset / chunk_size``.  A
