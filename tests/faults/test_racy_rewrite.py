@@ -75,3 +75,20 @@ def test_a_file_that_keeps_changing_is_named(tmp_path: Path) -> None:
         writer.wait(timeout=60)
     # settled: read as usual
     assert np.unique(open_volume(root).read((0, 0, 0), (8, 8, 8))).tolist() == [3]
+
+
+def test_a_file_dated_in_the_future_reads(tmp_path: Path) -> None:
+    """A file whose times lie ahead of this machine's clock (a file server whose clock runs
+    ahead): no wait can settle it, so it reads, guarded by the identity checks, rather than
+    being taken for a file that keeps changing."""
+    import os
+
+    header = wkw.Header(np.uint8, block_len=8, file_len=1, block_type=wkw.BLOCK_TYPE_RAW)
+    root = tmp_path / "ds"
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), np.full((8, 8, 8), 5, np.uint8))
+    path = root / "z0" / "y0" / "x0.wkw"
+    ahead = time.time_ns() + 3_600 * 10**9 + 123_456_789  # an hour ahead, with nanoseconds
+    os.utime(path, ns=(ahead, ahead))
+    assert np.unique(open_volume(root).read((0, 0, 0), (8, 8, 8))).tolist() == [5]
+    assert len(read_file_whole(str(path))) == path.stat().st_size

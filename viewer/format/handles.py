@@ -99,6 +99,10 @@ def racy_wait_ns(st: os.stat_result, now_ns: int | None = None) -> int:
     window = COARSE_WINDOW_NS if coarse else RACY_WINDOW_NS
     if now_ns is None:
         now_ns = time.time_ns()
+    if newest - now_ns > window:
+        # A time in the future (a file server whose clock is ahead of ours): waiting cannot
+        # tell anything; the identity checks around every read still hold.
+        return 0
     return max(0, newest + window - now_ns)
 
 
