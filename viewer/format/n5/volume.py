@@ -39,7 +39,7 @@ from viewer.format.errors import (
     MetadataError,
     read_failure,
 )
-from viewer.format.n5 import codecs, header, lz4java
+from viewer.format.n5 import codecs, header, lz4java, nativeread
 from viewer.format.n5.attributes import (
     ATTRIBUTES_FILE,
     DatasetAttributes,
@@ -387,6 +387,17 @@ class N5Volume(Volume):
             out["edge"] = "disagrees with the dataset"
         return out
 
+    def _layout(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
+                grid: tuple[int, ...]) -> tuple[ChunkHeader, int, int, int, int]:
+        """The chunk's header, checked against the dataset, and its stored block as
+        ``(channels, sx, sy, sz)`` (elements x fastest, channels slowest)."""
+        h = header.parse(stored, path, grid)
+        self.check_header(unit, h, path, grid)
+        dims = h.dims
+        ca = self.attrs.channel_axis
+        channels = dims[ca] if ca is not None else 1
+        return h, channels, dims[0], dims[1], dims[2] if len(dims) >= 3 else 1
+
     def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
                      grid: tuple[int, ...] | None = None) -> npt.NDArray[Any]:
         """The chunk's elements as stored, ``(C, sx, sy, sz)`` big-endian (a view where the
@@ -396,15 +407,8 @@ class N5Volume(Volume):
         known."""
         if grid is None:
             grid = self.grid_position(unit)
-        h = header.parse(stored, path, grid)
-        self.check_header(unit, h, path, grid)
-        itemsize = self._stored_dtype.itemsize
-        expected = h.num_elements * itemsize
-        dims = h.dims
-        ca = self.attrs.channel_axis
-        channels = dims[ca] if ca is not None else 1
-        sx, sy = dims[0], dims[1]
-        sz = dims[2] if len(dims) >= 3 else 1
+        h, channels, sx, sy, sz = self._layout(unit, stored, path, grid)
+        expected = h.num_elements * self._stored_dtype.itemsize
         raw = codecs.decompress(self.attrs.compression, memoryview(stored)[h.size:], expected,
                                 path, grid, base=h.size)
         flat = np.frombuffer(raw, dtype=self._stored_dtype, count=channels * sx * sy * sz)
@@ -451,30 +455,42 @@ class N5Volume(Volume):
                  for j in range(int(first[1]), int(last[1]) + 1)
                  for i in range(int(first[0]), int(last[0]) + 1)]
 
-        def one(unit: Vec3) -> FormatError | None:
-            stored = self.read_chunk_bytes(unit)
-            if stored is None:
+        if nativeread.usable(self, out):
+            errors = nativeread.read_into(self, out, off, lo, hi, units)
+        else:
+            def one(unit: Vec3) -> FormatError | None:
+                stored = self.read_chunk_bytes(unit)
+                if stored is None:
+                    return None
+                if isinstance(stored, FormatError):
+                    return stored
+                try:
+                    view = self._decode_view(unit, stored, self.unit_path(unit))
+                except FormatError as exc:
+                    return exc
+                self._place(out, off, lo, hi, unit, view)
                 return None
-            if isinstance(stored, FormatError):
-                return stored
-            g = np.asarray(unit, dtype=np.int64) * c
-            try:
-                view = self._decode_view(unit, stored, self.unit_path(unit))
-            except FormatError as exc:
-                return exc
-            s_lo = np.maximum(g, lo)
-            s_hi = np.minimum(np.minimum(g + c, hi), g + np.asarray(view.shape[1:]))
-            if (s_hi <= s_lo).any():
-                return None
-            src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g, strict=True))
-            dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off, strict=True))
-            out[(slice(None), *dst)] = view[(slice(None), *src)]
-            return None
 
-        errors = [one(u) for u in units] if len(units) <= 1 else list(_executor().map(one, units))
+            errors = [one(u) for u in units] if len(units) <= 1 else \
+                list(_executor().map(one, units))
         for err in errors:
             if err is not None:
                 raise err
+
+    def _place(self, out: npt.NDArray[Any], off: npt.NDArray[np.int64],
+               lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], unit: Sequence[int],
+               view: npt.NDArray[Any]) -> None:
+        """Copy the part of chunk ``unit`` (decoded: ``view``) inside ``[lo, hi)`` into
+        ``out``, whose first voxel is at ``off``."""
+        c = np.asarray(self.chunk_shape, dtype=np.int64)
+        g = np.asarray(unit, dtype=np.int64) * c
+        s_lo = np.maximum(g, lo)
+        s_hi = np.minimum(np.minimum(g + c, hi), g + np.asarray(view.shape[1:]))
+        if (s_hi <= s_lo).any():
+            return
+        src = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - g, s_hi - g, strict=True))
+        dst = tuple(slice(int(a), int(b)) for a, b in zip(s_lo - off, s_hi - off, strict=True))
+        out[(slice(None), *dst)] = view[(slice(None), *src)]
 
     # -- description ----------------------------------------------------------------------------
     def describe_chunk(self, unit: Vec3) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import importlib.machinery
 import os
 
 #: The kernel's interface version (``wkw_abi()``); a library built from other sources is not used.
-ABI = 1
+ABI = 2
 
 
 def _load() -> ctypes.CDLL | None:

@@ -391,4 +391,4 @@ void wkw_plan_free(void *handle) {
     free(p);
 }
 
-int64_t wkw_abi(void) { return 1; }
+int64_t wkw_abi(void) { return 2; }

@@ -1,0 +1,120 @@
+"""An N5 box read through the native chunk kernel (``viewer.format.native.chunks``): the chunk
+files of a group read here (``read_chunk_bytes``: one version of each file), their headers
+checked, then one kernel call per group decodes every chunk whole (gzip's CRC32 and length,
+zlib's Adler-32) and copies its part into the output with the byte swap from big-endian, no
+interpreter lock held.  Groups go to the shared read pool, so one thread reads files while
+another decodes.
+
+A chunk the kernel does not decode is decoded again by the volume's Python path, which raises
+the error a read without the kernel raises (or decodes a stream the kernel leaves to it);
+``ENABLED`` off reads every chunk on that path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format import pool
+from viewer.format.errors import FormatError
+from viewer.format.native import chunks
+
+if TYPE_CHECKING:
+    from viewer.format.n5.volume import N5Volume
+
+Vec3 = tuple[int, int, int]
+IntArray = npt.NDArray[np.int64]
+
+#: Whether reads use the kernel where it can (the tests turn it off to compare the paths).
+ENABLED = True
+#: Chunks per kernel call: a pool thread reads a group's files, then decodes them.
+GROUP = 4
+#: The N5 compressions the kernel decodes.
+CODECS = {"gzip": chunks.GZIP_MEMBERS, "raw": chunks.RAW}
+
+
+def usable(volume: N5Volume, out: npt.NDArray[Any]) -> bool:
+    """True when the kernel can read ``volume``'s chunks into ``out``."""
+    codec = CODECS.get(volume.attrs.compression.type)
+    stored = np.dtype(volume.attrs.stored_dtype)
+    return (ENABLED and codec is not None and chunks.usable(codec)
+            and out.dtype == volume.dtype and stored.newbyteorder("=") == out.dtype)
+
+
+def read_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
+              hi: IntArray, units: Sequence[Vec3]) -> list[FormatError | None]:
+    """Read the chunks ``units`` into ``out`` (whose first voxel is at ``off``), the box
+    ``[lo, hi)`` of each; the error of each unit (None: read, or absent), in ``units`` order.
+    Call only where ``usable``."""
+    groups = [units[k:k + GROUP] for k in range(0, len(units), GROUP)]
+    errors: list[list[FormatError | None]] = [[] for _ in groups]
+
+    def run(k: int) -> None:
+        errors[k] = _group(volume, out, off, lo, hi, groups[k])
+
+    pool.share(len(groups), run, max(2, pool.cores()))
+    return [e for group in errors for e in group]
+
+
+def _group(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
+           hi: IntArray, units: Sequence[Vec3]) -> list[FormatError | None]:
+    stored_dtype = np.dtype(volume.attrs.stored_dtype)
+    itemsize = stored_dtype.itemsize
+    codec = CODECS[volume.attrs.compression.type]
+    batch = chunks.Batch(itemsize, itemsize > 1 and not stored_dtype.isnative)
+    c = np.asarray(volume.chunk_shape, dtype=np.int64)
+    nc = volume.num_channels
+    base = out.ctypes.data
+    st = out.strides
+    dst_stride = [st[0], st[3], st[2], st[1]]  # c, z, y, x: x innermost (stored fastest)
+    results: list[FormatError | None] = [None] * len(units)
+    jobs: list[tuple[int, bytes | memoryview, str]] = []
+    again: list[tuple[int, bytes | memoryview, str]] = []
+    for i, unit in enumerate(units):
+        stored = volume.read_chunk_bytes(unit)
+        if stored is None:
+            continue
+        if isinstance(stored, FormatError):
+            results[i] = stored
+            continue
+        grid = volume.grid_position(unit)
+        path = volume.unit_path(unit)
+        try:
+            h, channels, sx, sy, sz = volume._layout(unit, stored, path, grid)
+        except FormatError as exc:
+            results[i] = exc
+            continue
+        if channels < nc:
+            again.append((i, stored, path))
+            continue
+        g = np.asarray(unit, dtype=np.int64) * c
+        s_lo = np.maximum(g, lo)
+        s_hi = np.minimum(np.minimum(g + c, hi), g + (sx, sy, sz))
+        n = np.maximum(s_hi - s_lo, 0).tolist()
+        a = (s_lo - g).tolist()
+        d = (s_lo - off).tolist()
+        # a box the stored block does not reach is still decoded: its checksums are checked
+        count = [nc, n[2], n[1], n[0]] if min(n) > 0 else [0, 0, 0, 0]
+        sxy = sx * sy
+        batch.add(memoryview(stored)[h.size:], codec, h.num_elements * itemsize,
+                  base + d[0] * st[1] + d[1] * st[2] + d[2] * st[3],
+                  (a[0] + a[1] * sx + a[2] * sxy) * itemsize, count,
+                  [sxy * sz * itemsize, sxy * itemsize, sx * itemsize, itemsize], dst_stride)
+        jobs.append((i, stored, path))
+    status = batch.run()
+    again.extend(job for job, s in zip(jobs, status.tolist(), strict=True) if s != chunks.OK)
+    for i, stored, path in again:
+        unit = units[i]
+        try:
+            view = volume._decode_view(unit, stored, path)
+        except FormatError as exc:
+            results[i] = exc
+            continue
+        volume._place(out, off, lo, hi, unit, view)
+    return results
+
+
+__all__ = ["CODECS", "ENABLED", "GROUP", "read_into", "usable"]

@@ -1,0 +1,143 @@
+"""Decoding a batch of N5 or zarr chunks by the native kernel (``chunkbatch.c``): per chunk its
+stored bytes decoded (gzip, zlib, zstd, raw), every checksum its stream carries verified, and
+its box copied into the output through strides, byte-swapped where stored big-endian; one call
+per batch, without the interpreter lock.
+
+The codec libraries are loaded here with ctypes and passed to the kernel as function pointers:
+libdeflate for gzip and zlib (it checks gzip's CRC32 and length and zlib's Adler-32 as zlib
+does, and decodes a whole chunk in one call), libzstd for zstd (it checks a frame's content
+checksum when the frame has one).  Where a library is absent its codec is not ``usable`` and
+the callers decode on their Python paths.
+
+A chunk the kernel could not decode (damaged, or a stream it leaves to Python, such as a gzip
+header carrying its own CRC) is left untouched in the output and reported; the caller decodes
+it again on its Python path, which raises the same typed error a read without the kernel
+raises, so the two paths cannot differ in what they accept.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from viewer.format import native
+
+RAW, GZIP_MEMBERS, GZIP, ZLIB, ZSTD = range(5)
+#: Status of a job: decoded and placed; not decoded (damaged); left to Python; no memory.
+OK, FAILED, REFUSED, MEMORY = range(4)
+#: Fields of a job row (int64 each, pointers as integers), as ``zk_job`` lays them out.
+JOB_FIELDS = 18
+
+
+class _Codecs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in (
+        "deflate_new", "deflate_free", "gzip", "zlib", "zstd_new", "zstd_free", "zstd",
+        "zstd_is_error", "zstd_content", "zstd_frame")]
+
+
+def _library(names: Sequence[str | None]) -> Any:
+    for name in names:
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _address(lib: Any, name: str) -> int | None:
+    if lib is None:
+        return None
+    try:
+        value: int | None = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        return value
+    except AttributeError:
+        return None
+
+
+def _load() -> tuple[Any, _Codecs, frozenset[int]] | None:
+    lib = native.LIBRARY
+    if lib is None:
+        return None
+    fn = lib.zk_decode
+    fn.argtypes = [ctypes.POINTER(_Codecs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                   ctypes.c_int64, ctypes.c_void_p]
+    fn.restype = ctypes.c_int64
+    deflate = _library([ctypes.util.find_library("deflate"), "libdeflate.so.0",
+                        "libdeflate.dylib", "libdeflate.so"])
+    zstd = _library([ctypes.util.find_library("zstd"), "libzstd.so.1", "libzstd.dylib",
+                     "libzstd.so"])
+    c = _Codecs()
+    c.deflate_new = _address(deflate, "libdeflate_alloc_decompressor")
+    c.deflate_free = _address(deflate, "libdeflate_free_decompressor")
+    c.gzip = _address(deflate, "libdeflate_gzip_decompress_ex")
+    c.zlib = _address(deflate, "libdeflate_zlib_decompress_ex")
+    c.zstd_new = _address(zstd, "ZSTD_createDCtx")
+    c.zstd_free = _address(zstd, "ZSTD_freeDCtx")
+    c.zstd = _address(zstd, "ZSTD_decompressDCtx")
+    c.zstd_is_error = _address(zstd, "ZSTD_isError")
+    c.zstd_content = _address(zstd, "ZSTD_getFrameContentSize")
+    c.zstd_frame = _address(zstd, "ZSTD_findFrameCompressedSize")
+    codecs = {RAW}
+    if c.deflate_new and c.deflate_free and c.gzip and c.zlib:
+        codecs |= {GZIP_MEMBERS, GZIP, ZLIB}
+    if all((c.zstd_new, c.zstd_free, c.zstd, c.zstd_is_error, c.zstd_content, c.zstd_frame)):
+        codecs.add(ZSTD)
+    return fn, c, frozenset(codecs)
+
+
+_LOADED = _load()
+
+
+def usable(codec: int) -> bool:
+    """True when the kernel was built and the library of ``codec`` loaded."""
+    return _LOADED is not None and codec in _LOADED[2]
+
+
+class Batch:
+    """Jobs for one call: ``add`` one per chunk, then ``run``.  Keeps the stored bytes alive
+    until the call is done."""
+
+    __slots__ = ("rows", "keep", "itemsize", "swap")
+
+    def __init__(self, itemsize: int, swap: bool) -> None:
+        self.rows: list[list[int]] = []
+        self.keep: list[Any] = []
+        self.itemsize = itemsize
+        self.swap = swap
+
+    def add(self, stored: bytes | bytearray | memoryview, codec: int, expected: int,
+            dst: int, src_off: int, count: Sequence[int], src_stride: Sequence[int],
+            dst_stride: Sequence[int]) -> None:
+        """One chunk: ``stored`` decodes (``codec``) to ``expected`` bytes, of which the box of
+        ``count`` elements (four axes, the last innermost) starting ``src_off`` bytes in, at
+        ``src_stride`` bytes apart, goes to address ``dst``, ``dst_stride`` bytes apart."""
+        buf = np.frombuffer(stored, dtype=np.uint8)
+        self.keep.append(buf)
+        self.rows.append([buf.ctypes.data if len(buf) else 0, len(buf), codec, expected, dst,
+                          src_off, *count, *src_stride, *dst_stride])
+
+    def run(self) -> npt.NDArray[np.int64]:
+        """Decode and place every job; the status of each (``OK``: its box is in the
+        output; anything else: the output is untouched there)."""
+        assert _LOADED is not None
+        fn, codecs, _ = _LOADED
+        n = len(self.rows)
+        status = np.zeros(n, dtype=np.int64)
+        if n == 0:
+            return status
+        jobs = np.asarray(self.rows, dtype=np.int64)
+        fn(ctypes.byref(codecs), jobs.ctypes.data, n, self.itemsize, int(self.swap),
+           status.ctypes.data)
+        self.keep.clear()
+        return status
+
+
+__all__ = ["Batch", "FAILED", "GZIP", "GZIP_MEMBERS", "JOB_FIELDS", "MEMORY", "OK", "RAW",
+           "REFUSED", "ZLIB", "ZSTD", "usable"]
