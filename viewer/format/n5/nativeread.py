@@ -59,13 +59,14 @@ def read_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArr
     return [e for group in errors for e in group]
 
 
-def _group(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
-           hi: IntArray, units: Sequence[Vec3]) -> list[FormatError | None]:
+def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArray,
+           hi_: IntArray, units: Sequence[Vec3]) -> list[FormatError | None]:
     stored_dtype = np.dtype(volume.attrs.stored_dtype)
     itemsize = stored_dtype.itemsize
     codec = CODECS[volume.attrs.compression.type]
     batch = chunks.Batch(itemsize, itemsize > 1 and not stored_dtype.isnative)
-    c = np.asarray(volume.chunk_shape, dtype=np.int64)
+    c = [int(v) for v in volume.chunk_shape]
+    lo, hi, off = lo_.tolist(), hi_.tolist(), off_.tolist()
     nc = volume.num_channels
     base = out.ctypes.data
     st = out.strides
@@ -90,12 +91,12 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
         if channels < nc:
             again.append((i, stored, path))
             continue
-        g = np.asarray(unit, dtype=np.int64) * c
-        s_lo = np.maximum(g, lo)
-        s_hi = np.minimum(np.minimum(g + c, hi), g + (sx, sy, sz))
-        n = np.maximum(s_hi - s_lo, 0).tolist()
-        a = (s_lo - g).tolist()
-        d = (s_lo - off).tolist()
+        g = [u * b for u, b in zip(unit, c, strict=True)]
+        s_lo = [max(p, q) for p, q in zip(g, lo, strict=True)]
+        s_hi = [min(p + b, q, p + s) for p, b, q, s in zip(g, c, hi, (sx, sy, sz), strict=True)]
+        n = [max(q - p, 0) for p, q in zip(s_lo, s_hi, strict=True)]
+        a = [p - q for p, q in zip(s_lo, g, strict=True)]
+        d = [p - q for p, q in zip(s_lo, off, strict=True)]
         # a box the stored block does not reach is still decoded: its checksums are checked
         count = [nc, n[2], n[1], n[0]] if min(n) > 0 else [0, 0, 0, 0]
         sxy = sx * sy
@@ -113,7 +114,7 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
         except FormatError as exc:
             results[i] = exc
             continue
-        volume._place(out, off, lo, hi, unit, view)
+        volume._place(out, off_, lo_, hi_, unit, view)
     return results
 
 

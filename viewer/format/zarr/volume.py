@@ -48,6 +48,7 @@ from viewer.format.volume import (
     VolumeInfo,
     chunk_grid,
 )
+from viewer.format.zarr import nativeread
 from viewer.format.zarr.axes import AxisMap
 from viewer.format.zarr.codecs import CodecFailure
 from viewer.format.zarr.errors import ShardIndexError
@@ -116,6 +117,9 @@ class ZarrVolume(Volume):
                           and meta.codec.inverse == (3, 2, 1, 0)
                           and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
+        #: ``_native_layout``'s answer once asked (``_native_asked``).
+        self._native: nativeread.Layout | None = None
+        self._native_asked = False
         #: One chunk per object, on a local disk: not worth keeping open (``read_units``).
         self.small_units = meta.sharding is None and isinstance(store, LocalStore)
 
@@ -387,9 +391,14 @@ class ZarrVolume(Volume):
         errors: dict[int, FormatError] = {}
         decode = self.decode_chunk
 
+        lay = self._native_layout() if nativeread.ENABLED and out.dtype == self.dtype else None
+
         def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
             unit, rows, idx = task
             stored = unit.read_stored(idx)
+            if lay is not None:
+                rows, idx, stored = self._native_into(lay, out, rows, idx, stored, errors,
+                                                      src_lo, src_hi, dst_lo)
             for row, index, s in zip(rows, idx, stored, strict=True):
                 if s is None:
                     continue
@@ -413,6 +422,33 @@ class ZarrVolume(Volume):
                 f.result()
         if errors:
             raise errors[min(errors)]
+
+    def _native_layout(self) -> nativeread.Layout | None:
+        """How the native kernel decodes this array's chunks (None: it does not)."""
+        if not self._native_asked:
+            self._native = nativeread.layout(self.meta.codec, self.axes, self.dtype)
+            self._native_asked = True
+        return self._native
+
+    def _native_into(self, lay: nativeread.Layout, out: npt.NDArray[Any], rows: list[int],
+                     idx: list[int], stored: list[StoredResult], errors: dict[int, FormatError],
+                     src_lo: list[list[int]], src_hi: list[list[int]], dst_lo: list[list[int]]
+                     ) -> tuple[list[int], list[int], list[StoredResult]]:
+        """The chunks of one task decoded and placed by the native kernel (read errors into
+        ``errors``); the rows, indices and stored bytes of those it left to the Python
+        path."""
+        keep = [k for k, s in enumerate(stored)
+                if s is not None and not isinstance(s, FormatError)]
+        for k, s in enumerate(stored):
+            if isinstance(s, FormatError):
+                errors[rows[k]] = s
+        todo = [stored[k] for k in keep]
+        left = nativeread.decode_into(lay, out, self.num_channels, todo,  # type: ignore[arg-type]
+                                      [src_lo[rows[k]] for k in keep],
+                                      [src_hi[rows[k]] for k in keep],
+                                      [dst_lo[rows[k]] for k in keep])
+        back = [keep[j] for j in left]
+        return [rows[k] for k in back], [idx[k] for k in back], [stored[k] for k in back]
 
     # -- description ------------------------------------------------------------------------------
     def info(self) -> VolumeInfo:

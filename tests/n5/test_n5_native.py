@@ -1,0 +1,161 @@
+"""N5 reads through the native chunk kernel against the Python path: the same voxels (data
+written by tensorstore and z5py, big-endian types, padded and truncated edge chunks) and the
+same error, word for word, for every damaged chunk (bytes deleted inside the stream, the gzip
+trailer's CRC32 and length, zlib's Adler-32).  The kernel's cases skip where it was not built
+or libdeflate is absent."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from n5_writers import source, write_tensorstore, write_z5py
+
+from viewer.format import FormatError, open_volume
+from viewer.format.n5 import nativeread
+from viewer.format.native import chunks
+
+pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
+needs_kernel = pytest.mark.skipif(not chunks.usable(chunks.GZIP_MEMBERS),
+                                  reason="native kernel or libdeflate absent")
+
+SHAPE = (40, 24, 20)
+BLOCK = (16, 8, 8)
+BOXES = [((0, 0, 0), SHAPE), ((3, 5, 7), (30, 1, 9)), ((0, 0, 13), (40, 24, 1)),
+         ((33, 17, 12), (10, 10, 10)), ((17, 0, 0), (1, 24, 20))]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("n5native")
+    arrays = {"uint8": source(SHAPE, "uint8", seed=3), "int16": source(SHAPE, "int16", seed=4),
+              "float64": source(SHAPE, "float64", seed=5)}
+    for name, arr in arrays.items():
+        write_tensorstore(root / f"ts-gzip-{name}", arr, BLOCK, {"type": "gzip"})
+    write_tensorstore(root / "ts-zlib-int16", arrays["int16"], BLOCK,
+                      {"type": "gzip", "useZlib": True})
+    write_tensorstore(root / "ts-raw-int16", arrays["int16"], BLOCK, {"type": "raw"})
+    try:
+        write_z5py(root / "z5.n5", "gzip-uint16", source(SHAPE, "uint16", seed=6), BLOCK,
+                   "gzip")
+        arrays["z5"] = np.asarray(open_volume(root / "z5.n5" / "gzip-uint16").read(
+            (0, 0, 0), SHAPE)[0])
+    except ImportError:
+        pass
+    return root, arrays
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch, lo: Any, size: Any
+          ) -> tuple[Any, Any]:
+    """The read with the kernel and without: each an array or the error raised."""
+    got = []
+    for enabled in (True, False):
+        monkeypatch.setattr(nativeread, "ENABLED", enabled)
+        try:
+            got.append(open_volume(path).read(lo, size))
+        except FormatError as exc:
+            got.append(exc)
+    return got[0], got[1]
+
+
+@needs_kernel
+@pytest.mark.parametrize("name", ["ts-gzip-uint8", "ts-gzip-int16", "ts-gzip-float64",
+                                  "ts-zlib-int16", "ts-raw-int16", "z5"])
+def test_kernel_reads_the_voxels_the_python_path_reads(
+        written: tuple[Path, dict[str, Any]], name: str, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    root, arrays = written
+    if name == "z5":
+        if "z5" not in arrays:
+            pytest.skip("z5py is not installed")
+        path, want = root / "z5.n5" / "gzip-uint16", arrays["z5"]
+    else:
+        path, want = root / name, arrays[name.split("-")[-1]]
+    for lo, size in BOXES:
+        native, python = _both(path, monkeypatch, lo, size)
+        assert native.dtype == python.dtype == want.dtype.newbyteorder("=")
+        np.testing.assert_array_equal(native, python)
+        hi = [min(a + b, s) for a, b, s in zip(lo, size, SHAPE, strict=True)]
+        np.testing.assert_array_equal(native[0, :hi[0] - lo[0], :hi[1] - lo[1], :hi[2] - lo[2]],
+                                      want[lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]])
+
+
+def _delete14(raw: bytes) -> bytes:
+    mid = 16 + (len(raw) - 16) // 2
+    return raw[:mid] + raw[mid + 14:]
+
+
+def _flip(back: int) -> Any:
+    def damage(raw: bytes) -> bytes:
+        i = len(raw) - back
+        return raw[:i] + bytes([raw[i] ^ 0x5A]) + raw[i + 1:]
+    return damage
+
+
+@needs_kernel
+@pytest.mark.parametrize("comp", ["gzip-int16", "zlib-int16"])
+@pytest.mark.parametrize("damage", ["deleted-14", "trailer-crc", "trailer-length", "cut"])
+def test_a_damaged_chunk_is_the_same_error_on_both_paths(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path, comp: str, damage: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = written
+    path = tmp_path / comp
+    shutil.copytree(root / f"ts-{comp}", path)
+    f = path / "1" / "1" / "0"
+    raw = f.read_bytes()
+    damaged = {"deleted-14": _delete14, "trailer-crc": _flip(7), "trailer-length": _flip(2),
+               "cut": lambda r: r[:-9]}[damage](raw)
+    f.write_bytes(damaged)
+    # a thin plane at the chunk's start: a decoder that stopped there would not see the damage
+    for lo, size in (((16, 8, 0), (16, 8, 1)), ((0, 0, 0), SHAPE)):
+        native, python = _both(path, monkeypatch, lo, size)
+        assert isinstance(native, FormatError), f"{damage}: the kernel returned voxels"
+        assert type(native) is type(python)
+        assert (str(native), native.chunk, native.path, native.offset) == \
+            (str(python), python.chunk, python.path, python.offset)
+        assert native.chunk == (1, 1, 0)
+
+
+@needs_kernel
+def test_a_stream_the_kernel_leaves_to_python_is_read_there(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip member whose header carries its own CRC (FHCRC) is decoded by zlib on the
+    Python path, and its voxels are the ones stored; one whose header CRC is wrong is an
+    error on both paths."""
+    root, arrays = written
+    path = tmp_path / "fhcrc"
+    shutil.copytree(root / "ts-gzip-int16", path)
+    f = path / "0" / "0" / "0"
+    raw = f.read_bytes()
+    head, member = raw[:16], gzip.decompress(raw[16:])
+    body = gzip.compress(member, mtime=0)
+    flagged = bytearray(body[:10])
+    flagged[3] |= 0x02
+    crc = struct.pack("<H", __import__("zlib").crc32(bytes(flagged)) & 0xFFFF)
+    f.write_bytes(head + bytes(flagged) + crc + body[10:])
+    native, python = _both(path, monkeypatch, (0, 0, 0), BLOCK)
+    np.testing.assert_array_equal(native, python)
+    np.testing.assert_array_equal(native[0], arrays["int16"][:16, :8, :8])
+    f.write_bytes(head + bytes(flagged) + bytes([crc[0] ^ 1, crc[1]]) + body[10:])
+    native, python = _both(path, monkeypatch, (0, 0, 0), BLOCK)
+    assert isinstance(native, FormatError) and str(native) == str(python)
+
+
+@needs_kernel
+def test_every_damaged_chunk_of_a_read_is_found_and_the_first_raised(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = written
+    path = tmp_path / "two"
+    shutil.copytree(root / "ts-gzip-uint8", path)
+    for rel in ("2/0/1", "0/2/1"):
+        f = path / rel
+        f.write_bytes(_flip(7)(f.read_bytes()))
+    native, python = _both(path, monkeypatch, (0, 0, 0), SHAPE)
+    assert isinstance(native, FormatError) and str(native) == str(python)
