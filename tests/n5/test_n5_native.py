@@ -53,7 +53,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch, lo: Any, size: Any
           ) -> tuple[Any, Any]:
     """The read with the kernel and without: each an array or the error raised."""
-    got = []
+    got: list[Any] = []
     for enabled in (True, False):
         monkeypatch.setattr(nativeread, "ENABLED", enabled)
         try:

@@ -42,6 +42,7 @@ from viewer.format.volume import (
     ChunkResult,
     IntArray,
     StorageUnit,
+    StoredResult,
     UnitCache,
     UnitRead,
     Volume,
@@ -442,8 +443,8 @@ class ZarrVolume(Volume):
         for k, s in enumerate(stored):
             if isinstance(s, FormatError):
                 errors[rows[k]] = s
-        todo = [stored[k] for k in keep]
-        left = nativeread.decode_into(lay, out, self.num_channels, todo,  # type: ignore[arg-type]
+        todo = [s for s in stored if s is not None and not isinstance(s, FormatError)]
+        left = nativeread.decode_into(lay, out, self.num_channels, todo,
                                       [src_lo[rows[k]] for k in keep],
                                       [src_hi[rows[k]] for k in keep],
                                       [dst_lo[rows[k]] for k in keep])

@@ -1,0 +1,114 @@
+"""Zarr reads through the native chunk kernel against the Python path: the same voxels for
+arrays written by tensorstore (webKnossos' sharded zstd layout) and zarr-python (v3 gzip with
+a transpose, v2 zlib in Fortran order, big-endian types, several channels), and the same
+error, word for word, for a damaged chunk (a flipped zstd content checksum, bytes deleted).
+The kernel's cases skip where it was not built or its library is absent."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from zarr_test_fixtures import sample, write_tensorstore_zarr3
+
+from viewer.format import FormatError, open_volume
+from viewer.format.native import chunks
+from viewer.format.zarr import nativeread
+
+zarr = pytest.importorskip("zarr", reason="zarr-python (test extra) is not installed")
+pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
+
+BOXES = [((0, 0, 0), (40, 36, 20)), ((3, 5, 7), (30, 1, 9)), ((0, 0, 13), (40, 36, 1)),
+         ((31, 17, 12), (10, 10, 10))]
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch, lo: Any, size: Any) -> tuple[Any, Any]:
+    got: list[Any] = []
+    for enabled in (True, False):
+        monkeypatch.setattr(nativeread, "ENABLED", enabled)
+        try:
+            got.append(open_volume(path).read(lo, size))
+        except FormatError as exc:
+            got.append(exc)
+    return got[0], got[1]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    from zarr.codecs import BytesCodec, GzipCodec, TransposeCodec
+
+    root = tmp_path_factory.mktemp("zarrnative")
+    out: dict[str, tuple[Path, Any]] = {}
+    data = sample((2, 40, 36, 20), "uint16", seed=7)
+    write_tensorstore_zarr3(root / "wk", data, shard_len=32, chunk_len=8)
+    out["wk-zstd-sharded"] = (root / "wk", data)
+    zyx = sample((20, 36, 40), "int32", seed=8)
+    a = zarr.create_array(str(root / "v3gzip"), shape=zyx.shape, chunks=(8, 8, 16),
+                          dtype=">i4", serializer=BytesCodec(endian="big"),
+                          filters=[TransposeCodec(order=(2, 0, 1))],
+                          compressors=[GzipCodec(level=3)], dimension_names=["z", "y", "x"])
+    a[...] = zyx
+    out["v3-gzip-transpose-big"] = (root / "v3gzip", zyx.transpose(2, 1, 0)[None])
+    import numcodecs
+
+    b = zarr.create_array(str(root / "v2zlib"), shape=zyx.shape, chunks=(8, 8, 16),
+                          dtype="<i4", order="F", zarr_format=2,
+                          compressors=numcodecs.Zlib(level=2))
+    b[...] = zyx
+    out["v2-zlib-fortran"] = (root / "v2zlib", zyx.transpose(2, 1, 0)[None])
+    return out
+
+
+@pytest.mark.parametrize("name", ["wk-zstd-sharded", "v3-gzip-transpose-big",
+                                  "v2-zlib-fortran"])
+def test_kernel_reads_the_voxels_the_python_path_reads(
+        written: dict[str, tuple[Path, Any]], name: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    path, want = written[name]
+    with open_volume(path) as v:
+        lay = v._native_layout()  # type: ignore[attr-defined]
+    if lay is None:
+        pytest.skip("native kernel or the codec's library absent")
+    for lo, size in BOXES:
+        native, python = _both(path, monkeypatch, lo, size)
+        np.testing.assert_array_equal(native, python)
+        hi = [min(a + b, s) for a, b, s in zip(lo, size, want.shape[1:], strict=True)]
+        np.testing.assert_array_equal(
+            native[:, :hi[0] - lo[0], :hi[1] - lo[1], :hi[2] - lo[2]],
+            want[:, lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]])
+
+
+def _shard_chunk(path: Path) -> tuple[Path, int, int]:
+    """The shard file of ``path``'s first shard and the first stored chunk's byte range."""
+    shard = path / "c" / "0" / "0" / "0" / "0"
+    raw = shard.read_bytes()
+    index = np.frombuffer(raw[-(4 * 4 * 4 * 16 + 4):-4], dtype="<u8").reshape(-1, 2)
+    present = index[index[:, 0] != 2**64 - 1]
+    start, size = (int(v) for v in present[np.argmin(present[:, 0])])
+    return shard, start, size
+
+
+@pytest.mark.skipif(not chunks.usable(chunks.ZSTD), reason="native kernel or libzstd absent")
+@pytest.mark.parametrize("damage", ["checksum", "deleted"])
+def test_a_damaged_zstd_chunk_is_the_same_error_on_both_paths(
+        written: dict[str, tuple[Path, Any]], tmp_path: Path, damage: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    src, _ = written["wk-zstd-sharded"]
+    path = tmp_path / "wk"
+    shutil.copytree(src, path)
+    shard, start, size = _shard_chunk(path)
+    raw = bytearray(shard.read_bytes())
+    if damage == "checksum":  # the frame's last 4 bytes: its content checksum
+        raw[start + size - 2] ^= 0x5A
+    else:  # 6 bytes inside the frame replaced by the 6 after them, the size kept
+        mid = start + size // 2
+        raw[mid:start + size - 6] = raw[mid + 6:start + size]
+    shard.write_bytes(bytes(raw))
+    native, python = _both(path, monkeypatch, (0, 0, 0), (40, 36, 20))
+    assert isinstance(native, FormatError), "the kernel returned voxels of a damaged chunk"
+    assert type(native) is type(python)
+    assert (str(native), native.chunk, native.path, native.offset) == \
+        (str(python), python.chunk, python.path, python.offset)
