@@ -13,20 +13,39 @@ the error a read without the kernel raises (or decodes a stream the kernel leave
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from viewer.format import pool
 from viewer.format.errors import FormatError
+from viewer.format.n5.attributes import DatasetAttributes
+from viewer.format.n5.header import ChunkHeader
 from viewer.format.native import chunks
-
-if TYPE_CHECKING:
-    from viewer.format.n5.volume import N5Volume
+from viewer.format.volume import StoredResult
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
+
+
+class N5Volume(Protocol):
+    """What a read here needs of the dataset (``viewer.format.n5.volume.N5Volume``)."""
+
+    attrs: DatasetAttributes
+    dtype: np.dtype[Any]
+    chunk_shape: Vec3
+    num_channels: int
+
+    def read_chunk_bytes(self, unit: Vec3) -> StoredResult: ...
+    def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]: ...
+    def unit_path(self, unit: Vec3) -> str: ...
+    def _layout(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
+                grid: tuple[int, ...]) -> tuple[ChunkHeader, int, int, int, int]: ...
+    def _decode_view(self, unit: Sequence[int], stored: bytes | memoryview, path: str,
+                     grid: tuple[int, ...] | None = None) -> npt.NDArray[Any]: ...
+    def _place(self, out: npt.NDArray[Any], off: IntArray, lo: IntArray, hi: IntArray,
+               unit: Sequence[int], view: npt.NDArray[Any]) -> None: ...
 
 #: Whether reads use the kernel where it can (the tests turn it off to compare the paths).
 ENABLED = True
