@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import CACHE, em_dataset
 from viewer.format import wkw
 
@@ -115,6 +116,7 @@ def bytes_per_task(a: Path, b: Path) -> dict[str, int]:
 
 
 def main() -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
@@ -167,7 +169,7 @@ def main() -> int:
         "rounds": args.rounds,
     }
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps(with_load(figures, load_before)))
     else:
         for k, v in figures.items():
             print(f"{k}: {v}")

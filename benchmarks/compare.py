@@ -27,6 +27,7 @@ from typing import TextIO
 
 import numpy as np
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import CACHE, em_dataset
 from viewer.core.compare import compare
 from viewer.format import wkw
@@ -128,13 +129,14 @@ def run(repeat: int = 2, table: TextIO = sys.stdout) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     p = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
     p.add_argument("--json", action="store_true", help="print one JSON object of the figures")
     p.add_argument("--repeat", type=int, default=2)
     args = p.parse_args(argv)
     figures = run(args.repeat, sys.stderr if args.json else sys.stdout)
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps(with_load(figures, load_before)))
     else:
         for key, value in figures.items():
             target = 0.3 if key == "ratio_same_encoding" else 0.7

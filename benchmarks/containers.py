@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import load_average, with_load
 from viewer.format import open_volume
 
 CACHE = Path(os.environ.get("WKW_BENCH_CACHE", Path(__file__).resolve().parent / ".cache"))
@@ -211,6 +212,7 @@ def run(rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(prog="python -m benchmarks.containers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -224,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = run(args.rounds)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_load(result, load_before)))
         return 0
     rows = [("zfpc 256^3 f32, full (1 stream)", result["zfpc_full"], "zfpc.decompress"),
             ("zfpc 256^3 f32, full (256 streams)", result["zfpc_full_split_z"],

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import em_dataset
 from viewer.format import pool, wkw
 from viewer.format.wkw import boxread
@@ -268,6 +269,7 @@ def run(rounds: int, full_rounds: int, ops: list[str],
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(prog="python -m benchmarks.format", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -288,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     _DEFAULT_THREADS = boxread.DECODE_THREADS
     result = run(args.rounds, args.full_rounds, ops, args.compare_threads)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_load(result, load_before)))
         return 0
     print(f"512^3 uint8 EM-like, block_len 32, file_len 16; LZ4HC ratio "
           f"{result['lz4hc_compression_ratio']:.2f}; medians of {args.rounds} interleaved rounds "

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+from benchmarks import load_average, with_load
+
 
 def load_harness() -> ModuleType:
     path = Path(__file__).resolve().parent.parent / "tests" / "fuzz" / "fuzzlib.py"
@@ -51,6 +53,7 @@ def load_rewrite_trial() -> ModuleType:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     fuzzlib = load_harness()
     formats = [n for n in fuzzlib.TARGETS if not n.startswith("_")]
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__,
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         doc["seconds"] = round(elapsed, 1)
         if rewrite:
             doc["concurrent_rewrite"] = rewrite
-        print(json.dumps(doc))
+        print(json.dumps(with_load(doc, load_before)))
     else:
         keys = list(table)
         print(f"{'target':<24}" + "".join(f"{k:>14}" for k in keys))

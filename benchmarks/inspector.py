@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import CACHE
 from viewer.core.synthetic import EMVolume
 from viewer.format import open_dataset, wkw
@@ -219,6 +220,7 @@ def measure_file_table(app: object, root: Path) -> tuple[float, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(prog="python -m benchmarks.inspector")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--runs", type=int, default=5)
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_event_loop_stall_ms": round(max(show_stall, table_stall), 1),
     }
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps(with_load(figures, load_before)))
         return 0
     print(f"{'figure':34} {'value':>10} {'target':>10}")
     print(f"{'inspector_show_ms (1024^3, 32,768 blocks)':34} {figures['inspector_show_ms']:>10} "

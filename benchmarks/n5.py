@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import CACHE
 from viewer.core.synthetic import EMVolume
 from viewer.format import open_volume
@@ -394,6 +395,7 @@ def chunk_file_figures(fmt: str, jumps: int = 12) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rounds", type=int, default=0,
@@ -407,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {} if args.chunk_files_only else run(rounds)
     result.update(chunk_file_figures("n5", args.jumps))
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_load(result, load_before)))
         return 0
     for op in ("xy", "full") if not args.chunk_files_only else ():
         print(f"{op:5s} ours {result[f'{op}_ours_s'] * 1e3:8.1f} ms  tensorstore "

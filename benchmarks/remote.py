@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import load_average, with_load
 from benchmarks.browse import JUMPS, SHAPE, percentile
 from benchmarks.browse import dataset as browse_dataset
 from benchmarks.datasets import CACHE
@@ -539,6 +540,7 @@ def child(mode: str, url: str, quick: bool, trace: int | None = None) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     p = argparse.ArgumentParser(prog="python -m benchmarks.remote")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rounds", type=int, default=2)
@@ -606,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{percentile(ts_ms, 95):.0f} ms" if ts_ms else ", tensorstore not installed"))
     result["context"] = context
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_load(result, load_before)))
         print(context, file=sys.stderr)
         return 0
     print(f"remote browse jumps over loopback + {args.delay_ms:.0f} ms per request, "

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import CACHE
 
 WARMUP = 1000
@@ -174,6 +175,7 @@ def run(steps: int, cache_mb: int, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run(args.steps, args.cache_mb, args.seed)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_load(result, load_before)))
     else:
         for key, value in result.items():
             print(f"{key:24} {value}")

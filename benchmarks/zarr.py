@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import load_average, with_load
 from benchmarks.datasets import CACHE
 
 SHAPE = (1024, 1024, 256)
@@ -271,6 +272,7 @@ def run(rounds: int, zarr_rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(prog="python -m benchmarks.zarr", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -290,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.listing_only:
         listing = listing_figures(args.listing_rounds)
         if args.json:
-            print(json.dumps(listing))
+            print(json.dumps(with_load(listing, load_before)))
         else:
             _print_listing(listing)
         return 0
@@ -298,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update(chunk_file_figures("zarr2", args.jumps))
     result.update(listing_figures(args.listing_rounds))
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_load(result, load_before)))
         return 0
     for key, target in TARGETS.items() if not args.chunk_files_only else ():
         v = result[key]
