@@ -159,3 +159,36 @@ def test_every_damaged_chunk_of_a_read_is_found_and_the_first_raised(
         f.write_bytes(_flip(7)(f.read_bytes()))
     native, python = _both(path, monkeypatch, (0, 0, 0), SHAPE)
     assert isinstance(native, FormatError) and str(native) == str(python)
+
+
+@needs_kernel
+@pytest.mark.parametrize("name", ["ts-gzip-int16", "ts-zlib-int16", "ts-raw-int16",
+                                  "z5.n5/gzip-uint16"])
+def test_small_units_decode_the_same_chunks_and_errors(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path, name: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader's path (``read_units``: whole chunks, an edge chunk padded with the fill
+    value: z5py stores edge chunks truncated), one damaged chunk among them."""
+    root, arrays = written
+    if name.startswith("z5") and "z5" not in arrays:
+        pytest.skip("z5py is not installed")
+    path = tmp_path / "copy"
+    shutil.copytree(root / name, path)
+    f = path / "1" / "1" / "0"
+    f.write_bytes(_flip(7)(f.read_bytes()) if "raw" not in name else f.read_bytes()[:-3])
+    jobs = [((i, j, k), [0]) for i in range(3) for j in range(3) for k in range(3)]
+    got: list[Any] = []
+    for enabled in (True, False):
+        monkeypatch.setattr(nativeread, "ENABLED", enabled)
+        got.append(open_volume(path).read_units(jobs))
+    for native, python in zip(*got, strict=True):
+        if native is None or python is None:
+            assert native is python
+            continue
+        (a,), (b,) = native, python
+        if isinstance(b, FormatError):
+            assert type(a) is type(b) and str(a) == str(b)
+        else:
+            assert isinstance(a, np.ndarray) and a.flags.f_contiguous
+            np.testing.assert_array_equal(a, b)
+    assert any(isinstance(r, list) and isinstance(r[0], FormatError) for r in got[0])

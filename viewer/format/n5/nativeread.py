@@ -36,6 +36,7 @@ class N5Volume(Protocol):
     dtype: np.dtype[Any]
     chunk_shape: Vec3
     num_channels: int
+    fill_value: int | float
 
     def read_chunk_bytes(self, unit: Vec3) -> StoredResult: ...
     def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]: ...
@@ -46,6 +47,9 @@ class N5Volume(Protocol):
                      grid: tuple[int, ...] | None = None) -> npt.NDArray[Any]: ...
     def _place(self, out: npt.NDArray[Any], off: IntArray, lo: IntArray, hi: IntArray,
                unit: Sequence[int], view: npt.NDArray[Any]) -> None: ...
+    def decode_chunk(self, unit: Sequence[int], stored: bytes | memoryview,
+                     path: str | None = None, grid: tuple[int, ...] | None = None
+                     ) -> npt.NDArray[Any]: ...
 
 #: Whether reads use the kernel where it can (the tests turn it off to compare the paths).
 ENABLED = True
@@ -55,12 +59,57 @@ GROUP = 4
 CODECS = {"gzip": chunks.GZIP_MEMBERS, "raw": chunks.RAW}
 
 
-def usable(volume: N5Volume, out: npt.NDArray[Any]) -> bool:
-    """True when the kernel can read ``volume``'s chunks into ``out``."""
+def usable(volume: N5Volume, out: npt.NDArray[Any] | None) -> bool:
+    """True when the kernel can read ``volume``'s chunks (into ``out``, when given)."""
     codec = CODECS.get(volume.attrs.compression.type)
     stored = np.dtype(volume.attrs.stored_dtype)
     return (ENABLED and codec is not None and chunks.usable(codec)
-            and out.dtype == volume.dtype and stored.newbyteorder("=") == out.dtype)
+            and (out is None or out.dtype == volume.dtype)
+            and stored.newbyteorder("=") == volume.dtype)
+
+
+def decode_chunks(volume: N5Volume, items: Sequence[tuple[Vec3, bytes, str, tuple[int, ...]]]
+                  ) -> list[npt.NDArray[Any] | FormatError]:
+    """Whole chunks, each ``(unit, stored bytes, path, N5 grid position)``, decoded in one call:
+    per item the chunk as ``decode_chunk`` gives it (``(C, cx, cy, cz)`` Fortran order, an edge
+    chunk padded with the fill value) or its error.  Call only where ``usable``."""
+    stored_dtype = np.dtype(volume.attrs.stored_dtype)
+    itemsize = stored_dtype.itemsize
+    codec = CODECS[volume.attrs.compression.type]
+    batch = chunks.Batch(itemsize, itemsize > 1 and not stored_dtype.isnative)
+    cx, cy, cz = (int(v) for v in volume.chunk_shape)
+    nc = volume.num_channels
+    results: list[npt.NDArray[Any] | FormatError] = []
+    jobs: list[int] = []
+    for unit, stored, path, grid in items:
+        try:
+            h, channels, sx, sy, sz = volume._layout(unit, stored, path, grid)
+        except FormatError as exc:
+            results.append(exc)
+            continue
+        arr = np.empty((nc, cx, cy, cz), dtype=volume.dtype, order="F")
+        results.append(arr)
+        if channels < nc:
+            continue  # left to the Python path below
+        if (sx, sy, sz) != (cx, cy, cz):
+            arr[...] = volume.fill_value
+        st = arr.strides
+        sxy = sx * sy
+        batch.add(memoryview(stored)[h.size:], codec, h.num_elements * itemsize, arr.ctypes.data,
+                  0, [nc, min(sz, cz), min(sy, cy), min(sx, cx)],
+                  [sxy * sz * itemsize, sxy * itemsize, sx * itemsize, itemsize],
+                  [st[0], st[3], st[2], st[1]])
+        jobs.append(len(results) - 1)
+    status = batch.run().tolist() if jobs else []
+    done = {k for k, s in zip(jobs, status, strict=True) if s == chunks.OK}
+    for k, (unit, stored, path, grid) in enumerate(items):
+        if k in done or isinstance(results[k], FormatError):
+            continue
+        try:
+            results[k] = volume.decode_chunk(unit, stored, path, grid)
+        except FormatError as exc:
+            results[k] = exc
+    return results
 
 
 def read_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
@@ -137,4 +186,4 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArra
     return results
 
 
-__all__ = ["CODECS", "ENABLED", "GROUP", "read_into", "usable"]
+__all__ = ["CODECS", "ENABLED", "GROUP", "decode_chunks", "read_into", "usable"]

@@ -243,6 +243,8 @@ class N5Volume(Volume):
         sep = os.sep
         grid_position = self.grid_position
         in_grid = self.in_grid
+        native = nativeread.usable(self, None)
+        pending: list[tuple[list[ChunkResult], int, Vec3, bytes, str, tuple[int, ...]]] = []
         for pos, indices in jobs:
             if not in_grid(pos):
                 out.append(None)
@@ -266,12 +268,19 @@ class N5Volume(Volume):
                                               f"{index}", path, chunk=pos))
                 elif isinstance(stored, FormatError):
                     chunks.append(stored)
+                elif native:
+                    chunks.append(None)  # decoded below, all in one call
+                    pending.append((chunks, len(chunks) - 1, pos, stored, path, grid))
                 else:
                     try:
                         chunks.append(self.decode_chunk(pos, stored, path, grid))
                     except FormatError as exc:
                         chunks.append(exc)
             out.append(chunks)
+        if pending:
+            decoded = nativeread.decode_chunks(self, [p[2:] for p in pending])
+            for (chunks, k, *_), result in zip(pending, decoded, strict=True):
+                chunks[k] = result
         return out
 
     def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
