@@ -69,7 +69,7 @@ def test_kernel_reads_the_voxels_the_python_path_reads(
         monkeypatch: pytest.MonkeyPatch) -> None:
     path, want = written[name]
     with open_volume(path) as v:
-        lay = v._native_layout()  # type: ignore[attr-defined]
+        lay = v.native_layout()  # type: ignore[attr-defined]
     if lay is None:
         pytest.skip("native kernel or the codec's library absent")
     for lo, size in BOXES:
@@ -112,3 +112,36 @@ def test_a_damaged_zstd_chunk_is_the_same_error_on_both_paths(
     assert type(native) is type(python)
     assert (str(native), native.chunk, native.path, native.offset) == \
         (str(python), python.chunk, python.path, python.offset)
+
+
+@pytest.mark.skipif(not chunks.usable(chunks.ZSTD), reason="native kernel or libzstd absent")
+def test_a_shards_chunks_for_the_loader_are_the_python_paths(
+        written: dict[str, tuple[Path, Any]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_chunks`` of a shard (the loader's path): whole chunks, the same arrays and the
+    same error for a damaged one."""
+    src, _ = written["wk-zstd-sharded"]
+    path = tmp_path / "wk"
+    shutil.copytree(src, path)
+    shard, start, size = _shard_chunk(path)
+    raw = bytearray(shard.read_bytes())
+    raw[start + size - 2] ^= 0x5A
+    shard.write_bytes(bytes(raw))
+    got: list[Any] = []
+    for enabled in (True, False):
+        monkeypatch.setattr(nativeread, "ENABLED", enabled)
+        with open_volume(path) as v:
+            unit = v.open_unit((0, 0, 0))
+            assert unit is not None
+            got.append(unit.read_chunks(list(range(unit.num_chunks))))
+    errors = 0
+    for a, b in zip(*got, strict=True):
+        if isinstance(b, FormatError):
+            errors += 1
+            assert type(a) is type(b) and str(a) == str(b)
+        elif b is None:
+            assert a is None
+        else:
+            assert isinstance(a, np.ndarray) and a.flags.f_contiguous and a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert errors == 1

@@ -95,4 +95,24 @@ def decode_into(lay: Layout, out: npt.NDArray[Any], channels: int,
     return [k for k, st in enumerate(status) if st != chunks.OK]
 
 
-__all__ = ["ENABLED", "Layout", "decode_into", "layout"]
+def decode_whole(lay: Layout, shape: tuple[int, int, int, int], dtype: np.dtype[Any],
+                 stored: Sequence[bytes | memoryview]
+                 ) -> tuple[list[npt.NDArray[Any]], list[int]]:
+    """Whole chunks decoded in one call, each as a new ``(C, cx, cy, cz)`` Fortran-order array
+    of ``shape``; and the positions the kernel did not decode (their arrays hold nothing)."""
+    arrays = [np.empty(shape, dtype=dtype, order="F") for _ in stored]
+    if not arrays:
+        return arrays, []
+    st = arrays[0].strides
+    batch = chunks.Batch(lay.itemsize, lay.swap)
+    order = lay.axes
+    count = [shape[k] for k in order]
+    src = [lay.strides[k] for k in order]
+    dst = [st[k] for k in order]
+    for s, arr in zip(stored, arrays, strict=True):
+        batch.add(s, lay.codec, lay.nbytes, arr.ctypes.data, 0, count, src, dst)
+    status = batch.run().tolist()
+    return arrays, [k for k, v in enumerate(status) if v != chunks.OK]
+
+
+__all__ = ["ENABLED", "Layout", "decode_into", "decode_whole", "layout"]

@@ -392,7 +392,7 @@ class ZarrVolume(Volume):
         errors: dict[int, FormatError] = {}
         decode = self.decode_chunk
 
-        lay = self._native_layout() if nativeread.ENABLED and out.dtype == self.dtype else None
+        lay = self.native_layout() if out.dtype == self.dtype else None
 
         def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
             unit, rows, idx = task
@@ -424,8 +424,11 @@ class ZarrVolume(Volume):
         if errors:
             raise errors[min(errors)]
 
-    def _native_layout(self) -> nativeread.Layout | None:
-        """How the native kernel decodes this array's chunks (None: it does not)."""
+    def native_layout(self) -> nativeread.Layout | None:
+        """How the native kernel decodes this array's chunks (None: it does not, or reads
+        are told not to use it: ``nativeread.ENABLED``)."""
+        if not nativeread.ENABLED:
+            return None
         if not self._native_asked:
             self._native = nativeread.layout(self.meta.codec, self.axes, self.dtype)
             self._native_asked = True
