@@ -145,3 +145,39 @@ def test_a_shards_chunks_for_the_loader_are_the_python_paths(
             assert isinstance(a, np.ndarray) and a.flags.f_contiguous and a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
     assert errors == 1
+
+
+@pytest.mark.skipif(not chunks.usable(chunks.ZLIB), reason="native kernel or libdeflate absent")
+def test_chunk_objects_for_the_loader_are_the_python_paths(
+        written: dict[str, tuple[Path, Any]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_units`` of an unsharded array (the loader's path for one chunk per object):
+    whole chunks, the same arrays, the same error for a damaged one (zlib's Adler-32)."""
+    src, _ = written["v2-zlib-fortran"]
+    path = tmp_path / "v2"
+    shutil.copytree(src, path)
+    f = path / "1.1.0"
+    raw = f.read_bytes()
+    f.write_bytes(raw[:-1] + bytes([raw[-1] ^ 0x5A]))
+    got: list[Any] = []
+    for enabled in (True, False):
+        monkeypatch.setattr(nativeread, "ENABLED", enabled)
+        with open_volume(path) as v:
+            assert v.small_units
+            grid = [-(-s // c) for s, c in zip(v.shape, v.chunk_shape, strict=True)]
+            jobs = [((i, j, k), [0]) for i in range(grid[0]) for j in range(grid[1])
+                    for k in range(grid[2])]
+            got.append(v.read_units(jobs))
+    errors = 0
+    for a, b in zip(*got, strict=True):
+        assert (a is None) == (b is None)
+        if b is None:
+            continue
+        ((x,), (y,)) = (a, b)
+        if isinstance(y, FormatError):
+            errors += 1
+            assert type(x) is type(y) and str(x) == str(y)
+        else:
+            assert isinstance(x, np.ndarray) and x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y)
+    assert errors == 1
