@@ -40,14 +40,20 @@ class _Codecs(ctypes.Structure):
         "zstd_is_error", "zstd_content", "zstd_frame")]
 
 
-def _library(names: Sequence[str | None]) -> Any:
+def _library(short: str, names: Sequence[str]) -> Any:
+    """The library by its usual file names, else as ``ctypes.util.find_library`` finds it
+    (last: it runs ``ldconfig``, which would cost every start-up)."""
     for name in names:
-        if not name:
-            continue
         try:
             return ctypes.CDLL(name)
         except OSError:
             continue
+    found = ctypes.util.find_library(short)
+    if found:
+        try:
+            return ctypes.CDLL(found)
+        except OSError:
+            return None
     return None
 
 
@@ -69,10 +75,8 @@ def _load() -> tuple[Any, _Codecs, frozenset[int]] | None:
     fn.argtypes = [ctypes.POINTER(_Codecs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                    ctypes.c_int64, ctypes.c_void_p]
     fn.restype = ctypes.c_int64
-    deflate = _library([ctypes.util.find_library("deflate"), "libdeflate.so.0",
-                        "libdeflate.dylib", "libdeflate.so"])
-    zstd = _library([ctypes.util.find_library("zstd"), "libzstd.so.1", "libzstd.dylib",
-                     "libzstd.so"])
+    deflate = _library("deflate", ["libdeflate.so.0", "libdeflate.dylib", "libdeflate.so"])
+    zstd = _library("zstd", ["libzstd.so.1", "libzstd.1.dylib", "libzstd.dylib", "libzstd.so"])
     c = _Codecs()
     c.deflate_new = _address(deflate, "libdeflate_alloc_decompressor")
     c.deflate_free = _address(deflate, "libdeflate_free_decompressor")
