@@ -17,7 +17,9 @@ neither is a ``HeaderError`` of that chunk.
 
 ``read`` reads and decodes the chunks it needs on a small thread pool (zlib, bz2, lzma, lz4
 and blosc release the GIL), copying each straight into the result with the byte swap from
-big-endian done by that copy.
+big-endian done by that copy.  Where the native chunk kernel takes the compression (gzip,
+raw), a group of chunks is decoded and copied in one call instead (``nativeread``), and the
+loader's ``read_units`` decodes its batch in one call too.
 """
 
 from __future__ import annotations
