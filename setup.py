@@ -4,5 +4,6 @@ without one the install goes on and the program reads through its Python paths."
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("viewer.format.native._kernel",
-                             sources=["viewer/format/native/wkwbox.c"],
+                             sources=["viewer/format/native/wkwbox.c",
+                                      "viewer/format/native/cseg.c"],
                              extra_compile_args=["-O3"], optional=True)])
