@@ -14,6 +14,7 @@
  * job's status says only which check failed, in which channel and block.
  */
 #include <stdint.h>
+#include <string.h>
 
 /* The interface version of this file's functions (the Python side checks it). */
 int64_t cseg_abi(void) { return 1; }
@@ -115,16 +116,25 @@ static int64_t decode_channel(cseg_job *job, int64_t c, const int64_t *block, in
                                     (xa - job->lo[0]) * job->stride[1];
                         int64_t i = (xa - x0) + block[0] * ((y - y0) + block[1] * (z - zb));
                         int64_t sx = job->stride[1];
-                        if (wide == 1) {
+                        if (!bits) {  /* one value for the whole block */
+                            if (wide == 1) {
+                                uint32_t v = table[0];
+                                for (int64_t x = xa; x < xb; x++, row += sx)
+                                    memcpy(row, &v, 4);
+                            } else {
+                                uint64_t v;
+                                memcpy(&v, table, 8);
+                                for (int64_t x = xa; x < xb; x++, row += sx)
+                                    memcpy(row, &v, 8);
+                            }
+                        } else if (wide == 1) {
                             for (int64_t x = xa; x < xb; x++, i++, row += sx) {
-                                uint32_t idx = bits ? index_at(values, bits, mask, i) : 0;
-                                *(uint32_t *)row = table[idx];
+                                memcpy(row, table + index_at(values, bits, mask, i), 4);
                             }
                         } else {
                             for (int64_t x = xa; x < xb; x++, i++, row += sx) {
-                                uint32_t idx = bits ? index_at(values, bits, mask, i) : 0;
-                                const uint32_t *e = table + 2 * (int64_t)idx;
-                                *(uint64_t *)row = (uint64_t)e[0] | (uint64_t)e[1] << 32;
+                                int64_t e = 2 * (int64_t)index_at(values, bits, mask, i);
+                                memcpy(row, table + e, 8);  /* two little-endian words */
                             }
                         }
                     }
