@@ -127,3 +127,32 @@ def test_damaged_streams_same_outcome_as_python(case: Any) -> None:
                 assert np.array_equal(ours, python)
                 assert kernel is not None and np.array_equal(kernel, python)
     assert failed > 0
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "uint64"])
+def test_volume_off_the_chunk_grid_reads_as_tensorstore(tmp_path: Any, dtype: str) -> None:
+    """A compressed_segmentation scale whose voxel_offset is not a multiple of its chunk size
+    (its stored chunks straddle the absolute grid), written by tensorstore: whole, a box
+    across chunks and a plane read as tensorstore reads them (through the kernel where it was
+    built, else the Python decoder)."""
+    pytest.importorskip("tensorstore")
+    import precomputed_writers as w
+
+    from viewer.format import open_volume
+
+    labels = w.segments((37, 29, 19), dtype, 7)
+    path = tmp_path / "off"
+    w.write_scale(path, labels, dtype=dtype, kind="segmentation",
+                  encoding="compressed_segmentation", offset=(5, 3, 2))
+    truth = w.read_scale(path, 0)
+    v = open_volume(path)
+    assert v.origin == (5, 3, 2)
+    np.testing.assert_array_equal(v.read(v.origin, v.shape), truth)
+    np.testing.assert_array_equal(v.read((12, 9, 6), (20, 17, 9)), truth[:, 7:27, 6:23, 4:13])
+    np.testing.assert_array_equal(v.read((5, 3, 13), (37, 29, 1)), truth[:, :, :, 11:12])
+    units = sorted(v.iter_units())
+    for u, got in zip(units, v.read_units([(u, [0]) for u in units]), strict=True):
+        unit = v.open_unit(u)
+        assert unit is not None and isinstance(got, list)
+        np.testing.assert_array_equal(got[0], unit.read_chunks([0])[0])
+    v.close()
