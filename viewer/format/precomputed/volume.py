@@ -75,7 +75,7 @@ MERGE_GAP = 4096
 #: Shard files kept open (their indexes parsed) per volume.
 SHARDS_KEPT = 1024
 #: Chunk locations kept per volume (``PrecomputedVolume._located``).
-LOCATED_KEPT = 1 << 18
+LOCATED_KEPT = 1 << 15
 #: Not looked up yet (``_located``).
 _UNKNOWN = object()
 #: A read of raw chunks of at most this many bytes runs on the calling thread alone.
