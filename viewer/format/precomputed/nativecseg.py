@@ -74,9 +74,15 @@ class Batch:
             hi: Sequence[int], out: npt.NDArray[Any]) -> None:
         """Decode the voxels ``[lo, hi)`` (inside ``box``) of the chunk ``words`` into
         ``out`` (``(C, hi - lo)`` of this batch's dtype, any strides)."""
-        assert out.dtype == self.dtype and out.shape == (
-            self.channels, hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
-        assert all(0 <= lo[a] <= hi[a] <= box[a] for a in range(3))
+        # checked always (not asserts): the kernel writes wherever these say
+        if out.dtype != self.dtype or out.shape != (
+                self.channels, hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]):
+            raise ValueError(f"output {out.dtype} {out.shape} is not the box {lo}-{hi} of "
+                             f"{self.channels} channel(s) of {self.dtype}")
+        if not all(0 <= lo[a] <= hi[a] <= box[a] for a in range(3)) \
+                or words.dtype != np.dtype("<u4") or words.ctypes.data % 4:
+            raise ValueError(f"box {lo}-{hi} outside the chunk's {box}, or words not aligned "
+                             "32-bit words")
         job = _Job()
         job.words = words.ctypes.data
         job.nwords = len(words)

@@ -16,8 +16,11 @@ chunks.  Methods named ``_real`` and ``stored_many`` take positions in the store
 
 A storage unit is one chunk (``precomputed.units``); many chunks are read at once by
 ``stored_many``: chunk files one by one, a shard's chunks grouped by minishard with their byte
-ranges merged into few reads.  ``read_into`` and ``read_units`` decode on the formats' shared
-pool (``viewer.format.pool.share``).
+ranges merged into few reads; where each chunk of a shard lies is kept once its minishard
+index told.  ``read_into`` and ``read_units`` decode on the formats' shared pool
+(``viewer.format.pool.share``): compressed_segmentation chunks by the native kernel straight
+into the output where it was built (``precomputed.nativecseg``), raw chunks in a shard read
+as the z layers the box wants, a small raw read on the calling thread alone.
 """
 
 from __future__ import annotations
