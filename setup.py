@@ -5,5 +5,6 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("viewer.format.native._kernel",
                              sources=["viewer/format/native/wkwbox.c",
-                                      "viewer/format/native/chunkbatch.c"],
+                                      "viewer/format/native/chunkbatch.c",
+                                      "viewer/format/native/cseg.c"],
                              extra_compile_args=["-O3"], optional=True)])

@@ -157,3 +157,21 @@ def test_zstd_chunk_files_as_cloudvolume_writes_them(pc: dict[str, Any], pc_copy
     v = open_volume(root)
     np.testing.assert_array_equal(v.read(v.origin, v.shape), pc["raw"][1][0])
     assert len(set(v.iter_units())) == 27
+
+
+def test_forget_unit_reads_a_rewritten_shard_afresh(pc_copy: Any) -> None:
+    """Shard indexes and chunk locations are kept between reads; when another program
+    rewrites a shard (the loader then calls ``forget_unit``), the next read takes the new
+    indexes, never the old offsets into the new file."""
+    import tensorstore as ts
+    from precomputed_writers import spec
+
+    path = pc_copy("sharded_murmur")
+    v = open_volume(path)
+    old = v.read(v.origin, v.shape)
+    t = ts.open(spec(path, scale_index=0)).result()
+    new = (np.moveaxis(old, 0, 3)[::-1] * np.uint64(7) + np.uint64(1)).copy()
+    t.write(new).result()
+    v.forget_unit(next(iter(v.iter_units())))
+    np.testing.assert_array_equal(v.read(v.origin, v.shape), np.moveaxis(new, 3, 0))
+    v.close()

@@ -11,7 +11,9 @@ The ``compressed-segmentation`` package decodes the same streams fast, but does 
 them: a stream cut short decodes to whatever lies past its end, and a damaged header crashes
 the process.  So it is given only streams that ``in_bounds`` proves safe; any other is decoded
 here with every offset and looked-up index checked (a ``CsegError`` naming the block), all
-blocks of one bit width at once (a gather and a shift per width).
+blocks of one bit width at once (a gather and a shift per width).  Where the native kernel was
+built (``precomputed.nativecseg``) it decodes every stream, checked the same way, without the
+interpreter lock; a stream it finds damaged is decoded again here for its error.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from viewer.format.precomputed import nativecseg
 
 Vec3 = tuple[int, int, int]
 BIT_WIDTHS = (0, 1, 2, 4, 8, 16, 32)
@@ -33,7 +37,10 @@ def decode(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3,
            dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """The chunk of ``box`` voxels as ``(C, bx, by, bz)`` in Fortran order: by the
     ``compressed-segmentation`` package when it is installed and ``in_bounds`` proves that
-    nothing it may read lies outside the stream, else here (``decode_checked``)."""
+    nothing it may read lies outside the stream, else here (``decode_checked``); by the
+    native kernel where it was built."""
+    if nativecseg.usable(dtype):
+        return decode_checked(data, box, channels, block, dtype)
     if len(data) % 4 == 0 and len(data) >= 4 * channels:
         words = np.frombuffer(data, dtype="<u4")
         if in_bounds(words, box, channels, block, dtype.itemsize == 8):
@@ -98,18 +105,26 @@ def _unpack(w: npt.NDArray[np.uint32], values_at: npt.NDArray[np.int64], b: int,
 
 
 def decode_checked(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3,
-                   dtype: np.dtype[Any], lo: Vec3 = (0, 0, 0), hi: Vec3 | None = None
-                   ) -> npt.NDArray[Any]:
+                   dtype: np.dtype[Any], lo: Vec3 = (0, 0, 0), hi: Vec3 | None = None,
+                   native: bool = True) -> npt.NDArray[Any]:
     """The voxels ``[lo, hi)`` of the chunk (default: all of its ``box``) as ``(C, x, y,
     z)`` in Fortran order, decoded in numpy with every offset and index checked
     (``CsegError`` naming the block).  Only the blocks that meet ``[lo, hi)`` are decoded:
-    an XY plane of a chunk costs one layer of blocks."""
+    an XY plane of a chunk costs one layer of blocks.  The native kernel decodes it where
+    it was built (``native=False``: never)."""
+    top = box if hi is None else hi
+    if native and len(data) % 4 == 0 and nativecseg.usable(dtype):
+        out = np.empty((channels, top[0] - lo[0], top[1] - lo[1], top[2] - lo[2]), dtype=dtype,
+                       order="F")
+        batch = nativecseg.Batch(channels, block, dtype)
+        batch.add(words_of(data), box, lo, top, out)
+        if batch.run()[0]:
+            return out
     if len(data) % 4:
         raise CsegError(f"{len(data)} bytes is not a whole number of 32-bit words")
     words = np.frombuffer(data, dtype="<u4")
     if len(words) < channels:
         raise CsegError(f"stream of {len(data)} bytes is shorter than its channel header")
-    top = box if hi is None else hi
     size = (top[0] - lo[0], top[1] - lo[1], top[2] - lo[2])
     out = np.empty((channels, *size), dtype=dtype, order="F")
     for c in range(channels):
@@ -119,6 +134,13 @@ def decode_checked(data: bytes | memoryview, box: Vec3, channels: int, block: Ve
                             f"({len(words)} words)")
         out[c] = _channel(words, start, box, block, dtype, c, lo, top)
     return out
+
+
+def words_of(data: bytes | memoryview) -> npt.NDArray[np.uint32]:
+    """A stream's 32-bit words (its length a multiple of 4), copied when its bytes do not
+    start on a 4-byte boundary (a chunk inside a shard read): the kernel reads words."""
+    words = np.frombuffer(data, dtype="<u4")
+    return words if words.ctypes.data % 4 == 0 else words.copy()
 
 
 def _channel(words: npt.NDArray[np.uint32], start: int, box: Vec3, block: Vec3,
@@ -228,4 +250,4 @@ def block_stats(data: bytes | memoryview, box: Vec3, channels: int, block: Vec3
             "cseg_value_words": value_words}
 
 
-__all__ = ["decode", "CsegError", "BIT_WIDTHS", "block_stats"]
+__all__ = ["decode", "decode_checked", "words_of", "CsegError", "BIT_WIDTHS", "block_stats"]

@@ -16,8 +16,11 @@ chunks.  Methods named ``_real`` and ``stored_many`` take positions in the store
 
 A storage unit is one chunk (``precomputed.units``); many chunks are read at once by
 ``stored_many``: chunk files one by one, a shard's chunks grouped by minishard with their byte
-ranges merged into few reads.  ``read_into`` and ``read_units`` decode on the formats' shared
-pool (``viewer.format.pool.share``).
+ranges merged into few reads; where each chunk of a shard lies is kept once its minishard
+index told.  ``read_into`` and ``read_units`` decode on the formats' shared pool
+(``viewer.format.pool.share``): compressed_segmentation chunks by the native kernel straight
+into the output where it was built (``precomputed.nativecseg``), raw chunks in a shard read
+as the z layers the box wants, a small raw read on the calling thread alone.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from viewer.format.errors import (
     FormatError,
 )
 from viewer.format.pool import cores, share
+from viewer.format.precomputed import cseg, nativecseg
 from viewer.format.precomputed.codecs import ChunkCodec, CodecFailure
 from viewer.format.precomputed.errors import MinishardIndexError, MissingChunkError
 from viewer.format.precomputed.info import InfoFile, ScaleInfo
@@ -73,6 +77,12 @@ BATCH = 16
 MERGE_GAP = 4096
 #: Shard files kept open (their indexes parsed) per volume.
 SHARDS_KEPT = 1024
+#: Chunk locations kept per volume (``PrecomputedVolume._located``).
+LOCATED_KEPT = 1 << 15
+#: Not looked up yet (``_located``).
+_UNKNOWN = object()
+#: A read of raw chunks of at most this many bytes runs on the calling thread alone.
+SMALL_RAW = 4 << 20
 
 
 class PrecomputedVolume(Volume):
@@ -102,6 +112,9 @@ class PrecomputedVolume(Volume):
             else (0, 0, 0)
         self._origin: Vec3 = o
         self._shards: dict[int, ShardFile | None] = {}
+        #: Where each chunk looked up is stored (None: absent), by grid position: the shard
+        #: indexes' answers kept (as the indexes are) so that a read does no hashing again.
+        self._located: dict[Vec3, ShardChunk | None] = {}
         self._shard_lock = threading.Lock()
         self._listing_problems: list[FormatError] = []
 
@@ -251,11 +264,25 @@ class PrecomputedVolume(Volume):
         the chunk)."""
         spec = self.scale.sharding
         assert spec is not None
+        pos_all = pos.tolist()
+        out: list[ShardChunk | FormatError | None] = [None] * len(pos)
+        with self._shard_lock:
+            known = self._located
+            hits: list[object] = [known.get((p[0], p[1], p[2]), _UNKNOWN) for p in pos_all]
+        miss = [k for k, h in enumerate(hits) if h is _UNKNOWN]
+        for k, h in enumerate(hits):
+            if isinstance(h, ShardChunk):
+                out[k] = h
+        if not miss:
+            return out
+        if len(miss) < len(pos_all):
+            for k, f in zip(miss, self._locate_sharded(pos[miss]), strict=True):
+                out[k] = f
+            return out
         local = pos - np.asarray(self.grid0, np.int64)
         ids = morton_ids(local, self.scale.grid_shape)
         shards, minis = locate_ids(ids, spec)
-        out: list[ShardChunk | FormatError | None] = [None] * len(pos)
-        pos_l = pos.tolist()
+        pos_l = pos_all
         ids_l, shards_l, minis_l = ids.tolist(), shards.tolist(), minis.tolist()
         groups: dict[tuple[int, int], list[int]] = {}
         for k, key in enumerate(zip(shards_l, minis_l, strict=True)):
@@ -283,6 +310,12 @@ class PrecomputedVolume(Volume):
                     p = pos_l[k]
                     out[k] = ShardChunk(self, (p[0], p[1], p[2]), sf, sh, ms, ids_l[k],
                                         int(ms.offsets[r]), int(ms.sizes[r]))
+        with self._shard_lock:  # where chunks are (or that they are absent), not errors
+            if len(self._located) + len(pos_l) > LOCATED_KEPT:
+                self._located.clear()
+            for p, f in zip(pos_l, out, strict=True):
+                if not isinstance(f, FormatError):
+                    self._located[(p[0], p[1], p[2])] = f
         return out
 
     # -- reading many chunks --------------------------------------------------------------------
@@ -311,38 +344,37 @@ class PrecomputedVolume(Volume):
                 part = parts[k] if parts is not None else None
                 spans.append((u.offset, u.nbytes) if part is None
                              else (u.offset + part[0], part[1]))
-            offs = np.asarray([a for a, _ in spans], np.int64)
-            nbs = np.asarray([b for _, b in spans], np.int64)
-            order = np.argsort(offs, kind="stable")
-            o, n = offs[order], nbs[order]
-            ends = np.maximum.accumulate(o + n)
-            new = np.ones(len(o), np.bool_)
-            new[1:] = o[1:] > ends[:-1] + MERGE_GAP
-            first = np.flatnonzero(new)
-            lo = o[first]
-            hi = np.maximum.reduceat(o + n, first)
-            group = np.cumsum(new) - 1
+            # merged into runs in file order: (first byte, end, the chunks' indexes in rows)
+            runs: list[list[Any]] = []
+            for j in sorted(range(len(spans)), key=spans.__getitem__):
+                at, nb = spans[j]
+                if runs and at <= runs[-1][1] + MERGE_GAP:
+                    run = runs[-1]
+                    run[1] = max(run[1], at + nb)
+                    run[2].append(j)
+                else:
+                    runs.append([at, at + nb, [j]])
             try:
-                blobs = self.store.read_ranges(key, [(int(a), int(b - a))
-                                                     for a, b in zip(lo, hi, strict=True)])
+                blobs = self.store.read_ranges(key, [(a, b - a) for a, b, _ in runs])
             except OSError as exc:
                 for k in rows:
                     u = units[k]
                     assert isinstance(u, ShardChunk)
                     out[k] = (u.error(f"cannot read: {exc.strerror or exc}"), u)
                 continue
-            views = [memoryview(b) for b in blobs]
-            for j, g in zip(order.tolist(), group.tolist(), strict=True):
-                u = us[j]
-                assert isinstance(u, ShardChunk)
-                at, nb = spans[j]
-                rel = at - int(lo[g])
-                view = views[g]
-                if rel + nb > len(view):
-                    out[rows[j]] = (u.error(f"shard file cut short: chunk bytes [{u.offset}, "
-                                            f"{u.offset + u.nbytes}) past its end"), u)
-                else:
-                    out[rows[j]] = (view[rel:rel + nb], u)
+            for (first, _, members), blob in zip(runs, blobs, strict=True):
+                view = memoryview(blob)
+                for j in members:
+                    u = us[j]
+                    assert isinstance(u, ShardChunk)
+                    at, nb = spans[j]
+                    rel = at - first
+                    if rel + nb > len(view):
+                        out[rows[j]] = (u.error(f"shard file cut short: chunk bytes "
+                                                f"[{u.offset}, {u.offset + u.nbytes}) past "
+                                                "its end"), u)
+                    else:
+                        out[rows[j]] = (view[rel:rel + nb], u)
         return out
 
     def _read_file(self, p: Sequence[int]) -> tuple[StoredResult, ChunkUnit | None]:
@@ -439,24 +471,31 @@ class PrecomputedVolume(Volume):
         src_lo, src_hi = (s_lo - corner).tolist(), (s_hi - corner).tolist()
         dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
         errors: dict[int, FormatError] = {}
+        slabs = self._slabs_possible()
         threads = cores()
+        if slabs and int(((s_hi - s_lo)[:, 2]).sum()) * int(c[0] * c[1]) * self.dtype.itemsize \
+                <= SMALL_RAW:
+            threads = 1  # copies only: waking other threads costs more than they save
         # a few chunks per task, so that even a small read is shared by every thread
-        batch = max(1, min(BATCH, len(grid) // (2 * threads)))
+        batch = len(grid) if threads == 1 else max(1, min(BATCH, len(grid) // (2 * threads)))
         ntasks = -(-len(grid) // batch)
         full = slice(None)
-        slabs = self._slabs_possible()
 
         block = self.scale.block_size
         thin = block is not None and self.aligned  # compressed_segmentation: decode a slab
+        # compressed_segmentation decoded by the native kernel straight into out
+        direct = block is not None and out.dtype == self.dtype and nativecseg.usable(self.dtype)
 
         def run(t: int) -> None:
             rows = range(t * batch, min((t + 1) * batch, len(grid)))
             part = grid[rows.start:rows.stop]
             shift = [[0, 0, 0] for _ in rows]  # where each result starts in its chunk
-            if slabs and all(src_lo[r][0] == 0 and src_lo[r][1] == 0 for r in rows):
+            if direct:
+                self._cseg_into(part, rows, out, src_lo, src_hi, dst_lo, errors)
+                return
+            if slabs:
                 z_lo = [src_lo[r][2] for r in rows]
-                results = self._raw_slabs(part, z_lo, [src_hi[r][2] for r in rows],
-                                          [src_hi[r][:2] for r in rows])
+                results = self._raw_slabs(part, z_lo, [src_hi[r][2] for r in rows])
                 for k, z in enumerate(z_lo):
                     shift[k][2] = z
             elif thin and block is not None and all(src_hi[r][2] - src_lo[r][2] < block[2]
@@ -481,6 +520,52 @@ class PrecomputedVolume(Volume):
         if errors:
             raise errors[min(errors)]
 
+    def _cseg_into(self, pos: IntArray, rows: range, out: npt.NDArray[Any],
+                   src_lo: list[list[int]], src_hi: list[list[int]], dst_lo: list[list[int]],
+                   errors: dict[int, FormatError]) -> None:
+        """The compressed_segmentation chunks at ``pos`` (rows ``rows`` of a read),
+        voxels ``[src_lo, src_hi)`` of each decoded by the native kernel into ``out`` at
+        ``dst_lo``, in one call for the batch; a chunk's error into ``errors``."""
+        assert self.scale.block_size is not None
+        kernel = nativecseg.Batch(self.num_channels, self.scale.block_size, self.dtype)
+        added: list[tuple[int, bytes | memoryview, ChunkUnit]] = []
+        for row, (stored, unit) in zip(rows, self.stored_many(pos), strict=True):
+            if stored is None:
+                continue
+            if isinstance(stored, FormatError):
+                errors[row] = stored
+                continue
+            assert unit is not None
+            box = self.chunk_box(unit.pos)
+            a, b, p = src_lo[row], src_hi[row], dst_lo[row]
+            target = out[:, p[0]:p[0] + b[0] - a[0], p[1]:p[1] + b[1] - a[1],
+                         p[2]:p[2] + b[2] - a[2]]
+            try:
+                data, _ = self.codec.unwrap(stored, box)
+            except CodecFailure as exc:
+                errors[row] = unit.error(str(exc))
+                continue
+            if len(data) % 4:
+                added.append((row, data, unit))  # decoded below for its error
+                continue
+            kernel.add(cseg.words_of(data), box, a, b, target)
+            added.append((row, data, unit))
+        decoded = kernel.run()
+        done = iter(decoded)
+        for row, data, unit in added:
+            if len(data) % 4 == 0 and next(done):
+                continue
+            # the Python decoder's verdict (and words) on a chunk the kernel refused
+            a, b, p = src_lo[row], src_hi[row], dst_lo[row]
+            try:
+                voxels = self.codec.decode_part(data, self.chunk_box(unit.pos),
+                                                (a[0], a[1], a[2]), (b[0], b[1], b[2]))
+            except CodecFailure as exc:
+                errors[row] = unit.error(str(exc))
+                continue
+            out[:, p[0]:p[0] + b[0] - a[0], p[1]:p[1] + b[1] - a[1],
+                p[2]:p[2] + b[2] - a[2]] = voxels
+
     def _slabs_possible(self) -> bool:
         """Whether a slab of z layers of a stored chunk can be read alone: uncompressed raw
         chunks of one channel in a shard (whose index gives each chunk's length, checked
@@ -489,19 +574,17 @@ class PrecomputedVolume(Volume):
         return (self.aligned and spec is not None and spec.data_encoding == "raw"
                 and self.scale.encoding == "raw" and self.num_channels == 1)
 
-    def _raw_slabs(self, pos: IntArray, z_lo: list[int], z_hi: list[int],
-                   xy_hi: list[list[int]]) -> list[ChunkResult]:
+    def _raw_slabs(self, pos: IntArray, z_lo: list[int], z_hi: list[int]
+                   ) -> list[ChunkResult]:
         """The z layers ``[z_lo, z_hi)`` of raw chunks at ``pos``, each as ``(1, bx, by,
-        z_hi - z_lo)``, read alone when the box wants the chunk's whole x-y extent (else the
-        whole chunk, decoded: then its layers start at 0, and ``z_lo`` is set to 0).  A chunk
-        whose stored length is not its box's raw size is its error, as a whole read would
-        say."""
+        z_hi - z_lo)``: only those layers' bytes are read (a chunk is x fastest, then y, z).
+        A chunk whose stored length is not its box's raw size is its error, as a whole read
+        would say."""
         isz = self.dtype.itemsize
         boxes = [self.chunk_box(p) for p in pos.tolist()]
-        slab = [xy_hi[k][0] == b[0] and xy_hi[k][1] == b[1] for k, b in enumerate(boxes)]
         parts: list[tuple[int, int] | None] = [
             (z_lo[k] * b[0] * b[1] * isz, (z_hi[k] - z_lo[k]) * b[0] * b[1] * isz)
-            if slab[k] else None for k, b in enumerate(boxes)]
+            for k, b in enumerate(boxes)]
         out: list[ChunkResult] = []
         for k, (stored, unit) in enumerate(self.stored_many(pos, parts)):
             if stored is None or isinstance(stored, FormatError):
@@ -509,13 +592,6 @@ class PrecomputedVolume(Volume):
                 continue
             assert unit is not None
             b = boxes[k]
-            if not slab[k]:
-                z_lo[k] = 0
-                try:
-                    out.append(self.decode_stored(stored, unit))
-                except FormatError as exc:
-                    out.append(exc)
-                continue
             want = b[0] * b[1] * b[2] * isz
             if unit.nbytes != want:
                 out.append(unit.error(f"raw chunk of {unit.nbytes} bytes, {want} expected for "
@@ -653,9 +729,18 @@ class PrecomputedVolume(Volume):
     def problems(self) -> list[FormatError]:
         return list(self._listing_problems)
 
+    def forget_unit(self, unit: Vec3) -> None:
+        """Another program rewrote the chunk at ``unit``: every shard index and chunk
+        location kept is read again when next needed (a writer that rewrote one shard has
+        often rewritten others; the indexes are small)."""
+        with self._shard_lock:
+            self._located.clear()
+            self._shards.clear()
+
     def close(self) -> None:
         with self._shard_lock:
             self._shards.clear()
+            self._located.clear()
 
 
 def _looks_like_chunk(name: str) -> bool:
