@@ -5,4 +5,7 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("viewer.format.native._kernel",
                              sources=["viewer/format/native/wkwbox.c"],
-                             extra_compile_args=["-O3"], optional=True)])
+                             extra_compile_args=["-O3"], optional=True),
+                   Extension("viewer.format.native._heads",
+                             sources=["viewer/format/native/heads.c"],
+                             extra_compile_args=["-O2"], optional=True)])
