@@ -60,7 +60,7 @@ from viewer.cli.units import (
 )
 from viewer.core import inspect
 from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
-from viewer.core.parallel import cores, ordered_map
+from viewer.core.parallel import can_fork, cores, ordered_map, ordered_map_forked
 from viewer.format import (
     ChecksumError,
     Dataset,
@@ -297,21 +297,24 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
 
     try:
         with contextlib.closing(_unit_reports(volume, facts, args, path, mag.layer,
-                                              mag.mag)) as reports:
+                                              mag.mag, root)) as reports:
             for report in reports:
                 if isinstance(report, SoundRun):
                     units += len(report)
                     on_disk += int(report.file_sizes.sum())
                     stats.add(report.sizes.reshape(-1))
                     present += report.sizes.size
+                    if report.text is None:
+                        report.render(stream is not None, root, _size)
+                    assert report.text is not None
                     if stream is not None:
                         begin()
-                        stream.items_text(report.json_texts())
+                        stream.items_text([report.text])
                         if sorter is not None:
                             sorter.add(report.chunks)
                     else:
                         progress.done()
-                        out.write("".join(report.text_lines(root, _size)))
+                        out.write(report.text)
                         out.flush()
                     progress.update(units, len(problems))
                     continue
@@ -438,24 +441,38 @@ def _batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
 
 
 def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
-                  path: str, layer: str, mag: Vec3
+                  path: str, layer: str, mag: Vec3, root: str
                   ) -> Generator[UnitReport | SoundRun, None, None]:
     """Each unit's report in listing order (sound units of a batch together, as a
-    ``SoundRun``): checked here in batches of neighbours (``check_batch``) on ``--threads``
-    threads, or with ``--scheduler`` on a Dask cluster in tasks of a few units (reports are
-    taken in order as tasks finish)."""
+    ``SoundRun``, rendered by the worker; ``root``: what text paths are relative to): checked
+    here in batches of neighbours (``check_batch``) on ``--threads`` threads (forked
+    processes for the structure check of small local units), or with ``--scheduler`` on a
+    Dask cluster in tasks of a few units (reports are taken in order as tasks finish)."""
     if not args.scheduler:
-        # The batches are checked on every core: decoding, and the system calls of a batched
-        # structure check, release the GIL.
         threads = args.threads or cores()
         per_batch = batch_units(volume)
         # Batches in work or waiting: a few per thread, fewer when they hold many chunks (each
         # unit's chunk table and list are in memory until its report is written).
         per_unit = max(1, math.prod(volume.unit_shape))
         ahead = max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // (per_unit * per_batch)))
-        for reports in ordered_map(
-                lambda batch: check_batch(volume, batch, facts, not args.quick, args.chunks),
-                _batches(volume.units_to_check(), per_batch), threads=threads, ahead=ahead):
+
+        def check(batch: list[Vec3]) -> list[UnitReport | SoundRun]:
+            reports = check_batch(volume, batch, facts, not args.quick, args.chunks)
+            for report in reports:
+                if isinstance(report, SoundRun):
+                    report.render(args.json, root, _size)
+            return reports
+
+        batches = _batches(volume.units_to_check(), per_batch)
+        if threads > 1 and args.quick and volume.small_units and not is_url(volume.path) \
+                and can_fork():
+            # The structure check of small units is mostly Python (a file's few system calls
+            # aside): threads would take turns holding the GIL, forked processes do not.
+            mapped = ordered_map_forked(check, batches, threads, ahead)
+        else:
+            # Decoding, and the system calls of a batched check, release the GIL.
+            mapped = ordered_map(check, batches, threads=threads, ahead=ahead)
+        for reports in mapped:
             yield from reports
         return
     positions = list(volume.units_to_check())

@@ -146,6 +146,14 @@ class SoundRun:
         self.compression = compression
         self.chunk_nbytes = chunk_nbytes
         self.chunks = chunks
+        #: The units' reports as written (``render``): JSON elements joined by ", ", or text
+        #: lines; None until rendered.
+        self.text: str | None = None
+
+    def render(self, as_json: bool, root: str, size_text: Any) -> None:
+        """Work out ``text`` now (on the worker that checked the units, not the writer)."""
+        self.text = ", ".join(self.json_texts()) if as_json \
+            else "".join(self.text_lines(root, size_text))
 
     def __len__(self) -> int:
         return len(self.paths)
