@@ -234,3 +234,26 @@ def test_settled_follows_the_racy_window() -> None:
         st = SimpleNamespace(st_mtime_ns=mtime, st_ctime_ns=ctime)
         expected.append(handles.racy_wait_ns(st, now) == 0)  # type: ignore[arg-type]
     assert heads.settled(now).tolist() == expected == [True, False, False, False, True]
+
+
+def _row(stats: inspect.UnitStats) -> tuple[Any, ...]:
+    hist = None if stats.histogram is None else stats.histogram.tolist()
+    return (stats.path, stats.position, stats.compression, stats.size_on_disk,
+            stats.chunk_count, stats.size_min, repr(stats.size_median), stats.size_max,
+            repr(stats.ratio), [str(p) for p in stats.problems], hist, stats.total)
+
+
+@pytest.mark.parametrize("name", ["one_block", "eight_blocks", "raw_files"])
+def test_scan_rows_equal_the_one_by_one_rows(name: str, request: pytest.FixtureRequest) -> None:
+    """The inspector's scan (``units_stats``) gives each unit the row ``unit_stats`` gives."""
+    root, damaged = request.getfixturevalue(name)
+    volume = open_volume(root)
+    try:
+        facts = inspect.VolumeFacts.of(volume)
+        positions = list(volume.iter_units())
+        batched = inspect.units_stats(volume, positions, facts)
+        one = [inspect.unit_stats(volume, p, facts) for p in positions]
+        assert len(volume.sound_units(positions)) == len(positions) - len(damaged)
+    finally:
+        volume.close()
+    assert [_row(r) for r in batched] == [_row(r) for r in one]

@@ -237,7 +237,7 @@ def check_batch(volume: Volume, positions: Sequence[Vec3], facts: inspect.Volume
     grid = np.asarray(positions, dtype=np.int64).reshape(-1, 3)
     if not decode and positions:
         sound = volume.sound_units(positions)
-        inside = _inside(volume, grid)
+        inside = inspect.units_inside(volume, grid)
         if len(sound):
             fine = inside[sound.index]
             sound_at = {int(i): k for k, i in enumerate(sound.index.tolist()) if fine[k]}
@@ -260,17 +260,6 @@ def check_batch(volume: Volume, positions: Sequence[Vec3], facts: inspect.Volume
             out.append(report)
     flush()
     return out
-
-
-def _inside(volume: Volume, grid: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Which units at unit-grid positions ``grid`` lie wholly inside the extent (all of them
-    when the extent is the units' own box)."""
-    if not volume.extent_declared:
-        return np.ones(len(grid), np.bool_)
-    lo, hi = (np.asarray(b, dtype=np.int64) for b in volume.bounds)
-    side = np.asarray(volume.unit_len_vx, dtype=np.int64)
-    first = grid * side
-    return np.asarray(((first >= lo) & (first + side <= hi)).all(axis=1))
 
 
 def _run_of(volume: Volume, sound: SoundUnits, rows: list[int], grid: npt.NDArray[np.int64], n: int,
