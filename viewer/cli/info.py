@@ -461,6 +461,7 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
             for report in reports:
                 if isinstance(report, SoundRun):
                     report.render(args.json, root, _size)
+                    report.paths = []  # in the text now: not sent back from a worker
             return reports
 
         batches = _batches(volume.units_to_check(), per_batch)

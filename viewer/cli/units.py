@@ -156,7 +156,7 @@ class SoundRun:
             else "".join(self.text_lines(root, size_text))
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return int(self.file_sizes.shape[0])
 
     def _columns(self) -> tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]:
         """Per unit: min, median, max, total of its stored sizes, and its ratio."""
