@@ -257,3 +257,21 @@ def test_scan_rows_equal_the_one_by_one_rows(name: str, request: pytest.FixtureR
     finally:
         volume.close()
     assert [_row(r) for r in batched] == [_row(r) for r in one]
+
+
+def test_forked_workers_never_repeat_what_was_printed(one_block: tuple[str, set[str]]) -> None:
+    """With stdout buffered (a pipe, a file), a worker forked after the report's first lines
+    were written must not write them again when it ends."""
+    import subprocess
+
+    root, _ = one_block
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    outs = []
+    for threads in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-m", "viewer", "info", "--quick", "--threads",
+                               threads, root], capture_output=True, text=True, env=env,
+                              cwd=Path(__file__).resolve().parents[2], timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]
+    assert outs[0].count("storage units:") == 1
