@@ -275,3 +275,25 @@ def test_forked_workers_never_repeat_what_was_printed(one_block: tuple[str, set[
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
     assert outs[0].count("storage units:") == 1
+
+
+def test_n5_detection_reads_few_folders_of_a_wkw_dataset(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a WKW dataset of many folders: the N5 probe (asked first) gives up after
+    ``DETECT_PROBES`` child folders instead of reading ``attributes.json`` in each z/y
+    folder on the GUI thread."""
+    from viewer.format.n5 import entry
+
+    for z in range(12):
+        for y in range(30):
+            (tmp_path / f"z{z}" / f"y{y}").mkdir(parents=True)
+    reads: list[str] = []
+    real = entry.read_json
+
+    def counted(store: Any, key: str) -> Any:
+        reads.append(key)
+        return real(store, key)
+
+    monkeypatch.setattr(entry, "read_json", counted)
+    assert entry.detect(str(tmp_path)) is False
+    assert 0 < len(reads) <= entry.DETECT_PROBES
