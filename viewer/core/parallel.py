@@ -56,10 +56,11 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int | None = 
 
 
 def can_fork() -> bool:
-    """Whether ``ordered_map_forked`` can run here (POSIX ``fork``; not a frozen bundle)."""
+    """Whether ``ordered_map_forked`` can run here: Linux (macOS has ``fork`` too, but its
+    system libraries are not safe to use in a forked child), not a frozen bundle."""
     import sys
 
-    return not getattr(sys, "frozen", False) and \
+    return sys.platform.startswith("linux") and not getattr(sys, "frozen", False) and \
         "fork" in multiprocessing.get_all_start_methods()
 
 
