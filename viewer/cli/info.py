@@ -8,7 +8,9 @@ summary (layers, voxel size, what did not open), the array's header (``Volume.in
 in the format's own words) and geometry, then each storage unit (a WKW file, a zarr shard, an
 N5 chunk file...) with its stored chunk sizes (min / median / max / total), compression ratio
 and problems: the unit's structure checks, and every chunk decoded unless ``--quick``.  Units
-are walked lazily and reported as they are checked; on a terminal, progress goes to stderr.
+are walked lazily, checked in batches of neighbours on ``--threads`` workers (``units``:
+with ``--quick`` a format's batched structure check takes the plainly sound units at once)
+and reported in listing order as they are checked; on a terminal, progress goes to stderr.
 Nothing per unit is kept once reported (running totals only), so memory does not grow with the
 number of units or chunks.  ``--json`` prints one JSON document instead, written as it goes
 (``chunks`` comes after ``files``; an interrupted run ends it with ``"interrupted": true``)::
