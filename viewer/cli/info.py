@@ -45,6 +45,7 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -468,7 +469,7 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
 
         batches = _batches(volume.units_to_check(), per_batch)
         if threads > 1 and args.quick and volume.small_units and not is_url(volume.path) \
-                and can_fork():
+                and can_fork() and threading.current_thread() is threading.main_thread():
             # The structure check of small units is mostly Python (a file's few system calls
             # aside): threads would take turns holding the GIL, forked processes do not.
             mapped = ordered_map_forked(check, batches, threads, ahead)
