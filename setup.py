@@ -7,4 +7,7 @@ setup(ext_modules=[Extension("viewer.format.native._kernel",
                              sources=["viewer/format/native/wkwbox.c",
                                       "viewer/format/native/chunkbatch.c",
                                       "viewer/format/native/cseg.c"],
-                             extra_compile_args=["-O3"], optional=True)])
+                             extra_compile_args=["-O3"], optional=True),
+                   Extension("viewer.format.native._heads",
+                             sources=["viewer/format/native/heads.c"],
+                             extra_compile_args=["-O2"], optional=True)])

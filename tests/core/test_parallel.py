@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
-from viewer.core.parallel import ordered_map
+from viewer.core.parallel import can_fork, ordered_map, ordered_map_forked
 
 
 def test_results_in_order_on_several_threads() -> None:
@@ -58,3 +59,87 @@ def test_one_thread_is_plain_map() -> None:
 
     assert list(ordered_map(work, range(5), threads=1)) == list(range(5))
     assert names == {threading.current_thread().name}
+
+
+# -- forked worker processes --------------------------------------------------------------------
+needs_fork = pytest.mark.skipif(not can_fork(), reason="no fork here")
+
+
+@needs_fork
+def test_forked_results_in_order_from_other_processes() -> None:
+    import os
+
+    parent = os.getpid()
+
+    def work(n: int) -> tuple[int, int]:
+        time.sleep(0.001 * (n % 3))
+        return n * n, os.getpid()
+
+    got = list(ordered_map_forked(work, range(40), processes=2, ahead=4))
+    assert [square for square, _ in got] == [n * n for n in range(40)]
+    assert parent not in {pid for _, pid in got}
+
+
+@needs_fork
+def test_forked_error_and_early_close_end_the_workers() -> None:
+    import multiprocessing
+
+    def work(n: int) -> int:
+        if n == 7:
+            raise ValueError("seven")
+        return n
+
+    with pytest.raises(ValueError, match="seven"):
+        list(ordered_map_forked(work, range(20), processes=2))
+    it = ordered_map_forked(lambda n: n, range(1000), processes=2, ahead=4)
+    assert next(it) == 0
+    it.close()
+    assert not multiprocessing.active_children()
+
+
+_SCRIPT = """
+import multiprocessing, sys, time
+from viewer.cli import interrupt
+from viewer.core.parallel import ordered_map_forked
+interrupt.install("forked")
+
+def work(n):
+    time.sleep(0.05)
+    return n
+
+try:
+    for n in ordered_map_forked(work, range(10_000), processes=2, ahead=4):
+        if n == 0:
+            print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+except KeyboardInterrupt:
+    sys.exit(interrupt.status())
+"""
+
+
+@needs_fork
+def test_ctrl_c_during_a_forked_map_ends_everything_with_130(tmp_path: Any) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    children = [int(p) for p in proc.stdout.readline().split()]
+    assert len(children) == 2
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err.decode() and err.decode().strip() == "forked: interrupted"
+    for pid in children:  # ended, not left running
+        for _ in range(500):  # bounded: 5 s
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail(f"worker {pid} still runs")

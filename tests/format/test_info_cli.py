@@ -221,7 +221,10 @@ def test_info_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_info_streams_files_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """Each unit is reported before the next one is checked (no listing up front)."""
+    """Each batch of units is reported before the next one is checked (no listing up
+    front): with batches of one unit on one thread, each unit before the next."""
+    from viewer.cli import units
+
     _dataset(tmp_path, files=3).close()
     seen: list[str] = []
     original = info_cli._text_file
@@ -231,7 +234,7 @@ def test_info_streams_files_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         original(fields, root, out)
 
     checked: list[str] = []
-    real_check = info_cli.check_unit
+    real_check = units.check_unit
 
     def check(volume, position, *args, **kwargs):  # type: ignore[no-untyped-def]
         assert len(checked) == len(seen), "a unit was checked before the last one was shown"
@@ -240,8 +243,9 @@ def test_info_streams_files_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         return report
 
     monkeypatch.setattr(info_cli, "_text_file", spy)
-    monkeypatch.setattr(info_cli, "check_unit", check)
-    assert main(["info", str(tmp_path)]) == 0
+    monkeypatch.setattr(units, "check_unit", check)
+    monkeypatch.setattr(info_cli, "BATCH_UNITS", 1)
+    assert main(["info", str(tmp_path), "--threads", "1"]) == 0
     assert len(seen) == 3 and checked == seen
 
 

@@ -119,3 +119,28 @@ def test_qt_objects_in_cycles_survive_a_busy_worker() -> None:
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_full_collections_wait_for_a_quarter_of_the_long_lived(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With many objects alive (the rows of 100,000 units), ``collect_if_due`` does not walk
+    them all each time the oldest generation's count passes its threshold, as the
+    interpreter's own rule: only once a quarter as many could have been made since."""
+    was_enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
+    gc.disable()
+    try:
+        keep = [[k] for k in range(200_000)]  # long-lived, tracked
+        gc.set_threshold(50, 2, 2)
+        monkeypatch.setattr(collector, "_long_lived", 0)
+        gc.collect()
+        full = gc.get_stats()[2]["collections"]
+        made = []
+        for _ in range(80):
+            made.extend([k] for k in range(60))  # past the youngest threshold each time
+            collector.collect_if_due()
+        assert gc.get_stats()[2]["collections"] - full <= 1  # the first one only
+        assert collector._long_lived >= len(keep)  # noqa: SLF001 - what the rule counts
+    finally:
+        gc.set_threshold(*thresholds)
+        if was_enabled:
+            gc.enable()

@@ -8,7 +8,9 @@ summary (layers, voxel size, what did not open), the array's header (``Volume.in
 in the format's own words) and geometry, then each storage unit (a WKW file, a zarr shard, an
 N5 chunk file...) with its stored chunk sizes (min / median / max / total), compression ratio
 and problems: the unit's structure checks, and every chunk decoded unless ``--quick``.  Units
-are walked lazily and reported as they are checked; on a terminal, progress goes to stderr.
+are walked lazily, checked in batches of neighbours on ``--threads`` workers (``units``:
+with ``--quick`` a format's batched structure check takes the plainly sound units at once)
+and reported in listing order as they are checked; on a terminal, progress goes to stderr.
 Nothing per unit is kept once reported (running totals only), so memory does not grow with the
 number of units or chunks.  ``--json`` prints one JSON document instead, written as it goes
 (``chunks`` comes after ``files``; an interrupted run ends it with ``"interrupted": true``)::
@@ -43,24 +45,29 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-import numpy as np
-import numpy.typing as npt
-
 from viewer.cli import chunk_list, interrupt
 from viewer.cli.streaming import JsonStream, SizeStats
+from viewer.cli.units import (
+    SoundRun,
+    UnitReport,
+    check_batch,
+    check_unit,
+    problem_fields,
+    size_summary,
+)
 from viewer.core import inspect
 from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
-from viewer.core.parallel import cores, ordered_map
+from viewer.core.parallel import can_fork, cores, ordered_map, ordered_map_forked
 from viewer.format import (
     ChecksumError,
     Dataset,
     FormatError,
-    RemoteError,
     Volume,
     is_url,
     layers_json,
@@ -74,33 +81,13 @@ from viewer.format import (
 SHOWN_PROBLEMS = 20
 #: Seconds between progress updates on a terminal.
 PROGRESS_EVERY = 0.25
-#: Chunks of the units checked ahead of the report, at most (beyond one unit per thread).
+#: Chunks of the units checked ahead of the report, at most (beyond one batch per thread).
 IN_FLIGHT_CHUNKS = 1 << 15
+#: Units checked together (``check_batch``), at most; and their chunks, at most.
+BATCH_UNITS = 1024
+BATCH_CHUNKS = 4096
 
 Vec3 = tuple[int, int, int]
-
-
-def problem_fields(p: FormatError) -> dict[str, Any]:
-    """A problem as JSON; ``not_checked``: its chunks could not be read (a ``RemoteError``:
-    unreachable, a 5xx after the retries, a time-out), so they are neither valid nor
-    damaged."""
-    return {"type": type(p).__name__, "message": str(p), "path": p.path, "block": p.block,
-            "offset": p.offset, "chunk": list(p.chunk) if p.chunk is not None else None,
-            "not_checked": isinstance(p, RemoteError)}
-
-
-def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:
-    """min / median / max / total of stored sizes (None values when there are none)."""
-    if sizes is None or not len(sizes):
-        return {"min": None, "median": None, "max": None, "total": None}
-    if len(sizes) <= 32:  # the common small unit: numpy's median costs more than the sort
-        ordered = sorted(sizes.tolist())
-        n = len(ordered)
-        mid = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-        return {"min": ordered[0], "median": float(mid), "max": ordered[-1],
-                "total": sum(ordered)}
-    return {"min": int(sizes.min()), "median": float(np.median(sizes)),
-            "max": int(sizes.max()), "total": int(sizes.sum())}
 
 
 def _scalars(values: dict[str, Any]) -> dict[str, Any]:
@@ -124,81 +111,6 @@ def geometry(volume: Volume) -> dict[str, Any]:
         "file_bytes_uncompressed": per_unit * volume.chunk_nbytes,
         "dtype": volume.dtype.str,
     }
-
-
-class UnitReport:
-    """What checking one storage unit found: its JSON fields, the stored sizes of its chunks
-    present (for the array's totals) and, with ``--chunks``, its chunk list."""
-
-    def __init__(self, fields: dict[str, Any], sizes: npt.NDArray[np.int64],
-                 present: int, chunks: npt.NDArray[np.void]) -> None:
-        self.fields = fields
-        self.sizes = sizes
-        self.present = present
-        self.chunks = chunks
-
-
-def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decode: bool,
-               list_chunks: bool = False) -> UnitReport | None:
-    """Check the unit at ``position``: its index and structure (no decoding), then, with
-    ``decode``, every chunk decoded (``StorageUnit.problems(decode=True)``).  None for a
-    position of the unit grid (a store that cannot list: ``Volume.units_to_check``) whose
-    unit is proven absent."""
-    path = volume.unit_path(position)
-    table, error = inspect.open_table(volume, position)
-    if table is None and error is None and not volume.lists_units:
-        return None
-    if table is None:
-        problems = [error or FormatError("absent", path)]
-        try:
-            size: int | None = os.path.getsize(path) if not is_url(path) else None
-        except OSError:
-            size = None
-        absent: dict[str, Any] = {
-            "path": path, "unit": list(position), "block_type": None, "compression": None,
-            "file_size": size, "block_sizes": size_summary(None), "ratio": None,
-            "chunks": {"count": 0, "present": 0},
-            "problems": [problem_fields(p) for p in problems]}
-        return UnitReport(absent, np.zeros(0, np.int64), 0, np.zeros(0, chunk_list.RECORD))
-    problems = list(table.problems)
-    extra = inspect.difference_problem(facts.header, table.description, table.path)
-    if extra is not None:
-        problems.insert(0, extra)
-    if decode and table.source is not None:
-        seen = {str(p) for p in problems}
-        try:
-            found = table.source.problems(decode=True)
-        except FormatError as exc:
-            found = [exc]
-        problems.extend(p for p in found if str(p) not in seen)
-        problems.sort(key=lambda p: (p.block if p.block is not None else -1))
-    sizes = table.sizes[table.stored_inside]
-    present = table.present_inside
-    total = int(sizes.sum()) if len(sizes) else 0
-    ratio = round(table.chunk_nbytes * len(sizes) / total, 4) if total else None
-    desc = table.description
-    fields: dict[str, Any] = {
-        "path": table.path,
-        "unit": list(position),
-        "block_type": desc.get("block_type", inspect.compression_of(table, facts.compression)),
-        "compression": inspect.compression_of(table, facts.compression),
-        "file_size": table.size,
-        "block_sizes": size_summary(sizes),
-        "ratio": ratio,
-        "chunks": {"count": table.count_inside, "present": present},
-        "problems": [problem_fields(p) for p in problems],
-    }
-    chunks = np.zeros(0, chunk_list.RECORD)
-    if list_chunks:
-        base = np.asarray(position, dtype=np.int64) * np.asarray(volume.unit_shape, np.int64)
-        listed = (table.flags & inspect.ABSENT) == 0
-        inside = table.inside
-        index = np.flatnonzero(listed if inside is None else listed & inside)
-        chunks = chunk_list.records(
-            table.coords[index] + base, table.sizes[index], position, index,
-            table.starts[index], (table.flags[index] & inspect.STORED_CONSTANT) != 0)
-    inspect.volume_done_with(volume, table)
-    return UnitReport(fields, sizes.astype(np.int64), present, chunks)
 
 
 class _Progress:
@@ -307,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunks", action="store_true",
                         help="with --json: list every chunk present (chunk_list)")
     parser.add_argument("--threads", type=int, default=0,
-                        help="threads checking units here with --json (default: one per core)")
+                        help="threads checking units here (default: one per core)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the validation on a Dask cluster: tcp://HOST:PORT of its "
                              "scheduler, or local:N for N worker processes on this machine "
@@ -388,8 +300,27 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
 
     try:
         with contextlib.closing(_unit_reports(volume, facts, args, path, mag.layer,
-                                              mag.mag)) as reports:
+                                              mag.mag, root)) as reports:
             for report in reports:
+                if isinstance(report, SoundRun):
+                    units += len(report)
+                    on_disk += int(report.file_sizes.sum())
+                    stats.add(report.sizes.reshape(-1))
+                    present += report.sizes.size
+                    if report.text is None:
+                        report.render(stream is not None, root, _size)
+                    assert report.text is not None
+                    if stream is not None:
+                        begin()
+                        stream.items_text([report.text])
+                        if sorter is not None:
+                            sorter.add(report.chunks)
+                    else:
+                        progress.done()
+                        out.write(report.text)
+                        out.flush()
+                    progress.update(units, len(problems))
+                    continue
                 units += 1
                 on_disk += report.fields["file_size"] or 0
                 stats.add(report.sizes)
@@ -477,43 +408,79 @@ class UnitShare:
     list_chunks: bool
 
 
-def check_share(share: UnitShare) -> list[UnitReport]:
-    """``check_unit`` for each unit of ``share`` (the task a cluster worker runs); units
-    proven absent are left out."""
+def check_share(share: UnitShare) -> list[UnitReport | SoundRun]:
+    """The reports of the units of ``share`` in order (the task a cluster worker runs:
+    ``check_batch``); units proven absent are left out."""
     volume = open_volume(share.path, share.layer, share.mag)
     try:
         info = volume.info()
         facts = inspect.VolumeFacts(dict(info.header), info.compression,
                                     inspect.histogram_edges(volume.chunk_nbytes))
-        found = (check_unit(volume, p, facts, share.decode, share.list_chunks)
-                 for p in share.positions)
-        return [r for r in found if r is not None]
+        out: list[UnitReport | SoundRun] = []
+        per_batch = batch_units(volume)
+        for start in range(0, len(share.positions), per_batch):
+            out.extend(check_batch(volume, share.positions[start:start + per_batch], facts,
+                                   share.decode, share.list_chunks))
+        return out
     finally:
         volume.close()
 
 
+def batch_units(volume: Volume) -> int:
+    """Units checked together (``check_batch``): ``BATCH_UNITS``, fewer when units hold
+    many chunks (at most ``BATCH_CHUNKS`` chunks a batch, at least one unit)."""
+    return max(1, min(BATCH_UNITS, BATCH_CHUNKS // max(1, math.prod(volume.unit_shape))))
+
+
+def _batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
+    batch: list[Vec3] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
-                  path: str, layer: str, mag: Vec3) -> Generator[UnitReport, None, None]:
-    """Each unit's report in listing order: checked here, or with ``--scheduler`` on a Dask
-    cluster in tasks of a few units (reports are taken in order as tasks finish)."""
+                  path: str, layer: str, mag: Vec3, root: str
+                  ) -> Generator[UnitReport | SoundRun, None, None]:
+    """Each unit's report in listing order (sound units of a batch together, as a
+    ``SoundRun``, rendered by the worker; ``root``: what text paths are relative to): checked
+    here in batches of neighbours (``check_batch``) on ``--threads`` threads (forked
+    processes for the structure check of small local units), or with ``--scheduler`` on a
+    Dask cluster in tasks of a few units (reports are taken in order as tasks finish)."""
     if not args.scheduler:
-        # With --json (one document at the end) the units are checked on every core
-        # (decoding releases the GIL); the text report shows each unit before the next one
-        # is checked.
-        threads = (args.threads or cores()) if args.json else 1
-        # Units in work or waiting: a few per thread, fewer when units hold many chunks (each
+        threads = args.threads or cores()
+        per_batch = batch_units(volume)
+        # Batches in work or waiting: a few per thread, fewer when they hold many chunks (each
         # unit's chunk table and list are in memory until its report is written).
         per_unit = max(1, math.prod(volume.unit_shape))
-        ahead = max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // per_unit))
-        for report in ordered_map(
-                lambda position: check_unit(volume, position, facts, not args.quick,
-                                            args.chunks),
-                volume.units_to_check(), threads=threads, ahead=ahead):
-            if report is not None:
-                yield report
+        ahead = max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // (per_unit * per_batch)))
+
+        def check(batch: list[Vec3]) -> list[UnitReport | SoundRun]:
+            reports = check_batch(volume, batch, facts, not args.quick, args.chunks)
+            for report in reports:
+                if isinstance(report, SoundRun):
+                    report.render(args.json, root, _size)
+                    report.paths = []  # in the text now: not sent back from a worker
+            return reports
+
+        batches = _batches(volume.units_to_check(), per_batch)
+        if threads > 1 and args.quick and volume.small_units and not is_url(volume.path) \
+                and can_fork() and threading.current_thread() is threading.main_thread():
+            # The structure check of small units is mostly Python (a file's few system calls
+            # aside): threads would take turns holding the GIL, forked processes do not.
+            mapped = ordered_map_forked(check, batches, threads, ahead)
+        else:
+            # Decoding, and the system calls of a batched check, release the GIL.
+            mapped = ordered_map(check, batches, threads=threads, ahead=ahead)
+        for reports in mapped:
+            yield from reports
         return
     positions = list(volume.units_to_check())
-    done: dict[int, list[UnitReport]] = {}
+    done: dict[int, list[UnitReport | SoundRun]] = {}
     next_share = 0
     with ClusterRunner(args.scheduler) as runner:
         runner.check_paths([path])
@@ -543,3 +510,8 @@ def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:
             volume.done_with(unit)
         return {k: v for k, v in _scalars(desc).items() if k in header}
     return {}
+
+
+# ``check_unit`` and the helpers moved to ``units`` stay importable from here.
+__all__ = ["main", "check_share", "UnitShare", "UnitReport", "SoundRun", "check_unit",
+           "check_batch", "problem_fields", "size_summary", "chunks_meeting", "geometry"]

@@ -1,5 +1,7 @@
 """Whole-unit passes on every core: ``ordered_map`` runs a function over a listing with one
-thread per core and hands the results back in the listing's order.
+thread per core and hands the results back in the listing's order; ``ordered_map_forked``
+does the same in forked worker processes, for work that is mostly Python (the structure check
+of many small files: what a thread would do holding the GIL).
 
 ``info`` and compare check or read every storage unit of a volume; a unit's work is mostly
 decoding, which releases the GIL (liblz4 through ctypes, zlib, numpy copies), so one thread
@@ -10,11 +12,14 @@ must be thread-safe (a ``Volume``'s methods are).
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -50,4 +55,63 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int | None = 
         pool.shutdown(wait=True)
 
 
-__all__ = ["ordered_map", "cores"]
+def can_fork() -> bool:
+    """Whether ``ordered_map_forked`` can run here: Linux (macOS has ``fork`` too, but its
+    system libraries are not safe to use in a forked child), not a frozen bundle."""
+    import sys
+
+    return sys.platform.startswith("linux") and not getattr(sys, "frozen", False) and \
+        "fork" in multiprocessing.get_all_start_methods()
+
+
+#: The function the forked workers call (set in the parent before they are forked).
+_forked: Callable[[Any], Any] | None = None
+
+
+def _call_forked(item: Any) -> Any:
+    assert _forked is not None
+    return _forked(item)
+
+
+def _quiet_child() -> None:
+    """A worker leaves Ctrl+C and SIGTERM to its parent (which ends it): no traceback of its
+    own, and the parent's wake-up pipe is not written twice."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(ValueError):  # not the child's main thread: nothing was set
+        signal.set_wakeup_fd(-1)
+
+
+def ordered_map_forked(fn: Callable[[T], R], items: Iterable[T], processes: int,
+                       ahead: int | None = None) -> Iterator[R]:
+    """``map(fn, items)`` in ``processes`` forked worker processes, in order.  ``fn`` and
+    what it uses are the parent's as they were when the workers were forked (nothing of it is
+    pickled; items and results are); at most ``ahead`` items are in work or waiting.  Call it
+    from the main thread, with no other thread of this program in the middle of work (a
+    fork copies only the calling thread: a lock another thread holds stays held).  Closing
+    the iterator early, an interrupt or an error ends the workers at once.  Not nestable."""
+    global _forked
+    n = max(1, processes)
+    window = max(n, 4 * n if ahead is None else ahead)
+    _forked = fn
+    pool = multiprocessing.get_context("fork").Pool(n, initializer=_quiet_child)
+    pending: deque[Any] = deque()
+    finished = False
+    try:
+        for item in items:
+            pending.append(pool.apply_async(_call_forked, (item,)))
+            if len(pending) >= window:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+        finished = True
+    finally:
+        _forked = None
+        if finished:
+            pool.close()
+            pool.join()
+        else:
+            pool.terminate()
+
+
+__all__ = ["ordered_map", "ordered_map_forked", "can_fork", "cores"]

@@ -52,6 +52,7 @@ from viewer.format.remote import configure as configure_remote
 from viewer.format.remote import set_cache_mb as set_remote_cache_mb
 from viewer.format.remote import stats as remote_stats
 from viewer.format.store import is_url
+from viewer.format.unitcheck import SoundUnits
 from viewer.format.volume import ChunkTable, StorageUnit, Volume, VolumeInfo
 from viewer.format.webknossos.properties import PROPERTIES_FILE
 from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
@@ -77,6 +78,7 @@ __all__ = [
     "Volume",
     "StorageUnit",
     "ChunkTable",
+    "SoundUnits",
     "VolumeInfo",
     "Dataset",
     "Layer",

@@ -50,6 +50,7 @@ from viewer.format.errors import (
     UnsupportedFormatError,
     read_failure,
 )
+from viewer.format.unitcheck import SoundUnits
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
@@ -320,6 +321,14 @@ class Volume(ABC):
             finally:
                 self.done_with(unit)
         return out
+
+    def sound_units(self, positions: Sequence[Vec3]) -> SoundUnits:
+        """Which of the units at ``positions`` a batched structure check proves sound, with
+        their chunk tables as arrays (``SoundUnits``: what the one-by-one way, ``open_unit``,
+        ``chunk_table``, ``problems(decode=False)``, ``describe``, would find, at a fraction of
+        its cost for small units).  A unit left out is checked one by one.  Default: none
+        (every unit one by one)."""
+        return SoundUnits.none(int(np.prod(self.unit_shape)))
 
     @abstractmethod
     def iter_units(self) -> Iterator[Vec3]:
@@ -635,4 +644,4 @@ def fspath(path: str | os.PathLike[str]) -> str:
 
 
 __all__ = ["Volume", "StorageUnit", "ChunkTable", "VolumeInfo", "UnitCache", "ChunkResult",
-           "StoredResult", "UnitRead", "Vec3"]
+           "StoredResult", "UnitRead", "Vec3", "SoundUnits"]

@@ -77,6 +77,8 @@ from viewer.core.inspect.scan import (
     set_scan_scheduler,
     stats_of_table,
     unit_stats,
+    units_inside,
+    units_stats,
     volume_done_with,
 )
 
@@ -91,4 +93,5 @@ __all__ = [
     "open_table", "error_row", "VolumeFacts", "ScanBatch", "UnitScan", "Reopen",
     "scan_batches", "scan_all", "TableCache", "compression_of", "volume_done_with",
     "ScanWork", "ScanShare", "scan_share", "scan_scheduler", "set_scan_scheduler",
+    "units_stats", "units_inside",
 ]

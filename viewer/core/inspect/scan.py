@@ -25,11 +25,13 @@ import numpy.typing as npt
 from viewer.core.inspect.chunks import UnitTable, unit_table
 from viewer.core.inspect.header import difference_problem
 from viewer.core.jobs import Emit, Job, JobCancelled, NotHere, processes_available
-from viewer.format import FormatError, Volume
+from viewer.format import FormatError, SoundUnits, Volume
 
 Vec3 = tuple[int, int, int]
 
 HISTOGRAM_BINS = 64
+#: Units whose rows are worked out together (``units_stats``).
+STATS_BATCH = 256
 
 
 def histogram_edges(chunk_nbytes: int, bins: int = HISTOGRAM_BINS) -> npt.NDArray[np.float64]:
@@ -155,6 +157,68 @@ def unit_stats(volume: Volume, position: Sequence[int],
     return stats
 
 
+def units_inside(volume: Volume, grid: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which units at unit-grid positions ``grid`` (``(N, 3)``) lie wholly inside the extent
+    (all of them when the extent is the units' own box): their chunks all count."""
+    if not volume.extent_declared:
+        return np.ones(len(grid), np.bool_)
+    lo, hi = (np.asarray(b, dtype=np.int64) for b in volume.bounds)
+    side = np.asarray(volume.unit_len_vx, dtype=np.int64)
+    first = grid * side
+    return np.asarray(((first >= lo) & (first + side <= hi)).all(axis=1))
+
+
+def units_stats(volume: Volume, positions: Sequence[Vec3],
+                facts: VolumeFacts | None = None) -> list[UnitStats]:
+    """``unit_stats`` of each unit at ``positions``, in order: the units a batched check
+    proves sound (``Volume.sound_units``) and that lie inside the extent from their chunk
+    tables as arrays, the others one by one.  The same rows either way."""
+    facts = facts or VolumeFacts.of(volume)
+    if not positions:
+        return []
+    sound = volume.sound_units(positions)
+    grid = np.asarray(positions, dtype=np.int64).reshape(-1, 3)
+    rows: dict[int, UnitStats] = {}
+    if len(sound):
+        fine = units_inside(volume, grid)[sound.index]
+        keep = np.flatnonzero(fine)
+        if len(keep):
+            rows = dict(zip(sound.index[keep].tolist(),
+                            _sound_rows(volume, sound, keep, grid, facts), strict=True))
+    return [rows[i] if i in rows else unit_stats(volume, pos, facts)
+            for i, pos in enumerate(positions)]
+
+
+def _sound_rows(volume: Volume, sound: SoundUnits, keep: npt.NDArray[np.intp],
+                grid: npt.NDArray[np.int64], facts: VolumeFacts) -> list[UnitStats]:
+    """The rows of sound units (every chunk stored, no problem), vectorised."""
+    sizes = sound.nbytes[keep]
+    k, n = sizes.shape
+    edges = facts.edges
+    bins = len(edges) - 1
+    # np.histogram's bins: [e_i, e_i+1), the last one closed; sizes outside are not counted.
+    at = np.searchsorted(edges, sizes, side="right") - 1
+    at[sizes == edges[-1]] = bins - 1
+    counted = (at >= 0) & (at < bins)
+    rows = np.repeat(np.arange(k), n).reshape(k, n)
+    hist = np.bincount((rows * bins + at)[counted], minlength=k * bins).reshape(k, bins)
+    ordered = np.sort(sizes, axis=1)
+    totals = ordered.sum(axis=1)
+    mid = ordered[:, n // 2].astype(np.float64) if n % 2 else \
+        (ordered[:, n // 2 - 1] + ordered[:, n // 2]) / 2
+    desc = sound.description.get("compression", facts.compression)
+    compression = str(desc) if desc is not None else facts.compression
+    nbytes = volume.chunk_nbytes
+    out = []
+    for j, (row, total) in enumerate(zip(keep.tolist(), totals.tolist(), strict=True)):
+        x, y, z = grid[sound.index[row]].tolist()
+        out.append(UnitStats(sound.paths[row], (x, y, z), compression, int(sound.sizes[row]),
+                             n, int(ordered[j, 0]), float(mid[j]), int(ordered[j, -1]),
+                             float(nbytes * n / total) if total > 0 else float("nan"), (),
+                             hist[j].astype(np.int64), int(total)))
+    return out
+
+
 def volume_done_with(volume: Volume, table: UnitTable) -> None:
     """Hand a scanned unit back to its volume (a volume that does not keep units open closes
     it); the table no longer reads through it."""
@@ -190,13 +254,14 @@ def scan_batches(volume: Volume, cancel: threading.Event | None = None,
     facts = VolumeFacts.of(volume)
     rows: list[UnitStats] = []
     last = time.perf_counter()
-    for done, pos in enumerate(positions, 1):
+    step = max(1, min(batch_rows, STATS_BATCH))
+    for start in range(0, total, step):
         if cancel is not None and cancel.is_set():
             return
-        rows.append(unit_stats(volume, pos, facts))
+        rows.extend(units_stats(volume, positions[start:start + step], facts))
         now = time.perf_counter()
         if len(rows) >= batch_rows or now - last >= batch_seconds:
-            yield ScanBatch(tuple(rows), done, total)
+            yield ScanBatch(tuple(rows), min(start + step, total), total)
             rows = []
             last = now
     yield ScanBatch(tuple(rows), total, total, finished=True)
@@ -205,7 +270,9 @@ def scan_batches(volume: Volume, cancel: threading.Event | None = None,
 def scan_all(volume: Volume) -> list[UnitStats]:
     """Every unit's stats, synchronously (for the command line and tests)."""
     facts = VolumeFacts.of(volume)
-    return [unit_stats(volume, pos, facts) for pos in volume.iter_units()]
+    positions = list(volume.iter_units())
+    return [row for start in range(0, len(positions), STATS_BATCH)
+            for row in units_stats(volume, positions[start:start + STATS_BATCH], facts)]
 
 
 @dataclass(frozen=True)
@@ -265,7 +332,7 @@ def scan_share(share: ScanShare) -> list[UnitStats]:
     volume = share.reopen.open()
     try:
         facts = VolumeFacts.of(volume)
-        return [unit_stats(volume, pos, facts) for pos in share.positions]
+        return units_stats(volume, share.positions, facts)
     finally:
         volume.close()
 
@@ -503,4 +570,4 @@ __all__ = ["UnitStats", "stats_of_table", "unit_stats", "open_table", "error_row
            "histogram_edges", "HISTOGRAM_BINS", "VolumeFacts", "ScanBatch", "UnitScan",
            "Reopen", "ScanWork", "ScanShare", "scan_share", "set_scan_scheduler",
            "scan_scheduler", "scan_batches", "scan_all", "TableCache", "compression_of",
-           "volume_done_with"]
+           "volume_done_with", "units_stats", "units_inside"]

@@ -118,10 +118,17 @@ def _level_names(store: Store, key: str) -> list[tuple[int, str]]:
     return out
 
 
+#: Child folders whose ``attributes.json`` the detection of a folder without one looks for,
+#: at most: an N5 container names a dataset within its first few groups, while the folders of
+#: another format (a WKW dataset's ``z*/y*``: thousands of them) are not worth reading on the
+#: GUI thread as a dataset opens.
+DETECT_PROBES = 128
+
+
 def detect(path: str) -> bool:
     """A folder holding ``attributes.json`` (a dataset, a group or a root), the file itself,
-    or a folder without one whose child groups (two levels down at most) hold N5 datasets
-    (tensorstore writes no root attributes)."""
+    or a folder without one whose child groups (two levels down at most, ``DETECT_PROBES``
+    of them at most) hold N5 datasets (tensorstore writes no root attributes)."""
     if is_url(path):  # remote: the attributes through the store (no listing)
         store = open_store(path)
         return store.exists(ATTRIBUTES_FILE) or any(
@@ -133,9 +140,13 @@ def detect(path: str) -> bool:
     if os.path.isfile(os.path.join(path, ATTRIBUTES_FILE)):
         return True
     store = open_store(path)
+    left = [DETECT_PROBES]
 
     def has_dataset(key: str, depth: int) -> bool:
         for name in _subfolders(store, key, 64)[:64]:
+            if left[0] <= 0:
+                return False
+            left[0] -= 1
             sub = _key(key, name)
             try:
                 attrs = read_json(store, _attrs_key(sub))

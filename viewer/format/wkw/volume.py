@@ -32,6 +32,7 @@ from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
     IntArray,
+    SoundUnits,
     StorageUnit,
     StoredResult,
     UnitRead,
@@ -39,7 +40,7 @@ from viewer.format.volume import (
     VolumeInfo,
     units_box,
 )
-from viewer.format.wkw import lz4block, morton
+from viewer.format.wkw import lz4block, morton, quickcheck
 from viewer.format.wkw.dataset import HEADER_FILE, Dataset
 from viewer.format.wkw.file import File
 from viewer.format.wkw.header import BLOCK_TYPE_NAMES, HEADER_SIZE, MAGIC, VOXEL_TYPES, Header
@@ -261,16 +262,25 @@ class WkwVolume(Volume):
             return self._bounds
 
     def _files_box(self) -> tuple[Vec3, Vec3]:
-        """The box of the data files, from the listing in batches (a list of every position
-        would cost ~100 bytes a file at the peak)."""
-        corners: list[Sequence[int]] = []
-        batch: list[Vec3] = []
-        for unit in self.iter_units():
-            batch.append(unit)
-            if len(batch) >= 8192:
-                corners = _corners(corners, batch)
-                batch = []
-        return units_box(_corners(corners, batch), self.unit_len_vx)
+        """The box of the data files, from the listing folder by folder: the lowest and
+        highest x of each y folder's names (no position made per file)."""
+        if self.dataset.single_file is not None:
+            return units_box([(0, 0, 0)], self.unit_len_vx)
+        root = self.dataset.root
+        lo: list[int] | None = None
+        hi: list[int] | None = None
+        for z, zname in _numbered(root, "z", ""):
+            zdir = os.path.join(root, zname)
+            for y, yname in _numbered(zdir, "y", ""):
+                xs = _numbers(os.path.join(zdir, yname), "x", ".wkw")
+                if not xs:
+                    continue
+                a, b = [min(xs), y, z], [max(xs), y, z]
+                lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
+                hi = b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)]
+        if lo is None or hi is None:
+            return units_box([], self.unit_len_vx)
+        return units_box([lo, hi], self.unit_len_vx)
 
     @property
     def origin(self) -> Vec3:
@@ -378,6 +388,14 @@ class WkwVolume(Volume):
         self._file_header = header  # parsed headers are shared: the next file's is this one
         return None
 
+    def sound_units(self, positions: Sequence[Vec3]) -> SoundUnits:
+        """The data files at ``positions`` whose header and jump table pass every structure
+        check, read and judged as a batch (``quickcheck``); a lone ``.wkw`` file: none (it
+        is checked the ordinary way)."""
+        if self.dataset.single_file is not None:
+            return super().sound_units(positions)
+        return quickcheck.sound_units(self.dataset.root, self.header, positions)
+
     def done_with(self, unit: StorageUnit) -> None:
         """Nothing: the dataset keeps the files it opened, and a unit that opened its own
         (``open_and_read``) keeps it until it goes (a worker may still be reading it: the
@@ -433,12 +451,15 @@ class WkwVolume(Volume):
             self.dataset.close()
 
 
-def _corners(corners: list[Sequence[int]], batch: list[Vec3]) -> list[Sequence[int]]:
-    """The lowest and highest corner of ``corners`` and ``batch`` together (as two points)."""
-    if not batch:
-        return corners
-    grid = np.asarray(corners + batch, dtype=np.int64)
-    return [grid.min(axis=0).tolist(), grid.max(axis=0).tolist()]
+def _numbers(path: str, prefix: str, suffix: str) -> list[int]:
+    """The numbers N of the entries ``{prefix}{N}{suffix}`` of a folder (unsorted)."""
+    try:
+        names = os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    start, end = len(prefix), -len(suffix) if suffix else None
+    return [int(name[start:end]) for name in names
+            if name.startswith(prefix) and name.endswith(suffix) and name[start:end].isdigit()]
 
 
 def _numbered(path: str, prefix: str, suffix: str) -> list[tuple[int, str]]:
