@@ -82,6 +82,8 @@ class Projection:
     present_chunks: int
     total_chunks: int
     units: int
+    #: A precomputed shard's bits (the ``sharding`` its ``info`` would hold).
+    sharding: dict[str, int] | None = None
 
     @property
     def lossless(self) -> bool:
@@ -115,6 +117,10 @@ class Projection:
             "total_chunks": self.total_chunks,
             "units": self.units,
         })
+        if self.sharding is not None:
+            doc["sharding"] = {"@type": "neuroglancer_uint64_sharded_v1", "hash": "identity",
+                               **self.sharding, "minishard_index_encoding": "raw",
+                               "data_encoding": "raw"}
         return doc
 
 
@@ -232,11 +238,11 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
     level = 1 - (1 - CONFIDENCE) / (2 * max(1, family))
     out: list[Projection] = []
     for j, cand in enumerate(shape.candidates):
-        per_unit = cand.target.chunks_per_unit(c)
+        per_unit = cand.target.chunks_per_unit(c, grid.dims)
         units, present_in_units = grid.units(per_unit)
         n_unit = int(np.prod(per_unit))
         fill_chunks = units * n_unit - present_in_units if cand.target.stores_fill_chunks else 0
-        overhead = (units * cand.target.unit_overhead(c, cand.encoding)
+        overhead = (units * cand.target.unit_overhead(c, cand.encoding, grid.dims)
                     + (cand.target.fixed_overhead if units else 0))
         fill_bytes = int(fill_chunks * int(shape.fill_sizes[j]))
         payload = float(totals[j]) + fill_bytes
@@ -255,7 +261,8 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
             cand, total, (max(0.0, total - half), total + half), payload, overhead, raw_bytes,
             source.stored_bytes, vbytes / 1e6 / enc_s if enc_s > 0 else math.inf,
             vbytes / 1e6 / dec_s if dec_s > 0 else math.inf, mx, rmse, psnr, len(good),
-            grid.present_chunks, grid.total_chunks, units))
+            grid.present_chunks, grid.total_chunks, units,
+            cand.target.sharding(c, grid.dims)))
     return out, predicted
 
 
