@@ -38,3 +38,31 @@ def test_five_percent_sample_within_5_percent_and_covered(
         advise_cases: dict[str, Case], exact_reports: dict[str, Any], name: str) -> None:
     covered = _ten_seeds(advise_cases[name], exact_reports[name], EXACT_SPECS[name])
     assert min(covered.values()) >= 9, covered
+
+
+def test_strata_keep_zeros_and_edges_apart() -> None:
+    """Chunks cut by the extent's border never share a stratum with whole ones; a value of
+    today's bytes held by many chunks (chunks of zeros) is a stratum of its own, whatever
+    chunks of data lie near it; every stratum is drawn from."""
+    import numpy as np
+
+    from viewer.core.advise.sampling import MIN_DRAW, SourceMap, TargetGrid
+
+    rng = np.random.default_rng(0)
+    dims = (7, 8, 8)  # 100 voxels along x in 16-voxel chunks: the last column is cut
+    sizes = rng.integers(2000, 4000, dims).astype(np.float64)
+    sizes[:, :, :2] = 26.0  # a slab of chunks of zeros
+    sizes[:, 0, 2] = 2400.0  # data next to them
+    source = SourceMap((0, 0, 0), (100, 128, 128), (16, 16, 16), (0, 0, 0),
+                       np.ones(dims, np.bool_), sizes, int(sizes.sum()), 1, "lz4")
+    grid = TargetGrid.of(source, (16, 16, 16))
+    edge = grid.grid[:, 0] == 6
+    for h in range(grid.strata):
+        members = grid.stratum == h
+        assert members.sum() > 0
+        assert len(set(edge[members].tolist())) == 1
+        zeros = grid.x[members] == 26.0
+        assert zeros.all() or not zeros.any()
+    sample = grid.sample(0.05, 1)
+    assert (sample.drawn >= np.minimum(MIN_DRAW, sample.population)).all()
+    assert sorted(set(sample.stratum.tolist())) == list(range(grid.strata))
