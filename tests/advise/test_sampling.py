@@ -5,6 +5,7 @@ whose size follows today's loosely)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -66,3 +67,26 @@ def test_strata_keep_zeros_and_edges_apart() -> None:
     sample = grid.sample(0.05, 1)
     assert (sample.drawn >= np.minimum(MIN_DRAW, sample.population)).all()
     assert sorted(set(sample.stratum.tolist())) == list(range(grid.strata))
+
+
+def test_raw_at_another_chunk_shape_counts_the_chunks_of_zeros(
+        advise_cases: dict[str, Case]) -> None:
+    """In 24^3 chunks over the noisy volume's 16^3, four chunks hold nothing but zeros (the
+    slab and the absent file) among data chunks as small today: N5 stores them as nothing.
+    They are a group of their own, so N5 raw's projection covers the exact figure."""
+    case = advise_cases["noisy"]
+    shape = (24, 24, 24)
+
+    def raw_24(report: Any) -> Any:
+        return next(p for p in report.projections if p.candidate.chunk_shape == shape)
+
+    with open_volume(str(case.root)) as volume:
+        request = AdviseRequest(specs=("n5:raw",), chunk_shapes=(shape,), shard_vx=FILE,
+                                threads=2)
+        exact = raw_24(run_advice(volume, replace(request, exhaustive=True)))
+        covered = 0
+        for seed in range(10):
+            est = raw_24(run_advice(volume, replace(request, fraction=0.05, seed=seed)))
+            assert est.sampled_chunks < est.present_chunks
+            covered += est.interval[0] <= exact.projected_bytes <= est.interval[1]
+    assert covered >= 9, covered

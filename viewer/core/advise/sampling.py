@@ -200,21 +200,25 @@ class TargetGrid:
         first = [lo[a] // chunk_shape[a] for a in range(3)]
         last = [(hi[a] - 1) // chunk_shape[a] for a in range(3)]
         dims = [last[a] - first[a] + 1 for a in range(3)]
+        cheapest = _cheapest(source)
         if chunk_shape == source.chunk_shape:
             present, x = source.present, source.sizes
+            plain = cheapest
         else:
             shares = [_overlap(lo[a], hi[a], source.chunk_shape[a], source.first[a],
                                source.present.shape[a], chunk_shape[a], first[a], dims[a])
                       for a in range(3)]
             x = _contract(source.sizes, shares)
-            present = _contract(source.present.astype(np.float64),
-                                [(m > 0).astype(np.float64) for m in shares]) > 0
+            meets = [(m > 0).astype(np.float64) for m in shares]
+            present = _contract(source.present.astype(np.float64), meets) > 0
+            plain = _contract((source.present & ~cheapest).astype(np.float64), meets) == 0
         grid = np.argwhere(present).astype(np.int64)
         xs = x[present].astype(np.float64)
         start = (grid + np.asarray(first, np.int64)) * np.asarray(chunk_shape, np.int64)
         edge = ((start < np.asarray(lo)) | (start + np.asarray(chunk_shape) > np.asarray(hi))
                 ).any(axis=1)
-        stratum, strata, by_position = _strata(grid, xs, edge)
+        group = edge.astype(np.int64) + 2 * plain[present].astype(np.int64)
+        stratum, strata, by_position = _strata(grid, xs, group)
         return cls(chunk_shape, lo, hi, (first[0], first[1], first[2]),
                    (dims[0], dims[1], dims[2]), grid + np.asarray(first, np.int64), xs,
                    stratum, strata, by_position)
@@ -269,18 +273,33 @@ def _systematic(members: IntArray, x: FloatArray, n: int, rng: np.random.Generat
     return out
 
 
-def _strata(grid: IntArray, x: FloatArray, edge: BoolArray) -> tuple[IntArray, int, bool]:
+def _cheapest(source: SourceMap) -> BoolArray:
+    """The source chunks of the smallest stored size when several share it: chunks of one
+    value (most often the fill value: stored only because the format stores every chunk)."""
+    sizes = source.sizes[source.present]
+    if sizes.shape[0] < 2:
+        return np.zeros(source.present.shape, np.bool_)
+    least = float(sizes.min())
+    if int(np.count_nonzero(sizes == least)) < 2:
+        return np.zeros(source.present.shape, np.bool_)
+    out: BoolArray = source.present & (source.sizes == least)
+    return out
+
+
+def _strata(grid: IntArray, x: FloatArray, group: IntArray) -> tuple[IntArray, int, bool]:
     """Each present chunk's stratum, and whether the strata go by position.
 
-    Edge chunks (cut by the extent's border: padded or clipped as the format does, so their
-    sizes follow today's differently) are stratified apart from the others.  In each group,
-    an *atom*, a value of today's bytes shared by many chunks (chunks of fill, of a constant,
-    or that the codec could not compress: alike), is a stratum of its own, so that a few
-    chunks of data are never hidden among hundreds of chunks of zeros; the rest are cut by
-    Dalenius and Hodges' cumulative square root of frequency rule (boundaries at equal steps
-    of ``sum sqrt(f)`` over a fine histogram of ``log(1 + x)``).  With today's bytes all
-    equal (raw data), by position instead (z, then y, then x) in equal parts.  About
-    ``MAX_STRATA`` strata in all, shared between the groups by their counts, each of at least
+    The chunks fall in groups stratified apart (``group``: 1 edge, 2 plain, 3 both): edge
+    chunks (cut by the extent's border: padded or clipped as the format does, so their sizes
+    follow today's differently) and *plain* chunks (made only of today's cheapest chunks: most
+    likely all fill, which many formats do not store at all).  In each group, an *atom*, a
+    value of today's bytes shared by many chunks (chunks of fill, of a constant, or that the
+    codec could not compress: alike), is a stratum of its own, so that a few chunks of data
+    are never hidden among hundreds of chunks of zeros; the rest are cut by Dalenius and
+    Hodges' cumulative square root of frequency rule (boundaries at equal steps of
+    ``sum sqrt(f)`` over a fine histogram of ``log(1 + x)``).  With today's bytes all equal
+    (raw data), by position instead (z, then y, then x) in equal parts.  About ``MAX_STRATA``
+    strata in all, shared between the groups by their counts, each of at least
     ``MIN_PER_STRATUM`` chunks (a smaller group is one stratum)."""
     n = int(x.shape[0])
     stratum = np.zeros(n, np.int64)
@@ -288,7 +307,8 @@ def _strata(grid: IntArray, x: FloatArray, edge: BoolArray) -> tuple[IntArray, i
         return stratum, 1, True
     by_position = float(x.max()) == float(x.min())
     next_label = 0
-    for members in (np.flatnonzero(~edge), np.flatnonzero(edge)):
+    for g in range(4):
+        members = np.flatnonzero(group == g)
         if members.shape[0] == 0:
             continue
         budget = max(1, min(MAX_STRATA, int(round(MAX_STRATA * members.shape[0] / n))))
