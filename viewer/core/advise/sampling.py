@@ -8,8 +8,9 @@ a target chunk is present when any source chunk it meets is, and its *current by
 stored bytes of the source chunks it meets, shared by the voxels it covers of each.
 
 ``TargetGrid.of`` also stratifies the present target chunks (a dataset is not uniform: tissue
-compresses worse than background, and today's size says which is which): edge chunks apart
-from the others; in each group a value of today's bytes shared by many chunks (chunks of
+compresses worse than background, and today's size says which is which): edge chunks and
+chunks made only of today's cheapest chunks (most likely all fill) apart from the others; in
+each group a value of today's bytes shared by many chunks (chunks of
 zeros) a stratum of its own; the rest cut by today's bytes (with today's sizes all equal, raw
 data, by position along z then y).  ``TargetGrid.sample`` draws ``fraction`` of the chunks
 with a seed, in proportion to each stratum's count times the square root of its mean bytes
