@@ -124,10 +124,12 @@ EXACT_SPECS: dict[str, tuple[str, ...]] = {
     "smooth": ("wkw:lz4hc:9", "zarr3+shard:zstd:3", "zarr3+shard:blosc-lz4-bitshuffle:5",
                "zarr3+shard:gzip:6", "n5:gzip:6", "precomputed:raw"),
     "noisy": ("wkw:lz4hc:9", "zarr3+shard:zstd:3", "zarr3+shard:blosc-lz4-bitshuffle:5",
-              "zarr3+shard:gzip:6", "n5:gzip:6", "n5:lz4", "precomputed:gzip:6", "n5:raw"),
+              "zarr3+shard:gzip:6", "n5:gzip:6", "n5:lz4", "precomputed:gzip:6", "n5:raw",
+              "precomputed+shard:raw"),
     "segmentation": ("wkw:lz4hc:9", "zarr3+shard:zstd:3", "zarr3+shard:gzip:6", "n5:gzip:6",
                      "precomputed:compressed_segmentation",
-                     "zarr3+shard:blosc-lz4-shuffle:5"),
+                     "zarr3+shard:blosc-lz4-shuffle:5",
+                     "precomputed+shard:compressed_segmentation"),
     "float": ("wkw:lz4hc:9", "zarr3+shard:zstd:3", "zarr3+shard:gzip:6", "n5:gzip:6"),
 }
 

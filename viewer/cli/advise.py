@@ -240,7 +240,7 @@ def write_text(report: Report, out: TextIO) -> None:
     else:
         out.write(f"sampled {report.sampled_chunks} of {report.present_chunks} present chunks "
                   f"({report.total_chunks} in the grid); sizes are projections with 95 % "
-                  f"intervals\n")
+                  f"intervals, all holding together\n")
     rec = report.recommendation
     if rec.index is not None:
         out.write(f"recommended: {report.projections[rec.index].candidate.label}\n"

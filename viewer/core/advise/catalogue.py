@@ -3,10 +3,11 @@ type and the layer's category.
 
 A candidate is written ``FORMAT[+shard]:ENCODING[:LEVEL]``, e.g. ``wkw:lz4hc:9``,
 ``zarr3+shard:zstd:5``, ``zarr3+shard:blosc-lz4-bitshuffle:5``, ``n5:gzip:6``, ``n5:lz4``,
-``precomputed:compressed_segmentation``, ``precomputed:jpeg:75``, ``zarr3:zfp-rate:8``
-(``zfp-precision:16``, ``zfp-accuracy:0.001``).  WKW is always files of blocks; ``+shard``
-shards a zarr3 array.  A segmentation layer is never offered a lossy encoding, even when
-asked for one.  Qt-free; pure functions.
+``precomputed:compressed_segmentation``, ``precomputed+shard:compressed_segmentation``,
+``precomputed:jpeg:75``, ``zarr3:zfp-rate:8`` (``zfp-precision:16``, ``zfp-accuracy:0.001``).
+WKW is always files of blocks; ``+shard`` shards a zarr3 array or a precomputed scale.  A
+segmentation layer is never offered a lossy encoding, even when asked for one.  Qt-free;
+pure functions.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _UINT8 = ["wkw:lz4hc:9", "wkw:lz4", "zarr3+shard:zstd:3", "zarr3+shard:zstd:5",
           "precomputed:gzip:6", "precomputed:jpeg:75"]
 _SEGMENTATION = ["wkw:lz4hc:9", "zarr3+shard:zstd:3", "zarr3+shard:zstd:5",
                  "zarr3+shard:blosc-lz4-shuffle:5", "n5:gzip:6",
-                 "precomputed:compressed_segmentation", "precomputed:gzip:6"]
+                 "precomputed:compressed_segmentation",
+                 "precomputed+shard:compressed_segmentation", "precomputed:gzip:6"]
 _INTEGER = ["wkw:lz4hc:9", "zarr3+shard:zstd:3", "zarr3+shard:zstd:5",
             "zarr3+shard:blosc-zstd-shuffle:5", "zarr3+shard:blosc-lz4-bitshuffle:5",
             "n5:gzip:6", "precomputed:gzip:6"]
@@ -76,9 +78,9 @@ def parse_spec(text: str, shard_vx: int = DEFAULT_SHARD_VX) -> tuple[TargetForma
     if fmt not in FORMATS:
         raise CandidateError(f"unknown format {fmt!r} in {text!r} (one of "
                              f"{', '.join(FORMATS)})")
-    if shard not in ("", "shard") or (shard and fmt != "zarr3"):
-        raise CandidateError(f"{text!r}: only zarr3 takes +shard (WKW is always files of "
-                             "blocks)")
+    if shard not in ("", "shard") or (shard and fmt not in ("zarr3", "precomputed")):
+        raise CandidateError(f"{text!r}: only zarr3 and precomputed take +shard (WKW is always "
+                             "files of blocks)")
     words = parts[1].lower().split("-")
     name, options = words[0], words[1:]
     level: float | None = None

@@ -320,8 +320,9 @@ def _report(volume: Volume, source: SourceMap, results: Sequence[ShapeResult],
     projections: list[Projection] = []
     maps: list[ShapeMap] = []
     problems = list(source.problems)
+    family = sum(len(r.candidates) for r in results)
     for r in results:
-        found, predicted = project(r, source, dtype, volume.num_channels)
+        found, predicted = project(r, source, dtype, volume.num_channels, family)
         first = len(projections)
         projections.extend(found)
         sampled = np.zeros(r.grid.present_chunks, np.bool_)

@@ -69,10 +69,10 @@ def read_chunk(volume: Volume, grid: Vec3, chunk_shape: Vec3, lo: Vec3, hi: Vec3
     return out, sl
 
 
-def _measure_one(cand: Candidate, arr: npt.NDArray[Any], fill_only: bool
+def _measure_one(cand: Candidate, arr: npt.NDArray[Any]
                  ) -> tuple[int, int, int, float, float]:
-    """``(stored bytes, encode ns, decode ns, squared error sum, max abs error)``."""
-    target, enc = cand.target, cand.encoding
+    """``(payload bytes, encode ns, decode ns, squared error sum, max abs error)``."""
+    enc = cand.encoding
     t0 = time.thread_time_ns()
     payload = enc.encode(arr)
     t1 = time.thread_time_ns()
@@ -86,9 +86,7 @@ def _measure_one(cand: Candidate, arr: npt.NDArray[Any], fill_only: bool
         diff = back.astype(np.float64) - arr.astype(np.float64)
         sq = float(np.dot(diff.ravel(), diff.ravel()))
         mx = float(np.abs(diff).max()) if diff.size else 0.0
-    stored = 0 if fill_only and not target.stores_fill_chunks else \
-        len(payload) + target.chunk_overhead(arr.shape[0] if arr.ndim == 4 else 1)
-    return stored, t1 - t0, t2 - t1, sq, mx
+    return len(payload), t1 - t0, t2 - t1, sq, mx
 
 
 def measure_array(chunk: npt.NDArray[Any], inside: tuple[slice, ...], fill: float,
@@ -109,13 +107,14 @@ def measure_array(chunk: npt.NDArray[Any], inside: tuple[slice, ...], fill: floa
         target = cand.target
         clip = target.clips_edges
         lkey = (target.layout_key(chunk.dtype, chunk.shape[0]), clip)
-        key = (lkey, cand.encoding, target.stores_fill_chunks, target.chunk_overhead(
-            chunk.shape[0]))
+        key = (lkey, cand.encoding)
         if key not in done:
             if lkey not in layouts:
                 layouts[lkey] = target.layout(clipped if clip else chunk)
-            done[key] = _measure_one(cand, layouts[lkey], fill_only)
-        sizes[k], enc_ns[k], dec_ns[k], sq[k], mx[k] = done[key]
+            done[key] = _measure_one(cand, layouts[lkey])
+        payload, enc_ns[k], dec_ns[k], sq[k], mx[k] = done[key]
+        sizes[k] = 0 if fill_only and not target.stores_fill_chunks else \
+            payload + target.chunk_overhead(chunk.shape[0])
     lo = float(chunk[inside].min()) if clipped.size else 0.0
     hi = float(chunk[inside].max()) if clipped.size else 0.0
     voxels = int(np.prod(chunk.shape[1:]))

@@ -5,13 +5,16 @@ Per candidate, the payload total is a stratified estimate over the present chunk
 stratum, when today's sizes ``x`` vary, the separate regression estimator
 ``N_h * (ybar + b (Xbar_h - xbar))`` with the stratum's least-squares slope ``b`` (a
 candidate's size mostly follows today's, and where it does not, ``b`` is near 0 and this is
-the mean), else the mean ``N_h * ybar``; its variance the usual
-``N_h^2 (1 - n_h/N_h) s_h^2 / n_h`` of the residuals, and the interval ``+- t * sqrt(var)``
-with Student's t at Satterthwaite's degrees of freedom (few when the variance comes from a
-few strata of few chunks: the interval widens, as it must).  An exhaustive run (``--all``) is
-exact: no interval.  To the payloads the format's own bytes are added exactly: chunks of fill
-in stored WKW files (each costs what a fill chunk encodes to), unit headers, jump tables and
-shard indexes for every unit holding data, ``header.wkw``.
+the mean), else the mean ``N_h * ybar``.  Its variance is the stratified delete-one jackknife
+(each drawn chunk left out in turn, the slope fitted again: the slope's own uncertainty, which
+the residuals alone leave out, is counted) with the finite-population correction
+``1 - n_h/N_h``; the interval is ``+- t * sqrt(var)`` with Student's t at Satterthwaite's
+degrees of freedom (few when the variance comes from a few strata of few chunks: the interval
+widens, as it must), at the level that makes the run's intervals hold together at 95 %
+(Bonferroni over its candidates: one reads the table as a whole, comparing candidates).  An
+exhaustive run (``--all``) is exact: no interval.  To the payloads the format's own bytes are
+added exactly: chunks of fill in stored WKW files (each costs what a fill chunk encodes to),
+unit headers, jump tables and shard indexes for every unit holding data, ``header.wkw``.
 
 The same estimator gives each present chunk's predicted bytes (its measured bytes where it
 was sampled): what the Map colours by.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -36,21 +40,26 @@ Vec3 = tuple[int, int, int]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Two-sided 95 % normal quantile.
-Z95 = 1.959963984540054
+#: The confidence of the intervals, held by a run's candidates together.
+CONFIDENCE = 0.95
 REGRESSION = True
 
 
-def t95(df: int) -> float:
-    """Student's t 97.5 % quantile (Cornish-Fisher expansion; exact to 1e-3 from 3 degrees
-    of freedom)."""
+def t_quantile(p: float, df: int) -> float:
+    """Student's t ``p`` quantile (Cornish-Fisher expansion around the normal quantile;
+    within 1e-3 of the exact value from 3 degrees of freedom for the quantiles used here)."""
     if df <= 0:
         return float("inf")
-    z = Z95
+    z = NormalDist().inv_cdf(p)
     g1 = (z ** 3 + z) / 4
     g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
     g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
     return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
+
+
+def t95(df: int) -> float:
+    """Student's t 97.5 % quantile: a single two-sided 95 % interval's half-width factor."""
+    return t_quantile(0.975, df)
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,8 @@ class Projection:
     present_chunks: int
     total_chunks: int
     units: int
+    #: A precomputed shard's bits (the ``sharding`` its ``info`` would hold).
+    sharding: dict[str, int] | None = None
 
     @property
     def lossless(self) -> bool:
@@ -106,6 +117,10 @@ class Projection:
             "total_chunks": self.total_chunks,
             "units": self.units,
         })
+        if self.sharding is not None:
+            doc["sharding"] = {"@type": "neuroglancer_uint64_sharded_v1", "hash": "identity",
+                               **self.sharding, "minishard_index_encoding": "raw",
+                               "data_encoding": "raw"}
         return doc
 
 
@@ -130,8 +145,45 @@ class ShapeResult:
         return [m.error for m in self.measures.values() if m.error is not None]
 
 
-def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channels: int
-            ) -> tuple[list[Projection], FloatArray]:
+def _fit(xs: FloatArray, ys: FloatArray, regression: bool
+         ) -> tuple[FloatArray, FloatArray, float]:
+    """``(slope, ybar, xbar)`` of the candidates' sizes ``ys`` (``(n, k)``) on today's ``xs``:
+    the least-squares slope when ``regression`` and ``xs`` vary over more than two chunks,
+    else 0 (the mean)."""
+    xbar = float(xs.mean())
+    ybar = ys.mean(axis=0)
+    sxx = float(((xs - xbar) ** 2).sum())
+    if not regression or sxx <= 0 or xs.shape[0] <= 2:
+        return np.zeros(ys.shape[1]), ybar, xbar
+    slope = ((xs - xbar)[:, None] * (ys - ybar[None, :])).sum(axis=0) / sxx
+    return slope, ybar, xbar
+
+
+def _jackknife(xs: FloatArray, ys: FloatArray, big_n: int, big_xbar: float, regression: bool
+               ) -> FloatArray:
+    """The delete-one jackknife variance of one stratum's total (per candidate), before the
+    finite-population correction: each drawn chunk left out in turn and the slope fitted
+    again, so that the slope's own uncertainty, which the residuals' variance leaves out,
+    is counted."""
+    n = xs.shape[0]
+    m = n - 1
+    x_i = xs[:, None]
+    xbar_i = (xs.sum() - xs) / m
+    ybar_i = (ys.sum(axis=0)[None, :] - ys) / m
+    slope = np.zeros_like(ys)
+    if regression and m > 2:
+        sxx_i = (xs ** 2).sum() - xs ** 2 - m * xbar_i ** 2
+        sxy_i = (xs[:, None] * ys).sum(axis=0)[None, :] - x_i * ys \
+            - m * xbar_i[:, None] * ybar_i
+        ok = sxx_i > 1e-9 * max(float((xs ** 2).sum()), 1.0)
+        slope[ok] = sxy_i[ok] / sxx_i[ok, None]
+    t_i = big_n * (ybar_i + slope * (big_xbar - xbar_i)[:, None])
+    out: FloatArray = (m / n) * ((t_i - t_i.mean(axis=0)[None, :]) ** 2).sum(axis=0)
+    return out
+
+
+def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channels: int,
+            family: int = 1) -> tuple[list[Projection], FloatArray]:
     """Each candidate's ``Projection`` and the predicted bytes of every present chunk
     (``(present chunks, candidates)``)."""
     grid, sample = shape.grid, shape.sample
@@ -159,26 +211,16 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
             if n_h == 0:
                 continue
         ys, xs = y[sel], x[sel]
-        xbar, ybar = float(xs.mean()), ys.mean(axis=0)
-        sxx = float(((xs - xbar) ** 2).sum())
-        if REGRESSION and not grid.by_position and sxx > 0 and n_h > 2:
-            slope = ((xs - xbar)[:, None] * (ys - ybar[None, :])).sum(axis=0) / sxx
-            big_xbar = float(x_all[members].mean())
-            totals += big_n * (ybar + slope * (big_xbar - xbar))
-            resid = ys - ybar[None, :] - (xs - xbar)[:, None] * slope[None, :]
-            lost = 2
-            predicted[members] = np.maximum(
-                ybar[None, :] + (x_all[members, None] - xbar) * slope[None, :], 0.0)
-        else:
-            totals += big_n * ybar
-            resid = ys - ybar[None, :]
-            lost = 1
-            predicted[members] = ybar[None, :]
-        if n_h > lost and n_h < big_n:
-            s2 = (resid ** 2).sum(axis=0) / (n_h - lost)
-            part = big_n ** 2 * (1 - n_h / big_n) * s2 / n_h
+        big_xbar = float(x_all[members].mean())
+        slope, ybar, xbar = _fit(xs, ys, REGRESSION and not grid.by_position)
+        totals += big_n * (ybar + slope * (big_xbar - xbar))
+        predicted[members] = np.maximum(
+            ybar[None, :] + (x_all[members, None] - xbar) * slope[None, :], 0.0)
+        if 1 < n_h < big_n:
+            part = (1 - n_h / big_n) * _jackknife(xs, ys, big_n, big_xbar,
+                                                  REGRESSION and not grid.by_position)
             var += part
-            df_den += part ** 2 / (n_h - lost)
+            df_den += part ** 2 / (n_h - 1)
     if len(rows):
         predicted[rows] = y  # measured where sampled
     exact = sample.exhaustive
@@ -192,19 +234,22 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
     hi = max((m.hi for m in measured), default=0.0)
     peak = (float(np.iinfo(dtype).max) - float(np.iinfo(dtype).min)) if dtype.kind in "iu" \
         else hi - lo
+    # Bonferroni: each interval at 1 - 0.05 / family, so that all of a run's hold at once.
+    level = 1 - (1 - CONFIDENCE) / (2 * max(1, family))
     out: list[Projection] = []
     for j, cand in enumerate(shape.candidates):
-        per_unit = cand.target.chunks_per_unit(c)
+        per_unit = cand.target.chunks_per_unit(c, grid.dims)
         units, present_in_units = grid.units(per_unit)
         n_unit = int(np.prod(per_unit))
         fill_chunks = units * n_unit - present_in_units if cand.target.stores_fill_chunks else 0
-        overhead = (units * cand.target.unit_overhead(c, cand.encoding)
+        overhead = (units * cand.target.unit_overhead(c, cand.encoding, grid.dims)
                     + (cand.target.fixed_overhead if units else 0))
         fill_bytes = int(fill_chunks * int(shape.fill_sizes[j]))
         payload = float(totals[j]) + fill_bytes
         total = payload + overhead
         df = float(var[j]) ** 2 / float(df_den[j]) if df_den[j] > 0 else 1.0
-        half = 0.0 if exact else t95(max(1, int(df))) * math.sqrt(max(float(var[j]), 0.0))
+        half = 0.0 if exact else t_quantile(level, max(1, int(df))) \
+            * math.sqrt(max(float(var[j]), 0.0))
         enc_s = sum(int(m.encode_ns[j]) for m in measured) / 1e9
         dec_s = sum(int(m.decode_ns[j]) for m in measured) / 1e9
         sq = sum(float(m.sq_error[j]) for m in measured)
@@ -216,8 +261,9 @@ def project(shape: ShapeResult, source: SourceMap, dtype: np.dtype[Any], channel
             cand, total, (max(0.0, total - half), total + half), payload, overhead, raw_bytes,
             source.stored_bytes, vbytes / 1e6 / enc_s if enc_s > 0 else math.inf,
             vbytes / 1e6 / dec_s if dec_s > 0 else math.inf, mx, rmse, psnr, len(good),
-            grid.present_chunks, grid.total_chunks, units))
+            grid.present_chunks, grid.total_chunks, units,
+            cand.target.sharding(c, grid.dims)))
     return out, predicted
 
 
-__all__ = ["Projection", "ShapeResult", "project", "t95"]
+__all__ = ["Projection", "ShapeResult", "project", "t95", "t_quantile", "CONFIDENCE"]

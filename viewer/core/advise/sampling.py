@@ -7,11 +7,15 @@ chunks of the volume's grid are present, each one's stored bytes, and the units'
 a target chunk is present when any source chunk it meets is, and its *current bytes* are the
 stored bytes of the source chunks it meets, shared by the voxels it covers of each.
 
-``TargetGrid.sample`` stratifies the present target chunks by their current bytes (a dataset
-is not uniform: tissue compresses worse than background, and today's size says which is which;
-with today's sizes all equal, raw data, by position along z then y instead), in up to
-``MAX_STRATA`` strata of equal count, and draws a simple random sample in each (at least two
-per stratum, so that each has a variance), ``fraction`` of the chunks in all, with a seed.
+``TargetGrid.of`` also stratifies the present target chunks (a dataset is not uniform: tissue
+compresses worse than background, and today's size says which is which): edge chunks and
+chunks made only of today's cheapest chunks (most likely all fill) apart from the others; in
+each group a value of today's bytes shared by many chunks (chunks of
+zeros) a stratum of its own; the rest cut by today's bytes (with today's sizes all equal, raw
+data, by position along z then y).  ``TargetGrid.sample`` draws ``fraction`` of the chunks
+with a seed, in proportion to each stratum's count times the square root of its mean bytes
+today (bigger chunks vary more in bytes), at least ``MIN_DRAW`` per stratum, systematically
+in order of today's bytes within each.
 
 Qt-free; pure functions and immutable results; any thread.
 """
@@ -39,6 +43,14 @@ MAX_STRATA = 8
 MIN_PER_STRATUM = 8
 #: A sample is at least this many chunks (or all of them), whatever the fraction.
 MIN_SAMPLE = 40
+#: Chunks drawn per stratum at least (or all of it): enough for a variance with a slope.
+MIN_DRAW = 4
+#: A value of today's bytes held by this share of a group's chunks (and by at least
+#: ``MIN_PER_STRATUM``) is a stratum of its own; at most ``MAX_ATOMS`` such per group.
+ATOM_SHARE = 0.01
+MAX_ATOMS = 3
+#: A stratum's share of the sample: its count times its mean bytes today to this power.
+ALLOC_POWER = 0.5
 
 
 @dataclass(frozen=True)
@@ -189,18 +201,25 @@ class TargetGrid:
         first = [lo[a] // chunk_shape[a] for a in range(3)]
         last = [(hi[a] - 1) // chunk_shape[a] for a in range(3)]
         dims = [last[a] - first[a] + 1 for a in range(3)]
+        cheapest = _cheapest(source)
         if chunk_shape == source.chunk_shape:
             present, x = source.present, source.sizes
+            plain = cheapest
         else:
             shares = [_overlap(lo[a], hi[a], source.chunk_shape[a], source.first[a],
                                source.present.shape[a], chunk_shape[a], first[a], dims[a])
                       for a in range(3)]
             x = _contract(source.sizes, shares)
-            present = _contract(source.present.astype(np.float64),
-                                [(m > 0).astype(np.float64) for m in shares]) > 0
+            meets = [(m > 0).astype(np.float64) for m in shares]
+            present = _contract(source.present.astype(np.float64), meets) > 0
+            plain = _contract((source.present & ~cheapest).astype(np.float64), meets) == 0
         grid = np.argwhere(present).astype(np.int64)
         xs = x[present].astype(np.float64)
-        stratum, strata, by_position = _strata(grid, xs)
+        start = (grid + np.asarray(first, np.int64)) * np.asarray(chunk_shape, np.int64)
+        edge = ((start < np.asarray(lo)) | (start + np.asarray(chunk_shape) > np.asarray(hi))
+                ).any(axis=1)
+        group = edge.astype(np.int64) + 2 * plain[present].astype(np.int64)
+        stratum, strata, by_position = _strata(grid, xs, group)
         return cls(chunk_shape, lo, hi, (first[0], first[1], first[2]),
                    (dims[0], dims[1], dims[2]), grid + np.asarray(first, np.int64), xs,
                    stratum, strata, by_position)
@@ -216,19 +235,20 @@ class TargetGrid:
         if want >= n_total:
             return self.sample(fraction, seed, exhaustive=True)
         rng = np.random.default_rng(seed)
-        # Neyman allocation on today's bytes: strata whose chunks differ more get more of the
-        # sample (by position: in proportion to size), at least two each.
-        spread = np.asarray([self.x[self.stratum == h].std() if pop[h] else 0.0
+        # How a candidate's size varies within a stratum is not known before it is measured
+        # (today's spread says little of it), so no stratum is starved on the strength of
+        # today's spread; compressed sizes spread roughly in proportion to their mean, hence
+        # the mean's weight (its square root: half way to proportional allocation).
+        mean_x = np.asarray([self.x[self.stratum == h].mean() if pop[h] else 0.0
                              for h in range(self.strata)])
-        weight = pop * spread if not self.by_position and spread.sum() > 0 else \
-            pop.astype(np.float64)
-        weight = weight + 1e-9 * pop  # a stratum of equal chunks still gets its two
-        drawn = np.minimum(pop, np.maximum(2, np.round(want * weight / weight.sum())))
+        weight = pop * np.maximum(mean_x, 1.0) ** ALLOC_POWER
+        drawn = np.minimum(pop, np.maximum(MIN_DRAW, np.round(want * weight / weight.sum())))
         drawn = drawn.astype(np.int64)
         rows_out: list[IntArray] = []
         for h in range(self.strata):
             members = np.flatnonzero(self.stratum == h)
-            rows_out.append(np.sort(rng.choice(members, size=int(drawn[h]), replace=False)))
+            rows_out.append(np.sort(_systematic(members, self.x[members], int(drawn[h]),
+                                                rng)))
         rows = np.concatenate(rows_out) if rows_out else np.zeros(0, np.int64)
         return Sample(rows.astype(np.int64), self.stratum[rows], pop, drawn, False)
 
@@ -241,21 +261,97 @@ class TargetGrid:
         return int(np.unique(keys, axis=0).shape[0]), self.present_chunks
 
 
-def _strata(grid: IntArray, x: FloatArray) -> tuple[IntArray, int, bool]:
-    """Each present chunk's stratum, by today's bytes ``x``: Dalenius and Hodges' cumulative
-    square root of frequency rule (boundaries equal steps of ``sum sqrt(f)`` over a fine
-    histogram of ``log(1 + x)``: many narrow strata where chunks differ, few wide ones where they
-    are alike, such as chunks of zeros), at most ``MAX_STRATA``, each of at least
-    ``MIN_PER_STRATUM`` chunks; by position (z, then y, then x) in equal parts when every
-    ``x`` is the same."""
+def _systematic(members: IntArray, x: FloatArray, n: int, rng: np.random.Generator
+                ) -> IntArray:
+    """``n`` of ``members`` drawn systematically in order of today's bytes ``x`` (ties in a
+    random order): a random start, then evenly spaced, so that the draw spans the stratum's
+    sizes instead of, by chance, only one end of them."""
+    shuffle: FloatArray = rng.random(size=int(members.shape[0]))
+    order = members[np.lexsort((shuffle, x))]
+    step = members.shape[0] / n
+    picks = np.floor(rng.random() * step + step * np.arange(n)).astype(np.int64)
+    out: IntArray = order[np.minimum(picks, members.shape[0] - 1)]
+    return out
+
+
+def _cheapest(source: SourceMap) -> BoolArray:
+    """The source chunks of the smallest stored size when several share it: chunks of one
+    value (most often the fill value: stored only because the format stores every chunk)."""
+    sizes = source.sizes[source.present]
+    if sizes.shape[0] < 2:
+        return np.zeros(source.present.shape, np.bool_)
+    least = float(sizes.min())
+    if int(np.count_nonzero(sizes == least)) < 2:
+        return np.zeros(source.present.shape, np.bool_)
+    out: BoolArray = source.present & (source.sizes == least)
+    return out
+
+
+def _strata(grid: IntArray, x: FloatArray, group: IntArray) -> tuple[IntArray, int, bool]:
+    """Each present chunk's stratum, and whether the strata go by position.
+
+    The chunks fall in groups stratified apart (``group``: 1 edge, 2 plain, 3 both): edge
+    chunks (cut by the extent's border: padded or clipped as the format does, so their sizes
+    follow today's differently) and *plain* chunks (made only of today's cheapest chunks: most
+    likely all fill, which many formats do not store at all).  In each group, an *atom*, a
+    value of today's bytes shared by many chunks (chunks of fill, of a constant, or that the
+    codec could not compress: alike), is a stratum of its own, so that a few chunks of data
+    are never hidden among hundreds of chunks of zeros; the rest are cut by Dalenius and
+    Hodges' cumulative square root of frequency rule (boundaries at equal steps of
+    ``sum sqrt(f)`` over a fine histogram of ``log(1 + x)``).  With today's bytes all equal
+    (raw data), by position instead (z, then y, then x) in equal parts.  About ``MAX_STRATA``
+    strata in all, shared between the groups by their counts, each of at least
+    ``MIN_PER_STRATUM`` chunks (a smaller group is one stratum)."""
     n = int(x.shape[0])
-    strata = max(1, min(MAX_STRATA, n // MIN_PER_STRATUM))
-    by_position = n == 0 or float(x.max()) == float(x.min())
+    stratum = np.zeros(n, np.int64)
+    if n == 0:
+        return stratum, 1, True
+    by_position = float(x.max()) == float(x.min())
+    next_label = 0
+    for g in range(4):
+        members = np.flatnonzero(group == g)
+        if members.shape[0] == 0:
+            continue
+        budget = max(1, min(MAX_STRATA, int(round(MAX_STRATA * members.shape[0] / n))))
+        labels, count = _group_strata(grid[members], x[members], budget, by_position)
+        stratum[members] = labels + next_label
+        next_label += count
+    return stratum, next_label, by_position
+
+
+def _group_strata(grid: IntArray, x: FloatArray, budget: int, by_position: bool
+                  ) -> tuple[IntArray, int]:
+    """One group's strata (see ``_strata``): labels from 0, and how many."""
+    n = int(x.shape[0])
     stratum = np.zeros(n, np.int64)
     if by_position:
-        order = np.lexsort((grid[:, 0], grid[:, 1], grid[:, 2])) if n else np.zeros(0, np.int64)
-        stratum[order] = (np.arange(n) * strata) // max(n, 1)
-        return stratum, strata, True
+        strata = max(1, min(budget, n // MIN_PER_STRATUM))
+        order = np.lexsort((grid[:, 0], grid[:, 1], grid[:, 2]))
+        stratum[order] = (np.arange(n) * strata) // n
+        return stratum, strata
+    values, counts = np.unique(x, return_counts=True)
+    big = max(MIN_PER_STRATUM, int(math.ceil(ATOM_SHARE * n)))
+    atoms = values[np.argsort(counts)[::-1][:MAX_ATOMS]]
+    atoms = atoms[np.isin(atoms, values[counts >= big])]
+    is_atom = np.isin(x, atoms)
+    rest = np.flatnonzero(~is_atom)
+    label = 0
+    for value in np.sort(atoms):
+        stratum[x == value] = label
+        label += 1
+    if rest.shape[0]:
+        strata = max(1, min(budget, rest.shape[0] // MIN_PER_STRATUM))
+        cut = _cum_sqrt_f(x[rest], strata)
+        stratum[rest] = cut + label
+        label += int(cut.max()) + 1
+    return stratum, label
+
+
+def _cum_sqrt_f(x: FloatArray, strata: int) -> IntArray:
+    """Dalenius and Hodges' strata of ``x`` (at most ``strata``, each of at least
+    ``MIN_PER_STRATUM`` chunks but for a lone one), labelled from 0 in order of ``x``."""
+    if strata <= 1 or float(x.max()) == float(x.min()):
+        return np.zeros(x.shape[0], np.int64)
     bins = max(strata * 20, 50)
     logx = np.log1p(np.maximum(x, 0.0))
     counts, edges = np.histogram(logx, bins=bins)
@@ -276,8 +372,7 @@ def _strata(grid: IntArray, x: FloatArray) -> tuple[IntArray, int, bool]:
         held += size
     if held < MIN_PER_STRATUM and current > 0:  # a small last stratum joins the one before
         label[label == current] = current - 1
-        current -= 1
-    return label[stratum], current + 1, False
+    return label[stratum]
 
 
 __all__ = ["SourceMap", "survey", "TargetGrid", "Sample", "MAX_STRATA", "MIN_SAMPLE"]

@@ -17,8 +17,14 @@ checked against the real writers in ``tests/advise``:
 - **n5** (as tensorstore writes it): one file per chunk, a big-endian header (mode u16, ndim
   u16, one u32 per dimension) before the payload; big-endian voxels, x fastest, channels last;
   full-size edge chunks; fill-only chunks not stored.
-- **precomputed** (neuroglancer, unsharded, as tensorstore writes it): one object per chunk,
-  x fastest then y, z, channel; edge chunks clipped to the extent; fill-only chunks not stored.
+- **precomputed** (neuroglancer, as tensorstore writes it): one object per chunk, x fastest
+  then y, z, channel; edge chunks clipped to the extent; fill-only chunks not stored.  Sharded
+  (``neuroglancer_uint64_sharded_v1``, identity hash, raw indexes): a shard file per aligned
+  box of chunks holding data (the chunks whose compressed Morton codes share their high bits:
+  ``shard`` voxels a side, as far as the grid has bits on each axis), each the shard index
+  (16 bytes per minishard) and, per stored chunk, its bytes and 24 bytes of minishard index;
+  ``2^minishard_bits`` about the square root of the chunks per shard (a reader's shard index
+  and minishard index both stay small), the rest of the box's bits ``preshift_bits``.
 
 The metadata files (``zarr.json``, ``attributes.json``, ``info``) are left out: a few hundred
 bytes per array.  Qt-free; immutable; any thread.
@@ -51,6 +57,9 @@ WKW_HEADER = 16
 #: Bytes per chunk of a zarr v3 shard index, and its crc32c.
 ZARR3_INDEX_ENTRY = 16
 ZARR3_INDEX_CRC = 4
+#: Bytes per minishard of a precomputed shard index, and per chunk of a (raw) minishard index.
+PRECOMPUTED_SHARD_ENTRY = 16
+PRECOMPUTED_MINISHARD_ENTRY = 24
 
 
 @dataclass(frozen=True)
@@ -93,27 +102,50 @@ class TargetFormat:
         dtype = chunk.dtype.newbyteorder(">") if big else chunk.dtype.newbyteorder("<")
         return np.ascontiguousarray(arr, dtype=dtype)
 
-    def chunks_per_unit(self, chunk_shape: Vec3) -> Vec3:
-        """Chunks per storage unit along x, y, z."""
+    def chunks_per_unit(self, chunk_shape: Vec3, grid_dims: Vec3 | None = None) -> Vec3:
+        """Chunks per storage unit along x, y, z (for a precomputed shard, ``grid_dims``, the
+        chunk grid's size, says which axes still have bits of the Morton code to give)."""
         if not self.sharded:
             return (1, 1, 1)
         n = [max(1, self.shard_vx // c) for c in chunk_shape]
+        if self.name == "precomputed":
+            return morton_box(sum(_bits(v) for v in n), grid_dims or (1 << 30,) * 3)
         return (n[0], n[1], n[2])
 
+    def sharding(self, chunk_shape: Vec3, grid_dims: Vec3) -> dict[str, int] | None:
+        """A precomputed shard's ``preshift_bits``, ``minishard_bits`` and ``shard_bits`` (the
+        ``sharding`` of its ``info``); None for other targets."""
+        if self.name != "precomputed" or not self.sharded:
+            return None
+        box = self.chunks_per_unit(chunk_shape, grid_dims)
+        k = sum(_bits(v) for v in box)
+        minishard = k // 2
+        total = sum(_bits(v) for v in grid_dims)
+        return {"preshift_bits": k - minishard, "minishard_bits": minishard,
+                "shard_bits": max(0, total - k)}
+
     def chunk_overhead(self, channels: int) -> int:
-        """Bytes a stored chunk carries besides its payload (N5's block header)."""
+        """Bytes a stored chunk carries besides its payload (N5's block header, a precomputed
+        shard's minishard index entry)."""
         if self.name == "n5":
             return 4 + 4 * (3 + (channels > 1))
+        if self.name == "precomputed" and self.sharded:
+            return PRECOMPUTED_MINISHARD_ENTRY
         return 0
 
-    def unit_overhead(self, chunk_shape: Vec3, encoding: Encoding) -> int:
+    def unit_overhead(self, chunk_shape: Vec3, encoding: Encoding,
+                      grid_dims: Vec3 | None = None) -> int:
         """Bytes a storage unit carries besides its chunks: a WKW file's header and jump table,
-        a zarr3 shard's index."""
-        n = int(np.prod(self.chunks_per_unit(chunk_shape)))
+        a zarr3 shard's index, a precomputed shard's index."""
+        n = int(np.prod(self.chunks_per_unit(chunk_shape, grid_dims)))
         if self.name == "wkw":
             return WKW_HEADER + (0 if encoding.name == "raw" else 8 * n)
         if self.name == "zarr3" and self.sharded:
             return ZARR3_INDEX_ENTRY * n + ZARR3_INDEX_CRC
+        if self.name == "precomputed" and self.sharded:
+            spec = self.sharding(chunk_shape, grid_dims or (1 << 30,) * 3)
+            assert spec is not None
+            return PRECOMPUTED_SHARD_ENTRY << spec["minishard_bits"]
         return 0
 
     @property
@@ -150,6 +182,24 @@ class TargetFormat:
         return f"{self.name} sharded" if self.sharded else self.name
 
 
+def _bits(n: int) -> int:
+    """Bits to number ``n`` positions (0 for one)."""
+    return max(0, int(n - 1).bit_length())
+
+
+def morton_box(k: int, grid_dims: Vec3) -> Vec3:
+    """The box of chunks whose compressed Morton codes share all but their ``k`` low bits:
+    the bits go to x, y, z in turn, skipping an axis once the grid has no more bits on it."""
+    have = [_bits(v) for v in grid_dims]
+    got = [0, 0, 0]
+    while k > 0 and any(got[a] < have[a] for a in range(3)):
+        for a in range(3):
+            if k > 0 and got[a] < have[a]:
+                got[a] += 1
+                k -= 1
+    return (1 << got[0], 1 << got[1], 1 << got[2])
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One way to store the data: a target format, an encoding, a chunk shape."""
@@ -178,4 +228,4 @@ class Candidate:
                 "label": self.label}
 
 
-__all__ = ["TargetFormat", "Candidate", "FORMATS", "DEFAULT_SHARD_VX"]
+__all__ = ["TargetFormat", "Candidate", "FORMATS", "DEFAULT_SHARD_VX", "morton_box"]
