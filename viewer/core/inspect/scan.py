@@ -140,8 +140,13 @@ def unit_stats(volume: Volume, position: Sequence[int],
     """The unit-table row of the unit at ``position``: from its index only (nothing
     decoded)."""
     pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
-    facts = facts or VolumeFacts.of(volume)
     table, error = open_table(volume, pos)
+    return _stats(volume, pos, facts or VolumeFacts.of(volume), table, error)
+
+
+def _stats(volume: Volume, pos: Vec3, facts: VolumeFacts, table: UnitTable | None,
+           error: FormatError | None) -> UnitStats:
+    """``unit_stats`` of a unit already opened (``open_table``)."""
     path = volume.unit_path(pos)
     if table is None:
         return error_row(path, pos, error or FormatError("absent", path))
@@ -177,12 +182,29 @@ class ScanBatch:
     error: str | None = None
 
 
+def scanned_row(volume: Volume, position: Sequence[int],
+                facts: VolumeFacts | None = None) -> UnitStats | None:
+    """The row a scan shows for ``position``, one of ``Volume.units_to_check``: as
+    ``unit_stats``, but None for a unit proven absent where the units come from the grid
+    (a store that cannot list: plain HTTP), as a listing leaves absent units out."""
+    if volume.lists_units:
+        return unit_stats(volume, position, facts)
+    pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
+    table, error = open_table(volume, pos)
+    if table is None and error is None:
+        return None
+    return _stats(volume, pos, facts or VolumeFacts.of(volume), table, error)
+
+
 def scan_batches(volume: Volume, cancel: threading.Event | None = None,
                  batch_seconds: float = 0.05, batch_rows: int = 500) -> Iterator[ScanBatch]:
     """Every unit's stats in batches (the last one ``finished``); stops when ``cancel`` is
-    set.  Any thread."""
+    set.  The units are ``Volume.units_to_check``: the listing where the store lists, else
+    every position of the grid (over plain HTTP a listing finds nothing; each position is
+    opened, a proven-absent one shows no row, one that cannot be read is a row naming its
+    error).  Any thread."""
     positions: list[Vec3] = []
-    for pos in volume.iter_units():
+    for pos in volume.units_to_check():
         if cancel is not None and cancel.is_set():
             return
         positions.append(pos)
@@ -193,7 +215,9 @@ def scan_batches(volume: Volume, cancel: threading.Event | None = None,
     for done, pos in enumerate(positions, 1):
         if cancel is not None and cancel.is_set():
             return
-        rows.append(unit_stats(volume, pos, facts))
+        row = scanned_row(volume, pos, facts)
+        if row is not None:
+            rows.append(row)
         now = time.perf_counter()
         if len(rows) >= batch_rows or now - last >= batch_seconds:
             yield ScanBatch(tuple(rows), done, total)
@@ -205,7 +229,8 @@ def scan_batches(volume: Volume, cancel: threading.Event | None = None,
 def scan_all(volume: Volume) -> list[UnitStats]:
     """Every unit's stats, synchronously (for the command line and tests)."""
     facts = VolumeFacts.of(volume)
-    return [unit_stats(volume, pos, facts) for pos in volume.iter_units()]
+    rows = (scanned_row(volume, pos, facts) for pos in volume.units_to_check())
+    return [row for row in rows if row is not None]
 
 
 @dataclass(frozen=True)
@@ -265,7 +290,8 @@ def scan_share(share: ScanShare) -> list[UnitStats]:
     volume = share.reopen.open()
     try:
         facts = VolumeFacts.of(volume)
-        return [unit_stats(volume, pos, facts) for pos in share.positions]
+        rows = (scanned_row(volume, pos, facts) for pos in share.positions)
+        return [row for row in rows if row is not None]
     finally:
         volume.close()
 
@@ -349,7 +375,7 @@ class UnitScan:
             return
         if self.use_process:
             count = 0
-            for _ in self.volume.iter_units():
+            for _ in self.volume.units_to_check():
                 count += 1
                 if count > self.PROCESS_THRESHOLD or self._cancel.is_set():
                     break
@@ -410,7 +436,7 @@ class UnitScan:
         from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
 
         positions = []
-        for pos in self.volume.iter_units():
+        for pos in self.volume.units_to_check():
             if self._cancel.is_set():
                 return
             positions.append(pos)
@@ -499,7 +525,7 @@ class TableCache:
         self.reset(self.volume)
 
 
-__all__ = ["UnitStats", "stats_of_table", "unit_stats", "open_table", "error_row",
+__all__ = ["UnitStats", "stats_of_table", "unit_stats", "scanned_row", "open_table", "error_row",
            "histogram_edges", "HISTOGRAM_BINS", "VolumeFacts", "ScanBatch", "UnitScan",
            "Reopen", "ScanWork", "ScanShare", "scan_share", "set_scan_scheduler",
            "scan_scheduler", "scan_batches", "scan_all", "TableCache", "compression_of",
