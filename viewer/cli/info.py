@@ -59,6 +59,7 @@ from viewer.core.parallel import cores, ordered_map
 from viewer.format import (
     ChecksumError,
     Dataset,
+    FileChangedError,
     FormatError,
     RemoteError,
     Volume,
@@ -82,11 +83,11 @@ Vec3 = tuple[int, int, int]
 
 def problem_fields(p: FormatError) -> dict[str, Any]:
     """A problem as JSON; ``not_checked``: its chunks could not be read (a ``RemoteError``:
-    unreachable, a 5xx after the retries, a time-out), so they are neither valid nor
-    damaged."""
+    unreachable, a 5xx after the retries, a time-out; a ``FileChangedError``: the file
+    changed, or kept changing, under the read), so they are neither valid nor damaged."""
     return {"type": type(p).__name__, "message": str(p), "path": p.path, "block": p.block,
             "offset": p.offset, "chunk": list(p.chunk) if p.chunk is not None else None,
-            "not_checked": isinstance(p, RemoteError)}
+            "not_checked": isinstance(p, (RemoteError, FileChangedError))}
 
 
 def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:
@@ -274,7 +275,7 @@ def _fail(err: TextIO, given: str, exc: BaseException) -> int:
 def _verdict(problems: list[dict[str, Any]], decoded: bool, checksums: Any) -> str:
     """``valid`` only with no problem at all: every chunk of the grid decoded (and verified
     where the format has checksums) or proven absent; ``INVALID`` for damage; ``not checked``
-    when all that is wrong is chunks that could not be read (``RemoteError``)."""
+    when all that is wrong is chunks that could not be read (``problem_fields``)."""
     unread = sum(1 for p in problems if p.get("not_checked"))
     if len(problems) > unread:
         failed = sum(1 for p in problems if p["type"] == ChecksumError.__name__)
