@@ -148,3 +148,31 @@ def test_file_that_keeps_changing_is_one_version_or_a_named_error(
         writer.join(10)
         vol.close()
     assert "MIXED" not in outcomes, outcomes
+
+
+def test_vds_file_rewritten_after_it_was_opened_is_named(tmp_path: Path) -> None:
+    """An OpenVDS file (its layout, LOD indexes and wavelet state read at open) rewritten
+    by another program after it was opened: its chunks are ``FileChangedError`` (open it
+    again), never bricks cut out of the new file at the old index's offsets."""
+    pytest.importorskip("openvds")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vds"))
+    from vdswriter import write_vds
+
+    for v in (1, 2):
+        write_vds(str(tmp_path / f"{v}.vds"),
+                  np.ascontiguousarray(_data(v).astype(np.float32).transpose(2, 1, 0)),
+                  method="Zip", brick=32, value_range=(0.0, 70000.0))
+    where = tmp_path / "a.vds"
+    shutil.copy(tmp_path / "1.vds", where)
+    vol = open_volume(where)
+    try:
+        np.testing.assert_array_equal(vol.read((0, 0, 0), SHAPE)[0], _want("zfpc", 1))
+        tmp = tmp_path / "a.new"
+        shutil.copy(tmp_path / "2.vds", tmp)
+        os.replace(tmp, where)
+        with pytest.raises(FileChangedError):
+            vol.read((0, 0, 0), SHAPE)
+    finally:
+        vol.close()
