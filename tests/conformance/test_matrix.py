@@ -10,8 +10,8 @@ store's retries), a corrupted cache entry (a byte flipped in every cached range 
 run); over S3 also throttling (``slowdown``: 503 SlowDown for the first requests, which the
 retries ride out) and a wrong ETag (``etag``: every answer for the chunks' bytes names
 another version of the object, as replicas that disagree would: a format that finds chunks
-through an index read from the same object (a Zarr shard, a zfpc file) cannot read one
-version of it and says the file keeps changing; the others read whole objects).  Taken out
+through an index read from the same object (a Zarr shard, a zfpc or OpenVDS file) cannot
+read one version of it and says the file keeps changing; the others read whole objects).  Taken out
 through ``Volume.read``, the loader's plane (what the window shows), ``info --json``,
 ``compare --json`` (against the healthy local copy) and ``digest --check`` (against the
 healthy local copy's list).
@@ -286,7 +286,7 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
     ('openvds', 's3', 'reset'):
         ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
     ('openvds', 's3', 'etag'):
-        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+        ('FileChangingError', 'FileChangingError', 'error/2', 'error/2', 'error/2'),
 }
 
 
