@@ -65,3 +65,22 @@ def test_scan_over_http_names_a_unit_it_cannot_fetch(served: tuple[RangeServer, 
             vol.close()
     assert len(rows) == len(_rows(str(root / "zarr3"))) > 0
     assert all(r.problems and isinstance(r.problems[0], RemoteError) for r in rows)
+
+
+def test_background_scan_over_http_streams_every_unit(served: tuple[RangeServer, Path]) -> None:
+    """The window's scan (``UnitScan`` on a thread) over HTTP: its batches hold the units the
+    same files on disk have, and its progress counts the grid positions it walked."""
+    srv, root = served
+    want = sorted(r.position for r in _rows(str(root / "zarr2-gap")))
+    batches: list[inspect.ScanBatch] = []
+    with srv:
+        vol = open_volume(f"{srv.url}/zarr2-gap")
+        try:
+            scan = inspect.UnitScan(vol, batches.append, use_process=False, scheduler="")
+            scan.start()
+            assert scan.wait(60)
+        finally:
+            vol.close()
+    assert batches and batches[-1].finished
+    assert sorted(r.position for b in batches for r in b.rows) == want
+    assert batches[-1].total == len(list(vol.grid_units())) > len(want)
