@@ -23,9 +23,18 @@ import writers
 
 PATHS = ("read", "plane", "info", "compare", "digest")
 STORES = ("local", "http", "s3")
-FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache")
+FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache", "slowdown", "etag")
 #: The faults a server injects: (its attribute, aimed at chunk files only).
-SERVER_FAULTS = {"cut": "cut_next", "http500": "fail_next", "reset": "reset_next"}
+SERVER_FAULTS = {"cut": "cut_next", "http500": "fail_next", "reset": "reset_next",
+                 "slowdown": "fail_next", "etag": "etag_next"}
+#: Faults that last (every request for the chunks' bytes, no retries); the others pass:
+#: ``slowdown`` is S3 throttling (503 SlowDown) of the first ``THROTTLED`` requests, which
+#: the store's retries ride out.
+THROTTLED = 2
+#: The S3 faults (through ``fault_proxy.FaultProxy`` in front of moto).
+S3_FAULTS = ("none", "damaged", "http500", "slowdown", "cut", "reset", "etag")
+#: The HTTP faults (``range_server.RangeServer``).
+HTTP_FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache")
 
 
 def range_server_module() -> Any:
@@ -42,7 +51,8 @@ def range_server_module() -> Any:
 class Servers:
     root: Path
     http: Any  #: a RangeServer over ``root``
-    s3_env: dict[str, str]  #: the environment that points the S3 client at moto
+    s3_env: dict[str, str]  #: the environment that points the S3 client at moto (its proxy)
+    s3_proxy: Any  #: the FaultProxy in front of moto
     digests: Path  #: folder of the healthy local copies' digest lists
 
 
@@ -124,6 +134,9 @@ def path_plane(loc: str, name: str) -> str:
     failed = plane.status == Status.FAILED
     if failed.any():
         return "failed:" + "+".join(sorted({type(e).__name__ for e in plane.errors.values()}))
+    if (plane.status == Status.CHANGING).any():
+        return "changing:" + "+".join(sorted({type(e).__name__
+                                              for e in plane.errors.values()}))
     if not (plane.status == Status.DATA).all():
         return "INCOMPLETE"
     return "voxels" if np.array_equal(plane.data[0], _want(name)[:, :, z]) else "WRONG"
@@ -190,11 +203,12 @@ def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) ->
     kind = "damaged" if fault == "damaged" else "good"
     loc = location(servers, store, kind, name)
     healthy = location(servers, "local", "good", name)
+    retries = "3" if fault == "slowdown" else "0" if fault in SERVER_FAULTS else "1"
     env = {remote_config.CACHE_DIR_ENV: str(work / "cache"), remote_config.TIMEOUT_ENV: "5",
-           remote_config.RETRIES_ENV: "0" if fault in SERVER_FAULTS else "1"}
+           remote_config.RETRIES_ENV: retries}
     if store == "s3":
         env.update(servers.s3_env)
-    srv = servers.http
+    srv = servers.s3_proxy if store == "s3" else servers.http
     if fault == "cache":
         with settings({**env, remote_config.CACHE_DIR_ENV: str(work / "first")}):
             assert path_read(loc, name) == "voxels"
@@ -208,7 +222,9 @@ def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) ->
         if fault in SERVER_FAULTS:
             srv.fault_match = writers.WRITERS[name][3]
             srv.fault_from = writers.FAULT_FROM.get(name, 0)
-            setattr(srv, SERVER_FAULTS[fault], 10**9)
+            setattr(srv, SERVER_FAULTS[fault], THROTTLED if fault == "slowdown" else 10**9)
+            if fault == "slowdown":
+                srv.fail_status, srv.fail_code = 503, "SlowDown"
         try:
             out["read"] = path_read(loc, name)
             out["plane"] = path_plane(loc, name)
@@ -216,8 +232,11 @@ def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) ->
             out["compare"] = path_compare(loc, healthy)
             out["digest"] = path_digest(loc, digest_list(servers, name))
         finally:
-            for attr in SERVER_FAULTS.values():
+            for attr in set(SERVER_FAULTS.values()):
                 setattr(srv, attr, 0)
+            srv.fail_status = 500
+            if store == "s3":
+                srv.fail_code = "InternalError"
             srv.fault_match = None
             srv.fault_from = 0
     return out
@@ -234,13 +253,13 @@ def serving(root: Path) -> Iterator[Servers]:
         (root / kind).mkdir(parents=True, exist_ok=True)
     writers.write_all(root)
     (root / "digests").mkdir()
+    from fault_proxy import FaultProxy
+
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     host, port = moto.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    s3_env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-              "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
-              "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    proxy = FaultProxy((host, int(port)))
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                       aws_access_key_id="testing", aws_secret_access_key="testing")
     s3.create_bucket(Bucket="conf")
@@ -250,8 +269,11 @@ def serving(root: Path) -> Iterator[Servers]:
                 full = os.path.join(dirpath, fname)
                 s3.upload_file(full, "conf", os.path.relpath(full, root).replace(os.sep, "/"))
     server_cls = range_server_module().RangeServer
+    s3_env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+              "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": proxy.url,
+              "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
     try:
-        with server_cls(str(root)) as http:
-            yield Servers(root, http, s3_env, root / "digests")
+        with server_cls(str(root)) as http, proxy:
+            yield Servers(root, http, s3_env, proxy, root / "digests")
     finally:
         moto.stop()

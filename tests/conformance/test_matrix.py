@@ -3,15 +3,22 @@ verdict leaves the program, each cell's outcome written down in ``TABLE``.
 
 Data written by other tools (``writers.py``: tensorstore N5 and Zarr v3 sharded, z5py N5,
 zarr-python v2 and v3, the reference ``wkw``, zfpc, OpenVDS), each served locally, over HTTP
-(``tests/remote/range_server.py`` on 127.0.0.1) and S3 (moto on 127.0.0.1), with faults: a
-damaged chunk (its file cut to half), a body cut short, HTTP 500, a reset connection (each on
-every request for the chunks' bytes, after the store's retries), a corrupted cache entry (a
-byte flipped in every cached range of an earlier run).  Taken out through ``Volume.read``,
-the loader's plane (what the window shows), ``info --json``, ``compare --json`` (against the
-healthy local copy) and ``digest --check`` (against the healthy local copy's list).
+(``tests/remote/range_server.py`` on 127.0.0.1) and S3 (moto on 127.0.0.1, behind
+``fault_proxy.FaultProxy``), with faults: a damaged chunk (its file cut to half), a body cut
+short, HTTP 500, a reset connection (each on every request for the chunks' bytes, after the
+store's retries), a corrupted cache entry (a byte flipped in every cached range of an earlier
+run); over S3 also throttling (``slowdown``: 503 SlowDown for the first requests, which the
+retries ride out) and a wrong ETag (``etag``: every answer for the chunks' bytes names
+another version of the object, as replicas that disagree would: a format that finds chunks
+through an index read from the same object (a Zarr shard, a zfpc or OpenVDS file) cannot
+read one version of it and says the file keeps changing; the others read whole objects).  Taken out
+through ``Volume.read``, the loader's plane (what the window shows), ``info --json``,
+``compare --json`` (against the healthy local copy) and ``digest --check`` (against the
+healthy local copy's list).
 
 Outcomes: ``voxels`` (exactly the array written), a ``FormatError`` subclass's name (the read
-or the open raised it), ``failed:<names>`` (the plane's failed pixels and their errors), a
+or the open raised it), ``failed:<names>`` (the plane's failed pixels and their errors),
+``changing:<names>`` (the plane's pixels of a file that kept changing), a
 verdict and the exit status (``valid/0``, ``INVALID/1``, ``not checked/1``, ``equal/0``,
 ``different/1``, ``match/0``, ``unreadable/1``, ``differ/1``; ``error/2``: the path could not
 be opened).  Never wrong voxels, never an untyped error.  Where a cell says something other
@@ -58,6 +65,16 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('tensorstore-n5', 's3', 'damaged'):
         ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 's3', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-n5', 's3', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 's3', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-n5', 's3', 'etag'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('tensorstore-zarr3', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('tensorstore-zarr3', 'local', 'damaged'):
@@ -78,6 +95,17 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('tensorstore-zarr3', 's3', 'damaged'):
         ('ChecksumError', 'failed:ChecksumError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 's3', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('tensorstore-zarr3', 's3', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 's3', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('tensorstore-zarr3', 's3', 'etag'):
+        ('FileChangingError', 'changing:FileChangingError', 'not checked/1', 'different/1',
+         'unreadable/1'),
     ('z5py-n5', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('z5py-n5', 'local', 'damaged'):
@@ -98,6 +126,16 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('z5py-n5', 's3', 'damaged'):
         ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 's3', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('z5py-n5', 's3', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 's3', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('z5py-n5', 's3', 'etag'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zarr-python-v2', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zarr-python-v2', 'local', 'damaged'):
@@ -118,6 +156,16 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zarr-python-v2', 's3', 'damaged'):
         ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 's3', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v2', 's3', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 's3', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v2', 's3', 'etag'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zarr-python-v3', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zarr-python-v3', 'local', 'damaged'):
@@ -138,6 +186,16 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zarr-python-v3', 's3', 'damaged'):
         ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 's3', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zarr-python-v3', 's3', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 's3', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zarr-python-v3', 's3', 'etag'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('wkw', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('wkw', 'local', 'damaged'):
@@ -158,6 +216,16 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('wkw', 's3', 'damaged'):
         ('JumpTableError', 'failed:JumpTableError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('wkw', 's3', 'http500'):
+        ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('wkw', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('wkw', 's3', 'cut'):
+        ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('wkw', 's3', 'reset'):
+        ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('wkw', 's3', 'etag'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zfpc', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zfpc', 'local', 'damaged'):
@@ -178,6 +246,17 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('zfpc', 's3', 'damaged'):
         ('ChunkDecodeError', 'failed:ChunkDecodeError', 'INVALID/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 's3', 'http500'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('zfpc', 's3', 'cut'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 's3', 'reset'):
+        ('RemoteIOError', 'failed:RemoteIOError', 'not checked/1', 'different/1', 'unreadable/1'),
+    ('zfpc', 's3', 'etag'):
+        ('FileChangingError', 'changing:FileChangingError', 'not checked/1', 'different/1',
+         'unreadable/1'),
     ('openvds', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('openvds', 'local', 'damaged'):
@@ -198,6 +277,16 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
     ('openvds', 's3', 'damaged'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 's3', 'http500'):
+        ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
+    ('openvds', 's3', 'slowdown'):
+        ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),
+    ('openvds', 's3', 'cut'):
+        ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
+    ('openvds', 's3', 'reset'):
+        ('RemoteIOError', 'RemoteIOError', 'error/2', 'error/2', 'error/2'),
+    ('openvds', 's3', 'etag'):
+        ('FileChangingError', 'FileChangingError', 'error/2', 'error/2', 'error/2'),
 }
 
 
@@ -209,7 +298,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[matrix.Servers
 
 def test_the_table_covers_every_cell() -> None:
     combos = [("local", "none"), ("local", "damaged")] + \
-        [("http", f) for f in matrix.FAULTS] + [("s3", "none"), ("s3", "damaged")]
+        [("http", f) for f in matrix.HTTP_FAULTS] + [("s3", f) for f in matrix.S3_FAULTS]
     import writers
 
     assert set(TABLE) == {(n, s, f) for n in writers.WRITERS for s, f in combos}

@@ -10,7 +10,8 @@ answers that many range requests with other bytes than asked for (a ``Content-Ra
 later); ``corrupt_next`` flips one byte in the body of that many answers (a server that serves
 damage: only a format's checksum can tell).  All of these only for paths holding
 ``fault_match`` when it is set.  ``ignore_range`` answers every GET with the whole file and
-200, as a server without range support does.
+200, as a server without range support does.  Answers carry an ``ETag`` made of the file's
+inode, modification time and size (``etags``; off: a server that names no versions).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class RangeServer(ThreadingHTTPServer):
         self.shift_next = 0
         self.corrupt_next = 0
         self.ignore_range = False
+        #: Answers name the file's version in an ``ETag`` header.
+        self.etags = True
         self.hang = False
         self.hang_seconds = 30.0
         #: Only requests whose path holds this hang / fail (None: every request).
@@ -159,7 +162,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not path.startswith(srv.root) or not os.path.isfile(path):
             self._empty(404)
             return
-        size = os.path.getsize(path)
+        st = os.stat(path)
+        size = st.st_size
         start, end, status = 0, size, 200
         if rng and not srv.ignore_range:
             m = _RANGE.match(rng.strip())
@@ -183,6 +187,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Length", str(end - start))
         self.send_header("Accept-Ranges", "none" if srv.ignore_range else "bytes")
+        if srv.etags:  # the file's version, as web servers make it (nginx: mtime and size)
+            self.send_header("ETag", f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{size:x}"')
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
         self.end_headers()

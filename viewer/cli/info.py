@@ -186,7 +186,7 @@ def _fail(err: TextIO, given: str, exc: BaseException) -> int:
 def _verdict(problems: list[dict[str, Any]], decoded: bool, checksums: Any) -> str:
     """``valid`` only with no problem at all: every chunk of the grid decoded (and verified
     where the format has checksums) or proven absent; ``INVALID`` for damage; ``not checked``
-    when all that is wrong is chunks that could not be read (``RemoteError``)."""
+    when all that is wrong is chunks that could not be read (``problem_fields``)."""
     unread = sum(1 for p in problems if p.get("not_checked"))
     if len(problems) > unread:
         failed = sum(1 for p in problems if p["type"] == ChecksumError.__name__)

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from viewer.cli import chunk_list
 from viewer.core import inspect
-from viewer.format import FormatError, RemoteError, SoundUnits, Volume, is_url
+from viewer.format import FileChangedError, FormatError, RemoteError, SoundUnits, Volume, is_url
 
 Vec3 = tuple[int, int, int]
 _encode = json.encoder.encode_basestring_ascii  # what json.dumps does with a str
@@ -33,7 +33,7 @@ def problem_fields(p: FormatError) -> dict[str, Any]:
     damaged."""
     return {"type": type(p).__name__, "message": str(p), "path": p.path, "block": p.block,
             "offset": p.offset, "chunk": list(p.chunk) if p.chunk is not None else None,
-            "not_checked": isinstance(p, RemoteError)}
+            "not_checked": isinstance(p, (RemoteError, FileChangedError))}
 
 
 def size_summary(sizes: npt.NDArray[np.int64] | None) -> dict[str, Any]:

@@ -18,16 +18,35 @@ import stat
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
-from viewer.format.errors import UnsupportedFormatError
+from viewer.format.errors import FileChangedError, UnsupportedFormatError
 from viewer.format.handles import (
     OPEN_FLAGS,
+    Identity,
     changing_error,
     identity,
     settle,
     settle_deadline,
     wait_for_writers,
 )
+
+
+@dataclass(frozen=True)
+class ObjectStat:
+    """An object's size and the version it has now (``Store.stat``): ``version`` is an
+    opaque tag that differs between two versions of the object (a local file's identity, an
+    HTTP ETag or Last-Modified), None when the store cannot tell versions apart."""
+
+    size: int
+    version: str | None
+
+
+def version_changed(location: str) -> FileChangedError:
+    """The error of a read that found another version of the object than the one whose
+    index (a shard index, a container's table) says where the bytes are."""
+    return FileChangedError("the file changed since its index was read (rewritten or "
+                            "replaced by another program)", location)
 
 
 class Store(ABC):
@@ -51,6 +70,21 @@ class Store(ABC):
         of two versions.  What a one-chunk-per-file format reads a chunk with (N5, Zarr v2:
         ``Volume.read_units``).  Default: ``read`` (an object store's GET is one version)."""
         return self.read(key)
+
+    def read_ranges_of(self, key: str, ranges: Sequence[tuple[int, int]],
+                       version: str | None) -> list[bytes]:
+        """``read_ranges`` from the object's version ``version`` (``stat``): raises
+        ``FileChangedError`` when the object is another version now, so that bytes found
+        through an index (a shard index, a container's table) are never read from another
+        version than the index (the caller reads the index again).  ``version`` None, or a
+        store that cannot tell versions apart (the default): ``read_ranges``."""
+        return self.read_ranges(key, ranges)
+
+    def stat(self, key: str) -> ObjectStat | None:
+        """The object's size and version (see ``ObjectStat``), None when there is no such
+        object.  Default: ``size``, no version."""
+        size = self.size(key)
+        return None if size is None else ObjectStat(size, None)
 
     @abstractmethod
     def size(self, key: str) -> int | None:
@@ -113,6 +147,23 @@ class LocalStore(Store):
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """As ``Store.read_ranges``, all from one settled version (``read_file_ranges``)."""
         return read_file_ranges(self.location(key), ranges)
+
+    def read_ranges_of(self, key: str, ranges: Sequence[tuple[int, int]],
+                       version: str | None) -> list[bytes]:
+        """As ``Store.read_ranges_of``: ``read_file_ranges`` of that version (the file's
+        identity, ``stat``)."""
+        return read_file_ranges(self.location(key), ranges, version)
+
+    def stat(self, key: str) -> ObjectStat | None:
+        """As ``Store.stat``; the version is the file's identity (``handles.identity``:
+        device, inode, size, modification and change times)."""
+        try:
+            st = os.stat(self.location(key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return ObjectStat(st.st_size, _version(identity(st)))
 
     def read_whole(self, key: str) -> bytes:
         """The whole file as one version of it, with no ``stat`` before: see
@@ -197,11 +248,14 @@ def read_file_whole(path: str) -> bytes:
             raise changing_error(path)
 
 
-def read_file_ranges(path: str, ranges: Sequence[tuple[int, int | None]]) -> list[bytes]:
+def read_file_ranges(path: str, ranges: Sequence[tuple[int, int | None]],
+                     version: str | None = None) -> list[bytes]:
     """``(offset, length)`` ranges of the file at ``path`` (``length`` None: to the end), all
     from one version of it: as ``read_file_whole``, the file is waited for while it is racy
     (``handles.settle``), read, and read again when its identity changed meanwhile; still
-    changing after ``handles.SETTLE_NS``: ``FileChangingError``.  What every local read of a
+    changing after ``handles.SETTLE_NS``: ``FileChangingError``.  ``version`` (a
+    ``LocalStore.stat``): the file, once settled, must still be that version, else
+    ``FileChangedError`` (what its index says no longer holds).  What every local read of a
     shard, a zfpc or VDS container and metadata goes through."""
     deadline = 0
     while True:
@@ -211,6 +265,8 @@ def read_file_ranges(path: str, ranges: Sequence[tuple[int, int | None]]) -> lis
             if not deadline:
                 deadline = settle_deadline()
             st = settle(fd, path, st, deadline)
+            if version is not None and _version(identity(st)) != version:
+                raise version_changed(path)
             wait_for_writers(fd)
             out = [_pread_all(fd, max(st.st_size - off, 0) if n is None else n, off)
                    for off, n in ranges]
@@ -220,6 +276,16 @@ def read_file_ranges(path: str, ranges: Sequence[tuple[int, int | None]]) -> lis
             os.close(fd)
         if time.monotonic_ns() > deadline:
             raise changing_error(path)
+
+
+def file_version(st: os.stat_result) -> str:
+    """A local file's version tag (``ObjectStat.version``): its identity
+    (``handles.identity``) as text."""
+    return _version(identity(st))
+
+
+def _version(ident: Identity) -> str:
+    return ":".join(map(str, ident))
 
 
 def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
@@ -293,5 +359,5 @@ def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
     return open_store(parent or "."), name
 
 
-__all__ = ["Store", "LocalStore", "open_store", "is_url", "split", "read_file_whole",
-           "read_file_ranges"]
+__all__ = ["Store", "LocalStore", "ObjectStat", "open_store", "is_url", "split",
+           "read_file_whole", "read_file_ranges", "version_changed", "file_version"]

@@ -64,7 +64,14 @@ from viewer.core.compare.sides import (
     units_present,
 )
 from viewer.core.compare.voxels import Slab, compare_slab
-from viewer.format import FormatError, RemoteError, StorageUnit, Volume, is_url
+from viewer.format import (
+    FileChangedError,
+    FormatError,
+    RemoteError,
+    StorageUnit,
+    Volume,
+    is_url,
+)
 
 #: Decoded bytes per task: large enough that the thread hop is noise next to the work.
 CHUNK_BYTES = 8 << 20
@@ -589,12 +596,14 @@ def unit_plans(a: Volume, b: Volume, positions: Iterable[Vec3], chunks_a: UnitCh
 
 def _unreadable(label: str, name: str, exc: BaseException) -> Finding:
     """A unit that does not open: a difference (never equal); one that could not be fetched
-    (``RemoteError``) says its chunks were not checked."""
+    (``RemoteError``) or kept changing (``FileChangedError``) says its chunks were not
+    checked."""
+    unchecked = isinstance(exc, (RemoteError, FileChangedError))
     what = "not checked, it could not be fetched" if isinstance(exc, RemoteError) \
-        else "cannot be read"
+        else "not checked, it kept changing" if unchecked else "cannot be read"
     return Finding("file_unreadable", DIFFERENCE, f"{label}: {name} {what}: {exc}",
                    {"file": name, "side": label, "error": str(exc),
-                    "not_checked": isinstance(exc, RemoteError)})
+                    "not_checked": unchecked})
 
 
 def _union(a: Box, b: Box) -> Box:

@@ -142,8 +142,13 @@ def unit_stats(volume: Volume, position: Sequence[int],
     """The unit-table row of the unit at ``position``: from its index only (nothing
     decoded)."""
     pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
-    facts = facts or VolumeFacts.of(volume)
     table, error = open_table(volume, pos)
+    return _stats(volume, pos, facts or VolumeFacts.of(volume), table, error)
+
+
+def _stats(volume: Volume, pos: Vec3, facts: VolumeFacts, table: UnitTable | None,
+           error: FormatError | None) -> UnitStats:
+    """``unit_stats`` of a unit already opened (``open_table``)."""
     path = volume.unit_path(pos)
     if table is None:
         return error_row(path, pos, error or FormatError("absent", path))
@@ -170,9 +175,10 @@ def units_inside(volume: Volume, grid: npt.NDArray[np.int64]) -> npt.NDArray[np.
 
 def units_stats(volume: Volume, positions: Sequence[Vec3],
                 facts: VolumeFacts | None = None) -> list[UnitStats]:
-    """``unit_stats`` of each unit at ``positions``, in order: the units a batched check
-    proves sound (``Volume.sound_units``) and that lie inside the extent from their chunk
-    tables as arrays, the others one by one.  The same rows either way."""
+    """``scanned_row`` of each unit at ``positions``, in order (none for a unit proven
+    absent where the units come from the grid): the units a batched check proves sound
+    (``Volume.sound_units``) and that lie inside the extent from their chunk tables as
+    arrays, the others one by one.  The same rows either way."""
     facts = facts or VolumeFacts.of(volume)
     if not positions:
         return []
@@ -185,8 +191,9 @@ def units_stats(volume: Volume, positions: Sequence[Vec3],
         if len(keep):
             rows = dict(zip(sound.index[keep].tolist(),
                             _sound_rows(volume, sound, keep, grid, facts), strict=True))
-    return [rows[i] if i in rows else unit_stats(volume, pos, facts)
-            for i, pos in enumerate(positions)]
+    listed = (rows[i] if i in rows else scanned_row(volume, pos, facts)
+              for i, pos in enumerate(positions))
+    return [row for row in listed if row is not None]
 
 
 def _sound_rows(volume: Volume, sound: SoundUnits, keep: npt.NDArray[np.intp],
@@ -241,12 +248,29 @@ class ScanBatch:
     error: str | None = None
 
 
+def scanned_row(volume: Volume, position: Sequence[int],
+                facts: VolumeFacts | None = None) -> UnitStats | None:
+    """The row a scan shows for ``position``, one of ``Volume.units_to_check``: as
+    ``unit_stats``, but None for a unit proven absent where the units come from the grid
+    (a store that cannot list: plain HTTP), as a listing leaves absent units out."""
+    if volume.lists_units:
+        return unit_stats(volume, position, facts)
+    pos: Vec3 = (int(position[0]), int(position[1]), int(position[2]))
+    table, error = open_table(volume, pos)
+    if table is None and error is None:
+        return None
+    return _stats(volume, pos, facts or VolumeFacts.of(volume), table, error)
+
+
 def scan_batches(volume: Volume, cancel: threading.Event | None = None,
                  batch_seconds: float = 0.05, batch_rows: int = 500) -> Iterator[ScanBatch]:
     """Every unit's stats in batches (the last one ``finished``); stops when ``cancel`` is
-    set.  Any thread."""
+    set.  The units are ``Volume.units_to_check``: the listing where the store lists, else
+    every position of the grid (over plain HTTP a listing finds nothing; each position is
+    opened, a proven-absent one shows no row, one that cannot be read is a row naming its
+    error).  Any thread."""
     positions: list[Vec3] = []
-    for pos in volume.iter_units():
+    for pos in volume.units_to_check():
         if cancel is not None and cancel.is_set():
             return
         positions.append(pos)
@@ -270,7 +294,7 @@ def scan_batches(volume: Volume, cancel: threading.Event | None = None,
 def scan_all(volume: Volume) -> list[UnitStats]:
     """Every unit's stats, synchronously (for the command line and tests)."""
     facts = VolumeFacts.of(volume)
-    positions = list(volume.iter_units())
+    positions = list(volume.units_to_check())
     return [row for start in range(0, len(positions), STATS_BATCH)
             for row in units_stats(volume, positions[start:start + STATS_BATCH], facts)]
 
@@ -416,7 +440,7 @@ class UnitScan:
             return
         if self.use_process:
             count = 0
-            for _ in self.volume.iter_units():
+            for _ in self.volume.units_to_check():
                 count += 1
                 if count > self.PROCESS_THRESHOLD or self._cancel.is_set():
                     break
@@ -477,7 +501,7 @@ class UnitScan:
         from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
 
         positions = []
-        for pos in self.volume.iter_units():
+        for pos in self.volume.units_to_check():
             if self._cancel.is_set():
                 return
             positions.append(pos)
@@ -566,7 +590,7 @@ class TableCache:
         self.reset(self.volume)
 
 
-__all__ = ["UnitStats", "stats_of_table", "unit_stats", "open_table", "error_row",
+__all__ = ["UnitStats", "stats_of_table", "unit_stats", "scanned_row", "open_table", "error_row",
            "histogram_edges", "HISTOGRAM_BINS", "VolumeFacts", "ScanBatch", "UnitScan",
            "Reopen", "ScanWork", "ScanShare", "scan_share", "set_scan_scheduler",
            "scan_scheduler", "scan_batches", "scan_all", "TableCache", "compression_of",

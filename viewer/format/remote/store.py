@@ -60,7 +60,7 @@ from viewer.format.remote.errors import (
     describe,
 )
 from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Dropped, Job, Pool
-from viewer.format.store import Store
+from viewer.format.store import ObjectStat, Store, version_changed
 
 SCHEMES = ("http", "https", "s3", "gs", "gcs")
 
@@ -246,6 +246,8 @@ class RemoteStore(Store):
         self._flying: dict[str, list[Job]] = {}
         self._missing: set[str] = set()
         self._sizes: dict[str, int] = {}
+        #: key -> the object's version (``version_tag``) as the last answer gave it
+        self._versions: dict[str, str] = {}
         with COUNTERS.lock:
             COUNTERS.stores += 1
 
@@ -279,7 +281,7 @@ class RemoteStore(Store):
         error: str | None = None
         try:
             result = obstore.get(self._store, self._path(key), options=self._options(start, end))
-            data = bytes(result.bytes())
+            data = _Answer(result.bytes())
             got = len(data)
             return self._answered(key, start, end, result.meta, data)
         except BaseException as exc:
@@ -303,7 +305,7 @@ class RemoteStore(Store):
         try:
             result = await obstore.get_async(self._store, self._path(key),
                                              options=self._options(start, end))
-            data = bytes(await result.bytes_async())
+            data = _Answer(await result.bytes_async())
             got = len(data)
             # No await below: a cancellation cannot land between the bytes and the cache.
             return self._answered(key, start, end, result.meta, data)
@@ -318,8 +320,10 @@ class RemoteStore(Store):
         finally:
             COUNTERS.end(got, error, cancelled)
 
-    def _answered(self, key: str, start: int, end: int | None, meta: Any, data: bytes) -> bytes:
-        """Check an answer, note the object's size, keep the bytes in the range cache."""
+    def _answered(self, key: str, start: int, end: int | None, meta: Any,
+                  data: _Answer) -> bytes:
+        """Check an answer, note the object's size and version (``data.version``), keep the
+        bytes in the range cache."""
         url = self.location(key)
         if end is not None and len(data) > end - start:
             raise RangeNotSupportedError(
@@ -327,13 +331,15 @@ class RemoteStore(Store):
                 f"{start}, got {len(data)}): reading through it would download whole files",
                 url)
         size = meta.get("size")
-        etag = meta.get("e_tag")
-        if isinstance(size, int):
-            with self._lock:
+        etag = version_tag(meta)
+        data.version = etag
+        with self._lock:
+            if isinstance(size, int):
                 self._sizes[key] = size
+            if etag is not None:
+                self._versions[key] = etag
         if self._cache is not None:
-            self._cache.put(url, start, data, size if isinstance(size, int) else None,
-                            etag if isinstance(etag, str) else None)
+            self._cache.put(url, start, data, size if isinstance(size, int) else None, etag)
         return data
 
     def _failure(self, key: str, exc: BaseException, start: int = 0, end: int | None = None
@@ -506,10 +512,13 @@ class RemoteStore(Store):
             raise RemoteIOError("timed out waiting for a free request slot", self.root) from None
 
     # -- Store ------------------------------------------------------------------------------------
-    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]]
+    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]],
+                            version: str | None = None
                             ) -> list[bytes | OSError | FormatError]:
         """Each ``(offset, length)`` range's bytes, or the error met fetching it (one failed
-        request does not fail the others)."""
+        request does not fail the others).  ``version`` (``stat``): a range answered by
+        another version of the object (its ETag, else its Last-Modified) is the range's
+        ``FileChangedError``; cached ranges of another version are fetched anew."""
         url = self.location(key)
         out: list[bytes | OSError | FormatError] = [b""] * len(ranges)
         with self._lock:
@@ -525,7 +534,7 @@ class RemoteStore(Store):
             if end <= off:
                 continue
             if self._cache is not None:
-                hit = self._cache.get(url, off, end)
+                hit = self._cache_get(url, off, end, version)
                 if hit is not None:
                     COUNTERS.hit(len(hit))
                     out[i] = hit
@@ -548,7 +557,11 @@ class RemoteStore(Store):
                 except (OSError, FormatError) as exc:
                     out[i] = exc
                     break
-                out[i] = data[off - job.start:end - job.start]  # fixed once it started
+                got = data.version if isinstance(data, _Answer) else None
+                if version is not None and got is not None and got != version:
+                    out[i] = version_changed(url)
+                else:
+                    out[i] = data[off - job.start:end - job.start]  # fixed once it started
                 break
             else:
                 out[i] = RemoteIOError("read-ahead dropped repeatedly", url,
@@ -556,12 +569,48 @@ class RemoteStore(Store):
         timeline.mark("waited", key, todo[0][1], todo[-1][2])
         return out
 
+    def _cache_get(self, url: str, start: int, end: int, version: str | None) -> bytes | None:
+        """Cached bytes ``[start, end)``; with ``version``, only when the cache holds them of
+        that version (the cache drops an object's ranges when an answer names another)."""
+        assert self._cache is not None
+        if version is None:
+            return self._cache.get(url, start, end)
+        if self._cache.meta(url).get("etag") != version:
+            return None
+        hit = self._cache.get(url, start, end)
+        if hit is None or self._cache.meta(url).get("etag") != version:
+            return None
+        return hit
+
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        got = self.read_ranges_results(key, ranges)
+        return self.read_ranges_of(key, ranges, None)
+
+    def read_ranges_of(self, key: str, ranges: Sequence[tuple[int, int]],
+                       version: str | None) -> list[bytes]:
+        """As ``Store.read_ranges_of``: ``version`` is the ETag (else Last-Modified) of the
+        object ``stat`` saw; ranges fetched from another version raise ``FileChangedError``."""
+        got = self.read_ranges_results(key, ranges, version)
         for g in got:
             if isinstance(g, BaseException):
                 raise g
         return [g for g in got if isinstance(g, bytes)]
+
+    def stat(self, key: str) -> ObjectStat | None:
+        """As ``Store.stat``: the size and version (ETag, else Last-Modified) the last answer
+        gave, or a ``HEAD`` request."""
+        with self._lock:
+            if key in self._missing:
+                return None
+            size, version = self._sizes.get(key), self._versions.get(key)
+        if size is None and self._cache is not None:
+            meta = self._cache.meta(self.location(key))
+            cached, tag = meta.get("size"), meta.get("etag")
+            if isinstance(cached, int):
+                size, version = cached, tag if isinstance(tag, str) else None
+        if size is not None:
+            return ObjectStat(size, version)
+        head = self._head(key)
+        return None if head is None else ObjectStat(int(head["size"]), version_tag(head))
 
     def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         if length is not None:
@@ -587,14 +636,20 @@ class RemoteStore(Store):
             self._schedule(key, todo, PREFETCH, keep)
 
     def size(self, key: str) -> int | None:
-        import obstore
-
         with self._lock:
             if key in self._missing:
                 return None
         known = self._known_size(key)
         if known is not None:
             return known
+        meta = self._head(key)
+        return None if meta is None else int(meta["size"])
+
+    def _head(self, key: str) -> Any:
+        """A ``HEAD`` request: the object's metadata (size, ETag, ...), None when missing;
+        its size and version noted."""
+        import obstore
+
         COUNTERS.begin()
         error: str | None = None
         try:
@@ -611,13 +666,14 @@ class RemoteStore(Store):
         finally:
             COUNTERS.end(0, error)
         size = int(meta["size"])
+        tag = version_tag(meta)
         with self._lock:
             self._sizes[key] = size
+            if tag is not None:
+                self._versions[key] = tag
         if self._cache is not None:
-            etag = meta.get("e_tag")
-            self._cache.note_meta(self.location(key), size, etag if isinstance(etag, str)
-                                  else None)
-        return size
+            self._cache.note_meta(self.location(key), size, tag)
+        return meta
 
     @property
     def tables_ahead_bytes(self) -> int:
@@ -659,6 +715,22 @@ class RemoteStore(Store):
         if not self.supports_listing:
             return False
         return bool(self.list_dir(key))
+
+
+class _Answer(bytes):
+    """An answer's bytes and the version of the object they came from (``version_tag``)."""
+
+    version: str | None = None
+
+
+def version_tag(meta: Any) -> str | None:
+    """An object's version as a server's answer names it: its ETag, else its Last-Modified
+    time; None when it gives neither (its versions cannot be told apart)."""
+    etag = meta.get("e_tag")
+    if isinstance(etag, str) and etag:
+        return etag
+    modified = meta.get("last_modified")
+    return f"modified {modified.isoformat()}" if modified is not None else None
 
 
 # -- building the client --------------------------------------------------------------------------

@@ -132,6 +132,9 @@ class Container:
     file_table_offset: int
     name_length: int
     files: dict[str, StoreFile]
+    #: The version of the file these were read from (``ObjectStat.version``): every later
+    #: read of the file (indexes, chunks) asks for bytes of that version only.
+    object_version: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"magic": MAGIC.decode(), "version": f"{self.version >> 16}.{self.version & 0xFFFF}",
@@ -140,20 +143,22 @@ class Container:
 
 
 def read_container(store: Store, key: str, path: str) -> Container:
-    """Header and file table (``HeaderError`` naming what is wrong)."""
-    size = store.size(key)
-    if size is None:
+    """Header and file table (``HeaderError`` naming what is wrong), both of the version
+    ``Store.stat`` saw (``FileChangedError`` when the file changed in between)."""
+    stat = store.stat(key)
+    if stat is None:
         raise HeaderError("no such file", path)
-    head = store.read(key, 0, HEADER.size)
+    size, version = stat.size, stat.version
+    head = read_of(store, key, 0, HEADER.size, version)
     if len(head) < HEADER.size:
         raise HeaderError(f"file of {len(head)} bytes is shorter than the {HEADER.size}-byte "
                           "HueDataStore header", path, offset=0)
-    magic, version, table, count, name_len = HEADER.unpack(head)
+    magic, hue_version, table, count, name_len = HEADER.unpack(head)
     if magic != MAGIC:
         raise HeaderError(f"not a VDS file: magic {magic!r}, expected {MAGIC!r}", path,
                           offset=0)
-    if version >> 16 != 1:
-        raise HeaderError(f"HueDataStore version {version >> 16}.{version & 0xFFFF} "
+    if hue_version >> 16 != 1:
+        raise HeaderError(f"HueDataStore version {hue_version >> 16}.{hue_version & 0xFFFF} "
                           "(this program reads 1.x)", path, offset=12)
     if not (0 < count <= MAX_FILES and 0 < name_len <= MAX_NAME):
         raise HeaderError(f"file table of {count} files with names of {name_len} bytes",
@@ -162,7 +167,7 @@ def read_container(store: Store, key: str, path: str) -> Container:
     if table < HEADER.size or table + count * record > size:
         raise HeaderError(f"file table of {count} x {record} bytes at {table} lies outside the "
                           f"file ({size} bytes)", path, offset=16)
-    raw = store.read(key, table, count * record)
+    raw = read_of(store, key, table, count * record, version)
     files: dict[str, StoreFile] = {}
     for i in range(count):
         at = i * record
@@ -175,7 +180,13 @@ def read_container(store: Store, key: str, path: str) -> Container:
                               f"{cml}/{fml} bytes)", path, offset=where)
         files[name] = StoreFile(name, hp, chunks, rev, per_page,
                                 ftype.decode("latin-1"), cml, fml, where)
-    return Container(path, size, version, table, name_len, files)
+    return Container(path, size, hue_version, table, name_len, files, version)
+
+
+def read_of(store: Store, key: str, offset: int, length: int, version: str | None) -> bytes:
+    """``length`` bytes at ``offset`` of the file's version ``version``
+    (``Store.read_ranges_of``)."""
+    return store.read_ranges_of(key, [(offset, length)], version)[0]
 
 
 def read_index(store: Store, key: str, path: str, container: Container,
@@ -188,7 +199,7 @@ def read_index(store: Store, key: str, path: str, container: Container,
         raise HeaderError(f"page directory of {f.name!r} ({dir_bytes} bytes at "
                           f"{f.head_page_directory}) runs past the end of the file ({size} "
                           "bytes)", path, offset=f.head_page_directory)
-    raw = store.read(key, f.head_page_directory, dir_bytes)
+    raw = read_of(store, key, f.head_page_directory, dir_bytes, container.object_version)
     fmeta = raw[PAGE_DIRECTORY.size:PAGE_DIRECTORY.size + f.file_metadata_length]
     pages = np.frombuffer(raw, dtype="<i8", count=pages_n,
                           offset=PAGE_DIRECTORY.size + f.file_metadata_length).tolist()
@@ -212,7 +223,8 @@ def read_index(store: Store, key: str, path: str, container: Container,
         if page < 0 or page + count * stride > size:
             raise HeaderError(f"index page {p} of {f.name!r} ({count} entries at {page}) runs "
                               f"past the end of the file ({size} bytes)", path, offset=page)
-        data = np.frombuffer(store.read(key, page, count * stride), np.uint8)
+        data = np.frombuffer(read_of(store, key, page, count * stride,
+                                     container.object_version), np.uint8)
         if data.size < count * stride:
             raise HeaderError(f"index page {p} of {f.name!r} is truncated", path, offset=page)
         rows = data.reshape(count, stride)
@@ -240,7 +252,7 @@ def read_json_file(store: Store, key: str, path: str, container: Container,
     if off < 0 or n < 0 or off + n > container.size:
         raise MetadataError(f"{name!r}: {n} bytes at {off} run past the end of the file "
                             f"({container.size} bytes)", path, offset=off)
-    return store.read(key, off, n)
+    return read_of(store, key, off, n, container.object_version)
 
 
 __all__ = ["Container", "StoreFile", "ChunkIndex", "read_container", "read_index",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -26,11 +27,14 @@ import numpy.typing as npt
 
 from viewer.format.errors import (
     ChunkDecodeError,
+    FileChangedError,
+    FileChangingError,
     FormatError,
     MetadataError,
     UnsupportedFormatError,
     read_failure,
 )
+from viewer.format.handles import changing_error, settle_deadline
 from viewer.format.store import Store, split
 from viewer.format.vds import codecs, container
 from viewer.format.vds.container import METHODS, WAVELET_METHODS, ChunkIndex, Container
@@ -48,9 +52,18 @@ class VdsFile:
         store, key = split(self.path)
         self.store: Store = store
         self.key = key
-        self.container: Container = container.read_container(store, key, self.path)
-        raw = container.read_json_file(store, key, self.path, self.container,
-                                       "VolumeDataLayout")
+        deadline = settle_deadline()
+        while True:  # the container and its layout of one version of the file
+            try:
+                self.container: Container = container.read_container(store, key, self.path)
+                raw = container.read_json_file(store, key, self.path, self.container,
+                                               "VolumeDataLayout")
+                break
+            except FileChangingError:
+                raise
+            except FileChangedError:
+                if time.monotonic_ns() > deadline:
+                    raise changing_error(self.path) from None
         self.layout: Layout = parse_layout(raw, self.path)
         self.channel: Channel = check_primary(self.layout, self.path)
         axes = self.layout.axes
@@ -169,7 +182,15 @@ class VdsUnit(StorageUnit):
             ranges.append((off, length))
         if ranges:
             try:
-                blobs = v.file.store.read_ranges(v.file.key, ranges)
+                # Of the version the indexes were read from: a file rewritten since it
+                # was opened is another volume (another layout, maybe), to be opened again.
+                blobs = v.file.store.read_ranges_of(v.file.key, ranges,
+                                                    v.file.container.object_version)
+            except FileChangedError as exc:
+                changed = FileChangedError(f"{exc.reason}; open it again", v.path)
+                for s in slots:
+                    out[s] = changed.at(chunk=v.chunk_position(int(indices[s])))
+                return out
             except OSError as exc:
                 err = read_failure(exc, FormatError, "cannot read", v.path)
                 for s in slots:

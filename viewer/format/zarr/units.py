@@ -8,7 +8,10 @@ closer than ``MERGE_GAP`` are read with one request.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,10 +21,12 @@ from viewer.format.errors import (
     ChecksumError,
     ChunkDecodeError,
     FileChangedError,
+    FileChangingError,
     FormatError,
     read_failure,
 )
-from viewer.format.store import Store
+from viewer.format.handles import changing_error, settle_deadline
+from viewer.format.store import ObjectStat, Store
 from viewer.format.volume import ChunkResult, ChunkTable, StorageUnit, StoredResult
 from viewer.format.zarr import nativeread
 from viewer.format.zarr.codecs import CodecFailure
@@ -56,6 +61,8 @@ class UnitVolume(Protocol):
 
     @property
     def dtype(self) -> np.dtype[Any]: ...
+
+    def shard_index(self, key: str) -> tuple[ObjectStat, ShardIndex, int] | None: ...
 
 
 class UnitBase(StorageUnit):
@@ -165,51 +172,133 @@ class ChunkUnit(UnitBase):
                 "grid": list(self.volume.chunk_position(self.unit, index))}
 
 
+@dataclass(frozen=True)
+class _Version:
+    """What a shard's index says, and the version of the shard it was read from (swapped
+    whole when the shard is read again)."""
+
+    index: ShardIndex
+    index_offset: int
+    size: int
+    version: str | None
+    table: ChunkTable
+
+
 class ShardUnit(UnitBase):
-    """One shard of a sharded v3 array: its index parsed once (a ``ChunkTable``)."""
+    """One shard of a sharded v3 array: its index parsed once (a ``ChunkTable``).
+
+    The index is read from one version of the shard (``Store.stat``, then
+    ``Store.read_ranges_of``) and every chunk read asks for bytes of that same version: a
+    shard another program rewrote since its index was read (a local file's identity, an
+    ETag over HTTP or S3) has its index read again and the chunks read anew through it, so
+    a chunk is never cut out of one version at offsets the index of another gave; a shard
+    that keeps changing for longer than ``handles.SETTLE_NS`` gives its chunks'
+    ``FileChangingError``."""
 
     def __init__(self, volume: UnitVolume, unit: Vec3, key: str, size: int,
-                 index: ShardIndex, index_offset: int) -> None:
+                 index: ShardIndex, index_offset: int, version: str | None = None) -> None:
         self.volume = volume
         self.unit = unit
         self.key = key
         self.path = volume.store.location(key)
-        self.index = index
-        self.index_offset = index_offset
         self.num_chunks = len(index.offsets)
         self.table_bytes = int(index.offsets.nbytes * 2 + index.present.nbytes * 2)
-        self._size = size
-        self._table = ChunkTable(index.offsets, index.nbytes, index.present)
+        self._lock = threading.Lock()
+        self._now = _Version(index, index_offset, size, version,
+                             ChunkTable(index.offsets, index.nbytes, index.present))
+
+    @property
+    def index(self) -> ShardIndex:
+        return self._now.index
+
+    @property
+    def index_offset(self) -> int:
+        return self._now.index_offset
+
+    @property
+    def version(self) -> str | None:
+        """The version of the shard its index was read from (``ObjectStat.version``)."""
+        return self._now.version
 
     @property
     def size(self) -> int:
-        return self._size
+        return self._now.size
 
     def chunk_table(self) -> ChunkTable:
-        return self._table
+        return self._now.table
 
     def chunk_offset(self, index: int) -> int | None:
-        return int(self.index.offsets[index]) if self.index.present[index] else None
+        ix = self.index
+        return int(ix.offsets[index]) if ix.present[index] else None
+
+    def _reread_index(self, seen: _Version) -> None:
+        """The shard is no longer the version of ``seen``: read its index again (once for
+        every reader that found the change); a shard gone has no chunk left."""
+        with self._lock:
+            if self._now is not seen:
+                return  # another reader did
+            found = self.volume.shard_index(self.key)
+            if found is None:
+                n = self.num_chunks
+                gone = ShardIndex(np.full(n, -1, np.int64), np.zeros(n, np.int64),
+                                  np.zeros(n, np.bool_), np.zeros(n, np.bool_), None)
+                self._now = _Version(gone, seen.index_offset, 0, None,
+                                     ChunkTable(gone.offsets, gone.nbytes, gone.present))
+                return
+            stat, index, at = found
+            if len(index.offsets) != self.num_chunks:  # cannot be: the metadata fixes it
+                raise ShardIndexError(f"the shard's index now has {len(index.offsets)} "
+                                      f"entries, not {self.num_chunks}", self.path)
+            self._now = _Version(index, at, stat.size, stat.version,
+                                 ChunkTable(index.offsets, index.nbytes, index.present))
 
     def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        """The stored bytes of these chunks, all from the version of the shard their index
+        entries were read from (see the class docstring)."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        deadline = 0
+        while True:
+            seen = self._now
+            try:
+                return self._read_from(idx, seen)
+            except FileChangingError as exc:
+                return [self.chunk_error(int(i), exc.reason, cls=FileChangingError)
+                        for i in idx]
+            except FileChangedError:
+                deadline = deadline or settle_deadline()
+                if time.monotonic_ns() > deadline:
+                    reason = changing_error(self.path).reason
+                    return [self.chunk_error(int(i), reason, cls=FileChangingError)
+                            for i in idx]
+            try:
+                self._reread_index(seen)
+            except FormatError as exc:
+                return [exc.at(block=int(i) if self.num_chunks > 1 else None,
+                               chunk=self.volume.chunk_position(self.unit, int(i)))
+                        for i in idx]
+
+    def _read_from(self, idx: npt.NDArray[np.int64], seen: _Version) -> list[StoredResult]:
+        """``read_stored`` through the index of ``seen``; ``FileChangedError`` when the shard
+        is no longer that version."""
+        index = seen.index
         out: list[StoredResult] = [None] * len(idx)
         n = self.num_chunks
         valid = (idx >= 0) & (idx < n)
         for k in np.flatnonzero(~valid).tolist():
             out[k] = self.chunk_error(int(idx[k]), f"no chunk {int(idx[k])} in a shard of {n}")
         safe = np.where(valid, idx, 0)
-        present = valid & self.index.present[safe]
-        bad = present & self.index.bad[safe]
+        present = valid & index.present[safe]
+        bad = present & index.bad[safe]
         for k in np.flatnonzero(bad).tolist():
             out[k] = self.chunk_error(int(idx[k]), "shard index entry points outside the "
-                                      "shard's data", offset=self._entry_offset(int(idx[k])),
+                                      "shard's data",
+                                      offset=seen.index_offset + 16 * int(idx[k]),
                                       cls=ShardIndexError)
         want = np.flatnonzero(present & ~bad)
         if not len(want):
             return out
-        offs = self.index.offsets[idx[want]]
-        nbs = self.index.nbytes[idx[want]]
+        offs = index.offsets[idx[want]]
+        nbs = index.nbytes[idx[want]]
         order = np.argsort(offs, kind="stable")
         offs, nbs, want = offs[order], nbs[order], want[order]
         ends = offs + nbs
@@ -223,7 +312,7 @@ class ShardUnit(UnitBase):
         g_hi = np.maximum.reduceat(ends, g_first)
         ranges = [(int(a), int(b - a)) for a, b in zip(g_lo, g_hi, strict=True)]
         try:
-            blobs = self.volume.store.read_ranges(self.key, ranges)
+            blobs = self.volume.store.read_ranges_of(self.key, ranges, seen.version)
         except OSError as exc:
             for k in want.tolist():
                 i = int(idx[k])
@@ -252,7 +341,7 @@ class ShardUnit(UnitBase):
         present = int(self.index.present.sum())
         crc = self.index.crc
         out: dict[str, Any] = {
-            "key": self.key, "shard_bytes": self._size,
+            "key": self.key, "shard_bytes": self.size,
             "chunks_per_shard": list(spec.chunks_per_shard),
             "inner_chunk_shape": list(self.volume.meta.chunk_shape),
             "index_location": "start" if spec.index_at_start else "end",

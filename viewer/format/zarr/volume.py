@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -33,11 +34,13 @@ from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
+    FileChangingError,
     FormatError,
     read_failure,
 )
+from viewer.format.handles import changing_error, settle_deadline
 from viewer.format.pool import decode_pool
-from viewer.format.store import LocalStore, Store, read_file_whole
+from viewer.format.store import LocalStore, ObjectStat, Store, read_file_whole
 from viewer.format.volume import (
     ChunkResult,
     IntArray,
@@ -55,7 +58,7 @@ from viewer.format.zarr.codecs import CodecFailure
 from viewer.format.zarr.errors import ShardIndexError
 from viewer.format.zarr.keys import parse_keys
 from viewer.format.zarr.meta import ArrayMeta
-from viewer.format.zarr.sharding import parse_index
+from viewer.format.zarr.sharding import ShardIndex, parse_index
 from viewer.format.zarr.units import ChunkUnit, ShardUnit, UnitBase, codec_error
 
 Vec3 = tuple[int, int, int]
@@ -236,29 +239,48 @@ class ZarrVolume(Volume):
         return ChunkUnit(self, (int(pos[0]), int(pos[1]), int(pos[2])), key, 0)
 
     def _open_shard(self, unit: Vec3) -> ShardUnit | None:
+        key = self.unit_key(unit)
+        found = self.shard_index(key)
+        if found is None:
+            return None
+        stat, index, at = found
+        return ShardUnit(self, unit, key, stat.size, index, at, stat.version)
+
+    def shard_index(self, key: str) -> tuple[ObjectStat, ShardIndex, int] | None:
+        """The shard at ``key``: its size and version (``Store.stat``), its parsed index
+        and the index's offset; None when there is no shard.  The index is read from the
+        version ``stat`` saw (``Store.read_ranges_of``): a shard rewritten in between is
+        looked at again, and one still changing after ``handles.SETTLE_NS`` is a
+        ``FileChangingError``."""
         spec = self.meta.sharding
         assert spec is not None
-        key = self.unit_key(unit)
         where = self.store.location(key)
-        size: int | None = None
-        at: int | None = None
-        try:
-            size = self.store.size(key)
-            if size is None:
+        deadline = settle_deadline()
+        while True:
+            at: int | None = None
+            try:
+                stat = self.store.stat(key)
+                if stat is None:
+                    return None
+                size = stat.size
+                n = spec.index_nbytes
+                if size < n:
+                    raise ShardIndexError(f"shard of {size} bytes is shorter than its index of "
+                                          f"{n} bytes", where, offset=0)
+                at = 0 if spec.index_at_start else size - n
+                raw = self.store.read_ranges_of(key, [(at, n)], stat.version)[0]
+            except FileNotFoundError:
                 return None
-            n = spec.index_nbytes
-            if size < n:
-                raise ShardIndexError(f"shard of {size} bytes is shorter than its index of {n} "
-                                      "bytes", where, offset=0)
-            at = 0 if spec.index_at_start else size - n
-            raw = self.store.read(key, at, n)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:  # its size, or its index at ``at``
-            raise read_failure(exc, DatasetLayoutError, "cannot open", where,
-                               offset=at) from None
-        index = parse_index(spec, raw, size, where, at)
-        return ShardUnit(self, unit, key, size, index, at)
+            except FileChangingError:
+                raise
+            except FileChangedError:
+                if time.monotonic_ns() > deadline:
+                    raise changing_error(where) from None
+                continue
+            except OSError as exc:  # its size, or its index at ``at``
+                raise read_failure(exc, DatasetLayoutError, "cannot open", where,
+                                   offset=at) from None
+            return stat, parse_index(spec, raw, size, where, at), at
 
     def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
         """The cursor moved on (a store that prefetches): stop the read-ahead of this array's

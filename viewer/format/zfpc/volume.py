@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,11 +31,12 @@ from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
+    FileChangingError,
     FormatError,
     read_failure,
 )
-from viewer.format.handles import identity, settle, settle_deadline
-from viewer.format.store import LocalStore, Store, split
+from viewer.format.handles import changing_error, identity, settle, settle_deadline
+from viewer.format.store import LocalStore, Store, file_version, split, version_changed
 from viewer.format.volume import (
     ChunkTable,
     StorageUnit,
@@ -73,6 +76,47 @@ def _stop_pool() -> None:
 lifecycle.at_shutdown("format.zfpc", lifecycle.POOLS, _stop_pool)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where the streams are in one version of the file: its size, the index (offsets,
+    sizes as stored and as used) and that version (``ObjectStat.version``).  Replaced whole
+    when the file was rewritten (``ZfpcVolume.reload``), so a read takes one and uses only it."""
+
+    file_size: int
+    raw_sizes: npt.NDArray[np.uint64]
+    offsets: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    first_offset: int
+    version: str | None
+
+
+def load(store: Store, key: str, path: str) -> tuple[Header, Layout]:
+    """The header and the stream index of the zfpc file at ``key``, both from the version
+    ``Store.stat`` saw (a file rewritten in between is looked at again; one still changing
+    after ``handles.SETTLE_NS``: ``FileChangingError``)."""
+    deadline = settle_deadline()
+    while True:
+        try:
+            stat = store.stat(key)
+            if stat is None:
+                raise DatasetLayoutError("no such file", path)
+            size = stat.size
+            head = store.read_ranges_of(key, [(0, HEADER_SIZE)], stat.version)[0]
+            h = container.parse_header(head, path)
+            need = HEADER_SIZE + 8 * (h.num_streams + 1)
+            data = head + store.read_ranges_of(key, [(HEADER_SIZE, need - HEADER_SIZE)],
+                                               stat.version)[0] if need <= size else head
+        except FileChangingError:
+            raise
+        except FileChangedError:
+            if time.monotonic_ns() > deadline:
+                raise changing_error(path) from None
+            continue
+        offsets, sizes, first = container.parse_index(data, h, size, path)
+        raw = np.frombuffer(data, dtype="<u8", count=h.num_streams, offset=HEADER_SIZE + 8)
+        return h, Layout(size, raw, offsets, sizes, first, stat.version)
+
+
 class ZfpcUnit(StorageUnit):
     """The zfpc file as the one storage unit of its volume (its index parsed once)."""
 
@@ -102,6 +146,27 @@ class ZfpcUnit(StorageUnit):
         return self._table
 
     def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        """The chunks' streams, read through the index of the file's version they are read
+        from (a file rewritten since its index was read: the index read again)."""
+        v = self.volume
+        deadline = 0
+        while True:
+            lay = v.layout
+            try:
+                return self._read_stored(indices, lay)
+            except FileChangingError as exc:
+                return [exc.at(chunk=v.chunk_position(int(i))) for i in indices]
+            except FileChangedError:
+                deadline = deadline or settle_deadline()
+                if time.monotonic_ns() > deadline:
+                    err = changing_error(v.path)
+                    return [err.at(chunk=v.chunk_position(int(i))) for i in indices]
+            try:
+                v.reload(lay)
+            except FormatError as exc:
+                return [exc.at(chunk=v.chunk_position(int(i))) for i in indices]
+
+    def _read_stored(self, indices: Sequence[int], lay: Layout) -> list[StoredResult]:
         v = self.volume
         out: list[StoredResult] = [None] * len(indices)
         ranges: list[tuple[int, int]] = []
@@ -113,23 +178,23 @@ class ZfpcUnit(StorageUnit):
                 continue
             bad = None
             for s in self._streams(index):
-                off, n = int(v.stream_offsets[s]), int(v.stream_sizes[s])
-                if off + n > v.file_size:
+                off, n = int(lay.offsets[s]), int(lay.sizes[s])
+                if off + n > lay.file_size:
                     bad = ChunkDecodeError(
-                        f"stream {s} ({v.stream_label(s)}) of {int(v.stream_raw_sizes[s])} bytes "
-                        f"at {off} runs past the end of the file ({v.file_size} bytes)",
+                        f"stream {s} ({v.stream_label(s)}) of {int(lay.raw_sizes[s])} bytes "
+                        f"at {off} runs past the end of the file ({lay.file_size} bytes)",
                         v.path, offset=off, chunk=v.chunk_position(index))
                     break
             if bad is not None:
                 out[k] = bad
                 continue
             wanted.append(k)
-            ranges.extend((int(v.stream_offsets[s]), int(v.stream_sizes[s]))
+            ranges.extend((int(lay.offsets[s]), int(lay.sizes[s]))
                           for s in self._streams(index))
         if not ranges:
             return out
         try:
-            blobs = v.store.read_ranges(v.key, ranges)
+            blobs = v.store.read_ranges_of(v.key, ranges, lay.version)
         except OSError as exc:
             err = read_failure(exc, FormatError, "cannot read", v.path)
             for k in wanted:
@@ -183,21 +248,8 @@ class ZfpcVolume(Volume):
         store, key = split(self.path)
         self.store: Store = store
         self.key = key
-        size = store.size(key)
-        if size is None:
-            raise DatasetLayoutError("no such file", self.path)
-        self.file_size = size
-        head = store.read(key, 0, HEADER_SIZE)
-        h = container.parse_header(head, self.path)
+        h, self.layout = load(store, key, self.path)
         self.header: Header = h
-        need = HEADER_SIZE + 8 * (h.num_streams + 1)
-        data = head + store.read(key, HEADER_SIZE, need - HEADER_SIZE) if need <= size else head
-        offsets, sizes, first = container.parse_index(data, h, size, self.path)
-        raw = np.frombuffer(data, dtype="<u8", count=h.num_streams, offset=HEADER_SIZE + 8)
-        self.stream_raw_sizes = raw
-        self.stream_offsets = offsets
-        self.stream_sizes = sizes
-        self.first_offset = first
         e = h.extent
         sp = h.split
         self.dtype = h.dtype
@@ -211,6 +263,41 @@ class ZfpcVolume(Volume):
         self.stream_nbytes = int(np.prod(h.stream_shape)) * h.dtype.itemsize
         self._unit = ZfpcUnit(self)
         self._lock = threading.Lock()
+
+    # -- the file's version ------------------------------------------------------------------------
+    @property
+    def file_size(self) -> int:
+        return self.layout.file_size
+
+    @property
+    def stream_raw_sizes(self) -> npt.NDArray[np.uint64]:
+        return self.layout.raw_sizes
+
+    @property
+    def stream_offsets(self) -> npt.NDArray[np.int64]:
+        return self.layout.offsets
+
+    @property
+    def stream_sizes(self) -> npt.NDArray[np.int64]:
+        return self.layout.sizes
+
+    @property
+    def first_offset(self) -> int:
+        return self.layout.first_offset
+
+    def reload(self, seen: Layout) -> None:
+        """The file is no longer the version of ``seen`` (another program rewrote it): read
+        its index again (once for every reader that found the change).  A file whose header
+        changed (another shape, type or split) is another volume: ``FileChangedError``."""
+        with self._lock:
+            if self.layout is not seen:
+                return
+            h, lay = load(self.store, self.key, self.path)
+            if h != self.header:
+                raise FileChangedError("the file was rewritten with another header since "
+                                       "it was opened; open it again", self.path)
+            self.layout = lay
+            self._unit._table = None
 
     # -- geometry ---------------------------------------------------------------------------------
     @property
@@ -283,15 +370,17 @@ class ZfpcVolume(Volume):
                                 offset=int(self.stream_offsets[s]),
                                 chunk=self.chunk_position(index))
 
-    def decode_chunk_from_file(self, index: int, fd: int, dst: npt.NDArray[Any]) -> None:
-        """Chunk ``index`` read from the open local file ``fd`` straight into the padded
-        buffers its streams are decoded from (no intermediate copy), into ``dst``."""
+    def decode_chunk_from_file(self, index: int, fd: int, dst: npt.NDArray[Any],
+                               lay: Layout) -> None:
+        """Chunk ``index`` read from the open local file ``fd`` (the version of ``lay``)
+        straight into the padded buffers its streams are decoded from (no intermediate
+        copy), into ``dst``."""
         for w, s in enumerate(self._unit._streams(index)):
-            off, n = int(self.stream_offsets[s]), int(self.stream_sizes[s])
+            off, n = int(lay.offsets[s]), int(lay.sizes[s])
             try:
-                if off + n > self.file_size:
-                    raise ZfpError(f"{int(self.stream_raw_sizes[s])} bytes at {off} run past "
-                                   f"the end of the file ({self.file_size} bytes)")
+                if off + n > lay.file_size:
+                    raise ZfpError(f"{int(lay.raw_sizes[s])} bytes at {off} run past "
+                                   f"the end of the file ({lay.file_size} bytes)")
                 head = parse_header(os.pread(fd, min(24, n), off))
                 if head.dtype != self.dtype:
                     raise ZfpError(f"stream holds {head.dtype.name}, the container says "
@@ -358,7 +447,25 @@ class ZfpcVolume(Volume):
         return out
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
-        """Chunks inside the box decode straight into ``out``; the others through a chunk."""
+        """Chunks inside the box decode straight into ``out``; the others through a chunk.
+        All through the index of the file's version they are read from: a file rewritten
+        since its index was read has its index read again (``reload``) and is read anew;
+        one still changing after ``handles.SETTLE_NS`` is a ``FileChangingError``."""
+        deadline = 0
+        while True:
+            lay = self.layout
+            try:
+                self._read_into(out, offset, lay)
+                return
+            except FileChangingError:
+                raise
+            except FileChangedError:
+                deadline = deadline or settle_deadline()
+                if time.monotonic_ns() > deadline:
+                    raise changing_error(self.path) from None
+            self.reload(lay)
+
+    def _read_into(self, out: npt.NDArray[Any], offset: Sequence[int], lay: Layout) -> None:
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         c = np.asarray(self.chunk_shape, dtype=np.int64)
@@ -379,11 +486,13 @@ class ZfpcVolume(Volume):
             else:
                 try:  # the racy-timestamp rule, as every local read
                     st = settle(fd, path, os.fstat(fd), settle_deadline())
+                    if lay.version is not None and file_version(st) != lay.version:
+                        raise version_changed(path)
                 except BaseException:
                     os.close(fd)
                     raise
         try:
-            self._read_chunks_into(out, off, size, c, grid, indices, fd)
+            self._read_chunks_into(out, off, size, c, grid, indices, fd, lay)
             if st is not None and identity(os.fstat(fd)) != identity(st):
                 raise FileChangedError("the file changed while it was read (rewritten or "
                                        "truncated by another program)", path)
@@ -394,7 +503,7 @@ class ZfpcVolume(Volume):
     def _read_chunks_into(self, out: npt.NDArray[Any], off: npt.NDArray[np.int64],
                           size: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
                           grid: npt.NDArray[np.int64], indices: npt.NDArray[np.int64],
-                          fd: int) -> None:
+                          fd: int, lay: Layout) -> None:
         """Decode the chunks at ``grid`` into ``out`` (the box at ``off``); with a local file
         descriptor ``fd`` the chunks wholly inside read their streams straight from it."""
         batch = 256
@@ -406,11 +515,11 @@ class ZfpcVolume(Volume):
                 inside.append(bool((g >= off).all() and (g + c <= off + size).all()))
             if fd >= 0:
                 need = [int(indices[r]) for r, ins in zip(rows, inside, strict=True) if not ins]
-                stored_part = iter(self._unit.read_stored(need)) if need else iter(())
+                stored_part = iter(self._unit._read_stored(need, lay)) if need else iter(())
                 stored: list[StoredResult] = [b"" if ins else next(stored_part)
                                               for ins in inside]
             else:
-                stored = self._unit.read_stored(indices[start:start + batch].tolist())
+                stored = self._unit._read_stored(indices[start:start + batch].tolist(), lay)
             jobs = []
             for row, data, ins in zip(rows, stored, inside, strict=True):
                 if isinstance(data, FormatError):
@@ -426,7 +535,7 @@ class ZfpcVolume(Volume):
                             for a, b in zip(s_lo - off, s_hi - off, strict=True))
                 index = int(indices[row])
                 if ins and fd >= 0:
-                    self.decode_chunk_from_file(index, fd, out[(slice(None), *dst)])
+                    self.decode_chunk_from_file(index, fd, out[(slice(None), *dst)], lay)
                 elif ins:
                     self.check_stream_sizes(index, data)
                     self.decode_chunk_into(index, data, out[(slice(None), *dst)])
