@@ -22,18 +22,20 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.channels import ChannelStack
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
     FormatError,
+    UnsupportedFormatError,
     read_failure,
 )
 from viewer.format.pool import decode_pool
@@ -46,6 +48,7 @@ from viewer.format.volume import (
     UnitRead,
     Volume,
     VolumeInfo,
+    check_index,
     chunk_grid,
 )
 from viewer.format.zarr.axes import AxisMap
@@ -78,7 +81,9 @@ class ZarrVolume(Volume):
     format: ClassVar[str] = "zarr"
 
     def __init__(self, store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
-                 axis_units: tuple[str, str, str] | None = None) -> None:
+                 axis_units: tuple[str, str, str] | None = None,
+                 index: Mapping[str, int] | None = None,
+                 channels: tuple[int, int] | None = None) -> None:
         self.store = store
         self.prefix = prefix
         self.meta = meta
@@ -86,21 +91,35 @@ class ZarrVolume(Volume):
         self.path = store.location(prefix.rstrip("/")) if prefix else store.location("")
         self.dtype = meta.dtype
         c = axes.c
-        self.num_channels = meta.shape[c] if c is not None else 1
-        if c is not None and meta.chunk_shape[c] < self.num_channels:
-            from viewer.format.errors import UnsupportedFormatError
-            raise UnsupportedFormatError(
-                f"the channel axis ({self.num_channels} channels) is split across chunks of "
-                f"{meta.chunk_shape[c]}: this reader needs every channel in one chunk",
-                meta.where)
-        if self.num_channels < 1:
-            from viewer.format.errors import UnsupportedFormatError
+        total = meta.shape[c] if c is not None else 1
+        if total < 1:
             raise UnsupportedFormatError("the channel axis has size 0", meta.where)
+        c0, c1 = channels if channels is not None else (0, total)
+        if c is not None and not (0 <= c0 < c1 <= total
+                                  and c0 // meta.chunk_shape[c] == (c1 - 1) // meta.chunk_shape[c]):
+            raise UnsupportedFormatError(
+                f"channels {c0}..{c1 - 1} of {total} are not in one chunk of "
+                f"{meta.chunk_shape[c]} channels (a ChannelStack reads them)", meta.where)
+        self.num_channels = c1 - c0 if c is not None else 1
+        self._channels = (c0, c1)
+        self._index = check_index(axes.extra, index, self.path)
+        #: The element of every array axis this volume shows (0 on x, y, z; the first channel
+        #: on c), its chunk's grid position, and its offset inside that chunk.
+        at = [0] * meta.ndim
+        for a in axes.dropped:
+            at[a] = self._index.get(axes.names[a], 0)
+        if c is not None:
+            at[c] = c0
+        chunk_at = [v // k for v, k in zip(at, meta.chunk_shape, strict=True)]
+        self._in_chunk = [v % k for v, k in zip(at, meta.chunk_shape, strict=True)]
         self.chunk_shape = axes.xyz(meta.chunk_shape)
         per = meta.sharding.chunks_per_shard if meta.sharding is not None else \
             (1,) * meta.ndim
         self.unit_shape = axes.xyz(per)
         self._per = per
+        #: The non-spatial axes' unit position and chunk position inside the unit.
+        self._unit_at = [v // p for v, p in zip(chunk_at, per, strict=True)]
+        self._local_at = [v % p for v, p in zip(chunk_at, per, strict=True)]
         self.fill_value = meta.fill_value
         self.axis_names = ("x", "y", "z")
         self.axis_units = axis_units
@@ -113,6 +132,7 @@ class ZarrVolume(Volume):
         #: axes c, x, y, z with the transpose [3, 2, 1, 0]; no conversion at all).
         self._identity = (axes.ndim == 4 and (axes.c, axes.x, axes.y, axes.z) == (0, 1, 2, 3)
                           and meta.chunk_shape[0] == self.num_channels
+                          and not any(self._in_chunk)
                           and meta.codec.inverse == (3, 2, 1, 0)
                           and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
@@ -135,9 +155,32 @@ class ZarrVolume(Volume):
         self._shape = (max(0, int(hx) - int(lx)), max(0, int(hy) - int(ly)),
                        max(0, int(hz) - int(lz)))
 
+    # -- extra axes and channels -------------------------------------------------------------------
+    @property
+    def extra_axes(self) -> dict[str, int]:
+        return self.axes.extra
+
+    @property
+    def extra_index(self) -> dict[str, int]:
+        return dict(self._index)
+
+    @property
+    def channel_range(self) -> tuple[int, int]:
+        """The channels of the array this volume reads, ``[first, end)``."""
+        return self._channels
+
+    def at_index(self, index: Mapping[str, int]) -> ZarrVolume:
+        wanted = check_index(self.extra_axes, index, self.path)
+        if wanted == self._index:
+            return self
+        other = type(self)(self.store, self.prefix, self.meta, self.axes, self.axis_units,
+                           wanted, self._channels)
+        other._origin, other._shape = self._origin, self._shape
+        return other
+
     # -- units ------------------------------------------------------------------------------------
     def unit_key(self, unit: Sequence[int]) -> str:
-        return self.prefix + self.meta.key(self.axes.nd(unit))
+        return self.prefix + self.meta.key(self.axes.nd(unit, self._unit_at))
 
     def unit_path(self, unit: Vec3) -> str:
         return self.store.location(self.unit_key(unit))
@@ -291,6 +334,7 @@ class ZarrVolume(Volume):
         spatial = self.axes.spatial
         ix, iy, iz = (a if a is not None else -1 for a in spatial)
         others = [i for i in range(meta.ndim) if i not in spatial]
+        want = [self._unit_at[i] for i in others]
         while True:
             batch = list(itertools.islice(keys, size))
             if not batch:
@@ -299,12 +343,12 @@ class ZarrVolume(Volume):
             found = parse_keys(batch, head, meta.separator, meta.ndim, sort=sort)
             if isinstance(found, list):  # parsed one by one (a number past int64, a NUL)
                 for g in found:
-                    if not any(g[i] for i in others):
+                    if [g[i] for i in others] == want:
                         yield (g[ix] if ix >= 0 else 0, g[iy] if iy >= 0 else 0,
                                g[iz] if iz >= 0 else 0)
                 continue
             if others:
-                found = found[~found[:, others].any(axis=1)]
+                found = found[(found[:, others] == np.asarray(want)).all(axis=1)]
             zero = [0] * len(found)
             x, y, z = (found[:, a].tolist() if a is not None else zero for a in spatial)
             yield from zip(x, y, z, strict=True)
@@ -312,7 +356,7 @@ class ZarrVolume(Volume):
     def chunk_index(self, local: IntArray) -> IntArray:
         if self.meta.sharding is None:
             return np.zeros(len(local), dtype=np.int64)
-        nd = self.axes.nd_many(np.asarray(local, dtype=np.int64))
+        nd = self.axes.nd_many(np.asarray(local, dtype=np.int64), self._local_at)
         flat: IntArray = np.ravel_multi_index(tuple(nd.T), self._per).astype(np.int64)
         return flat
 
@@ -335,7 +379,7 @@ class ZarrVolume(Volume):
         """A decoded chunk in the array's axis order as ``(C, cx, cy, cz)``."""
         if self._identity:
             return arr
-        out = self.axes.to_cxyz(arr, self.num_channels)
+        out = self.axes.to_cxyz(arr, self.num_channels, self._in_chunk)
         if out.dtype != self.dtype:
             out = out.astype(self.dtype)
         return np.asfortranarray(out)
@@ -426,6 +470,11 @@ class ZarrVolume(Volume):
                                               strict=True) if v is not None},
             "codecs": m.codec.describe(),
         }
+        if self.extra_axes:
+            header["extra_axes"] = self.extra_axes
+            header["index"] = self.extra_index
+        if self.axes.c is not None and self.num_channels != m.shape[self.axes.c]:
+            header["channels_read"] = list(self._channels)
         if m.sharding is not None:
             header["shard_shape"] = list(m.grid_shape)
             header["chunks_per_shard"] = list(m.sharding.chunks_per_shard)
@@ -451,10 +500,29 @@ class Zarr3Volume(ZarrVolume):
     format: ClassVar[str] = "zarr3"
 
 
+class Zarr2ChannelStack(ChannelStack):
+    format: ClassVar[str] = "zarr"
+
+
+class Zarr3ChannelStack(ChannelStack):
+    format: ClassVar[str] = "zarr3"
+
+
 def make_volume(store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
-                axis_units: tuple[str, str, str] | None = None) -> ZarrVolume:
+                axis_units: tuple[str, str, str] | None = None,
+                index: Mapping[str, int] | None = None) -> Volume:
+    """The array's volume: one ``ZarrVolume``, or a ``ChannelStack`` of one per chunk along
+    the channel axis when the channels are split across chunks."""
     cls = Zarr3Volume if meta.zarr_format == 3 else Zarr2Volume
-    return cls(store, prefix, meta, axes, axis_units)
+    c = axes.c
+    if c is None or meta.chunk_shape[c] >= meta.shape[c]:
+        return cls(store, prefix, meta, axes, axis_units, index)
+    step, total = meta.chunk_shape[c], meta.shape[c]
+    groups = [cls(store, prefix, meta, axes, axis_units, index, (c0, min(c0 + step, total)))
+              for c0 in range(0, total, step)]
+    stack = Zarr3ChannelStack if meta.zarr_format == 3 else Zarr2ChannelStack
+    return stack(groups)
 
 
-__all__ = ["ZarrVolume", "Zarr2Volume", "Zarr3Volume", "ShardUnit", "ChunkUnit", "make_volume"]
+__all__ = ["ZarrVolume", "Zarr2Volume", "Zarr3Volume", "ShardUnit", "ChunkUnit", "make_volume",
+           "Zarr2ChannelStack", "Zarr3ChannelStack"]

@@ -1,0 +1,93 @@
+"""Channels in chunks of their own and extra axes, on OME-Zarr written by zarr-python: every
+channel and every time point reads voxel for voxel, through ``Volume.read`` and through the
+storage units the loader reads (``open_unit`` / ``read_units``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from viewer.format import open_volume
+
+
+def _case(cases: tuple[Path, list[Any]], rel: str) -> Path:
+    return cases[0] / rel
+
+
+def _tc(cases: tuple[Path, list[Any]]) -> np.ndarray:
+    """The (T, C, X, Y, Z) truth of ``ome-tc.zarr``: time point 0 is its case's layer, time
+    point 1 the channels case's."""
+    by_rel = {c.rel: c for c in cases[1]}
+    return np.stack([by_rel["ome-tc.zarr"].layers[0][0][2], by_rel["ome-c.zarr"].layers[0][0][2]])
+
+
+def test_time_axis_is_kept_and_index_chooses_the_time_point(
+        cases: tuple[Path, list[Any]]) -> None:
+    truth = _tc(cases)
+    path = _case(cases, "ome-tc.zarr")
+    for t in (0, 1):
+        v = open_volume(path, index={"t": t})
+        try:
+            assert v.extra_axes == {"t": 2}
+            assert v.extra_index == {"t": t}
+            assert v.num_channels == 3 and v.shape == truth.shape[2:]
+            np.testing.assert_array_equal(v.read((0, 0, 0), v.shape), truth[t])
+            # a box that is not chunk-aligned, past the edge
+            np.testing.assert_array_equal(v.read((5, 7, 3), (70, 50, 10))[:, :65, :43, :9],
+                                          truth[t][:, 5:, 7:, 3:12])
+        finally:
+            v.close()
+    v = open_volume(path)
+    try:
+        assert v.extra_index == {"t": 0}
+        moved = v.at_index({"t": 1})
+        assert moved.extra_index == {"t": 1}
+        np.testing.assert_array_equal(moved.read((0, 0, 0), moved.shape), truth[1])
+        with pytest.raises(IndexError, match="outside 0..1"):
+            v.at_index({"t": 2})
+        with pytest.raises(KeyError, match="no extra axis 'q'"):
+            v.at_index({"q": 1})
+        assert v.at_index({"q": 0}) is v  # time point 0 of an axis it lacks: itself
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("rel", ["ome-tc.zarr", "ome-c.zarr", "ome-c2.zarr"])
+def test_storage_units_give_every_channel(cases: tuple[Path, list[Any]], rel: str) -> None:
+    """What the loader and the inspector read: each unit's chunks stacked over the channel
+    chunks, equal to the truth; the groups say which channels each reads."""
+    truth = _tc(cases)[1] if rel != "ome-tc.zarr" else _tc(cases)[0]
+    v = open_volume(_case(cases, rel))
+    try:
+        groups = v.channel_groups()
+        step = {"ome-c2.zarr": 2}.get(rel, 1)
+        assert [r for r, _ in groups] == [(c, min(c + step, 3)) for c in range(0, 3, step)]
+        for (c0, c1), g in groups:
+            np.testing.assert_array_equal(g.read((0, 0, 0), g.shape), truth[c0:c1])
+        units = sorted(set(v.iter_units()))
+        assert units
+        cs = np.asarray(v.chunk_shape)
+        jobs = []
+        for pos in units:
+            unit = v.open_unit(pos)
+            assert unit is not None
+            table = unit.chunk_table()
+            idx = np.flatnonzero(table.present).tolist()
+            jobs.append((pos, idx))
+            stored = unit.read_stored(idx)
+            for n, chunk, raw in zip(idx, unit.read_chunks(idx), stored, strict=True):
+                assert isinstance(chunk, np.ndarray) and isinstance(raw, (bytes, memoryview))
+                np.testing.assert_array_equal(unit.decode(n, raw), chunk)
+                local = v.chunk_local(np.asarray([n]))[0]
+                at = (np.asarray(pos) * np.asarray(v.unit_shape) + local) * cs
+                want = truth[:, at[0]:at[0] + cs[0], at[1]:at[1] + cs[1], at[2]:at[2] + cs[2]]
+                got = chunk[:, :want.shape[1], :want.shape[2], :want.shape[3]]
+                np.testing.assert_array_equal(got, want)
+            v.done_with(unit)
+        for (pos, idx), found in zip(jobs, v.read_units(jobs), strict=True):
+            assert isinstance(found, list) and len(found) == len(idx), pos
+    finally:
+        v.close()
