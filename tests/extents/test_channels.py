@@ -91,3 +91,29 @@ def test_storage_units_give_every_channel(cases: tuple[Path, list[Any]], rel: st
             assert isinstance(found, list) and len(found) == len(idx), pos
     finally:
         v.close()
+
+
+def test_cli_index_reads_the_time_point(cases: tuple[Path, list[Any]],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--index t=N`` on info and digest: the time point asked for; an axis the data lacks,
+    or a time point past its end, is bad input (exit 2)."""
+    import json
+
+    from viewer.cli import digest as digest_cli
+    from viewer.cli import info as info_cli
+
+    path = str(_case(cases, "ome-tc.zarr"))
+    digests = []
+    for t in ("0", "1"):
+        assert info_cli.main([path, "--json", "--quick", "--index", f"t={t}"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert f'"index": {{"t": {t}}}' in json.dumps(doc)
+        assert digest_cli.main([path, "--json", "--index", f"t={t}"]) == 0
+        digests.append(capsys.readouterr().out)
+    assert digests[0] != digests[1]
+    assert digest_cli.main([path, "--json"]) == 0
+    assert capsys.readouterr().out == digests[0]
+    for bad in ("t=2", "q=1"):
+        assert info_cli.main([path, "--index", bad]) == 2
+        assert digest_cli.main([path, "--index", bad]) == 2
+        capsys.readouterr()

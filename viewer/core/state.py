@@ -16,7 +16,7 @@ GUI thread only.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -98,6 +98,28 @@ def parse_position(text: str) -> Vec3:
     if len(numbers) != 3:
         raise ValueError(f"a position is three numbers x, y, z, not {text.strip()!r}")
     return tuple(int(round(float(n))) for n in numbers)  # type: ignore[return-value]
+
+
+def parse_index(texts: str | Sequence[str] | None) -> dict[str, int]:
+    """The element of each extra axis a person asked for: ``"t=3"``, ``"t=3,z2=1"``, or a
+    list of such (``--index`` given several times).  Raises ``ValueError`` with a readable
+    message otherwise."""
+    out: dict[str, int] = {}
+    items = [texts] if isinstance(texts, str) else list(texts or [])
+    for text in items:
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            m = re.fullmatch(r"([^=\s]+)\s*=\s*(\d+)", part)
+            if m is None:
+                raise ValueError(f"an index is AXIS=N (e.g. t=3), not {part!r}")
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def format_index(index: Mapping[str, int]) -> str:
+    """``{"t": 3}`` as ``t=3`` (the spelling ``parse_index`` reads)."""
+    return ",".join(f"{k}={int(v)}" for k, v in index.items())
 
 
 def format_position(pos: Sequence[int]) -> str:
