@@ -45,6 +45,12 @@ ZOOM_STEP = 1.25
 
 COLORMAPS = ("grey", "viridis", "magma", "inferno", "cividis")
 
+
+def known_colormap(name: str) -> bool:
+    """A colormap by name (``COLORMAPS``) or a colour ``"#RRGGBB"`` (black to it: a channel
+    of a composite)."""
+    return name in COLORMAPS or bool(re.fullmatch(r"#[0-9A-Fa-f]{6}", name))
+
 Observer = Callable[[frozenset[str]], None]
 
 
@@ -74,7 +80,8 @@ class LayerDisplay:
     """How one layer is shown: in the views or not, its ``opacity`` (0..1) when blended over
     the layers below it, its ``contrast`` (a color layer), and for a segmentation layer the
     ids drawn highlighted: ``selected_id`` (clicked) and ``hovered_id`` (under the mouse).
-    ``mag_lock`` pins the mag the views read (``None``: chosen from the zoom).  A plain WKW
+    ``mag_lock`` pins the mag the views read (``None``: chosen from the zoom); ``additive``
+    layers add their colour to what is below (composite channels).  A plain WKW
     dataset is one layer.  ``category`` is ``COLOR`` or ``SEGMENTATION``."""
 
     name: str
@@ -85,6 +92,8 @@ class LayerDisplay:
     selected_id: int | None = None
     hovered_id: int | None = None
     mag_lock: Vec3 | None = None
+    #: Added to the layers below instead of drawn over them (a channel of a composite).
+    additive: bool = False
 
     @property
     def is_segmentation(self) -> bool:
@@ -372,7 +381,7 @@ class ViewerState:
     def set_contrast(self, **changes: Any) -> None:
         """Change fields of the active layer's ``Contrast`` (lo, hi, gamma, invert, colormap,
         channel, rgb)."""
-        if "colormap" in changes and changes["colormap"] not in COLORMAPS:
+        if "colormap" in changes and not known_colormap(changes["colormap"]):
             raise ValueError(f"unknown colormap {changes['colormap']!r} (known: {COLORMAPS})")
         old = self.contrast
         new = replace(old, **changes)
@@ -406,7 +415,7 @@ def _check_layer(layer: LayerDisplay) -> None:
     if layer.category not in CATEGORIES:
         raise ValueError(f"layer {layer.name!r}: category {layer.category!r} is not one of "
                          f"{CATEGORIES}")
-    if layer.contrast.colormap not in COLORMAPS:
+    if not known_colormap(layer.contrast.colormap):
         raise ValueError(f"layer {layer.name!r}: unknown colormap {layer.contrast.colormap!r}")
     if layer.mag_lock is not None and (len(layer.mag_lock) != 3 or min(layer.mag_lock) < 1):
         raise ValueError(f"layer {layer.name!r}: a mag is three factors >= 1, "

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from viewer.core.state import COLORMAPS, MAX_ZOOM, MIN_ZOOM, Contrast, ViewerState
+from viewer.core.state import MAX_ZOOM, MIN_ZOOM, Contrast, ViewerState, known_colormap
 
 #: Datasets remembered; the least recently opened is forgotten first.
 REMEMBERED_DATASETS = 50
@@ -54,7 +54,7 @@ def _contrast(old: Contrast, saved: Mapping[str, Any]) -> Contrast:
     return replace(old, lo=lo, hi=hi,
                    gamma=max(_number(saved.get("gamma"), old.gamma), 1e-3),
                    invert=bool(saved.get("invert", old.invert)),
-                   colormap=colormap if colormap in COLORMAPS else old.colormap,
+                   colormap=colormap if known_colormap(colormap) else old.colormap,
                    channel=channel if isinstance(channel, int) and channel >= 0 else old.channel)
 
 

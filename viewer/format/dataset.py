@@ -118,6 +118,18 @@ class Mag:
         return f"<Mag {self.name} of {self.layer!r} at {self.path!r}>"
 
 
+@dataclass(frozen=True)
+class ChannelInfo:
+    """How a dataset says one channel of a layer should look (OME-Zarr ``omero`` channels):
+    its ``label``, ``color`` (``"#RRGGBB"``), display ``window`` (lo, hi) and whether it is
+    shown at first (``active``); None where it does not say."""
+
+    label: str | None = None
+    color: str | None = None
+    window: tuple[float, float] | None = None
+    active: bool = True
+
+
 class Layer:
     """One layer: name, category, element class (``uint8``, ``uint24``, ``float``, ...), one
     channel's ``dtype``, channels, the box in mag-1 voxels, ``largest_segment_id``
@@ -144,6 +156,8 @@ class Layer:
         self.data_format = data_format
         #: The format's own description of the layer (a webKnossos properties entry), if any.
         self.properties = properties
+        #: How each channel should look, where the dataset says (else empty).
+        self.channel_info: list[ChannelInfo] = []
         if dtype is None:
             dtype = self.mags[0].dtype if self.mags else np.dtype("u1")
         self._dtype = np.dtype(dtype)

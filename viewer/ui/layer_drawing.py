@@ -25,7 +25,7 @@ from viewer.core.layered import SourceLayer
 from viewer.core.multires import ComposedPlane
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
-from viewer.render.blend import PaletteCache, blend, render_layer
+from viewer.render.blend import PaletteCache, composite, render_layer
 from viewer.render.levels import histogram, robust_range
 from viewer.render.plane import Rendered
 from viewer.ui.contrast import QtContrastPanel
@@ -240,8 +240,9 @@ class QtLayerDrawing(QObject):
         view.layer_rendered = out
         if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
             return out[drawn[0].name]
-        return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
-                                la.opacity) for la in drawn]))
+        return Rendered(composite([(regrid(out[la.name].argb(), planes[la.name], main,
+                                           view.axis), la.opacity, la.additive)
+                                   for la in drawn]))
 
     def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered:
         """What ``view``'s layers look like with layer ``name``'s plane replaced by ``plane``:
@@ -275,8 +276,9 @@ class QtLayerDrawing(QObject):
         if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
             return out[name]
         main = on_finest_grid(planes, self.state.active_layer)
-        return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
-                                la.opacity) for la in drawn]))
+        return Rendered(composite([(regrid(out[la.name].argb(), planes[la.name], main,
+                                           view.axis), la.opacity, la.additive)
+                                   for la in drawn]))
 
     def rerender_all(self, skip: Collection[int] = ()) -> None:
         """Draw every view's planes anew (the look changed), but those in ``skip`` (views

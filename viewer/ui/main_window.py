@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -68,6 +69,23 @@ from viewer.ui.url_progress import QtUrlProgress
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
+
+
+def initial_display(layer: SourceLayer) -> st.LayerDisplay:
+    """How a layer is shown when the dataset opens: a segmentation layer half transparent, a
+    channel of a composite in its colour (and window, and shown or not, as the dataset says),
+    added to the others; any other layer grey over what is below."""
+    contrast = default_contrast(layer.dtype, layer.finest.value_range, layer.num_channels)
+    if layer.channel is None:
+        return st.LayerDisplay(layer.name, layer.category, contrast=contrast,
+                               opacity=SEGMENTATION_OPACITY
+                               if layer.category == st.SEGMENTATION else 1.0)
+    look = layer.channel
+    if look.window is not None:
+        contrast = replace(contrast, lo=look.window[0], hi=look.window[1])
+    contrast = replace(contrast, colormap=look.color or "grey")
+    return st.LayerDisplay(layer.name, layer.category, visible=look.active, contrast=contrast,
+                           additive=True)
 
 
 def sync_source(layers: Sequence[SourceLayer],
@@ -326,13 +344,7 @@ class QtMainWindow(QMainWindow):
             view.show_plane(None, None)
         on_close = None if opened is None else opened.close
         self.source = self.source_factory(layers, on_close)
-        self.state.set_layers([st.LayerDisplay(layer.name, layer.category,
-                                               contrast=default_contrast(
-                                                   layer.dtype, layer.finest.value_range,
-                                                   layer.num_channels),
-                                               opacity=SEGMENTATION_OPACITY
-                                               if layer.category == st.SEGMENTATION else 1.0)
-                               for layer in layers], notify=False)
+        self.state.set_layers([initial_display(layer) for layer in layers], notify=False)
         self.drawing.start(layers)
         self.drawing.show_active_layer()
         self.state.set_bounds(bounds, pos, zoom if zoom is not None else self.fit_zoom(bounds))

@@ -29,7 +29,12 @@ from viewer.format.store import Store, is_url, open_store
 from viewer.format.volume import Volume
 from viewer.format.zarr.axes import AxisMap, axis_map
 from viewer.format.zarr.node import Node, child_names, read_node
-from viewer.format.zarr.ome import Multiscale, multiscales_of, parse_multiscale
+from viewer.format.zarr.ome import (
+    Multiscale,
+    multiscales_of,
+    omero_channels,
+    parse_multiscale,
+)
 from viewer.format.zarr.volume import make_volume
 
 #: Children of a plain group looked at, and how deep.
@@ -268,6 +273,7 @@ def multiscale_layer(store: Store, prefix: str, root: str, node: Node, name: str
                   vol0.num_channels, None, mags, store.location(prefix.rstrip("/")),
                   data_format=format_name(n0.version), dtype=vol0.dtype,
                   properties=node.attributes)
+    layer.channel_info = omero_channels(node.attributes)[:vol0.num_channels]
     return layer, scale, n0.version
 
 
