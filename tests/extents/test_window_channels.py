@@ -82,3 +82,39 @@ def test_two_channel_composite_shows_both_colours(window: Any, qtbot: Any,
     # hiding a channel takes its colour away
     window.state.set_layer(names[1], visible=False)
     qtbot.waitUntil(lambda: _colour_at(view, 10.5, 10.5) == (BRIGHT, 0, 0), timeout=10000)
+
+
+def _time_series(path: Path) -> Path:
+    """Two time points of one channel (axes t, c, z, y, x, zarr v3 names): 50 then 200."""
+    import zarr
+
+    arr = zarr.create_array(str(path), shape=(2, 1, *SHAPE[::-1]), dtype="uint8",
+                            chunks=(1, 1, 16, 16, 16), zarr_format=3, fill_value=0,
+                            dimension_names=["t", "c", "z", "y", "x"])
+    arr[0] = 50
+    arr[1] = 200
+    return path
+
+
+def test_time_slider_changes_the_image_and_the_status_bar(window: Any, qtbot: Any,
+                                                          tmp_path: Path) -> None:
+    from PySide6.QtCore import Qt
+
+    assert window.open_path(_time_series(tmp_path / "movie.zarr"), pos=(20, 20, 8))
+    assert window.state.extra_axes == {"t": 2} and window.state.index == {"t": 0}
+    view = window.views[XY]
+    slider = window.extra_axes.sliders["t"]
+    assert slider.isVisibleTo(window) and slider.maximum() == 1
+    qtbot.waitUntil(lambda: view.plane is not None and view.plane.complete, timeout=20000)
+    qtbot.waitUntil(lambda: _colour_at(view, 10.5, 10.5) == (50, 50, 50), timeout=10000)
+    assert "t 0 of 0\u20131" in window.status.info_label.text()
+    slider.setValue(1)
+    assert window.state.index == {"t": 1}
+    qtbot.waitUntil(lambda: _colour_at(view, 10.5, 10.5) == (200, 200, 200), timeout=20000)
+    assert "t 1 of 0\u20131" in window.status.info_label.text()
+    assert window.extra_axes.labels["t"].text() == "t 1/1"
+    view.setFocus()
+    qtbot.keyClick(window, Qt.Key.Key_BracketLeft)  # [ : the previous time point
+    qtbot.waitUntil(lambda: window.state.index == {"t": 0}, timeout=5000)
+    qtbot.waitUntil(lambda: _colour_at(view, 10.5, 10.5) == (50, 50, 50), timeout=20000)
+    assert slider.value() == 0

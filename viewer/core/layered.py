@@ -316,8 +316,10 @@ class LayeredSource:
             if isinstance(part, Loader):
                 part.release_hold()
 
-    def close(self) -> None:
-        """Close every part (joining their workers), then run ``on_close``."""
+    def close(self, keep_opened: bool = False) -> None:
+        """Close every part (joining their workers), then run ``on_close`` (not with
+        ``keep_opened``: the dataset stays open for the source that replaces this one, at
+        another time point)."""
         if self._closed:
             return
         self._closed = True
@@ -326,7 +328,7 @@ class LayeredSource:
         self._parts.clear()
         self._composed.clear()
         self._listeners.clear()
-        if self._on_close is not None:
+        if self._on_close is not None and not keep_opened:
             self._on_close()
 
     def _trim(self) -> None:

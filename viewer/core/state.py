@@ -31,6 +31,7 @@ FOCUS = "focus"
 DATASET = "dataset"
 BOUNDS = "bounds"  #: the extent grew (a background scan found more files); nothing else moved
 VOXEL_SIZE = "voxel_size"  #: the physical size of a shown voxel changed (or became known)
+INDEX = "index"  #: the element shown of an extra axis (a time point), or the extra axes
 LAYERS = "layers"  #: a layer's display (visibility, opacity, contrast, ids, mag lock) or the list
 
 #: Normal axis of each view (the same numbers as ``viewer.core.slicing``: x 0, y 1, z 2).
@@ -169,7 +170,37 @@ class ViewerState:
         self.layout: int | None = None
         self.focused: int = XY
         self.voxel_size_nm: tuple[float, float, float] | None = None
+        #: The dataset's extra axes (name -> length) and the element shown of each.
+        self.extra_axes: dict[str, int] = {}
+        self.index: dict[str, int] = {}
         self.recenter(notify=False)
+
+    # -- extra axes (time, ...) ---------------------------------------------------------------
+    def set_extra_axes(self, axes: Mapping[str, int], index: Mapping[str, int] | None = None,
+                       notify: bool = True) -> None:
+        """A new dataset's extra axes, each at ``index`` (default 0; clamped to its axis)."""
+        self.extra_axes = {k: int(n) for k, n in axes.items()}
+        given = index or {}
+        self.index = {k: min(max(int(given.get(k, 0)), 0), n - 1)
+                      for k, n in self.extra_axes.items()}
+        if notify:
+            self._notify(INDEX)
+
+    def set_index(self, axis: str, value: int) -> None:
+        """Show element ``value`` of extra axis ``axis`` (clamped to the axis)."""
+        if axis not in self.extra_axes:
+            return
+        v = min(max(int(value), 0), self.extra_axes[axis] - 1)
+        if self.index.get(axis) != v:
+            self.index = {**self.index, axis: v}
+            self._notify(INDEX)
+
+    def step_index(self, steps: int, axis: str | None = None) -> None:
+        """The next (``steps`` > 0) or previous element of ``axis`` (default: the first extra
+        axis, the time axis of an OME image)."""
+        name = axis if axis is not None else next(iter(self.extra_axes), None)
+        if name is not None:
+            self.set_index(name, self.index.get(name, 0) + steps)
 
     # -- observers ---------------------------------------------------------------------------
     def subscribe(self, observer: Observer) -> None:
