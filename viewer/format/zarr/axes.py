@@ -79,7 +79,7 @@ class AxisMap:
         ``channels`` entries of the channel axis from ``select[c]``, and element
         ``select[a]`` of each extra axis ``a`` (``select``: one entry per array axis, offsets
         inside the chunk; default 0)."""
-        at = list(select) if select is not None else [0] * self.ndim
+        at = select if select is not None else (0,) * self.ndim
         index: list[Any] = [slice(None)] * self.ndim
         for a in self.dropped:
             index[a] = at[a]
