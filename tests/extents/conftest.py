@@ -90,6 +90,10 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
         Case("webKnossos zarr3", "wk-zarr3", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("webKnossos zarr", "wk-zarr", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("webKnossos wkw", "wk-wkw", (_pyramid(t, w.WK_TOP_LEFT),)),
+        Case("webKnossos zarr3 two channels", "wk-zarr3-2ch",
+             (_pyramid(np.stack([t, t2]), w.WK_TOP_LEFT),)),
+        Case("webKnossos wkw two channels", "wk-wkw-2ch",
+             (_pyramid(np.stack([t, t2]), w.WK_TOP_LEFT),)),
         Case("N5 BigDataViewer", "bdv.n5", (_pyramid(t),)),
         Case("N5 Paintera", "paintera.n5/raw", (_pyramid(t),)),
         Case("N5 multiscale group", "paintera.n5/raw/data", (_pyramid(t),)),
@@ -110,7 +114,8 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     w.n5_viewer(root / "viewer.n5", [t, t2])
     try:
         w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-zarr": "zarr",
-                               root / "wk-wkw": "wkw"})
+                               root / "wk-wkw": "wkw", root / "wk-zarr3-2ch": "zarr3-2ch",
+                               root / "wk-wkw-2ch": "wkw-2ch"})
     except ImportError:
         out = [c for c in out if not c.rel.startswith("wk-")]
     return root, out

@@ -36,7 +36,8 @@ NAMES = ["OME-Zarr tczyx, c chunk 1", "OME-Zarr 0.5 czyx, c chunk 1, shards of 2
          "OME-Zarr czyx, c chunk 2", "zarr-python v2", "zarr-python v3", "zarr-python v3 sharded",
          "tensorstore zarr v2",
          "tensorstore zarr3 sharded", "OME-Zarr", "zarr v3 consolidated group",
-         "webKnossos zarr3", "webKnossos zarr", "webKnossos wkw", "N5 BigDataViewer", "N5 Paintera",
+         "webKnossos zarr3", "webKnossos zarr", "webKnossos wkw", "webKnossos zarr3 two channels",
+         "webKnossos wkw two channels", "N5 BigDataViewer", "N5 Paintera",
          "N5 multiscale group", "N5 viewer"]
 
 

@@ -193,22 +193,23 @@ def webknossos(root: Path, data: np.ndarray, data_format: str) -> Path:
     """A webKnossos dataset written by the ``webknossos`` package: layer ``color``, box
     ``WK_TOP_LEFT`` + the data's size, mags 1 and 2-2-1 (``data[::2, ::2, :]``), chunks of
     16^3 in shards (zarr3) or files (WKW) of 64^3, or (zarr v2) of 32^3: the arrays are
-    larger than the box."""
+    larger than the box.  ``data`` ``(C, X, Y, Z)``: a layer of C channels."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optional image readers it cannot import
         import webknossos as wk
 
     ds = wk.Dataset(str(root), voxel_size=(11.0, 11.0, 24.0))
+    channels = data.shape[0] if data.ndim == 4 else 1
     layer = ds.add_layer("color", wk.COLOR_CATEGORY, dtype_per_channel=data.dtype.name,
-                         data_format=data_format,
-                         bounding_box=wk.BoundingBox(WK_TOP_LEFT, data.shape))
+                         data_format=data_format, num_channels=channels,
+                         bounding_box=wk.BoundingBox(WK_TOP_LEFT, data.shape[-3:]))
     # zarr v2 has no shards: chunks of 32^3, the array rounded up to them
     shape = {"chunk_shape": 32} if data_format == "zarr" else \
         {"chunk_shape": 16, "shard_shape": 64}
     m1 = layer.add_mag(1, **shape)
     m1.write(data, absolute_offset=WK_TOP_LEFT)
     m2 = layer.add_mag("2-2-1", **shape)
-    m2.write(np.ascontiguousarray(data[::2, ::2, :]), absolute_offset=WK_TOP_LEFT)
+    m2.write(np.ascontiguousarray(data[..., ::2, ::2, :]), absolute_offset=WK_TOP_LEFT)
     return root
 
 
@@ -230,7 +231,7 @@ FACTORS = ((1, 1, 1), (2, 2, 1))
 
 
 def pyramid(data: np.ndarray) -> list[np.ndarray]:
-    return [np.ascontiguousarray(data[::f[0], ::f[1], ::f[2]]) for f in FACTORS]
+    return [np.ascontiguousarray(data[..., ::f[0], ::f[1], ::f[2]]) for f in FACTORS]
 
 
 def n5_bigdataviewer(root: Path, data: np.ndarray) -> Path:
@@ -305,4 +306,8 @@ if __name__ == "__main__":  # the child of ``webknossos_in_child``
     except ImportError:
         sys.exit(3)
     for _root, _fmt in zip(sys.argv[1::2], sys.argv[2::2], strict=True):
-        webknossos(Path(_root), truth(ODD), _fmt)
+        if _fmt.endswith("-2ch"):  # two channels: the truth and its seed-1 twin
+            webknossos(Path(_root), np.stack([truth(ODD), truth(ODD, seed=1)]),
+                       _fmt.removesuffix("-2ch"))
+        else:
+            webknossos(Path(_root), truth(ODD), _fmt)
