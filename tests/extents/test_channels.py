@@ -117,3 +117,42 @@ def test_cli_index_reads_the_time_point(cases: tuple[Path, list[Any]],
         assert info_cli.main([path, "--index", bad]) == 2
         assert digest_cli.main([path, "--index", bad]) == 2
         capsys.readouterr()
+
+
+@pytest.mark.parametrize("rel", ["ome-c.zarr", "ome-c2.zarr"])
+def test_each_channel_alone_reads_only_its_own_chunks(cases: tuple[Path, list[Any]],
+                                                      rel: str) -> None:
+    """What the window shows per channel (``composite_layers``): channel c alone, voxel for
+    voxel; where channels have chunks of their own its units are that channel's chunk files
+    only, where they share a chunk the shared one cut to the channel."""
+    from viewer.core.layered import source_layers
+    from viewer.format import open_dataset
+    from viewer.format.channels import ChannelView
+
+    truth = _tc(cases)[1]
+    ds = open_dataset(_case(cases, rel))
+    try:
+        layers, problems = source_layers(ds)
+        assert not problems
+        v = ds.layers[0].finest.volume
+        assert [la.name.split("/", 1)[1] for la in layers] == ["DAPI", "GFP", "mCherry"]
+        assert [(la.channel.color, la.channel.window, la.channel.active)
+                for la in layers if la.channel] == [
+            ("#0000FF", (10.0, 30000.0), True), ("#00FF00", (0.0, 50000.0), True),
+            ("#FF0000", (100.0, 60000.0), False)]
+        for c, la in enumerate(layers):
+            alone = la.finest
+            assert alone.num_channels == 1
+            np.testing.assert_array_equal(alone.read((0, 0, 0), alone.shape), truth[c:c + 1])
+            if rel == "ome-c2.zarr":
+                assert isinstance(alone, ChannelView) == (c < 2)
+            else:
+                assert alone in [g for _, g in v.channel_groups()]
+            unit = alone.open_unit((0, 0, 0))
+            assert unit is not None
+            first = int(alone.chunk_index(np.zeros((1, 3), np.int64))[0])  # chunk (0, 0, 0)
+            chunk = unit.read_chunks([first])[0]
+            assert isinstance(chunk, np.ndarray)
+            np.testing.assert_array_equal(chunk[0, :16, :16, :12], truth[c, :16, :16, :12])
+    finally:
+        ds.close()

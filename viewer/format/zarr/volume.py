@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -136,6 +137,10 @@ class ZarrVolume(Volume):
                           and meta.codec.inverse == (3, 2, 1, 0)
                           and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
+        #: The volumes of this array at each index asked for (``at_index``), shared by them.
+        self._siblings: dict[tuple[tuple[str, int], ...], ZarrVolume] = \
+            {tuple(sorted(self._index.items())): self}
+        self._siblings_lock = threading.Lock()
         #: One chunk per object, on a local disk: not worth keeping open (``read_units``).
         self.small_units = meta.sharding is None and isinstance(store, LocalStore)
 
@@ -170,12 +175,20 @@ class ZarrVolume(Volume):
         return self._channels
 
     def at_index(self, index: Mapping[str, int]) -> ZarrVolume:
+        """The array at another element of its extra axes: one volume per index, kept by
+        all of them (a time point seen again finds its shards' indexes parsed)."""
         wanted = check_index(self.extra_axes, index, self.path)
         if wanted == self._index:
             return self
-        other = type(self)(self.store, self.prefix, self.meta, self.axes, self.axis_units,
-                           wanted, self._channels)
-        other._origin, other._shape = self._origin, self._shape
+        key = tuple(sorted(wanted.items()))
+        with self._siblings_lock:
+            other = self._siblings.get(key)
+            if other is None:
+                other = type(self)(self.store, self.prefix, self.meta, self.axes,
+                                   self.axis_units, wanted, self._channels)
+                other._origin, other._shape = self._origin, self._shape
+                other._siblings, other._siblings_lock = self._siblings, self._siblings_lock
+                self._siblings[key] = other
         return other
 
     # -- units ------------------------------------------------------------------------------------
@@ -485,6 +498,10 @@ class ZarrVolume(Volume):
         return VolumeInfo(self.format, m.compression, header)
 
     def close(self) -> None:
+        with self._siblings_lock:
+            others = [v for v in self._siblings.values() if v is not self]
+        for v in others:
+            v._units.clear()
         self._units.clear()
 
     @property
