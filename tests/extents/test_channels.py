@@ -156,3 +156,27 @@ def test_each_channel_alone_reads_only_its_own_chunks(cases: tuple[Path, list[An
             np.testing.assert_array_equal(chunk[0, :16, :16, :12], truth[c, :16, :16, :12])
     finally:
         ds.close()
+
+
+@pytest.mark.parametrize(("dtype", "channels", "split"), [
+    ("uint8", 3, False), ("uint8", 4, False), ("uint8", 2, True), ("uint16", 3, True),
+    ("uint16", 1, False)])
+def test_rgb_stays_rgb_other_channels_become_a_composite(tmp_path: Path, dtype: str,
+                                                         channels: int, split: bool) -> None:
+    import zarr
+
+    from viewer.core.layered import SourceLayer, composite_layers
+
+    arr = zarr.create_array(str(tmp_path / "a.zarr"), shape=(channels, 4, 8, 8), dtype=dtype,
+                            chunks=(channels, 4, 8, 8), zarr_format=3, fill_value=0,
+                            dimension_names=["c", "z", "y", "x"])
+    arr[...] = np.arange(channels * 256, dtype=dtype).reshape(channels, 4, 8, 8)
+    v = open_volume(tmp_path / "a.zarr")
+    try:
+        out = composite_layers(SourceLayer("a", {(1, 1, 1): v}))
+        assert len(out) == (channels if split else 1)
+        assert [la.composite for la in out] == (["a"] * channels if split else [None])
+        seg = composite_layers(SourceLayer("s", {(1, 1, 1): v}, "segmentation"))
+        assert len(seg) == 1
+    finally:
+        v.close()

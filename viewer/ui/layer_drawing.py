@@ -21,7 +21,7 @@ import numpy.typing as npt
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from viewer.core import state as st
-from viewer.core.layered import SourceLayer
+from viewer.core.layered import SourceLayer, is_rgb
 from viewer.core.multires import ComposedPlane
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
@@ -301,7 +301,7 @@ class QtLayerDrawing(QObject):
             return
         self._contrast_for = self.state.active_layer
         dtype, channels = found
-        rgb = channels == 3 and dtype == np.uint8
+        rgb = is_rgb(dtype, channels)
         self.contrast_panel.set_channels(channels, rgb)
         self.contrast_panel.set_integer_levels(dtype.kind in "iu")
 
@@ -368,9 +368,9 @@ class QtLayerDrawing(QObject):
 def default_contrast(dtype: np.dtype[Any], value_range: tuple[float, float] | None = None,
                      num_channels: int = 1) -> st.Contrast:
     """How a layer starts out: the value range its format declares (a VDS), else the full
-    range of uint8, 0..1 for other types until the first auto-contrast; three uint8 channels
-    as colour."""
-    rgb = num_channels == 3 and dtype == np.uint8
+    range of uint8, 0..1 for other types until the first auto-contrast; three or four uint8
+    channels (RGB, RGBA) as colour."""
+    rgb = is_rgb(dtype, num_channels)
     if value_range is not None and value_range[1] > value_range[0]:
         return st.Contrast(lo=float(value_range[0]), hi=float(value_range[1]), rgb=rgb)
     hi = 255.0 if dtype == np.uint8 else 1.0
