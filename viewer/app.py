@@ -1,5 +1,5 @@
-"""The desktop program: ``wkw-viewer [PATH] [--pos X,Y,Z] [--zoom Z] [--screenshot FILE]
-[--cache-mb N] [--compare B]``.
+"""The desktop program: ``wkw-viewer [PATH] [--pos X,Y,Z] [--index t=3] [--zoom Z]
+[--screenshot FILE] [--cache-mb N] [--compare B]``.
 
 Builds the QApplication, the model (``ViewerState``), the plane source and the window, and wires
 them.  With no PATH it opens the built-in demo dataset, generating it on first use.  With
@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from viewer.cli.index_arg import add_index_argument, index_of
 from viewer.core.state import ViewerState, parse_position
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--mag", help="lock the active layer's mag, e.g. 2-2-1 (default: "
                                       "chosen from the zoom)")
     parser.add_argument("--pos", help="cursor position X,Y,Z in voxels")
+    add_index_argument(parser)
     parser.add_argument("--zoom", type=float, help="screen pixels per voxel (e.g. 2 or 0.5)")
     parser.add_argument("--screenshot", metavar="FILE",
                         help="render the window offscreen to this PNG and exit")
@@ -91,6 +93,21 @@ def _has_display() -> bool:
     if sys.platform.startswith("linux"):
         return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     return True
+
+
+def _choose_index(window: QtMainWindow, index: dict[str, int]) -> str | None:
+    """Show ``--index`` (an axis the dataset lacks, or an element past it: the problem)."""
+    axes = window.state.extra_axes
+    for axis, value in index.items():
+        if axis not in axes:
+            if value:
+                return f"--index: no extra axis {axis!r} (extra axes: " \
+                    f"{', '.join(axes) or 'none'})"
+            continue
+        if not 0 <= value < axes[axis]:
+            return f"--index: {axis}={value} is outside 0..{axes[axis] - 1}"
+        window.state.set_index(axis, value)
+    return None
 
 
 def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
@@ -179,7 +196,8 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
         if path is None:  # the demo: generated on first use, the window already up
             path = _demo_path(window, headless=bool(args.screenshot))
         if path is not None and window.open_path(path, pos=pos, zoom=args.zoom):
-            problem = _choose_layer(window, args.layer, args.mag)
+            problem = _choose_layer(window, args.layer, args.mag) or \
+                _choose_index(window, index_of(args))
             if problem:
                 print(f"wkw-viewer: {problem}", file=sys.stderr)
                 if args.screenshot:

@@ -39,7 +39,8 @@ Vec3 = tuple[int, int, int]
 class Case:
     """A dataset written by another tool: where it is below the data root, and per layer
     (in the order it opens) its mags, each with the origin of its extent and the voxels the
-    extent holds (``(X, Y, Z)``)."""
+    extent holds (``(X, Y, Z)``, or ``(C, X, Y, Z)`` with channels; with a time axis: at
+    time point 0)."""
 
     name: str
     rel: str
@@ -72,7 +73,13 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     root = tmp_path_factory.mktemp("extents")
     t = w.truth(w.ODD)
     t2 = w.truth(w.ODD, seed=1)
+    tc = np.stack([np.stack([w.truth((*w.ODD[:2], 12), seed=2 + 3 * k + c) for c in range(3)])
+                   for k in range(2)])  # (T, C, X, Y, Z)
     out = [
+        Case("OME-Zarr tczyx, c chunk 1", "ome-tc.zarr", (((((1, 1, 1), (0, 0, 0), tc[0]),),))),
+        Case("OME-Zarr 0.5 czyx, c chunk 1, shards of 2", "ome-c.zarr",
+             (((((1, 1, 1), (0, 0, 0), tc[1]),),))),
+        Case("OME-Zarr czyx, c chunk 2", "ome-c2.zarr", (((((1, 1, 1), (0, 0, 0), tc[1]),),))),
         Case("zarr-python v2", "zp2.zarr", _one(t)),
         Case("zarr-python v3", "zp3.zarr", _one(t)),
         Case("zarr-python v3 sharded", "zp3s.zarr", _one(t)),
@@ -83,6 +90,10 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
         Case("webKnossos zarr3", "wk-zarr3", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("webKnossos zarr", "wk-zarr", (_pyramid(t, w.WK_TOP_LEFT),)),
         Case("webKnossos wkw", "wk-wkw", (_pyramid(t, w.WK_TOP_LEFT),)),
+        Case("webKnossos zarr3 two channels", "wk-zarr3-2ch",
+             (_pyramid(np.stack([t, t2]), w.WK_TOP_LEFT),)),
+        Case("webKnossos wkw two channels", "wk-wkw-2ch",
+             (_pyramid(np.stack([t, t2]), w.WK_TOP_LEFT),)),
         Case("N5 BigDataViewer", "bdv.n5", (_pyramid(t),)),
         Case("N5 Paintera", "paintera.n5/raw", (_pyramid(t),)),
         Case("N5 multiscale group", "paintera.n5/raw/data", (_pyramid(t),)),
@@ -94,13 +105,17 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     w.tensorstore_zarr(root / "ts2.zarr", t, "zarr")
     w.tensorstore_zarr(root / "ts3s.zarr", t, "zarr3", chunks=16, shards=32)
     w.ome_zarr(root / "ome.zarr", w.pyramid(t))
+    w.ome_zarr_channels(root / "ome-tc.zarr", tc, 2)
+    w.ome_zarr_channels(root / "ome-c.zarr", tc[1], 3, shard_c=2)
+    w.ome_zarr_channels(root / "ome-c2.zarr", tc[1], 2, chunk_c=2)
     w.consolidated_group(root / "group.zarr", {"a": t, "b": t2})
     w.n5_bigdataviewer(root / "bdv.n5", t)
     w.n5_paintera(root / "paintera.n5", t)
     w.n5_viewer(root / "viewer.n5", [t, t2])
     try:
         w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-zarr": "zarr",
-                               root / "wk-wkw": "wkw"})
+                               root / "wk-wkw": "wkw", root / "wk-zarr3-2ch": "zarr3-2ch",
+                               root / "wk-wkw-2ch": "wkw-2ch"})
     except ImportError:
         out = [c for c in out if not c.rel.startswith("wk-")]
     return root, out

@@ -118,6 +118,59 @@ def ome_zarr(path: Path, levels: Sequence[np.ndarray]) -> Path:
     return path
 
 
+#: OME ``omero`` channel metadata for up to three channels (colours, windows, labels).
+OMERO_CHANNELS = [
+    {"label": "DAPI", "color": "0000FF", "active": True,
+     "window": {"start": 10.0, "end": 30000.0, "min": 0.0, "max": 65535.0}},
+    {"label": "GFP", "color": "00FF00", "active": True,
+     "window": {"start": 0.0, "end": 50000.0, "min": 0.0, "max": 65535.0}},
+    {"label": "mCherry", "color": "FF0000", "active": False,
+     "window": {"start": 100.0, "end": 60000.0, "min": 0.0, "max": 65535.0}},
+]
+
+
+def ome_zarr_channels(path: Path, data: np.ndarray, version: int, chunk_c: int = 1,
+                      shard_c: int | None = None) -> Path:
+    """An OME-Zarr image of one level with channels, written by zarr-python, its metadata
+    by hand after the spec (0.4 in zarr v2, 0.5 in zarr v3) with ``omero`` channels.
+    ``data`` is ``(C, X, Y, Z)`` (axes ``c, z, y, x``) or ``(T, C, X, Y, Z)`` (axes ``t, c,
+    z, y, x``); the channel axis is chunked ``chunk_c`` channels per chunk (and, zarr v3,
+    ``shard_c`` per shard)."""
+    import zarr
+
+    spatial = data.ndim - 3
+    order = tuple(range(spatial)) + (data.ndim - 1, data.ndim - 2, data.ndim - 3)
+    arr_data = np.ascontiguousarray(data.transpose(order))
+    names = (["t"] if data.ndim == 5 else []) + ["c", "z", "y", "x"]
+    chunks = tuple([1] * (data.ndim - 4) + [chunk_c] + [16, 16, 16])
+    group = zarr.open_group(str(path), mode="w", zarr_format=version)
+    kwargs: dict[str, Any] = {"chunks": chunks, "fill_value": 0}
+    if version == 3:
+        kwargs["dimension_names"] = names
+        if shard_c is not None:
+            kwargs["shards"] = tuple([1] * (data.ndim - 4) + [shard_c] + [32, 32, 32])
+    arr = group.create_array("0", shape=arr_data.shape, dtype=arr_data.dtype, **kwargs)
+    arr[...] = arr_data
+    types = {"t": "time", "c": "channel"}
+    axes: list[dict[str, Any]] = [{"name": n, "type": types.get(n, "space")} for n in names]
+    for a in axes:
+        if a["type"] == "space":
+            a["unit"] = "micrometer"
+    scale = [1.0] * (data.ndim - 3) + [0.5, 0.25, 0.25]
+    ms = {"version": "0.4", "name": "cells", "axes": axes, "datasets": [
+        {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": scale}]}]}
+    omero = {"name": "cells", "version": "0.4",
+             "channels": OMERO_CHANNELS[:data.shape[spatial - 1]],
+             "rdefs": {"defaultT": 0, "defaultZ": 0, "model": "color"}}
+    if version == 2:
+        group.attrs["multiscales"] = [ms]
+        group.attrs["omero"] = omero
+    else:
+        del ms["version"]
+        group.attrs["ome"] = {"version": "0.5", "multiscales": [ms], "omero": omero}
+    return path
+
+
 def consolidated_group(path: Path, arrays: dict[str, np.ndarray]) -> Path:
     """A zarr v3 group of arrays written by zarr-python, its metadata consolidated into the
     group's ``zarr.json`` (how a store that cannot list finds the arrays)."""
@@ -140,22 +193,23 @@ def webknossos(root: Path, data: np.ndarray, data_format: str) -> Path:
     """A webKnossos dataset written by the ``webknossos`` package: layer ``color``, box
     ``WK_TOP_LEFT`` + the data's size, mags 1 and 2-2-1 (``data[::2, ::2, :]``), chunks of
     16^3 in shards (zarr3) or files (WKW) of 64^3, or (zarr v2) of 32^3: the arrays are
-    larger than the box."""
+    larger than the box.  ``data`` ``(C, X, Y, Z)``: a layer of C channels."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optional image readers it cannot import
         import webknossos as wk
 
     ds = wk.Dataset(str(root), voxel_size=(11.0, 11.0, 24.0))
+    channels = data.shape[0] if data.ndim == 4 else 1
     layer = ds.add_layer("color", wk.COLOR_CATEGORY, dtype_per_channel=data.dtype.name,
-                         data_format=data_format,
-                         bounding_box=wk.BoundingBox(WK_TOP_LEFT, data.shape))
+                         data_format=data_format, num_channels=channels,
+                         bounding_box=wk.BoundingBox(WK_TOP_LEFT, data.shape[-3:]))
     # zarr v2 has no shards: chunks of 32^3, the array rounded up to them
     shape = {"chunk_shape": 32} if data_format == "zarr" else \
         {"chunk_shape": 16, "shard_shape": 64}
     m1 = layer.add_mag(1, **shape)
     m1.write(data, absolute_offset=WK_TOP_LEFT)
     m2 = layer.add_mag("2-2-1", **shape)
-    m2.write(np.ascontiguousarray(data[::2, ::2, :]), absolute_offset=WK_TOP_LEFT)
+    m2.write(np.ascontiguousarray(data[..., ::2, ::2, :]), absolute_offset=WK_TOP_LEFT)
     return root
 
 
@@ -177,7 +231,7 @@ FACTORS = ((1, 1, 1), (2, 2, 1))
 
 
 def pyramid(data: np.ndarray) -> list[np.ndarray]:
-    return [np.ascontiguousarray(data[::f[0], ::f[1], ::f[2]]) for f in FACTORS]
+    return [np.ascontiguousarray(data[..., ::f[0], ::f[1], ::f[2]]) for f in FACTORS]
 
 
 def n5_bigdataviewer(root: Path, data: np.ndarray) -> Path:
@@ -252,4 +306,8 @@ if __name__ == "__main__":  # the child of ``webknossos_in_child``
     except ImportError:
         sys.exit(3)
     for _root, _fmt in zip(sys.argv[1::2], sys.argv[2::2], strict=True):
-        webknossos(Path(_root), truth(ODD), _fmt)
+        if _fmt.endswith("-2ch"):  # two channels: the truth and its seed-1 twin
+            webknossos(Path(_root), np.stack([truth(ODD), truth(ODD, seed=1)]),
+                       _fmt.removesuffix("-2ch"))
+        else:
+            webknossos(Path(_root), truth(ODD), _fmt)

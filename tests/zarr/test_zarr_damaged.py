@@ -193,13 +193,15 @@ def test_unknown_shard_inner_codec_is_named(tmp_path: Path) -> None:
         open_volume(tmp_path / "a")
 
 
-def test_axis_that_cannot_be_shown_is_named(tmp_path: Path) -> None:
+def test_extra_axis_is_kept_and_an_index_past_it_is_named(tmp_path: Path) -> None:
     doc = dict(GOOD_V3, shape=[3, 8, 8, 8], dimension_names=["t", "z", "y", "x"],
                chunk_grid={"name": "regular", "configuration": {"chunk_shape": [1, 4, 4, 4]}})
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "zarr.json").write_text(json.dumps(doc))
-    with pytest.raises(UnsupportedFormatError, match="'t'.*size 3"):
-        open_volume(tmp_path / "a")
+    with open_volume(tmp_path / "a") as v:
+        assert v.extra_axes == {"t": 3} and v.shape == (8, 8, 8)
+    with pytest.raises(IndexError, match="index 3 of axis 't'"):
+        open_volume(tmp_path / "a", index={"t": 3})
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "[" * 100000 + "]" * 100000])

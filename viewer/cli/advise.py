@@ -32,6 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from viewer.cli.index_arg import add_index_argument, index_of
 from viewer.core.advise import (
     AdviseProgress,
     AdviseRequest,
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="a dataset, layer, mag folder or file of any format read")
     p.add_argument("--layer", help="layer of a dataset (default: the first color layer)")
     p.add_argument("--mag", type=_mag, help="mag, e.g. 2-2-1 (default: the finest)")
+    add_index_argument(p)
     p.add_argument("--box", type=_box, metavar="X,Y,Z,W,H,D",
                    help="only this voxel box (in the mag's voxels)")
     p.add_argument("--codecs", metavar="LIST",
@@ -179,9 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = _Progress(err)
     try:
         try:
+            dataset.set_index(index_of(args))
             mag = select_mag(dataset, args.layer, args.mag)
             volume = mag.volume
-        except (FormatError, KeyError) as exc:
+        except (FormatError, KeyError, IndexError) as exc:
             return _fail(err, f"{args.path}: {exc.args[0] if exc.args else exc}")
         names = {layer.name: layer for layer in dataset.layers}
         layer = names.get(mag.layer)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from viewer.cli import interrupt
+from viewer.cli.index_arg import add_index_argument, index_of
 from viewer.core.cluster import SchedulerError
 from viewer.core.compare import CompareJob, Summary
 from viewer.core.compare.datasets import (
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="datasets of layers (webKnossos, ...): compare only this layer")
     p.add_argument("--mag", type=_parse_mag, default=None, metavar="X-Y-Z",
                    help="datasets of mags: compare only this mag (2-2-1, or 2 for 2-2-2)")
+    add_index_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="compare on a Dask cluster: tcp://HOST:PORT of its scheduler, or "
@@ -186,6 +188,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (FormatError, OSError) as exc:
                 return _fail(f"cannot read {label}: {exc}")
         ds_a, ds_b = opened
+        index = index_of(args)
+        try:
+            for ds in opened:
+                ds.set_index(index)
+        except (KeyError, IndexError) as exc:
+            return _fail(str(exc.args[0] if exc.args else exc))
         job: CompareJob | DatasetCompareJob
         if is_collection(ds_a) or is_collection(ds_b):
             job = DatasetCompareJob(ds_a, ds_b, layer=args.layer, mag=args.mag, box=args.box,
@@ -202,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _fail(f"cannot read: {exc}")
             sides: tuple[Any, Any] = (vol_a, vol_b)
             if args.scheduler is not None:  # the workers open the volumes by path
-                sides = (VolumeSpec(args.a), VolumeSpec(args.b))
+                sides = (VolumeSpec(args.a, index=tuple(vol_a.extra_index.items())),
+                         VolumeSpec(args.b, index=tuple(vol_b.extra_index.items())))
             job = CompareJob(*sides, box=args.box, tolerance=args.tolerance,
                              workers=args.workers, on_progress=progress,
                              scheduler=args.scheduler)

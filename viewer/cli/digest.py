@@ -1,4 +1,4 @@
-"""``wkw-viewer digest PATH [--json] [--layer NAME] [--mag M] [-o LIST]`` and
+"""``wkw-viewer digest PATH [--json] [--layer NAME] [--mag M] [--index t=3] [-o LIST]`` and
 ``wkw-viewer digest --check LIST PATH``: digests of the decoded voxels per 64^3 region.
 
 The list proves that a copy, a transfer or a conversion lost nothing, without both datasets on
@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 
 from viewer.cli import interrupt
+from viewer.cli.index_arg import add_index_argument, index_of
 from viewer.core import digest
 from viewer.format import FormatError, open_volume
 from viewer.format.volume import Volume
@@ -27,9 +28,10 @@ from viewer.format.volume import Volume
 LIST_LIMIT = 50
 
 
-def open_for_digest(path: str, layer: str | None, mag: str | None) -> Volume:
+def open_for_digest(path: str, layer: str | None, mag: str | None,
+                    index: dict[str, int] | None = None) -> Volume:
     """The volume a digest is made of (any format: ``viewer.format.open_volume``)."""
-    return open_volume(path, layer=layer, mag=mag)
+    return open_volume(path, layer=layer, mag=mag, index=index)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", metavar="LIST", help="write the list here (atomically)")
     parser.add_argument("--layer", help="layer of a webKnossos dataset (default: first color)")
     parser.add_argument("--mag", help="mag, e.g. 2-2-1 (default: the finest)")
+    add_index_argument(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out, err = sys.stdout, sys.stderr
     expected: digest.DigestList | None = None
@@ -55,8 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             err.write(f"wkw-viewer digest: cannot read the list {args.check}: {exc}\n")
             return 2
     try:
-        volume = open_for_digest(args.path, args.layer, args.mag)
-    except (FormatError, KeyError, OSError) as exc:
+        volume = open_for_digest(args.path, args.layer, args.mag, index_of(args))
+    except (FormatError, KeyError, IndexError, OSError) as exc:
         said = str(exc)  # a format error names its path already: say it once
         named = isinstance(exc, FormatError) and exc.path is not None
         err.write(f"wkw-viewer digest: {said if named else f'{args.path}: {said}'}\n")

@@ -18,7 +18,8 @@ number of units or chunks.  ``--json`` prints one JSON document instead, written
     {"path", "format", "kind": "dataset" | "file",
      "layers": [...]                                  (datasets of several arrays),
      "layer", "mag"                                   (the array checked),
-     "dtype", "num_channels", "origin": [X, Y, Z], "shape": [X, Y, Z], "chunk_shape": [X, Y, Z],
+     "dtype", "num_channels", "extra_axes": {name: length}, "index": {name: i}  (time, ...),
+     "origin": [X, Y, Z], "shape": [X, Y, Z], "chunk_shape": [X, Y, Z],
      "chunks": {count, present, stored_bytes: {min, median, max, total}},
      "header": {...the format's header fields...}, "geometry": {...},
      "files": [{path, unit: [i, j, k], block_type, compression, file_size,
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from viewer.cli import chunk_list, interrupt
+from viewer.cli.index_arg import add_index_argument, index_of
 from viewer.cli.streaming import JsonStream, SizeStats
 from viewer.cli.units import (
     SoundRun,
@@ -151,6 +153,10 @@ def _text_header(volume: Volume, header: dict[str, Any], compression: str, out: 
     out.write(f"array: {volume.format} {volume.dtype.name}{channels}, shape "
               f"{'x'.join(map(str, volume.shape))}, chunks {'x'.join(map(str, c))} voxels, "
               f"{'x'.join(map(str, u))} chunks per storage unit, compression {compression}\n")
+    if volume.extra_axes:
+        out.write("extra axes: " + ", ".join(
+            f"{k} {volume.extra_index.get(k, 0)} of 0..{n - 1}"
+            for k, n in volume.extra_axes.items()) + " (--index AXIS=N)\n")
     if header:
         out.write("header: " + ", ".join(f"{k} {v}" for k, v in header.items()) + "\n")
 
@@ -224,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run the validation on a Dask cluster: tcp://HOST:PORT of its "
                              "scheduler, or local:N for N worker processes on this machine "
                              "(the same report as the local run)")
+    add_index_argument(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out, err = sys.stdout, sys.stderr
     given = args.path
@@ -233,6 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FormatError, OSError) as exc:
         return _fail(err, given, exc)
     try:
+        try:
+            dataset.set_index(index_of(args))
+        except (KeyError, IndexError) as exc:
+            return _fail(err, given, exc)
         return _report(dataset, path, args, out, err)
     finally:
         dataset.close()
@@ -243,7 +254,7 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     try:
         mag = select_mag(dataset)
         volume = mag.volume
-    except (FormatError, KeyError) as exc:
+    except (FormatError, KeyError, IndexError) as exc:
         return _fail(err, args.path, exc)
     try:
         info = volume.info()
@@ -291,6 +302,9 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
             stream.field("mag", list(mag.mag))
         stream.field("dtype", volume.dtype.name)
         stream.field("num_channels", volume.num_channels)
+        if volume.extra_axes:
+            stream.field("extra_axes", volume.extra_axes)
+            stream.field("index", volume.extra_index)
         stream.field("origin", list(volume.origin))
         stream.field("shape", list(volume.shape))
         stream.field("chunk_shape", list(volume.chunk_shape))
@@ -406,12 +420,13 @@ class UnitShare:
     positions: tuple[Vec3, ...]
     decode: bool
     list_chunks: bool
+    index: tuple[tuple[str, int], ...] = ()
 
 
 def check_share(share: UnitShare) -> list[UnitReport | SoundRun]:
     """The reports of the units of ``share`` in order (the task a cluster worker runs:
     ``check_batch``); units proven absent are left out."""
-    volume = open_volume(share.path, share.layer, share.mag)
+    volume = open_volume(share.path, share.layer, share.mag, dict(share.index))
     try:
         info = volume.info()
         facts = inspect.VolumeFacts(dict(info.header), info.compression,
@@ -485,7 +500,8 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
     with ClusterRunner(args.scheduler) as runner:
         runner.check_paths([path])
         per_task = units_per_task(len(positions), runner.workers)
-        shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks)
+        shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks,
+                            tuple(volume.extra_index.items()))
                   for part in chunked(positions, per_task)]
         for k, reports in runner.map(check_share, shares, key="info"):
             done[k] = reports

@@ -45,6 +45,8 @@ from viewer.core.slicing import (
     SyncPlaneSource,
 )
 from viewer.format import Dataset, FormatError, Volume
+from viewer.format.channels import channel_volume
+from viewer.format.dataset import ChannelInfo
 
 Vec3 = tuple[int, int, int]
 #: Makes the source of one (layer, mag): ``make_part(dataset, layer name, mag)``.
@@ -69,6 +71,10 @@ class SourceLayer:
     name: str
     mags: Mapping[Vec3, Volume]
     category: str = "color"
+    #: A channel of a composite (``composite_layers``): how it looks at first, and the layer
+    #: it is a channel of.
+    channel: ChannelInfo | None = None
+    composite: str | None = None
 
     def __post_init__(self) -> None:
         if not self.mags:
@@ -310,8 +316,10 @@ class LayeredSource:
             if isinstance(part, Loader):
                 part.release_hold()
 
-    def close(self) -> None:
-        """Close every part (joining their workers), then run ``on_close``."""
+    def close(self, keep_opened: bool = False) -> None:
+        """Close every part (joining their workers), then run ``on_close`` (not with
+        ``keep_opened``: the dataset stays open for the source that replaces this one, at
+        another time point)."""
         if self._closed:
             return
         self._closed = True
@@ -320,7 +328,7 @@ class LayeredSource:
         self._parts.clear()
         self._composed.clear()
         self._listeners.clear()
-        if self._on_close is not None:
+        if self._on_close is not None and not keep_opened:
             self._on_close()
 
     def _trim(self) -> None:
@@ -371,11 +379,47 @@ class LayeredSource:
         return [t for p in list(self._parts.values()) for t in getattr(p, "threads", [])]
 
 
+#: Channel colours when the dataset names none: two channels as magenta and green (told apart
+#: by people who do not tell red from green), more as red, green, blue, then the mixtures.
+TWO_CHANNEL_COLORS = ("#FF00FF", "#00FF00")
+CHANNEL_COLORS = ("#FF0000", "#00FF00", "#0000FF", "#FF00FF", "#00FFFF", "#FFFF00", "#FFFFFF")
+
+
+def is_rgb(dtype: np.dtype[Any], num_channels: int) -> bool:
+    """Three or four uint8 channels: a colour image (RGB, RGBA), shown as such."""
+    return bool(dtype == np.uint8 and num_channels in (3, 4))
+
+
+def composite_layers(layer: SourceLayer, info: Sequence[ChannelInfo] = ()) -> list[SourceLayer]:
+    """A color layer of several channels (not RGB) as one layer per channel, each reading
+    only its channel (``viewer.format.channels.channel_volume``: the channel's own chunks
+    where they are stored apart), with its look from ``info`` (OME ``omero``) or the standard
+    colours.  Any other layer: itself."""
+    n = layer.num_channels
+    if layer.category != "color" or n < 2 or is_rgb(layer.dtype, n):
+        return [layer]
+    colors = TWO_CHANNEL_COLORS if n == 2 else CHANNEL_COLORS
+    out: list[SourceLayer] = []
+    names: set[str] = set()
+    for c in range(n):
+        given = info[c] if c < len(info) else ChannelInfo()
+        look = ChannelInfo(given.label, given.color or colors[c % len(colors)], given.window,
+                           given.active)
+        name = f"{layer.name}/{look.label or f'c{c}'}"
+        if name in names:
+            name = f"{name} ({c})"
+        names.add(name)
+        out.append(SourceLayer(name, {m: channel_volume(v, c) for m, v in layer.mags.items()},
+                               layer.category, look, layer.name))
+    return out
+
+
 def source_layers(dataset: Dataset) -> tuple[list[SourceLayer], list[FormatError]]:
     """The layers of a dataset (any format) as the source reads them (each mag's volume opened
-    now), and the problems of those that cannot be read: a layer without mags, a mag whose
-    folder or header is missing or does not match the layer (that mag is left out, the layer's
-    other mags still open), a layer in a format not supported yet."""
+    now; a layer of channels as one layer per channel, ``composite_layers``), and the problems
+    of those that cannot be read: a layer without mags, a mag whose folder or header is
+    missing or does not match the layer (that mag is left out, the layer's other mags still
+    open), a layer in a format not supported yet."""
     out: list[SourceLayer] = []
     problems: list[FormatError] = []
     for layer in dataset.layers:
@@ -386,7 +430,8 @@ def source_layers(dataset: Dataset) -> tuple[list[SourceLayer], list[FormatError
             except FormatError as exc:
                 problems.append(exc)
         if mags:
-            out.append(SourceLayer(layer.name, mags, layer.category))
+            out.extend(composite_layers(SourceLayer(layer.name, mags, layer.category),
+                                        layer.channel_info))
     return out, problems
 
 
@@ -414,4 +459,5 @@ def decoded_needed_bytes(source: LayeredSource, layer: str,
 
 
 __all__ = ["LayeredSource", "SourceLayer", "PartFactory", "PLACEHOLDERS", "source_layers",
+           "composite_layers", "is_rgb", "CHANNEL_COLORS", "TWO_CHANNEL_COLORS",
            "decoded_needed_bytes"]

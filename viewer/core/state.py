@@ -16,7 +16,7 @@ GUI thread only.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +31,7 @@ FOCUS = "focus"
 DATASET = "dataset"
 BOUNDS = "bounds"  #: the extent grew (a background scan found more files); nothing else moved
 VOXEL_SIZE = "voxel_size"  #: the physical size of a shown voxel changed (or became known)
+INDEX = "index"  #: the element shown of an extra axis (a time point), or the extra axes
 LAYERS = "layers"  #: a layer's display (visibility, opacity, contrast, ids, mag lock) or the list
 
 #: Normal axis of each view (the same numbers as ``viewer.core.slicing``: x 0, y 1, z 2).
@@ -44,6 +45,12 @@ MAX_ZOOM = 64.0
 ZOOM_STEP = 1.25
 
 COLORMAPS = ("grey", "viridis", "magma", "inferno", "cividis")
+
+
+def known_colormap(name: str) -> bool:
+    """A colormap by name (``COLORMAPS``) or a colour ``"#RRGGBB"`` (black to it: a channel
+    of a composite)."""
+    return name in COLORMAPS or bool(re.fullmatch(r"#[0-9A-Fa-f]{6}", name))
 
 Observer = Callable[[frozenset[str]], None]
 
@@ -74,7 +81,8 @@ class LayerDisplay:
     """How one layer is shown: in the views or not, its ``opacity`` (0..1) when blended over
     the layers below it, its ``contrast`` (a color layer), and for a segmentation layer the
     ids drawn highlighted: ``selected_id`` (clicked) and ``hovered_id`` (under the mouse).
-    ``mag_lock`` pins the mag the views read (``None``: chosen from the zoom).  A plain WKW
+    ``mag_lock`` pins the mag the views read (``None``: chosen from the zoom); ``additive``
+    layers add their colour to what is below (composite channels).  A plain WKW
     dataset is one layer.  ``category`` is ``COLOR`` or ``SEGMENTATION``."""
 
     name: str
@@ -85,6 +93,8 @@ class LayerDisplay:
     selected_id: int | None = None
     hovered_id: int | None = None
     mag_lock: Vec3 | None = None
+    #: Added to the layers below instead of drawn over them (a channel of a composite).
+    additive: bool = False
 
     @property
     def is_segmentation(self) -> bool:
@@ -98,6 +108,28 @@ def parse_position(text: str) -> Vec3:
     if len(numbers) != 3:
         raise ValueError(f"a position is three numbers x, y, z, not {text.strip()!r}")
     return tuple(int(round(float(n))) for n in numbers)  # type: ignore[return-value]
+
+
+def parse_index(texts: str | Sequence[str] | None) -> dict[str, int]:
+    """The element of each extra axis a person asked for: ``"t=3"``, ``"t=3,z2=1"``, or a
+    list of such (``--index`` given several times).  Raises ``ValueError`` with a readable
+    message otherwise."""
+    out: dict[str, int] = {}
+    items = [texts] if isinstance(texts, str) else list(texts or [])
+    for text in items:
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            m = re.fullmatch(r"([^=\s]+)\s*=\s*(\d+)", part)
+            if m is None:
+                raise ValueError(f"an index is AXIS=N (e.g. t=3), not {part!r}")
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def format_index(index: Mapping[str, int]) -> str:
+    """``{"t": 3}`` as ``t=3`` (the spelling ``parse_index`` reads)."""
+    return ",".join(f"{k}={int(v)}" for k, v in index.items())
 
 
 def format_position(pos: Sequence[int]) -> str:
@@ -138,7 +170,37 @@ class ViewerState:
         self.layout: int | None = None
         self.focused: int = XY
         self.voxel_size_nm: tuple[float, float, float] | None = None
+        #: The dataset's extra axes (name -> length) and the element shown of each.
+        self.extra_axes: dict[str, int] = {}
+        self.index: dict[str, int] = {}
         self.recenter(notify=False)
+
+    # -- extra axes (time, ...) ---------------------------------------------------------------
+    def set_extra_axes(self, axes: Mapping[str, int], index: Mapping[str, int] | None = None,
+                       notify: bool = True) -> None:
+        """A new dataset's extra axes, each at ``index`` (default 0; clamped to its axis)."""
+        self.extra_axes = {k: int(n) for k, n in axes.items()}
+        given = index or {}
+        self.index = {k: min(max(int(given.get(k, 0)), 0), n - 1)
+                      for k, n in self.extra_axes.items()}
+        if notify:
+            self._notify(INDEX)
+
+    def set_index(self, axis: str, value: int) -> None:
+        """Show element ``value`` of extra axis ``axis`` (clamped to the axis)."""
+        if axis not in self.extra_axes:
+            return
+        v = min(max(int(value), 0), self.extra_axes[axis] - 1)
+        if self.index.get(axis) != v:
+            self.index = {**self.index, axis: v}
+            self._notify(INDEX)
+
+    def step_index(self, steps: int, axis: str | None = None) -> None:
+        """The next (``steps`` > 0) or previous element of ``axis`` (default: the first extra
+        axis, the time axis of an OME image)."""
+        name = axis if axis is not None else next(iter(self.extra_axes), None)
+        if name is not None:
+            self.set_index(name, self.index.get(name, 0) + steps)
 
     # -- observers ---------------------------------------------------------------------------
     def subscribe(self, observer: Observer) -> None:
@@ -350,7 +412,7 @@ class ViewerState:
     def set_contrast(self, **changes: Any) -> None:
         """Change fields of the active layer's ``Contrast`` (lo, hi, gamma, invert, colormap,
         channel, rgb)."""
-        if "colormap" in changes and changes["colormap"] not in COLORMAPS:
+        if "colormap" in changes and not known_colormap(changes["colormap"]):
             raise ValueError(f"unknown colormap {changes['colormap']!r} (known: {COLORMAPS})")
         old = self.contrast
         new = replace(old, **changes)
@@ -384,7 +446,7 @@ def _check_layer(layer: LayerDisplay) -> None:
     if layer.category not in CATEGORIES:
         raise ValueError(f"layer {layer.name!r}: category {layer.category!r} is not one of "
                          f"{CATEGORIES}")
-    if layer.contrast.colormap not in COLORMAPS:
+    if not known_colormap(layer.contrast.colormap):
         raise ValueError(f"layer {layer.name!r}: unknown colormap {layer.contrast.colormap!r}")
     if layer.mag_lock is not None and (len(layer.mag_lock) != 3 or min(layer.mag_lock) < 1):
         raise ValueError(f"layer {layer.name!r}: a mag is three factors >= 1, "

@@ -1,7 +1,8 @@
 """What the window remembers of each dataset between sessions: the cursor, zoom, active layer,
-and per layer its contrast (levels, gamma, invert, colormap, channel), visibility, opacity
-and locked mag.  Qt-free: a plain JSON-able dict made from a ``ViewerState`` and applied back
-to one (the window keeps it in its settings, ``viewer.ui.memory``).
+the element shown of each extra axis (time point), and per layer its contrast (levels, gamma,
+invert, colormap, channel), visibility, opacity and locked mag.  Qt-free: a plain JSON-able dict
+made from a ``ViewerState`` and applied back to one (the window keeps it in its settings,
+``viewer.ui.memory``).
 
 ``snapshot`` and ``apply`` run on the GUI thread (they read and change the state).
 """
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from viewer.core.state import COLORMAPS, MAX_ZOOM, MIN_ZOOM, Contrast, ViewerState
+from viewer.core.state import MAX_ZOOM, MIN_ZOOM, Contrast, ViewerState, known_colormap
 
 #: Datasets remembered; the least recently opened is forgotten first.
 REMEMBERED_DATASETS = 50
@@ -33,7 +34,7 @@ def snapshot(state: ViewerState) -> dict[str, Any]:
                          "colormap": c.colormap, "channel": c.channel},
         }
     return {"version": VERSION, "cursor": list(state.cursor), "zoom": state.zoom,
-            "active_layer": state.active_layer, "layers": layers}
+            "active_layer": state.active_layer, "layers": layers, "index": dict(state.index)}
 
 
 def _number(value: Any, default: float) -> float:
@@ -54,7 +55,7 @@ def _contrast(old: Contrast, saved: Mapping[str, Any]) -> Contrast:
     return replace(old, lo=lo, hi=hi,
                    gamma=max(_number(saved.get("gamma"), old.gamma), 1e-3),
                    invert=bool(saved.get("invert", old.invert)),
-                   colormap=colormap if colormap in COLORMAPS else old.colormap,
+                   colormap=colormap if known_colormap(colormap) else old.colormap,
                    channel=channel if isinstance(channel, int) and channel >= 0 else old.channel)
 
 
@@ -87,6 +88,11 @@ def apply(state: ViewerState, saved: Mapping[str, Any], mags: Mapping[str, Any],
             changes["visible"] = bool(found.get("visible", old.visible))
             changes["opacity"] = _number(found.get("opacity"), old.opacity)
             state.set_layer(name, **changes)
+    index = saved.get("index")
+    if isinstance(index, Mapping):
+        for axis, value in index.items():
+            if isinstance(axis, str) and isinstance(value, int) and not isinstance(value, bool):
+                state.set_index(axis, value)
     active = saved.get("active_layer")
     if isinstance(active, str) and active in {la.name for la in state.layers}:
         state.set_active_layer(active)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,13 +28,20 @@ import numpy.typing as npt
 
 from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
-from viewer.format.volume import Volume
+from viewer.format.volume import Volume, check_index
 
 Vec3 = tuple[int, int, int]
 
 
 class NoMagsError(FormatError):
     """A layer lists no mags, or none of them is present."""
+
+
+def _known(volume: Volume, index: Mapping[str, int]) -> dict[str, int]:
+    """The entries of a dataset's ``index`` that name axes of ``volume`` (a layer without a
+    time axis shows its one time point whatever time point the others show)."""
+    axes = volume.extra_axes
+    return {k: v for k, v in index.items() if k in axes}
 
 
 class Mag:
@@ -56,6 +63,15 @@ class Mag:
         self._opener = opener
         self._volume: Volume | None = None
         self._lock = threading.Lock()
+        self._index: dict[str, int] = {}
+
+    def set_index(self, index: Mapping[str, int]) -> None:
+        """Show element ``index`` of the extra axes (``Volume.at_index``) from now on: the
+        volume, open or opened later, is the array at that index."""
+        with self._lock:
+            self._index = dict(index)
+            if self._volume is not None:
+                self._volume = self._volume.at_index(_known(self._volume, self._index))
 
     @property
     def name(self) -> str:
@@ -77,7 +93,8 @@ class Mag:
     def _open_volume(self) -> Volume:
         if self._opener is None:
             raise FormatError("no way to open this mag", self.path)
-        return self._opener()
+        volume = self._opener()
+        return volume.at_index(_known(volume, self._index)) if self._index else volume
 
     def check(self) -> FormatError | None:
         """Open the mag now; the problem, if any, instead of raising it."""
@@ -99,6 +116,18 @@ class Mag:
 
     def __repr__(self) -> str:
         return f"<Mag {self.name} of {self.layer!r} at {self.path!r}>"
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    """How a dataset says one channel of a layer should look (OME-Zarr ``omero`` channels):
+    its ``label``, ``color`` (``"#RRGGBB"``), display ``window`` (lo, hi) and whether it is
+    shown at first (``active``); None where it does not say."""
+
+    label: str | None = None
+    color: str | None = None
+    window: tuple[float, float] | None = None
+    active: bool = True
 
 
 class Layer:
@@ -127,6 +156,8 @@ class Layer:
         self.data_format = data_format
         #: The format's own description of the layer (a webKnossos properties entry), if any.
         self.properties = properties
+        #: How each channel should look, where the dataset says (else empty).
+        self.channel_info: list[ChannelInfo] = []
         if dtype is None:
             dtype = self.mags[0].dtype if self.mags else np.dtype("u1")
         self._dtype = np.dtype(dtype)
@@ -263,6 +294,29 @@ class Dataset:
                     found.append(problem)
         self.problems.extend(found)
         return found
+
+    def set_index(self, index: Mapping[str, int]) -> None:
+        """Every mag shows element ``index`` of its extra axes (``Mag.set_index``; a layer
+        without an axis ignores it).  ``KeyError`` for an axis no layer has, ``IndexError``
+        for an element past the longest such axis (nothing is changed then)."""
+        if index:
+            check_index(self.extra_axes, index, self.path)
+        for layer in self.layers:
+            for mag in layer.mags:
+                mag.set_index(index)
+
+    @property
+    def extra_axes(self) -> dict[str, int]:
+        """The extra axes of the layers' finest mags that open: name -> the longest length."""
+        out: dict[str, int] = {}
+        for layer in self.layers:
+            try:
+                axes = layer.finest.volume.extra_axes
+            except FormatError:
+                continue
+            for name, n in axes.items():
+                out[name] = max(n, out.get(name, 0))
+        return out
 
     def close(self) -> None:
         for layer in self.layers:

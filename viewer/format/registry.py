@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,14 +140,16 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
 
 
 def open_volume(path: str | os.PathLike[str], layer: str | None = None,
-                mag: Any = None) -> Volume:
+                mag: Any = None, index: Mapping[str, int] | None = None) -> Volume:
     """One chunked array: ``layer`` by name (default: the first color layer), ``mag`` as
-    ``(x, y, z)`` or ``"2-2-1"`` (default: the finest).  A ``FormatError`` when the path is
-    none of the formats, and ``KeyError`` naming what exists for an unknown layer or mag."""
+    ``(x, y, z)`` or ``"2-2-1"`` (default: the finest), ``index`` the element of each extra
+    axis (``{"t": 3}``; default 0 on every one, see ``Volume.extra_axes``).  A
+    ``FormatError`` when the path is none of the formats, ``KeyError`` naming what exists for
+    an unknown layer, mag or axis, ``IndexError`` for an index past its axis."""
     dataset = open_dataset(path)
     try:
         chosen = select_mag(dataset, layer, mag)
-        volume = chosen.volume
+        volume = chosen.volume.at_index(index or {})
     except BaseException:
         dataset.close()
         raise

@@ -35,7 +35,7 @@ import itertools
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -460,6 +460,35 @@ class Volume(ABC):
         """What is wrong with the volume's metadata (not its chunks).  Default: nothing."""
         return []
 
+    def channel_groups(self) -> list[tuple[tuple[int, int], Volume]]:
+        """The volume's channels as runs that are read together (``[first, end)`` and the
+        volume that reads just those): one run of all channels, unless the format stores them
+        in chunks of their own (``viewer.format.channels``), so that a reader showing a few
+        channels reads only theirs.  Default: ``[((0, num_channels), self)]``."""
+        return [((0, self.num_channels), self)]
+
+    # -- extra axes (time, ...) -----------------------------------------------------------------
+    @property
+    def extra_axes(self) -> dict[str, int]:
+        """The array's non-spatial axes other than channels that are longer than 1 (OME
+        ``time`` and ``custom`` axes, a zarr ``t``): name -> length.  The volume shows one
+        element of each (``extra_index``).  Default: none."""
+        return {}
+
+    @property
+    def extra_index(self) -> dict[str, int]:
+        """The element shown of each extra axis (name -> index; 0 unless ``at_index`` chose
+        another)."""
+        return {name: 0 for name in self.extra_axes}
+
+    def at_index(self, index: Mapping[str, int]) -> Volume:
+        """The same array at another element of its extra axes (``{"t": 3}``; an axis not
+        named keeps element 0): a volume of its own, sharing the store.  ``KeyError`` for an
+        axis the array does not have, ``IndexError`` for an element past its length.
+        Default: ``self`` (no extra axes; an empty or all-zero index is accepted)."""
+        check_index(self.extra_axes, index, self.path)
+        return self
+
     # -- hooks the loader calls (optional: the defaults do nothing) --------------------------------
     def forget_unit(self, unit: Vec3) -> None:  # noqa: B027 - most volumes keep nothing
         """Forget what is kept of the unit at grid position ``unit`` (another program
@@ -631,6 +660,26 @@ def units_box(units: Sequence[Sequence[int]], unit_len_vx: Sequence[int]
     return ((int(lo[0]), int(lo[1]), int(lo[2])), (int(hi[0]), int(hi[1]), int(hi[2])))
 
 
+def check_index(axes: Mapping[str, int], index: Mapping[str, int] | None,
+                where: str) -> dict[str, int]:
+    """``index`` checked against extra ``axes`` (name -> length), completed with 0 for every
+    axis not named.  An index of 0 on an axis the array lacks is accepted (one time point is
+    time point 0); any other unknown axis is a ``KeyError``, an element past the axis's end an
+    ``IndexError``."""
+    out = {name: 0 for name in axes}
+    for name, value in (index or {}).items():
+        v = int(value)
+        if name not in axes:
+            if v == 0:
+                continue
+            known = ", ".join(f"{k} ({n})" for k, n in axes.items()) or "none"
+            raise KeyError(f"{where}: no extra axis {name!r} (extra axes: {known})")
+        if not 0 <= v < axes[name]:
+            raise IndexError(f"{where}: index {v} of axis {name!r} is outside 0..{axes[name] - 1}")
+        out[name] = v
+    return out
+
+
 def _vec3(value: Sequence[int], what: str) -> Vec3:
     v = tuple(int(x) for x in value)
     if len(v) != 3:
@@ -644,4 +693,4 @@ def fspath(path: str | os.PathLike[str]) -> str:
 
 
 __all__ = ["Volume", "StorageUnit", "ChunkTable", "VolumeInfo", "UnitCache", "ChunkResult",
-           "StoredResult", "UnitRead", "Vec3", "SoundUnits"]
+           "StoredResult", "UnitRead", "Vec3", "SoundUnits", "check_index"]

@@ -156,6 +156,34 @@ def _over(src: npt.NDArray[np.uint32], dst: npt.NDArray[np.uint32], weight: int,
     np.bitwise_or(dst, OPAQUE, out=dst)
 
 
+def composite(layers: Sequence[tuple[ARGB, float, bool]]) -> ARGB:
+    """``layers`` bottom first, each ``(pixels, opacity, additive)``: an additive layer (a
+    channel of a composite) adds its colour, times its opacity, to what is below it, clipped
+    at full brightness per colour (both channels bright: their colours mixed); any other is
+    drawn "over" as ``blend`` does.  With no additive layer this is ``blend``."""
+    if not any(add for _, _, add in layers):
+        return blend([(p, o) for p, o, _ in layers])
+    out: ARGB | None = None
+    for pixels, opacity, additive in layers:
+        if not additive:
+            out = blend([(out, 1.0), (pixels, opacity)] if out is not None
+                        else [(pixels, opacity)])
+            continue
+        w = _weight(opacity)
+        if w == 0:
+            continue
+        src = pixels.view(np.uint8).reshape(*pixels.shape, 4)[..., :3].astype(np.uint16)
+        if w < 256:
+            src = ((src * w + 128) >> 8).astype(np.uint16)
+        if out is None:
+            out = np.full(pixels.shape, OPAQUE, dtype=np.uint32)
+        dst = out.view(np.uint8).reshape(*out.shape, 4)
+        dst[..., :3] = np.minimum(dst[..., :3] + src, 255).astype(np.uint8)
+    if out is None:
+        return np.full(layers[0][0].shape, OPAQUE, dtype=np.uint32)
+    return out
+
+
 def render_layer(plane: Plane, display: LayerDisplay, palette_cache: PaletteCache,
                  previous: Rendered | None = None) -> Rendered:
     """``plane`` of the layer ``display`` describes, with that layer's look: a color layer
@@ -179,4 +207,4 @@ def render_layer(plane: Plane, display: LayerDisplay, palette_cache: PaletteCach
     return render_plane(plane, cached, previous)
 
 
-__all__ = ["blend", "render_layer", "PaletteCache", "is_opaque"]
+__all__ = ["blend", "composite", "render_layer", "PaletteCache", "is_opaque"]

@@ -28,9 +28,13 @@ NAN_COLOR = 0xFFFF00FF  # magenta: not a number is not a grey level
 
 @cache
 def colormap_table(name: str) -> npt.NDArray[np.uint8]:
-    """The colormap ``name`` as a (256, 3) uint8 RGB table."""
-    text = resources.files("viewer.resources").joinpath("colormaps.json").read_text("utf-8")
-    anchors = json.loads(text)[name]
+    """The colormap ``name`` as a (256, 3) uint8 RGB table: a named one, or ``"#RRGGBB"``,
+    black to that colour (a channel of a composite)."""
+    if name.startswith("#") and len(name) == 7:
+        anchors = ["#000000", name]
+    else:
+        text = resources.files("viewer.resources").joinpath("colormaps.json").read_text("utf-8")
+        anchors = json.loads(text)[name]
     rgb = np.array([[int(a[i:i + 2], 16) for i in (1, 3, 5)] for a in anchors], dtype=np.float64)
     pos = np.linspace(0.0, 1.0, len(rgb))
     x = np.linspace(0.0, 1.0, 256)

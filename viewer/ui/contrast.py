@@ -223,6 +223,8 @@ class QtContrastPanel(QWidget):
         self.hi.setValue(c.hi)
         self.gamma.setValue(c.gamma)
         self.invert.setChecked(c.invert)
+        if self.colormap.findText(c.colormap) < 0:  # a channel's own colour
+            self.colormap.addItem(c.colormap)
         self.colormap.setCurrentText(c.colormap)
         rgb_offered = self.channel.count() > 0 and self.channel.itemText(0) == "RGB"
         index = 0 if (c.rgb and rgb_offered) else c.channel + (1 if rgb_offered else 0)

@@ -21,11 +21,11 @@ import numpy.typing as npt
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from viewer.core import state as st
-from viewer.core.layered import SourceLayer
+from viewer.core.layered import SourceLayer, is_rgb
 from viewer.core.multires import ComposedPlane
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
-from viewer.render.blend import PaletteCache, blend, render_layer
+from viewer.render.blend import PaletteCache, composite, render_layer
 from viewer.render.levels import histogram, robust_range
 from viewer.render.plane import Rendered
 from viewer.ui.contrast import QtContrastPanel
@@ -240,8 +240,9 @@ class QtLayerDrawing(QObject):
         view.layer_rendered = out
         if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
             return out[drawn[0].name]
-        return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
-                                la.opacity) for la in drawn]))
+        return Rendered(composite([(regrid(out[la.name].argb(), planes[la.name], main,
+                                           view.axis), la.opacity, la.additive)
+                                   for la in drawn]))
 
     def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered:
         """What ``view``'s layers look like with layer ``name``'s plane replaced by ``plane``:
@@ -275,8 +276,9 @@ class QtLayerDrawing(QObject):
         if len(drawn) == 1 and drawn[0].opacity >= 1.0 and not drawn[0].is_segmentation:
             return out[name]
         main = on_finest_grid(planes, self.state.active_layer)
-        return Rendered(blend([(regrid(out[la.name].argb(), planes[la.name], main, view.axis),
-                                la.opacity) for la in drawn]))
+        return Rendered(composite([(regrid(out[la.name].argb(), planes[la.name], main,
+                                           view.axis), la.opacity, la.additive)
+                                   for la in drawn]))
 
     def rerender_all(self, skip: Collection[int] = ()) -> None:
         """Draw every view's planes anew (the look changed), but those in ``skip`` (views
@@ -299,7 +301,7 @@ class QtLayerDrawing(QObject):
             return
         self._contrast_for = self.state.active_layer
         dtype, channels = found
-        rgb = channels == 3 and dtype == np.uint8
+        rgb = is_rgb(dtype, channels)
         self.contrast_panel.set_channels(channels, rgb)
         self.contrast_panel.set_integer_levels(dtype.kind in "iu")
 
@@ -366,9 +368,9 @@ class QtLayerDrawing(QObject):
 def default_contrast(dtype: np.dtype[Any], value_range: tuple[float, float] | None = None,
                      num_channels: int = 1) -> st.Contrast:
     """How a layer starts out: the value range its format declares (a VDS), else the full
-    range of uint8, 0..1 for other types until the first auto-contrast; three uint8 channels
-    as colour."""
-    rgb = num_channels == 3 and dtype == np.uint8
+    range of uint8, 0..1 for other types until the first auto-contrast; three or four uint8
+    channels (RGB, RGBA) as colour."""
+    rgb = is_rgb(dtype, num_channels)
     if value_range is not None and value_range[1] > value_range[0]:
         return st.Contrast(lo=float(value_range[0]), hi=float(value_range[1]), rgb=rgb)
     hi = 255.0 if dtype == np.uint8 else 1.0

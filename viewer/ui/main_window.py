@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -49,7 +50,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.core import state as st
-from viewer.core.layered import LayeredSource, SourceLayer
+from viewer.core.layered import LayeredSource, SourceLayer, source_layers
 from viewer.core.slicing import Box3, Plane
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
 from viewer.format import Dataset, FileChangedError, FormatError, Volume
@@ -58,6 +59,7 @@ from viewer.ui import collector
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
+from viewer.ui.extra_axes import install_extra_axes
 from viewer.ui.layer_drawing import QtLayerDrawing, default_contrast
 from viewer.ui.menus import QtWindowMenus
 from viewer.ui.opening import QtDatasetOpener
@@ -68,6 +70,23 @@ from viewer.ui.url_progress import QtUrlProgress
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
+
+
+def initial_display(layer: SourceLayer) -> st.LayerDisplay:
+    """How a layer is shown when the dataset opens: a segmentation layer half transparent, a
+    channel of a composite in its colour (and window, and shown or not, as the dataset says),
+    added to the others; any other layer grey over what is below."""
+    contrast = default_contrast(layer.dtype, layer.finest.value_range, layer.num_channels)
+    if layer.channel is None:
+        return st.LayerDisplay(layer.name, layer.category, contrast=contrast,
+                               opacity=SEGMENTATION_OPACITY
+                               if layer.category == st.SEGMENTATION else 1.0)
+    look = layer.channel
+    if look.window is not None:
+        contrast = replace(contrast, lo=look.window[0], hi=look.window[1])
+    contrast = replace(contrast, colormap=look.color or "grey")
+    return st.LayerDisplay(layer.name, layer.category, visible=look.active, contrast=contrast,
+                           additive=True)
 
 
 def sync_source(layers: Sequence[SourceLayer],
@@ -167,6 +186,7 @@ class QtMainWindow(QMainWindow):
         remote_ui.apply_stored_cache_size()
         self.remote_status = remote_ui.QtRemoteStatus(shown_paths=self._shown_paths)
         self.statusBar().addPermanentWidget(self.remote_status)
+        self.extra_axes = install_extra_axes(self)  # a slider per time axis, [ and ]
         self.drawing = QtLayerDrawing(self, self.contrast_panel, self)
         self.drawing.mag_shown.connect(self.status.show_mag)
         self.drawing.blocks_failed.connect(self._note_failures)
@@ -326,15 +346,11 @@ class QtMainWindow(QMainWindow):
             view.show_plane(None, None)
         on_close = None if opened is None else opened.close
         self.source = self.source_factory(layers, on_close)
-        self.state.set_layers([st.LayerDisplay(layer.name, layer.category,
-                                               contrast=default_contrast(
-                                                   layer.dtype, layer.finest.value_range,
-                                                   layer.num_channels),
-                                               opacity=SEGMENTATION_OPACITY
-                                               if layer.category == st.SEGMENTATION else 1.0)
-                               for layer in layers], notify=False)
+        self.state.set_layers([initial_display(layer) for layer in layers], notify=False)
         self.drawing.start(layers)
         self.drawing.show_active_layer()
+        self.state.set_extra_axes(opened.extra_axes if opened is not None
+                                  else dataset.extra_axes, notify=False)
         self.state.set_bounds(bounds, pos, zoom if zoom is not None else self.fit_zoom(bounds))
         name = Path(path).name or path
         self.setWindowTitle(f"{name} \u2014 wkw-viewer")
@@ -343,6 +359,32 @@ class QtMainWindow(QMainWindow):
         self.dataset_opened.emit(path)
         if not self.menus.position_field.hasFocus():
             self.views[self.state.focused].setFocus()  # arrows and PgUp/PgDn work at once
+
+    def _show_index(self) -> None:
+        """Another element of an extra axis (time point): the same layers read anew at
+        ``state.index``, the cursor, zoom and every layer's look kept."""
+        opened = self.opened
+        if opened is None or self.source is None:
+            return
+        try:
+            opened.set_index(self.state.index)
+        except (KeyError, IndexError) as exc:
+            self.show_error("Cannot show that index", str(exc))
+            return
+        layers, _problems = source_layers(opened)
+        layers.sort(key=lambda la: la.category == st.SEGMENTATION)
+        shown = {la.name for la in self.state.layers}
+        layers = [la for la in layers if la.name in shown]
+        if not layers:
+            return
+        self.source.close(keep_opened=True)
+        self.source = self.source_factory(layers, opened.close)
+        self.dataset = layers[0].finest
+        for view in self.views.values():
+            view.layer_planes, view.layer_rendered = {}, {}
+        self.drawing.start(layers)
+        self.drawing.refresh_planes(force=True)
+        self.status.show_info(self.opening.scanning)
 
     def fit_zoom(self, bounds: tuple[Vec3, Vec3]) -> float:
         """The zoom at which the whole dataset fits in every view of the 2x2 grid (capped at
@@ -415,6 +457,8 @@ class QtMainWindow(QMainWindow):
             self.status.show_cursor(self.state.cursor)
         serials = {a: v._image_serial for a, v in self.views.items()}
         centers = dict(self.state.centers)
+        if st.INDEX in changes:
+            self._show_index()
         if st.LAYERS in changes:
             self.drawing.show_active_layer()
         restyled = bool(changes & {st.CONTRAST, st.LAYERS})  # the same planes, drawn anew

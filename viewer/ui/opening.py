@@ -122,7 +122,7 @@ class QtDatasetOpener(QObject):
             raise ValueError("no layer of this dataset can be read"
                              + (f": {'; '.join(notes)}" if notes else ""))
         layers.sort(key=lambda la: la.category == "segmentation")  # stable: colors first
-        described = [opened.layer(la.name) for la in layers]
+        described = [opened.layer(la.composite or la.name) for la in layers]
         if len(layers) == 1 and not described[0].extent_declared:
             bounds, scan = self._find_extent(layers[0].finest, pos)
             return Opening(opened, layers, bounds, scan, notes)

@@ -117,8 +117,10 @@ class QtWindowStatus(QObject):
             what = "webKnossos" if opened.format == "webknossos" else opened.format
             note = (f"\n{what} dataset, layers {names}; positions in mag-1 voxels"
                     + (f" of{physical[2:]} (x \u00d7 y \u00d7 z)" if physical else ""))
+        index = "".join(f" \u00b7 {k} {self.state.index.get(k, 0)} of 0\u2013{n - 1}"
+                        for k, n in self.state.extra_axes.items())
         self.info_label.setText(f"{vol.dtype.name}{chans} \u00b7 {info.compression} \u00b7 "
-                                f"{size}{more}{physical}")
+                                f"{size}{more}{physical}{index}")
         chunk = "\u00d7".join(map(str, vol.chunk_shape))
         unit = "\u00d7".join(map(str, vol.unit_shape))
         self.info_label.setToolTip(

@@ -341,8 +341,10 @@ class DatasetCompareJob(BackgroundRun[DatasetSummary]):
 
             inputs: tuple[Any, Any] = (side_a.volume, side_b.volume)
             if self.scheduler is not None:  # the workers open the pair by name
-                inputs = (VolumeSpec(root_a, side_a.layer, side_a.mag),
-                          VolumeSpec(root_b, side_b.layer, side_b.mag))
+                inputs = (VolumeSpec(root_a, side_a.layer, side_a.mag,
+                                     tuple(side_a.volume.extra_index.items())),
+                          VolumeSpec(root_b, side_b.layer, side_b.mag,
+                                     tuple(side_b.volume.extra_index.items())))
             job = CompareJob(*inputs, box=box, tolerance=self.tolerance,
                              workers=self.workers, on_progress=progress,
                              scheduler=self.scheduler)

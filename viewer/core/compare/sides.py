@@ -34,6 +34,8 @@ class VolumeSpec:
     path: str
     layer: str | None = None
     mag: Vec3 | None = None
+    #: The element of each extra axis (``Volume.at_index``), as ``(name, index)`` pairs.
+    index: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, path: str | os.PathLike[str], layer: str | None = None,
@@ -43,7 +45,7 @@ class VolumeSpec:
     def open(self) -> Volume:
         """The volume, through the registry (raises its ``FormatError``; ``KeyError`` for a
         layer or mag the dataset does not have)."""
-        return open_volume(self.path, self.layer, self.mag)
+        return open_volume(self.path, self.layer, self.mag, dict(self.index))
 
     def __str__(self) -> str:
         extra = [v for v in (self.layer, None if self.mag is None else

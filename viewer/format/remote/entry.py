@@ -182,7 +182,9 @@ def mag_opener(url: str, layer: str, mag: tuple[int, int, int], data_format: str
             raise MagMismatchError(f"the {data_format} mag cannot be read: {exc.reason}",
                                    exc.path or url, offset=exc.offset, layer=layer,
                                    mag=mag) from exc
-        if volume.dtype != dtype or volume.num_channels != channels:
+        from viewer.format.webknossos.properties import voxel_matches
+
+        if not voxel_matches(volume.dtype, volume.num_channels, dtype, channels):
             volume.close()
             raise MagMismatchError(
                 f"the mag holds {volume.num_channels} x {volume.dtype.name}, the layer declares "

@@ -28,6 +28,7 @@ from viewer.format.geometry import mag_name, parse_mag
 from viewer.format.store import is_url
 from viewer.format.volume import Volume
 from viewer.format.webknossos.errors import MagMismatchError, MissingMagError
+from viewer.format.webknossos.properties import voxel_matches
 from viewer.format.wkw import Dataset
 from viewer.format.wkw.dataset import HEADER_FILE
 from viewer.format.wkw.volume import WkwVolume
@@ -119,7 +120,7 @@ class Mag(BaseMag):
             raise MagMismatchError(f"the {self.data_format} mag cannot be read: {exc.reason}",
                                    exc.path or self.path, offset=exc.offset, layer=self.layer,
                                    mag=self.mag) from exc
-        if volume.dtype != self.dtype or volume.num_channels != self.num_channels:
+        if not voxel_matches(volume.dtype, volume.num_channels, self.dtype, self.num_channels):
             volume.close()
             raise MagMismatchError(
                 f"the mag holds {volume.num_channels} x {volume.dtype.name}, the layer declares "
@@ -145,7 +146,7 @@ class Mag(BaseMag):
                                    exc.path or self.path, offset=exc.offset, layer=self.layer,
                                    mag=self.mag) from exc
         h = ds.header
-        if h.dtype != self.dtype or h.num_channels != self.num_channels:
+        if not voxel_matches(h.dtype, h.num_channels, self.dtype, self.num_channels):
             ds.close()
             raise MagMismatchError(
                 f"{HEADER_FILE} holds {h.num_channels} x {h.dtype.name}, the layer declares "

@@ -74,6 +74,20 @@ def element_class_of(dtype: np.dtype[Any], num_channels: int) -> str:
     raise ValueError(f"{dtype} has no webKnossos element class")
 
 
+def voxel_matches(dtype: np.dtype[Any], num_channels: int, declared: np.dtype[Any],
+                  declared_channels: int) -> bool:
+    """Whether a mag of ``num_channels`` x ``dtype`` is what a layer declaring
+    ``declared_channels`` x ``declared`` holds: the same, or (a layer of channels) ``declared``
+    naming the whole voxel, as the ``webknossos`` package writes it (elementClass uint32 for two
+    uint16 channels)."""
+    if num_channels != declared_channels:
+        return False
+    if dtype == declared:
+        return True
+    return (num_channels > 1 and dtype.kind == declared.kind
+            and dtype.itemsize * num_channels == declared.itemsize)
+
+
 @dataclass(frozen=True)
 class MagProperties:
     """One entry of ``mags`` (or ``wkwResolutions``): the factor and where it is stored.
@@ -333,6 +347,7 @@ def _float_vec(value: Any, what: str, path: str | None) -> tuple[float, float, f
 __all__ = [
     "PROPERTIES_FILE",
     "ELEMENT_CLASSES",
+    "voxel_matches",
     "UNIT_NANOMETERS",
     "VoxelSize",
     "BoundingBox",

@@ -29,8 +29,13 @@ from viewer.format.store import Store, is_url, open_store
 from viewer.format.volume import Volume
 from viewer.format.zarr.axes import AxisMap, axis_map
 from viewer.format.zarr.node import Node, child_names, read_node
-from viewer.format.zarr.ome import Multiscale, multiscales_of, parse_multiscale
-from viewer.format.zarr.volume import ZarrVolume, make_volume
+from viewer.format.zarr.ome import (
+    Multiscale,
+    multiscales_of,
+    omero_channels,
+    parse_multiscale,
+)
+from viewer.format.zarr.volume import make_volume
 
 #: Children of a plain group looked at, and how deep.
 MAX_CHILDREN = 256
@@ -57,9 +62,18 @@ def _units(ms: Multiscale | None, axes: AxisMap) -> tuple[str, str, str] | None:
 
 
 def array_volume(store: Store, prefix: str, node: Node, ms: Multiscale | None = None,
-                 fallback_names: list[str] | None = None) -> ZarrVolume:
-    """The volume of an array node; ``ms``: the multiscale that lists it (axis names);
-    ``fallback_names``: axis names to use when neither the array nor ``ms`` has any."""
+                 fallback_names: list[str] | None = None) -> Volume:
+    """The volume of an array node (a ``ChannelStack`` when its channels are chunked apart);
+    ``ms``: the multiscale that lists it (axis names); ``fallback_names``: axis names to use
+    when neither the array nor ``ms`` has any."""
+    assert node.meta is not None
+    axes = array_axes(node, ms, fallback_names)
+    return make_volume(store, prefix, node.meta, axes, _units(ms, axes))
+
+
+def array_axes(node: Node, ms: Multiscale | None = None,
+               fallback_names: list[str] | None = None) -> AxisMap:
+    """Which axes of an array node are x, y, z, c and extra (see ``array_volume``)."""
     meta = node.meta
     assert meta is not None
     names: list[str | None] | None = None
@@ -72,11 +86,10 @@ def array_volume(store: Store, prefix: str, node: Node, ms: Multiscale | None = 
         types = ms.axis_types
     if names is None and fallback_names is not None and len(fallback_names) == meta.ndim:
         names = list(fallback_names)
-    axes = axis_map(meta.shape, names, types, meta.where)
-    return make_volume(store, prefix, meta, axes, _units(ms, axes))
+    return axis_map(meta.shape, names, types, meta.where)
 
 
-def open_array_volume(path: str) -> ZarrVolume:
+def open_array_volume(path: str) -> Volume:
     """The volume of the array at folder ``path`` (axis names from a parent multiscale)."""
     store = open_store(path)
     node = read_node(store, "")
@@ -235,7 +248,7 @@ def multiscale_layer(store: Store, prefix: str, root: str, node: Node, name: str
         raise DatasetLayoutError(f"multiscale level 0 {lv0.path!r} is not a zarr array",
                                  store.location(p0.rstrip("/")))
     vol0 = array_volume(store, p0, n0, ms)
-    axes = vol0.axes
+    axes = array_axes(n0, ms)
     mags: list[Mag] = []
     seen: set[tuple[int, int, int]] = set()
     for i, lv in enumerate(ms.levels):
@@ -260,15 +273,16 @@ def multiscale_layer(store: Store, prefix: str, root: str, node: Node, name: str
                   vol0.num_channels, None, mags, store.location(prefix.rstrip("/")),
                   data_format=format_name(n0.version), dtype=vol0.dtype,
                   properties=node.attributes)
+    layer.channel_info = omero_channels(node.attributes)[:vol0.num_channels]
     return layer, scale, n0.version
 
 
-def _fixed(volume: ZarrVolume) -> Callable[[], Volume]:
+def _fixed(volume: Volume) -> Callable[[], Volume]:
     return lambda: volume
 
 
 def _level_opener(store: Store, prefix: str, ms: Multiscale) -> Callable[[], Volume]:
-    def open_level() -> ZarrVolume:
+    def open_level() -> Volume:
         node = read_node(store, prefix)
         if node is None or node.kind != "array":
             raise DatasetLayoutError("multiscale level is not a zarr array",

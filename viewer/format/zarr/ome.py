@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from viewer.format.dataset import ChannelInfo
 from viewer.format.errors import MetadataError
 
 
@@ -71,6 +72,37 @@ def _scale(transforms: Any, n: int | None, where: str) -> list[float] | None:
     return scale
 
 
+def omero_channels(attributes: dict[str, Any]) -> list[ChannelInfo]:
+    """The ``omero`` channels of an image group's attributes (0.4: beside ``multiscales``;
+    0.5: inside ``ome``): label, colour, window and ``active`` per channel; malformed
+    entries give what they can (a transitional, loosely specified block)."""
+    ome = attributes.get("ome")
+    omero = (ome if isinstance(ome, dict) else {}).get("omero", attributes.get("omero"))
+    channels = omero.get("channels") if isinstance(omero, dict) else None
+    if not isinstance(channels, list):
+        return []
+    out: list[ChannelInfo] = []
+    for ch in channels[:1024]:
+        if not isinstance(ch, dict):
+            out.append(ChannelInfo())
+            continue
+        label = ch.get("label")
+        color = ch.get("color")
+        colour = f"#{color.upper()}" if isinstance(color, str) and len(color) == 6 and all(
+            c in "0123456789abcdefABCDEF" for c in color) else None
+        window = ch.get("window")
+        win: tuple[float, float] | None = None
+        if isinstance(window, dict):
+            lo, hi = window.get("start"), window.get("end")
+            if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) \
+                    and not isinstance(lo, bool) and not isinstance(hi, bool) and hi > lo:
+                win = (float(lo), float(hi))
+        active = ch.get("active")
+        out.append(ChannelInfo(label if isinstance(label, str) else None, colour, win,
+                               active if isinstance(active, bool) else True))
+    return out
+
+
 def parse_multiscale(raw: list[Any], version: str, where: str) -> Multiscale:
     """The first multiscale of a ``multiscales`` list; a ``MetadataError`` when malformed."""
     if not raw or not isinstance(raw[0], dict):
@@ -116,4 +148,4 @@ def parse_multiscale(raw: list[Any], version: str, where: str) -> Multiscale:
                       levels)
 
 
-__all__ = ["Multiscale", "Level", "multiscales_of", "parse_multiscale"]
+__all__ = ["Multiscale", "Level", "multiscales_of", "parse_multiscale", "omero_channels"]

@@ -22,20 +22,23 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.channels import ChannelStack
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
     FileChangedError,
     FileChangingError,
     FormatError,
+    UnsupportedFormatError,
     read_failure,
 )
 from viewer.format.handles import changing_error, settle_deadline
@@ -50,6 +53,7 @@ from viewer.format.volume import (
     UnitRead,
     Volume,
     VolumeInfo,
+    check_index,
     chunk_grid,
 )
 from viewer.format.zarr import nativeread
@@ -83,7 +87,9 @@ class ZarrVolume(Volume):
     format: ClassVar[str] = "zarr"
 
     def __init__(self, store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
-                 axis_units: tuple[str, str, str] | None = None) -> None:
+                 axis_units: tuple[str, str, str] | None = None,
+                 index: Mapping[str, int] | None = None,
+                 channels: tuple[int, int] | None = None) -> None:
         self.store = store
         self.prefix = prefix
         self.meta = meta
@@ -91,21 +97,35 @@ class ZarrVolume(Volume):
         self.path = store.location(prefix.rstrip("/")) if prefix else store.location("")
         self.dtype = meta.dtype
         c = axes.c
-        self.num_channels = meta.shape[c] if c is not None else 1
-        if c is not None and meta.chunk_shape[c] < self.num_channels:
-            from viewer.format.errors import UnsupportedFormatError
-            raise UnsupportedFormatError(
-                f"the channel axis ({self.num_channels} channels) is split across chunks of "
-                f"{meta.chunk_shape[c]}: this reader needs every channel in one chunk",
-                meta.where)
-        if self.num_channels < 1:
-            from viewer.format.errors import UnsupportedFormatError
+        total = meta.shape[c] if c is not None else 1
+        if total < 1:
             raise UnsupportedFormatError("the channel axis has size 0", meta.where)
+        c0, c1 = channels if channels is not None else (0, total)
+        if c is not None and not (0 <= c0 < c1 <= total
+                                  and c0 // meta.chunk_shape[c] == (c1 - 1) // meta.chunk_shape[c]):
+            raise UnsupportedFormatError(
+                f"channels {c0}..{c1 - 1} of {total} are not in one chunk of "
+                f"{meta.chunk_shape[c]} channels (a ChannelStack reads them)", meta.where)
+        self.num_channels = c1 - c0 if c is not None else 1
+        self._channels = (c0, c1)
+        self._index = check_index(axes.extra, index, self.path)
+        #: The element of every array axis this volume shows (0 on x, y, z; the first channel
+        #: on c), its chunk's grid position, and its offset inside that chunk.
+        at = [0] * meta.ndim
+        for a in axes.dropped:
+            at[a] = self._index.get(axes.names[a], 0)
+        if c is not None:
+            at[c] = c0
+        chunk_at = [v // k for v, k in zip(at, meta.chunk_shape, strict=True)]
+        self._in_chunk = [v % k for v, k in zip(at, meta.chunk_shape, strict=True)]
         self.chunk_shape = axes.xyz(meta.chunk_shape)
         per = meta.sharding.chunks_per_shard if meta.sharding is not None else \
             (1,) * meta.ndim
         self.unit_shape = axes.xyz(per)
         self._per = per
+        #: The non-spatial axes' unit position and chunk position inside the unit.
+        self._unit_at = [v // p for v, p in zip(chunk_at, per, strict=True)]
+        self._local_at = [v % p for v, p in zip(chunk_at, per, strict=True)]
         self.fill_value = meta.fill_value
         self.axis_names = ("x", "y", "z")
         self.axis_units = axis_units
@@ -118,12 +138,17 @@ class ZarrVolume(Volume):
         #: axes c, x, y, z with the transpose [3, 2, 1, 0]; no conversion at all).
         self._identity = (axes.ndim == 4 and (axes.c, axes.x, axes.y, axes.z) == (0, 1, 2, 3)
                           and meta.chunk_shape[0] == self.num_channels
+                          and not any(self._in_chunk)
                           and meta.codec.inverse == (3, 2, 1, 0)
                           and meta.dtype == meta.codec.dtype)
         self._fill_chunk: npt.NDArray[Any] | None = None
         #: ``_native_layout``'s answer once asked (``_native_asked``).
         self._native: nativeread.Layout | None = None
         self._native_asked = False
+        #: The volumes of this array at each index asked for (``at_index``), shared by them.
+        self._siblings: dict[tuple[tuple[str, int], ...], ZarrVolume] = \
+            {tuple(sorted(self._index.items())): self}
+        self._siblings_lock = threading.Lock()
         #: One chunk per object, on a local disk: not worth keeping open (``read_units``).
         self.small_units = meta.sharding is None and isinstance(store, LocalStore)
 
@@ -143,9 +168,40 @@ class ZarrVolume(Volume):
         self._shape = (max(0, int(hx) - int(lx)), max(0, int(hy) - int(ly)),
                        max(0, int(hz) - int(lz)))
 
+    # -- extra axes and channels -------------------------------------------------------------------
+    @property
+    def extra_axes(self) -> dict[str, int]:
+        return self.axes.extra
+
+    @property
+    def extra_index(self) -> dict[str, int]:
+        return dict(self._index)
+
+    @property
+    def channel_range(self) -> tuple[int, int]:
+        """The channels of the array this volume reads, ``[first, end)``."""
+        return self._channels
+
+    def at_index(self, index: Mapping[str, int]) -> ZarrVolume:
+        """The array at another element of its extra axes: one volume per index, kept by
+        all of them (a time point seen again finds its shards' indexes parsed)."""
+        wanted = check_index(self.extra_axes, index, self.path)
+        if wanted == self._index:
+            return self
+        key = tuple(sorted(wanted.items()))
+        with self._siblings_lock:
+            other = self._siblings.get(key)
+            if other is None:
+                other = type(self)(self.store, self.prefix, self.meta, self.axes,
+                                   self.axis_units, wanted, self._channels)
+                other._origin, other._shape = self._origin, self._shape
+                other._siblings, other._siblings_lock = self._siblings, self._siblings_lock
+                self._siblings[key] = other
+        return other
+
     # -- units ------------------------------------------------------------------------------------
     def unit_key(self, unit: Sequence[int]) -> str:
-        return self.prefix + self.meta.key(self.axes.nd(unit))
+        return self.prefix + self.meta.key(self.axes.nd(unit, self._unit_at))
 
     def unit_path(self, unit: Vec3) -> str:
         return self.store.location(self.unit_key(unit))
@@ -334,6 +390,7 @@ class ZarrVolume(Volume):
         spatial = self.axes.spatial
         ix, iy, iz = (a if a is not None else -1 for a in spatial)
         others = [i for i in range(meta.ndim) if i not in spatial]
+        want = [self._unit_at[i] for i in others]
         while True:
             batch = list(itertools.islice(keys, size))
             if not batch:
@@ -342,12 +399,12 @@ class ZarrVolume(Volume):
             found = parse_keys(batch, head, meta.separator, meta.ndim, sort=sort)
             if isinstance(found, list):  # parsed one by one (a number past int64, a NUL)
                 for g in found:
-                    if not any(g[i] for i in others):
+                    if [g[i] for i in others] == want:
                         yield (g[ix] if ix >= 0 else 0, g[iy] if iy >= 0 else 0,
                                g[iz] if iz >= 0 else 0)
                 continue
             if others:
-                found = found[~found[:, others].any(axis=1)]
+                found = found[(found[:, others] == np.asarray(want)).all(axis=1)]
             zero = [0] * len(found)
             x, y, z = (found[:, a].tolist() if a is not None else zero for a in spatial)
             yield from zip(x, y, z, strict=True)
@@ -355,7 +412,7 @@ class ZarrVolume(Volume):
     def chunk_index(self, local: IntArray) -> IntArray:
         if self.meta.sharding is None:
             return np.zeros(len(local), dtype=np.int64)
-        nd = self.axes.nd_many(np.asarray(local, dtype=np.int64))
+        nd = self.axes.nd_many(np.asarray(local, dtype=np.int64), self._local_at)
         flat: IntArray = np.ravel_multi_index(tuple(nd.T), self._per).astype(np.int64)
         return flat
 
@@ -378,7 +435,7 @@ class ZarrVolume(Volume):
         """A decoded chunk in the array's axis order as ``(C, cx, cy, cz)``."""
         if self._identity:
             return arr
-        out = self.axes.to_cxyz(arr, self.num_channels)
+        out = self.axes.to_cxyz(arr, self.num_channels, self._in_chunk)
         if out.dtype != self.dtype:
             out = out.astype(self.dtype)
         return np.asfortranarray(out)
@@ -465,8 +522,8 @@ class ZarrVolume(Volume):
     def native_layout(self) -> nativeread.Layout | None:
         """How the native kernel decodes this array's chunks (None: it does not, or reads
         are told not to use it: ``nativeread.ENABLED``)."""
-        if not nativeread.ENABLED:
-            return None
+        if not nativeread.ENABLED or any(self._in_chunk):
+            return None  # the kernel places a chunk from its start: no offset inside it
         if not self._native_asked:
             self._native = nativeread.layout(self.meta.codec, self.axes, self.dtype)
             self._native_asked = True
@@ -504,6 +561,11 @@ class ZarrVolume(Volume):
                                               strict=True) if v is not None},
             "codecs": m.codec.describe(),
         }
+        if self.extra_axes:
+            header["extra_axes"] = self.extra_axes
+            header["index"] = self.extra_index
+        if self.axes.c is not None and self.num_channels != m.shape[self.axes.c]:
+            header["channels_read"] = list(self._channels)
         if m.sharding is not None:
             header["shard_shape"] = list(m.grid_shape)
             header["chunks_per_shard"] = list(m.sharding.chunks_per_shard)
@@ -514,6 +576,10 @@ class ZarrVolume(Volume):
         return VolumeInfo(self.format, m.compression, header)
 
     def close(self) -> None:
+        with self._siblings_lock:
+            others = [v for v in self._siblings.values() if v is not self]
+        for v in others:
+            v._units.clear()
         self._units.clear()
 
     @property
@@ -529,10 +595,29 @@ class Zarr3Volume(ZarrVolume):
     format: ClassVar[str] = "zarr3"
 
 
+class Zarr2ChannelStack(ChannelStack):
+    format: ClassVar[str] = "zarr"
+
+
+class Zarr3ChannelStack(ChannelStack):
+    format: ClassVar[str] = "zarr3"
+
+
 def make_volume(store: Store, prefix: str, meta: ArrayMeta, axes: AxisMap,
-                axis_units: tuple[str, str, str] | None = None) -> ZarrVolume:
+                axis_units: tuple[str, str, str] | None = None,
+                index: Mapping[str, int] | None = None) -> Volume:
+    """The array's volume: one ``ZarrVolume``, or a ``ChannelStack`` of one per chunk along
+    the channel axis when the channels are split across chunks."""
     cls = Zarr3Volume if meta.zarr_format == 3 else Zarr2Volume
-    return cls(store, prefix, meta, axes, axis_units)
+    c = axes.c
+    if c is None or meta.chunk_shape[c] >= meta.shape[c]:
+        return cls(store, prefix, meta, axes, axis_units, index)
+    step, total = meta.chunk_shape[c], meta.shape[c]
+    groups = [cls(store, prefix, meta, axes, axis_units, index, (c0, min(c0 + step, total)))
+              for c0 in range(0, total, step)]
+    stack = Zarr3ChannelStack if meta.zarr_format == 3 else Zarr2ChannelStack
+    return stack(groups)
 
 
-__all__ = ["ZarrVolume", "Zarr2Volume", "Zarr3Volume", "ShardUnit", "ChunkUnit", "make_volume"]
+__all__ = ["ZarrVolume", "Zarr2Volume", "Zarr3Volume", "ShardUnit", "ChunkUnit", "make_volume",
+           "Zarr2ChannelStack", "Zarr3ChannelStack"]
