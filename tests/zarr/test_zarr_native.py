@@ -181,3 +181,23 @@ def test_chunk_objects_for_the_loader_are_the_python_paths(
             assert isinstance(x, np.ndarray) and x.dtype == y.dtype
             np.testing.assert_array_equal(x, y)
     assert errors == 1
+
+
+def test_an_element_inside_a_chunk_of_time_points_and_channels(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Time points and channels two to a chunk: time point 1 (and the second channel chunk)
+    start inside a chunk, which the kernel, placing a chunk from its start, must not decode:
+    every index equals the writer's array with and without it."""
+    from zarr.codecs import ZstdCodec
+
+    tczyx = sample((4, 3, 20, 24, 28), "uint16", seed=11)
+    a = zarr.create_array(str(tmp_path / "tc"), shape=tczyx.shape, chunks=(2, 2, 10, 12, 14),
+                          dtype="uint16", compressors=[ZstdCodec(level=3)],
+                          dimension_names=["t", "c", "z", "y", "x"])
+    a[...] = tczyx
+    for enabled in (True, False):
+        monkeypatch.setattr(nativeread, "ENABLED", enabled)
+        for t in range(4):
+            volume = open_volume(tmp_path / "tc", index={"t": t})
+            got = volume.read((0, 0, 0), volume.shape)
+            np.testing.assert_array_equal(got, tczyx[t].transpose(0, 3, 2, 1))
