@@ -85,21 +85,34 @@ def test_three_uint8_channels_show_as_rgb(window, tmp_path):
     assert int(px[0, 4]) & 0xFFFFFF == (10 << 16) | (128 << 8) | 200
 
 
-def test_other_multichannel_data_shows_one_channel_with_a_selector(window, tmp_path):
+def test_other_multichannel_data_shows_as_a_composite(window, tmp_path, qtbot):
+    """Two uint16 channels of a WKW layer: a layer per channel, magenta and green added
+    together, and hiding one takes its colour away."""
     data = np.zeros((2, 16, 16, 16), dtype=np.uint16)
     data[0, 1] = 1000
     data[1, 2] = 1000
+    data[:, 3] = 1000
     root = write_dataset(tmp_path / "two", data)
     window.open_path(root, pos=(0, 0, 0), zoom=8)
-    window.state.set_contrast(lo=0, hi=1000)
-    combo = window.contrast_panel.channel
-    assert combo.count() == 2 and combo.isEnabled()
-    px = window.views[XY].pixels()
-    assert grey(int(px[0, 1])) == 255 and grey(int(px[0, 2])) == 0
-    combo.setCurrentIndex(1)
-    assert window.state.contrast.channel == 1
-    px = window.views[XY].pixels()
-    assert grey(int(px[0, 1])) == 0 and grey(int(px[0, 2])) == 255
+    layers = window.state.layers
+    assert len(layers) == 2 and all(la.additive for la in layers)
+    view = window.views[XY]
+    qtbot.waitUntil(lambda: len(view.layer_planes) == 2
+                    and all(p.complete for p in view.layer_planes.values()), timeout=20000)
+
+    def rgb(x: int) -> tuple[int, int, int]:
+        v = int(view.pixels()[0, x])
+        return (v >> 16) & 0xFF, (v >> 8) & 0xFF, v & 0xFF
+
+    r, g, b = rgb(1)
+    assert r > 0 and b > 0 and g == 0  # channel 0 alone: magenta
+    r, g, b = rgb(2)
+    assert g > 0 and r == 0 and b == 0  # channel 1 alone: green
+    assert all(c > 0 for c in rgb(3))  # both: magenta + green
+    assert rgb(4) == (0, 0, 0)
+    window.state.set_layer(layers[0].name, visible=False)
+    qtbot.waitUntil(lambda: rgb(1) == (0, 0, 0), timeout=10000)
+    assert rgb(2)[1] > 0
 
 
 def test_colormap_and_gamma_change_the_pixels_not_the_data(window, ramp_dataset):
