@@ -19,7 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
-from viewer.format.errors import UnsupportedFormatError
+from viewer.format.errors import FormatError, UnsupportedFormatError
 from viewer.format.handles import (
     OPEN_FLAGS,
     changing_error,
@@ -74,6 +74,46 @@ class Store(ABC):
         False for plain HTTP, which has no listing: an object missing from a listing is then
         not proven absent.  Default: True."""
         return True
+
+    @property
+    def supports_prefetch(self) -> bool:
+        """Whether ``prefetch`` starts fetching anything (a remote store); a local store reads
+        when asked, so its read-ahead is the file system's.  Default: False."""
+        return False
+
+    def prefetch(self, key: str, ranges: Sequence[tuple[int, int]],  # noqa: B027 - optional
+                 keep: bool = False) -> None:
+        """Start fetching these ``(offset, length)`` ranges of ``key`` and return at once
+        (read-ahead); ``keep``: never dropped as stale nor by ``cancel_prefetch``.  Default:
+        nothing (see ``supports_prefetch``)."""
+
+    def cancel_prefetch(self, keep: Callable[[str], bool] | None = None) -> int:
+        """Stop read-ahead that nobody waits for, but that of the keys ``keep`` accepts; the
+        number of requests stopped.  Default: nothing to stop, 0."""
+        return 0
+
+    @property
+    def tables_ahead_bytes(self) -> int:
+        """Bytes of storage-unit tables (jump tables, shard indexes) a volume may fetch ahead
+        when it opens, all at once; 0: each table when first needed.  Default: 0."""
+        return 0
+
+    def known_size(self, key: str) -> int | None:
+        """The object's size when the store already knows it (no request made), else None.
+        Default: ``size`` (a local ``stat`` costs nothing worth saving)."""
+        return self.size(key)
+
+    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]]
+                            ) -> list[bytes | OSError | FormatError]:
+        """Each ``(offset, length)`` range's bytes, or the error met reading it.  Default:
+        ``read_ranges``, all or nothing (a remote store answers each range on its own, so one
+        failed request does not fail the others)."""
+        if not ranges:
+            return []
+        try:
+            return list(self.read_ranges(key, ranges))
+        except (OSError, FormatError) as exc:
+            return [exc] * len(ranges)
 
     def list_names(self, key: str) -> list[str]:
         """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no

@@ -363,7 +363,8 @@ class RemoteStore(Store):
                                  url, status), message
         return RemoteIOError(message, url, status, (start, end)), message
 
-    def _known_size(self, key: str) -> int | None:
+    def known_size(self, key: str) -> int | None:
+        """The size learnt from an earlier answer or the range cache; None: not known yet."""
         with self._lock:
             size = self._sizes.get(key)
         if size is None and self._cache is not None:
@@ -516,7 +517,7 @@ class RemoteStore(Store):
             missing = key in self._missing
         if missing:
             return [FileNotFoundError(2, "no such object (HTTP 404)", url) for _ in ranges]
-        size = self._known_size(key)
+        size = self.known_size(key)
         todo: list[tuple[int, int, int]] = []
         for i, (off, n) in enumerate(ranges):
             end = off + max(int(n), 0)
@@ -566,7 +567,7 @@ class RemoteStore(Store):
     def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         if length is not None:
             return self.read_ranges(key, [(offset, length)])[0]
-        size = self._known_size(key)
+        size = self.known_size(key)
         if size is not None:
             return self.read_ranges(key, [(offset, size - offset)])[0]
         with self._lock:
@@ -592,7 +593,7 @@ class RemoteStore(Store):
         with self._lock:
             if key in self._missing:
                 return None
-        known = self._known_size(key)
+        known = self.known_size(key)
         if known is not None:
             return known
         COUNTERS.begin()
@@ -630,6 +631,10 @@ class RemoteStore(Store):
     @property
     def supports_listing(self) -> bool:
         return self.scheme not in ("http", "https")
+
+    @property
+    def supports_prefetch(self) -> bool:
+        return True
 
     def list_dir(self, key: str) -> list[str]:
         if not self.supports_listing:
