@@ -105,9 +105,7 @@ def _environment_uses(path: Path) -> list[int]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                 and node.value.id == "os" \
-                and node.attr in ("environ", "environb", "getenv", "putenv", "unsetenv"):
-            lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "os" \
+                and node.attr in ("environ", "environb", "getenv", "putenv", "unsetenv") or isinstance(node, ast.ImportFrom) and node.module == "os" \
                 and any(a.name in ("environ", "environb", "getenv", "putenv", "unsetenv")
                         for a in node.names):
             lines.append(node.lineno)
