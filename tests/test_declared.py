@@ -101,14 +101,15 @@ def test_no_probe_of_another_objects_private_member() -> None:
 def _environment_uses(path: Path) -> list[int]:
     """Lines that read or write the process environment (``os.environ``, ``os.getenv``,
     ``os.putenv``, ``os.unsetenv``, or those names imported from ``os``)."""
+    names = ("environ", "environb", "getenv", "putenv", "unsetenv")
     lines: list[int] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id == "os" \
-                and node.attr in ("environ", "environb", "getenv", "putenv", "unsetenv") or isinstance(node, ast.ImportFrom) and node.module == "os" \
-                and any(a.name in ("environ", "environb", "getenv", "putenv", "unsetenv")
-                        for a in node.names):
-            lines.append(node.lineno)
+        attribute = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id == "os" and node.attr in names
+        imported = isinstance(node, ast.ImportFrom) and node.module == "os" \
+            and any(a.name in names for a in node.names)
+        if attribute or imported:
+            lines.append(getattr(node, "lineno", 0))
     return lines
 
 
