@@ -24,8 +24,6 @@ ENVIRONMENT_EDGE = {
     "format/remote/config.py",
     # The AWS client's own settings (profile, region, endpoint) for the shared AWS files.
     "format/remote/store.py",
-    # Extra format modules named in the environment.
-    "format/registry.py",
 }
 
 #: ``(object, attribute)`` pairs of other libraries' private members looked up on purpose.

@@ -42,10 +42,13 @@ class FormatEntry:
     describes: str = ""
 
 
-#: Environment variable naming extra modules (comma-separated) that register formats when the
-#: registry is first used: formats outside the package (the tests' toy format in a child
-#: process).
-PLUGINS_ENV = "WKW_VIEWER_FORMAT_PLUGINS"
+#: The entry point group through which an installed distribution adds formats: each entry
+#: point names a module that registers its formats when imported (``register``), or a
+#: ``FormatEntry`` (registered as it loads).  E.g. in a plugin's ``pyproject.toml``::
+#:
+#:     [project.entry-points."wkw_viewer.formats"]
+#:     toy = "toyformat"
+ENTRY_POINT_GROUP = "wkw_viewer.formats"
 
 _entries: list[FormatEntry] = []
 _lock = threading.Lock()
@@ -61,32 +64,35 @@ def register(entry: FormatEntry) -> None:
 
 
 def formats() -> list[FormatEntry]:
-    """The registered formats, in the order they are asked."""
+    """The registered formats (the built-in ones and the plugins'), in the order they are
+    asked."""
     _load_builtins()
     with _lock:
         return list(_entries)
 
 
 def _load_builtins() -> None:
-    """Import the format plugins named in ``WKW_VIEWER_FORMAT_PLUGINS`` (each registers itself
-    on import).  The built-in formats register when the package ``viewer.format`` is imported
-    (its ``__init__`` imports ``viewer.format.formats``): this module never imports a format, so
-    the formats can import it without a loop."""
+    """Load the formats of the ``wkw_viewer.formats`` entry points (once).  The built-in
+    formats register when the package ``viewer.format`` is imported (its ``__init__`` imports
+    ``viewer.format.formats``): this module never imports a format, so the formats can import
+    it without a loop."""
     global _builtins_loaded
     if _builtins_loaded:
         return
     _builtins_loaded = True
-    import importlib
+    from importlib.metadata import entry_points
 
-    for name in os.environ.get(PLUGINS_ENV, "").split(","):
-        if name.strip():
-            try:
-                importlib.import_module(name.strip())
-            except ImportError as exc:  # a plugin that is not there must not stop the program
-                import sys
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = point.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the program
+            import sys
 
-                print(f"wkw-viewer: format plugin {name.strip()!r} not loaded: {exc}",
-                      file=sys.stderr)
+            print(f"wkw-viewer: format plugin {point.name!r} ({point.value}) not loaded: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        if isinstance(loaded, FormatEntry):
+            register(loaded)
 
 
 def normalise(path: str | os.PathLike[str]) -> str:
