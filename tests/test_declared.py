@@ -16,14 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent / "viewer"
 
 #: Modules of the data layers that may touch ``os.environ`` (relative to ``viewer/``), and why.
 ENVIRONMENT_EDGE = {
-    # Starts child processes: passes the parent's environment on, with the settings added.
+    # Starts child processes: hands them its environment (PATH, the import path); the settings
+    # of reading travel with the work, not through it.
     "core/jobs.py",
-    # The demo dataset's cache folder (a command line and a window setting before any open).
-    "core/demo.py",
-    # Settings of remote reading, read once per process.
-    "format/remote/config.py",
-    # The AWS client's own settings (profile, region, endpoint) for the shared AWS files.
-    "format/remote/store.py",
 }
 
 #: ``(object, attribute)`` pairs of other libraries' private members looked up on purpose.

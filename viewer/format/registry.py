@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from viewer.format.config import ReadConfig, using
 from viewer.format.dataset import Dataset, select_mag
 from viewer.format.errors import DatasetLayoutError, FormatError, UnsupportedFormatError
 from viewer.format.store import is_url
@@ -102,10 +103,15 @@ def normalise(path: str | os.PathLike[str]) -> str:
     return os.path.normpath(p)
 
 
-def detect(path: str | os.PathLike[str]) -> FormatEntry:
+def detect(path: str | os.PathLike[str], config: ReadConfig | None = None) -> FormatEntry:
     """The format of ``path``; ``UnsupportedFormatError`` (or ``DatasetLayoutError`` for a
-    path that does not exist or cannot be read) naming what was looked for."""
-    p = normalise(path)
+    path that does not exist or cannot be read) naming what was looked for.  ``config``: how
+    to read (default: the process default, ``viewer.format.config``)."""
+    with using(config):
+        return _detect(normalise(path))
+
+
+def _detect(p: str) -> FormatEntry:
     if not is_url(p):
         if not os.path.exists(p):
             raise DatasetLayoutError("no such file or directory", p)
@@ -133,9 +139,17 @@ def detect(path: str | os.PathLike[str]) -> FormatEntry:
     raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)
 
 
-def open_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """The dataset at ``path``, whatever its format (see the module docstring)."""
-    entry = detect(path)
+def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None) -> Dataset:
+    """The dataset at ``path``, whatever its format (see the module docstring), read with
+    ``config`` (remote time-outs, cache, credentials mode, ...; default: the process default
+    the program's edge set, ``viewer.format.config``): the stores it opens, now or when a mag
+    is first used, use it."""
+    with using(config):
+        return _open_dataset(path)
+
+
+def _open_dataset(path: str | os.PathLike[str]) -> Dataset:
+    entry = _detect(normalise(path))
     try:
         return entry.open_dataset(normalise(path))
     except PermissionError as exc:
@@ -146,11 +160,12 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
 
 
 def open_volume(path: str | os.PathLike[str], layer: str | None = None,
-                mag: Any = None) -> Volume:
+                mag: Any = None, config: ReadConfig | None = None) -> Volume:
     """One chunked array: ``layer`` by name (default: the first color layer), ``mag`` as
-    ``(x, y, z)`` or ``"2-2-1"`` (default: the finest).  A ``FormatError`` when the path is
-    none of the formats, and ``KeyError`` naming what exists for an unknown layer or mag."""
-    dataset = open_dataset(path)
+    ``(x, y, z)`` or ``"2-2-1"`` (default: the finest), read with ``config`` (as
+    ``open_dataset``).  A ``FormatError`` when the path is none of the formats, and
+    ``KeyError`` naming what exists for an unknown layer or mag."""
+    dataset = open_dataset(path, config)
     try:
         chosen = select_mag(dataset, layer, mag)
         volume = chosen.volume

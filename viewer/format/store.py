@@ -19,6 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
+from viewer.format.config import ReadConfig
 from viewer.format.errors import FormatError, UnsupportedFormatError
 from viewer.format.handles import (
     OPEN_FLAGS,
@@ -303,31 +304,33 @@ def is_url(path: str) -> bool:
 
 #: Opens the store at a URL; set by ``viewer.format.remote`` when it is imported (the package
 #: ``viewer.format`` imports it), so that this module, below it, never imports it back.
-_url_store_opener: Callable[[str], Store] | None = None
+_url_store_opener: Callable[[str, ReadConfig | None], Store] | None = None
 
 
-def set_url_store_opener(opener: Callable[[str], Store]) -> None:
+def set_url_store_opener(opener: Callable[[str, ReadConfig | None], Store]) -> None:
     """Make ``open_store`` hand URLs to ``opener``."""
     global _url_store_opener
     _url_store_opener = opener
 
 
-def open_store(path: str | os.PathLike[str]) -> Store:
+def open_store(path: str | os.PathLike[str], config: ReadConfig | None = None) -> Store:
     """The store rooted at ``path``: a local folder, or a URL (``http(s)://``, ``s3://``,
-    ``gs://``: ``viewer.format.remote``)."""
+    ``gs://``: ``viewer.format.remote``) read with ``config`` (default: the settings in
+    effect, ``viewer.format.config.effective``)."""
     p = os.fspath(path)
     if is_url(p):
         if _url_store_opener is None:
             raise UnsupportedFormatError(f"{p}: no store for URLs is loaded")
-        return _url_store_opener(p)
+        return _url_store_opener(p, config)
     return LocalStore(p)
 
 
-def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
+def split(path: str | os.PathLike[str], config: ReadConfig | None = None
+          ) -> tuple[Store, str]:
     """``(store of the parent folder, name)`` of a file or folder: a local path or a URL."""
     if is_url(os.fspath(path)):
         parent, _, name = os.fspath(path).rstrip("/").rpartition("/")
-        return open_store(parent), name
+        return open_store(parent, config), name
     p = os.path.normpath(os.fspath(path))
     parent, name = os.path.split(p)
     return open_store(parent or "."), name
