@@ -116,8 +116,8 @@ def startup(runs: int = 5) -> tuple[float, float]:
                WKW_VIEWER_NO_SETTINGS="1", WKW_VIEWER_TIMING="1")
     from viewer.core import demo
 
-    os.environ["WKW_VIEWER_CACHE"] = str(CACHE)
-    path = demo.ensure_demo(lambda d, t: print(f"\rdemo {d}/{t}", end="", file=sys.stderr))
+    path = demo.ensure_demo(lambda d, t: print(f"\rdemo {d}/{t}", end="", file=sys.stderr),
+                            cache_folder=str(CACHE))
     firsts, walls = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(runs):

@@ -46,10 +46,10 @@ def bundle(tmp_path_factory) -> Path:
 
 def _run(exe: Path, *args: str, env: dict[str, str] | None = None
          ) -> subprocess.CompletedProcess[str]:
-    # The tests' toy format (WKW_VIEWER_FORMAT_PLUGINS) is not part of the product: the
-    # bundle knows only its own formats.
+    # The tests' toy format (a plugin found on the tests' path) is not part of the product:
+    # the bundle knows only its own formats.
     env = dict(os.environ if env is None else env)
-    env.pop("WKW_VIEWER_FORMAT_PLUGINS", None)
+    env.pop("PYTHONPATH", None)
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300,
                           env=env)
 

@@ -157,7 +157,6 @@ def _env(folder: Path) -> dict[str, str]:
     env.update(QT_QPA_PLATFORM="offscreen", WKW_VIEWER_CACHE=str(folder / ".cache"),
                WKW_VIEWER_SETTINGS_DIR=str(folder / ".settings"),
                XDG_DATA_HOME=str(folder / ".xdg"), PYTHONPATH=str(ROOT))
-    env.pop("WKW_VIEWER_FORMAT_PLUGINS", None)
     return env
 
 

@@ -8,9 +8,10 @@ Layout of a toy array folder::
     c/I.J.K.npy       chunk (I, J, K) as a (C, cx, cy, cz) array (edge chunks full size)
 
 A chunk file that is missing is an absent chunk (reads as the fill value); one that is not a
-valid ``.npy`` of the right shape is a damaged chunk (a ``ChunkDecodeError``).  It registers
-itself with the format registry on import (``tests/conftest.py`` imports it, and
-``WKW_VIEWER_FORMAT_PLUGINS=toyformat`` with ``tests/`` on the path does so in a child process).
+valid ``.npy`` of the right shape is a damaged chunk (a ``ChunkDecodeError``).  It is a format
+plugin: ``tests/wkw_viewer_toyformat-1.0.dist-info`` declares it in the ``wkw_viewer.formats``
+entry point group, so the registry imports it (and it registers itself) in any process with
+``tests/`` on its path (``tests/conftest.py`` puts it there for the tests and their children).
 """
 
 from __future__ import annotations

@@ -321,7 +321,7 @@ def _quiet_offscreen_warnings() -> None:
 def _demo_path(window: QtMainWindow, headless: bool) -> str | None:
     from viewer.core import demo
 
-    path = demo.default_demo_path()
+    path = demo.default_demo_path(os.environ.get(demo.CACHE_ENV))
     if demo.is_complete(path):
         return str(path)
     if headless:

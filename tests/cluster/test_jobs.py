@@ -105,3 +105,26 @@ def test_a_killed_job_does_not_start_here() -> None:
     job.kill()
     with pytest.raises(jobs.JobCancelled):
         job.run()
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Return the settings of reading the process that runs it has (and its pid)."""
+
+    def __call__(self, emit: jobs.Emit, cancelled: threading.Event) -> tuple[Any, int]:
+        from viewer.format import config
+
+        return config.default(), os.getpid()
+
+
+def test_the_child_reads_with_the_settings_it_is_handed_not_its_environment(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from viewer.format.config import CACHE_DIR_ENV, ReadConfig
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "from-the-environment"))
+    given = ReadConfig(anon=True, timeout_s=3.5, cache_bytes=7 << 20, cache_size_given=True,
+                       cache_dir=str(tmp_path / "handed"), merge_gap=1000)
+    job: jobs.Job[tuple[Any, int]] = jobs.Job(ReportSettings(), config=given)
+    got, pid = job.run()
+    assert job.used_process and pid != os.getpid()
+    assert got == given

@@ -73,7 +73,7 @@ def settings(env: dict[str, str]) -> Iterator[None]:
 
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
     try:
         yield
     finally:
@@ -82,7 +82,7 @@ def settings(env: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        remote_config.reset()
+        remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
 
 
 def _quiet(main: Any, argv: list[str]) -> tuple[int, str]:

@@ -95,10 +95,11 @@ def test_the_digest_is_of_the_documented_bytes() -> None:
     program can recompute it."""
     data = _data((2, 70, 64, 3), "uint16").reshape(2, 70, 64, 3)
 
-    class Toy:  # any object with dtype, num_channels, shape and read
+    class Toy:  # any object with dtype, num_channels, shape, origin and read
         dtype = np.dtype(">u2")  # big-endian data hash like little-endian data
         num_channels = 2
         shape = (70, 64, 3)
+        origin = (0, 0, 0)
 
         def read(self, offset, shape):  # type: ignore[no-untyped-def]
             sl = tuple(slice(o, o + s) for o, s in zip(offset, shape, strict=True))

@@ -24,9 +24,9 @@ def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
     monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
     monkeypatch.setenv(remote_config.ANON_ENV, "0")
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
     yield
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
 
 
 def same_as_local(url: str, local: Path, truths: list[np.ndarray]) -> None:
@@ -88,7 +88,7 @@ def s3(pc: dict[str, Any]) -> Iterator[str]:
 
 @pytest.mark.parametrize("name", ["sharded_murmur", "gzip"])
 def test_over_s3(pc: dict[str, Any], s3: str, name: str) -> None:
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
     path, truths = pc[name]
     same_as_local(f"{s3}/{name}", path, truths)
     same_as_local(f"precomputed://{s3}/{name}", path, truths)

@@ -82,9 +82,9 @@ def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
     monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
     monkeypatch.setenv(remote_config.ANON_ENV, "0")  # undone after the test, whatever it set
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
     yield
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def s3(moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
     return moto_server
 
 

@@ -18,9 +18,11 @@ from viewer.format.remote import config as remote_config
 from viewer.format.remote.diskcache import SUFFIX, TRAILER, _read_checked
 
 ROOT = Path(__file__).resolve().parents[2]
-#: One run of the program: read the whole volume at a URL and save it.
-RUN = ("import sys, numpy; from viewer.format import open_volume; "
-       "v = open_volume(sys.argv[1]); numpy.save(sys.argv[2], v.read((0, 0, 0), v.shape))")
+#: One run of a program: read the whole volume at a URL (with the settings its environment
+#: gives: the program is its own edge) and save it.
+RUN = ("import os, sys, numpy; from viewer.format import ReadConfig, open_volume; "
+       "v = open_volume(sys.argv[1], config=ReadConfig.from_environ(os.environ)); "
+       "numpy.save(sys.argv[2], v.read((0, 0, 0), v.shape))")
 
 
 def _run(url: str, out: Path, cache: Path) -> np.ndarray:

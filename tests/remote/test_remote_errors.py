@@ -7,6 +7,7 @@ webKnossos dataset none of whose layers opens is a ``FormatError`` naming why ea
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def test_a_failed_request_through_an_s3_client_is_a_remote_error(
                  "AWS_CONFIG_FILE": "/dev/null",
                  "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}.items():
         monkeypatch.setenv(k, v)
-    remote_config.reset()
+    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
     configure(retries=1, timeout_s=5)
     (Path(server.root) / "bkt").mkdir(exist_ok=True)
     link = Path(server.root) / "bkt" / "n5"

@@ -139,7 +139,7 @@ def test_cache_size_is_a_setting_kept_for_the_next_window(qtbot, settings_dir: P
     # The next run: the window applies what was kept.
     from viewer.format.remote import config
 
-    config.reset()
+    config.reset(config.ReadConfig.from_environ(os.environ))
     assert current().cache_bytes == 4096 << 20
     window = QtMainWindow()
     qtbot.addWidget(window)
@@ -163,7 +163,8 @@ def test_cache_size_of_the_run_wins_over_the_setting(qtbot, settings_dir: Path,
     assert args == ["info", "x"] and value == "300"
     monkeypatch.setenv("WKW_VIEWER_REMOTE_CACHE_MB", "0")  # undone after the test
     set_cache_mb(int(value), for_children=True)  # what the command line does
-    assert os.environ["WKW_VIEWER_REMOTE_CACHE_MB"] == "300"
+    assert current().cache_size_given and current().to_environ()["WKW_VIEWER_REMOTE_CACHE_MB"] \
+        == "300"
     window = QtMainWindow()
     qtbot.addWidget(window)
     assert current().cache_bytes == 300 << 20
@@ -177,7 +178,7 @@ def test_remote_cache_option_of_any_command(tmp_path: Path,
 
     monkeypatch.setenv("WKW_VIEWER_REMOTE_CACHE_MB", "1")  # undone after the test
     assert main(["--remote-cache-mb=64", "info", str(tmp_path / "nothing")]) == 2
-    assert current().cache_bytes == 64 << 20 and os.environ["WKW_VIEWER_REMOTE_CACHE_MB"] == "64"
+    assert current().cache_bytes == 64 << 20 and current().cache_size_given
     assert main(["--remote-cache-mb", "lots", "info", str(tmp_path / "nothing")]) == 2
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from range_server import RangeServer
 
-from viewer.format.remote import RangeNotSupportedError, RemoteIOError, configure, stats
+from viewer.format.remote import RangeNotSupportedError, RemoteIOError, configure, current, stats
 from viewer.format.remote.diskcache import RangeCache
 from viewer.format.remote.store import RemoteStore, aws_config, range_cache
 from viewer.format.store import is_url, open_store
@@ -205,12 +205,13 @@ def test_s3_credentials_from_the_shared_files(tmp_path: Path,
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    assert aws_config(False) == {"aws_access_key_id": "A", "aws_secret_access_key": "B"}
-    monkeypatch.setenv("AWS_PROFILE", "other")
-    assert aws_config(False) == {"aws_access_key_id": "C", "aws_secret_access_key": "D",
+    env = dict(os.environ)
+    assert aws_config(False, env) == {"aws_access_key_id": "A", "aws_secret_access_key": "B"}
+    env["AWS_PROFILE"] = "other"
+    assert aws_config(False, env) == {"aws_access_key_id": "C", "aws_secret_access_key": "D",
                                  "aws_region": "eu-west-1",
                                  "aws_endpoint": "http://127.0.0.1:9"}
-    anon = aws_config(True)
+    anon = aws_config(True, env)
     assert anon["skip_signature"] is True and "aws_access_key_id" not in anon
 
 
@@ -219,7 +220,7 @@ def test_anon_reads_a_public_bucket(s3: dict, data_root: Path,
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     configure(anon=True)
-    assert os.environ["WKW_VIEWER_ANON"] == "1"  # child processes read the same way
+    assert current().anon and current().to_environ()["WKW_VIEWER_ANON"] == "1"
     store = open_store("s3://bkt/data")
     assert store.read(KEY, 0, 16) == _bytes(data_root)[:16]
 
@@ -229,7 +230,7 @@ def test_anon_flag_of_any_command(tmp_path: Path, capsys: pytest.CaptureFixture[
     from viewer.format.remote import current
 
     assert main(["--anon", "info", str(tmp_path / "nothing")]) == 2
-    assert current().anon and os.environ["WKW_VIEWER_ANON"] == "1"
+    assert current().anon  # handed to child processes with the rest of the settings
     assert "--anon" not in capsys.readouterr().err
 
 

@@ -43,10 +43,9 @@ def test_interrupted_generation_leaves_nothing_and_is_redone(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         demo.build_demo(target, stop, shape=(256, 128, 128))
     assert not target.exists() and list(tmp_path.iterdir()) == []
-    monkeypatch.setenv("WKW_VIEWER_CACHE", str(tmp_path))
     monkeypatch.setattr(demo, "DEMO_SHAPE", (128, 128, 128))
-    assert not demo.is_complete(demo.default_demo_path())
-    path = demo.ensure_demo()
+    assert not demo.is_complete(demo.default_demo_path(str(tmp_path)))
+    path = demo.ensure_demo(cache_folder=str(tmp_path))
     assert demo.is_complete(path) and path.parent == tmp_path
     assert [p.name for p in tmp_path.iterdir()] == [demo.DEMO_NAME]
 
@@ -54,16 +53,16 @@ def test_interrupted_generation_leaves_nothing_and_is_redone(tmp_path, monkeypat
 def test_an_old_or_unfinished_demo_is_not_taken_for_the_current_one(tmp_path, monkeypatch):
     """A folder without the marker (an old build or a copy interrupted half-way) is rebuilt;
     a finished build is reused as it is."""
-    monkeypatch.setenv("WKW_VIEWER_CACHE", str(tmp_path))
     monkeypatch.setattr(demo, "DEMO_SHAPE", (128, 128, 64))
-    path = demo.default_demo_path()
+    path = demo.default_demo_path(str(tmp_path))
     path.mkdir()
     (path / "datasource-properties.json").write_text("{}")
     assert not demo.is_complete(path)
-    assert demo.ensure_demo() == path and demo.is_complete(path)
+    assert demo.ensure_demo(cache_folder=str(tmp_path)) == path and demo.is_complete(path)
     assert (path / "segmentation" / "4-4-2" / "header.wkw").is_file()
     stamp = (path / ".complete").stat().st_mtime_ns
-    assert demo.ensure_demo() == path and (path / ".complete").stat().st_mtime_ns == stamp
+    assert demo.ensure_demo(cache_folder=str(tmp_path)) == path \
+        and (path / ".complete").stat().st_mtime_ns == stamp
 
 
 def test_demo_cli_refuses_a_folder_that_holds_something(tmp_path):

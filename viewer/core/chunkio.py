@@ -49,7 +49,6 @@ from viewer.format import (
     FormatError,
     StorageUnit,
     Volume,
-    is_url,
 )
 from viewer.format.errors import FileChangedError, FileChangingError, read_failure
 from viewer.format.volume import UnitRead
@@ -157,7 +156,7 @@ class ChunkReader:
         self._hint_tasks = 0 if _RUSAGE_THREAD is not None else -1
         #: A volume read over a network: every read waits on it (the thread's disk counters
         #: do not see it), so read-ahead always pays.
-        self._latency_bound = is_url(str(volume.path))
+        self._latency_bound = volume.over_network
         #: The volume's units are read with ``Volume.read_units``, not kept open.
         self._small_units = bool(volume.small_units)
         if self._latency_bound:
@@ -370,7 +369,7 @@ class ChunkReader:
                     results = self._read_unit(pos, unit, indices)
                     if results is None:
                         return len(done)  # closing
-                if type(unit).release_pages is not StorageUnit.release_pages:
+                if unit.holds_pages:
                     touched.append(unit)
             if len(results) != len(indices):  # a format's bug: the blocks fail, not the worker
                 path = unit.path if unit is not None else self.volume.unit_path(pos)

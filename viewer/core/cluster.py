@@ -24,6 +24,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from viewer.format import config as read_config
+from viewer.format.config import ReadConfig
+
 #: Storage units per task, at least (a few files or shards: seconds of work, not
 #: milliseconds, so the scheduler's cost per task (~1 ms) stays small) ...
 UNITS_PER_TASK = 4
@@ -116,10 +119,13 @@ def _tune_allocator() -> None:
         mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD)
 
 
-def _in_worker(fn: Callable[[Any], Any], item: Any) -> Any:
-    """A task as it runs on a worker: ``fn(item)``, with the worker tuned first."""
+def _in_worker(fn: Callable[[Any], Any], item: Any, config: ReadConfig) -> Any:
+    """A task as it runs on a worker: ``fn(item)``, with the worker tuned first, reading data
+    with the settings of the process that submitted it (``config``, sent with the task: a
+    worker never takes them from its own environment)."""
     _tune_allocator()
-    return fn(item)
+    with read_config.using(config):
+        return fn(item)
 
 
 def _exists_all(paths: Sequence[str]) -> list[str]:
@@ -135,8 +141,10 @@ class ClusterRunner:
     context manager: leaving it closes the client and a LocalCluster it started."""
 
     def __init__(self, scheduler: str | SchedulerSpec, timeout_s: float = 30.0,
-                 shared: bool = False) -> None:
+                 shared: bool = False, config: ReadConfig | None = None) -> None:
         self.spec = parse_scheduler(scheduler) if isinstance(scheduler, str) else scheduler
+        #: How the tasks read data: sent with each task (default: this process's settings).
+        self.config: ReadConfig = config if config is not None else read_config.default()
         self.timeout_s = timeout_s
         #: ``local:N``: use (and leave running) one LocalCluster of N workers per process,
         #: for jobs that come again and again (the window's scans), instead of starting one.
@@ -217,8 +225,8 @@ class ClusterRunner:
             raise SchedulerError("the cluster is not started")
         items = list(items)
         run = uuid.uuid4().hex[:12]  # keys of one map: never those of an earlier run
-        futures = [self._client.submit(_in_worker, fn, item, key=f"{key}-{run}-{k}",
-                                       pure=False)
+        futures = [self._client.submit(_in_worker, fn, item, self.config,
+                                       key=f"{key}-{run}-{k}", pure=False)
                    for k, item in enumerate(items)]
         index = {f.key: k for k, f in enumerate(futures)}
         with self._lock:

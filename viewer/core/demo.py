@@ -48,14 +48,19 @@ DEMO_LZ4HC_LEVEL = 6
 COMPLETE_MARKER = ".complete"
 
 __all__ = ["DEMO_NAME", "DEMO_SHAPE", "DEMO_VOXEL_SIZE", "DEMO_MAGS", "DEMO_SEED",
-           "build_demo", "ensure_demo", "default_demo_path", "is_complete"]
+           "build_demo", "ensure_demo", "default_demo_path", "is_complete", "CACHE_ENV"]
 
 Progress = Callable[[int, int], None]
 
 
-def default_demo_path() -> Path:
-    """Where the demo lives: the user's cache folder (``WKW_VIEWER_CACHE`` overrides it)."""
-    base = os.environ.get("WKW_VIEWER_CACHE")
+#: The environment variable the program's edge reads for ``cache_folder`` (tests, a sandbox).
+CACHE_ENV = "WKW_VIEWER_CACHE"
+
+
+def default_demo_path(cache_folder: str | None = None) -> Path:
+    """Where the demo lives: in ``cache_folder`` (the program's edge passes the value of
+    ``WKW_VIEWER_CACHE``), else the user's cache folder."""
+    base = cache_folder
     if not base:
         import platformdirs
 
@@ -98,9 +103,10 @@ def build_demo(path: str | os.PathLike[str], progress: Progress | None = None,
     return target
 
 
-def ensure_demo(progress: Progress | None = None) -> Path:
-    """The demo dataset's folder, generating it first when it is not there yet."""
-    path = default_demo_path()
+def ensure_demo(progress: Progress | None = None, cache_folder: str | None = None) -> Path:
+    """The demo dataset's folder (``default_demo_path(cache_folder)``), generating it first
+    when it is not there yet."""
+    path = default_demo_path(cache_folder)
     if is_complete(path):
         return path
     return build_demo(path, progress)

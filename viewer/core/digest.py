@@ -54,6 +54,11 @@ class Readable(Protocol):
     @property
     def shape(self) -> Vec3: ...
 
+    @property
+    def origin(self) -> Vec3:
+        """The first voxel of the extent (``Volume.origin``; (0, 0, 0) for most)."""
+        ...
+
     def read(self, offset: Sequence[int], shape: Sequence[int]) -> npt.NDArray[Any]: ...
 
 
@@ -154,7 +159,7 @@ def region_digest(volume: Readable, at: Vec3, grid: int = GRID) -> str:
     extent are zeros).  Raises what the volume's ``read`` raises (a ``FormatError``)."""
     dtype = _le(np.dtype(volume.dtype))
     channels = int(volume.num_channels)
-    origin = _vec(getattr(volume, "origin", (0, 0, 0)))
+    origin = _vec(volume.origin)
     shape = volume.shape
     region = np.zeros((channels, grid, grid, grid), dtype=dtype, order="F")
     lo = [max(at[a], origin[a]) for a in range(3)]
@@ -174,7 +179,7 @@ def compute(volume: Readable, grid: int = GRID, workers: int = 2,
     ``FormatError``: a damaged chunk): that region is left out of the list (without
     ``on_error``, the error is raised)."""
     dtype = _le(np.dtype(volume.dtype))
-    origin = _vec(getattr(volume, "origin", (0, 0, 0)))
+    origin = _vec(volume.origin)
     shape = _vec(volume.shape)
     out = DigestList(dtype.str, int(volume.num_channels), shape, origin, grid)
     todo = regions_of(origin, shape, grid)

@@ -16,8 +16,9 @@ format registered only in this process), the work runs on the calling thread ins
 ``local`` work given for that), with the same messages and the same cancel; ``used_process``
 says which ran.
 
-The pipe carries length-prefixed pickles: parent to child the work, then one byte (or the
-end of the pipe) for cancel; child to parent ``("message", m)`` frames, then ``("result", r)``
+The pipe carries length-prefixed pickles: parent to child the settings of reading (the job's
+``ReadConfig``: the child never takes them from its environment), the work, then one byte (or
+the end of the pipe) for cancel; child to parent ``("message", m)`` frames, then ``("result", r)``
 or ``("error", exc)`` or ``("not_here", why)``.  Only what the work emits travels (summaries,
 rows), never a volume.
 
@@ -40,6 +41,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Generic, Protocol, TypeVar
+
+from viewer.format import config as read_config
+from viewer.format.config import ReadConfig
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -109,8 +113,10 @@ class Job(Generic[R]):
 
     def __init__(self, work: Work[R], on_message: Callable[[Any], None] | None = None,
                  use_process: bool = True, name: str = "wkw-job",
-                 local: Work[R] | None = None) -> None:
+                 local: Work[R] | None = None, config: ReadConfig | None = None) -> None:
         self.work = work
+        #: How the child reads data (handed to it with the work; default: this process's).
+        self.config: ReadConfig = config if config is not None else read_config.default()
         #: What runs on the calling thread when the child cannot (default: ``work``; e.g. a
         #: scan of the volume this process has open, where the child would reopen it).
         self.local: Work[R] = local if local is not None else work
@@ -180,6 +186,7 @@ class Job(Generic[R]):
         try:
             # A child that died at once says nothing: handled below.
             with contextlib.suppress(OSError, ValueError):
+                write_frame(proc.stdin, self.config)
                 write_frame(proc.stdin, self.work)
             if self._cancel.is_set():
                 self._close_stdin(b"c")
@@ -234,10 +241,14 @@ def run_child(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     """The child's side: read the work, run it, stream its messages and its outcome.  A byte
     on ``stdin`` (or its end) after the work cancels.  Exit code 0 when the outcome was sent,
     1 when the parent went away, 3 when the work could not be loaded."""
+    frames = read_frames(stdin)
     try:
-        work = next(read_frames(stdin))
+        config = next(frames)
+        work = next(frames)
     except StopIteration:
         return 3
+    if isinstance(config, ReadConfig):  # the parent's settings of reading, passed explicitly
+        read_config.set_default(config)
     cancelled = threading.Event()
 
     def watch() -> None:

@@ -15,6 +15,8 @@ writer the program itself uses: ``write_synthetic_dataset``.
 
 from viewer.format import formats as _formats  # noqa: F401 - registers the built-in formats
 from viewer.format import wkw
+from viewer.format.config import ReadConfig
+from viewer.format.config import set_default as set_default_read_config
 from viewer.format.dataset import (
     Dataset,
     Layer,
@@ -58,6 +60,8 @@ from viewer.format.webknossos.properties import PROPERTIES_FILE
 from viewer.format.webknossos.writer import DEMO_MAGS, write_synthetic_dataset
 
 __all__ = [
+    "ReadConfig",
+    "set_default_read_config",
     "shutdown",
     "is_url",
     "remote_stats",

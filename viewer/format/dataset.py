@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.config import ReadConfig, effective, using
 from viewer.format.errors import DatasetLayoutError, FormatError
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
 from viewer.format.volume import Volume, check_index
@@ -61,6 +62,9 @@ class Mag:
         self.rel_path = rel_path if rel_path is not None else self.path
         self.cube_length = cube_length
         self._opener = opener
+        #: How the dataset it belongs to was opened: its volume is opened the same way, even
+        #: when first used long after (``viewer.format.config``).
+        self.read_config: ReadConfig = effective()
         self._volume: Volume | None = None
         self._lock = threading.Lock()
         self._index: dict[str, int] = {}
@@ -93,7 +97,8 @@ class Mag:
     def _open_volume(self) -> Volume:
         if self._opener is None:
             raise FormatError("no way to open this mag", self.path)
-        volume = self._opener()
+        with using(self.read_config):
+            volume = self._opener()
         return volume.at_index(_known(volume, self._index)) if self._index else volume
 
     def check(self) -> FormatError | None:
@@ -257,6 +262,9 @@ class Dataset:
         self.scale = scale if scale is not None else VoxelSize((1.0, 1.0, 1.0))
         self.voxel_size_declared = scale is not None
         self.kind = kind
+        #: The settings it was opened with (``viewer.format.config``): what a child process or
+        #: a Dask worker reopening it is handed.
+        self.read_config: ReadConfig = effective()
 
     @property
     def voxel_size(self) -> tuple[float, float, float]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from viewer.format.config import ReadConfig, using
 from viewer.format.dataset import Dataset, select_mag
 from viewer.format.errors import DatasetLayoutError, FormatError, UnsupportedFormatError
 from viewer.format.store import is_url
@@ -42,10 +43,13 @@ class FormatEntry:
     describes: str = ""
 
 
-#: Environment variable naming extra modules (comma-separated) that register formats when the
-#: registry is first used: formats outside the package (the tests' toy format in a child
-#: process).
-PLUGINS_ENV = "WKW_VIEWER_FORMAT_PLUGINS"
+#: The entry point group through which an installed distribution adds formats: each entry
+#: point names a module that registers its formats when imported (``register``), or a
+#: ``FormatEntry`` (registered as it loads).  E.g. in a plugin's ``pyproject.toml``::
+#:
+#:     [project.entry-points."wkw_viewer.formats"]
+#:     toy = "toyformat"
+ENTRY_POINT_GROUP = "wkw_viewer.formats"
 
 _entries: list[FormatEntry] = []
 _lock = threading.Lock()
@@ -61,32 +65,35 @@ def register(entry: FormatEntry) -> None:
 
 
 def formats() -> list[FormatEntry]:
-    """The registered formats, in the order they are asked."""
+    """The registered formats (the built-in ones and the plugins'), in the order they are
+    asked."""
     _load_builtins()
     with _lock:
         return list(_entries)
 
 
 def _load_builtins() -> None:
-    """Import the format plugins named in ``WKW_VIEWER_FORMAT_PLUGINS`` (each registers itself
-    on import).  The built-in formats register when the package ``viewer.format`` is imported
-    (its ``__init__`` imports ``viewer.format.formats``): this module never imports a format, so
-    the formats can import it without a loop."""
+    """Load the formats of the ``wkw_viewer.formats`` entry points (once).  The built-in
+    formats register when the package ``viewer.format`` is imported (its ``__init__`` imports
+    ``viewer.format.formats``): this module never imports a format, so the formats can import
+    it without a loop."""
     global _builtins_loaded
     if _builtins_loaded:
         return
     _builtins_loaded = True
-    import importlib
+    from importlib.metadata import entry_points
 
-    for name in os.environ.get(PLUGINS_ENV, "").split(","):
-        if name.strip():
-            try:
-                importlib.import_module(name.strip())
-            except ImportError as exc:  # a plugin that is not there must not stop the program
-                import sys
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = point.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the program
+            import sys
 
-                print(f"wkw-viewer: format plugin {name.strip()!r} not loaded: {exc}",
-                      file=sys.stderr)
+            print(f"wkw-viewer: format plugin {point.name!r} ({point.value}) not loaded: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        if isinstance(loaded, FormatEntry):
+            register(loaded)
 
 
 def normalise(path: str | os.PathLike[str]) -> str:
@@ -96,10 +103,15 @@ def normalise(path: str | os.PathLike[str]) -> str:
     return os.path.normpath(p)
 
 
-def detect(path: str | os.PathLike[str]) -> FormatEntry:
+def detect(path: str | os.PathLike[str], config: ReadConfig | None = None) -> FormatEntry:
     """The format of ``path``; ``UnsupportedFormatError`` (or ``DatasetLayoutError`` for a
-    path that does not exist or cannot be read) naming what was looked for."""
-    p = normalise(path)
+    path that does not exist or cannot be read) naming what was looked for.  ``config``: how
+    to read (default: the process default, ``viewer.format.config``)."""
+    with using(config):
+        return _detect(normalise(path))
+
+
+def _detect(p: str) -> FormatEntry:
     if not is_url(p):
         if not os.path.exists(p):
             raise DatasetLayoutError("no such file or directory", p)
@@ -127,9 +139,17 @@ def detect(path: str | os.PathLike[str]) -> FormatEntry:
     raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)
 
 
-def open_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """The dataset at ``path``, whatever its format (see the module docstring)."""
-    entry = detect(path)
+def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None) -> Dataset:
+    """The dataset at ``path``, whatever its format (see the module docstring), read with
+    ``config`` (remote time-outs, cache, credentials mode, ...; default: the process default
+    the program's edge set, ``viewer.format.config``): the stores it opens, now or when a mag
+    is first used, use it."""
+    with using(config):
+        return _open_dataset(path)
+
+
+def _open_dataset(path: str | os.PathLike[str]) -> Dataset:
+    entry = _detect(normalise(path))
     try:
         return entry.open_dataset(normalise(path))
     except PermissionError as exc:
@@ -140,13 +160,15 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
 
 
 def open_volume(path: str | os.PathLike[str], layer: str | None = None,
-                mag: Any = None, index: Mapping[str, int] | None = None) -> Volume:
+                mag: Any = None, index: Mapping[str, int] | None = None,
+                config: ReadConfig | None = None) -> Volume:
     """One chunked array: ``layer`` by name (default: the first color layer), ``mag`` as
     ``(x, y, z)`` or ``"2-2-1"`` (default: the finest), ``index`` the element of each extra
-    axis (``{"t": 3}``; default 0 on every one, see ``Volume.extra_axes``).  A
-    ``FormatError`` when the path is none of the formats, ``KeyError`` naming what exists for
-    an unknown layer, mag or axis, ``IndexError`` for an index past its axis."""
-    dataset = open_dataset(path)
+    axis (``{"t": 3}``; default 0 on every one, see ``Volume.extra_axes``), read with
+    ``config`` (as ``open_dataset``).  A ``FormatError`` when the path is none of the
+    formats, ``KeyError`` naming what exists for an unknown layer, mag or axis,
+    ``IndexError`` for an index past its axis."""
+    dataset = open_dataset(path, config)
     try:
         chosen = select_mag(dataset, layer, mag)
         volume = chosen.volume.at_index(index or {})

@@ -20,7 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from viewer.format.errors import FileChangedError, UnsupportedFormatError
+from viewer.format.config import ReadConfig
+from viewer.format.errors import FileChangedError, FormatError, UnsupportedFormatError
 from viewer.format.handles import (
     OPEN_FLAGS,
     Identity,
@@ -108,6 +109,46 @@ class Store(ABC):
         False for plain HTTP, which has no listing: an object missing from a listing is then
         not proven absent.  Default: True."""
         return True
+
+    @property
+    def supports_prefetch(self) -> bool:
+        """Whether ``prefetch`` starts fetching anything (a remote store); a local store reads
+        when asked, so its read-ahead is the file system's.  Default: False."""
+        return False
+
+    def prefetch(self, key: str, ranges: Sequence[tuple[int, int]],  # noqa: B027 - optional
+                 keep: bool = False) -> None:
+        """Start fetching these ``(offset, length)`` ranges of ``key`` and return at once
+        (read-ahead); ``keep``: never dropped as stale nor by ``cancel_prefetch``.  Default:
+        nothing (see ``supports_prefetch``)."""
+
+    def cancel_prefetch(self, keep: Callable[[str], bool] | None = None) -> int:
+        """Stop read-ahead that nobody waits for, but that of the keys ``keep`` accepts; the
+        number of requests stopped.  Default: nothing to stop, 0."""
+        return 0
+
+    @property
+    def tables_ahead_bytes(self) -> int:
+        """Bytes of storage-unit tables (jump tables, shard indexes) a volume may fetch ahead
+        when it opens, all at once; 0: each table when first needed.  Default: 0."""
+        return 0
+
+    def known_size(self, key: str) -> int | None:
+        """The object's size when the store already knows it (no request made), else None.
+        Default: ``size`` (a local ``stat`` costs nothing worth saving)."""
+        return self.size(key)
+
+    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]]
+                            ) -> list[bytes | OSError | FormatError]:
+        """Each ``(offset, length)`` range's bytes, or the error met reading it.  Default:
+        ``read_ranges``, all or nothing (a remote store answers each range on its own, so one
+        failed request does not fail the others)."""
+        if not ranges:
+            return []
+        try:
+            return list(self.read_ranges(key, ranges))
+        except (OSError, FormatError) as exc:
+            return [exc] * len(ranges)
 
     def list_names(self, key: str) -> list[str]:
         """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no
@@ -329,31 +370,33 @@ def is_url(path: str) -> bool:
 
 #: Opens the store at a URL; set by ``viewer.format.remote`` when it is imported (the package
 #: ``viewer.format`` imports it), so that this module, below it, never imports it back.
-_url_store_opener: Callable[[str], Store] | None = None
+_url_store_opener: Callable[[str, ReadConfig | None], Store] | None = None
 
 
-def set_url_store_opener(opener: Callable[[str], Store]) -> None:
+def set_url_store_opener(opener: Callable[[str, ReadConfig | None], Store]) -> None:
     """Make ``open_store`` hand URLs to ``opener``."""
     global _url_store_opener
     _url_store_opener = opener
 
 
-def open_store(path: str | os.PathLike[str]) -> Store:
+def open_store(path: str | os.PathLike[str], config: ReadConfig | None = None) -> Store:
     """The store rooted at ``path``: a local folder, or a URL (``http(s)://``, ``s3://``,
-    ``gs://``: ``viewer.format.remote``)."""
+    ``gs://``: ``viewer.format.remote``) read with ``config`` (default: the settings in
+    effect, ``viewer.format.config.effective``)."""
     p = os.fspath(path)
     if is_url(p):
         if _url_store_opener is None:
             raise UnsupportedFormatError(f"{p}: no store for URLs is loaded")
-        return _url_store_opener(p)
+        return _url_store_opener(p, config)
     return LocalStore(p)
 
 
-def split(path: str | os.PathLike[str]) -> tuple[Store, str]:
+def split(path: str | os.PathLike[str], config: ReadConfig | None = None
+          ) -> tuple[Store, str]:
     """``(store of the parent folder, name)`` of a file or folder: a local path or a URL."""
     if is_url(os.fspath(path)):
         parent, _, name = os.fspath(path).rstrip("/").rpartition("/")
-        return open_store(parent), name
+        return open_store(parent, config), name
     p = os.path.normpath(os.fspath(path))
     parent, name = os.path.split(p)
     return open_store(parent or "."), name

@@ -50,6 +50,7 @@ from viewer.format.errors import (
     UnsupportedFormatError,
     read_failure,
 )
+from viewer.format.store import is_url
 from viewer.format.unitcheck import SoundUnits
 
 Vec3 = tuple[int, int, int]
@@ -144,8 +145,15 @@ class StorageUnit(ABC):
     def will_need(self, indices: Sequence[int]) -> None:  # noqa: B027 - optional, not abstract
         """Hint that these chunks will be read soon (read-ahead).  Default: nothing."""
 
+    @property
+    def holds_pages(self) -> bool:
+        """Whether the unit keeps pages of what it read (a mapped file) that
+        ``release_pages`` gives back: the loader then calls it once a unit's blocks are in
+        its cache.  Default: False (files read with ``pread`` hold none)."""
+        return False
+
     def release_pages(self) -> None:  # noqa: B027 - optional, not abstract
-        """Drop memory held for pages read so far (mapped files).  Default: nothing."""
+        """Drop memory held for pages read so far (see ``holds_pages``).  Default: nothing."""
 
     def describe(self) -> dict[str, Any]:
         """The unit's own header, for the inspector's Header tab: field -> value."""
@@ -216,6 +224,12 @@ class Volume(ABC):
     #: pay: the loader reads their chunks with ``read_units``, each unit opened only for the
     #: read, many units per call.
     small_units: bool = False
+
+    @property
+    def over_network(self) -> bool:
+        """Whether every read waits on a network (a volume at a URL): the thread's disk
+        counters do not see it, so read-ahead always pays.  Default: its path is a URL."""
+        return is_url(str(self.path))
 
     # -- extent ---------------------------------------------------------------------------------
     @property

@@ -7,6 +7,7 @@ small QObject whose signals are queued to the GUI thread.  The worker never touc
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -26,7 +27,7 @@ class QtDemoProgress(QObject):
 def ensure_demo_with_progress(parent: QWidget | None = None) -> Path | None:
     """The demo dataset's folder, generated first (with a progress dialog) when missing.
     Returns None when generation failed (after saying why) or was cancelled."""
-    path = demo.default_demo_path()
+    path = demo.default_demo_path(os.environ.get(demo.CACHE_ENV))
     if demo.is_complete(path):
         return path
     x, y, z = demo.DEMO_SHAPE

@@ -105,9 +105,9 @@ class N5Chunk(StorageUnit):
     def will_need(self, indices: Sequence[int]) -> None:
         """Read-ahead over a network (a store that prefetches: ``RemoteStore``): the chunk
         file is asked for now; a local store does nothing."""
-        prefetch = getattr(self.volume.store, "prefetch", None)
-        if prefetch is not None and self._size > 0 and 0 in [int(i) for i in indices]:
-            prefetch(self.key, [(0, self._size)])
+        store = self.volume.store
+        if store.supports_prefetch and self._size > 0 and 0 in [int(i) for i in indices]:
+            store.prefetch(self.key, [(0, self._size)])
 
     def describe(self) -> dict[str, Any]:
         try:
@@ -289,12 +289,11 @@ class N5Volume(Volume):
         """The cursor moved on (a store that prefetches): stop the read-ahead of this
         dataset's chunk files but ``keep``'s, queued or on the wire (other datasets of the
         store keep theirs)."""
-        cancel = getattr(self.store, "cancel_prefetch", None)
-        if cancel is None:
+        if not self.store.supports_prefetch:
             return
         kept = {self.chunk_key(u) for u in keep}
         prefix = f"{self.key}/" if self.key else ""
-        cancel(lambda key: key in kept or not key.startswith(prefix))
+        self.store.cancel_prefetch(lambda key: key in kept or not key.startswith(prefix))
 
     @property
     def lists_units(self) -> bool:

@@ -43,7 +43,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -135,10 +135,10 @@ _cache: RangeCache | None = None
 _shared_lock = threading.Lock()
 
 
-def _shared() -> tuple[Pool, RangeCache | None]:
+def _shared(cfg: _config.ReadConfig | None = None) -> tuple[Pool, RangeCache | None]:
     global _pool, _cache
+    cfg = cfg if cfg is not None else _config.current()
     with _shared_lock:
-        cfg = _config.current()
         if _pool is None:
             _pool = Pool(cfg.max_requests)
         want_dir = _config.cache_dir(cfg) if cfg.cache_bytes > 0 else None
@@ -172,13 +172,14 @@ def _stop_cache_writer() -> None:
 lifecycle.at_shutdown("remote.requests", lifecycle.REQUESTS, _stop_requests)
 lifecycle.at_shutdown("remote.cache", lifecycle.WRITES, _stop_cache_writer)
 
-_stores: dict[tuple[str, _config.RemoteConfig], RemoteStore] = {}
+_stores: dict[tuple[str, _config.ReadConfig], RemoteStore] = {}
 
 
-def open_remote_store(url: str) -> RemoteStore:
-    """The store of ``url`` with the current settings: one per URL and settings in a process
-    (its client, connections and knowledge of missing objects are shared)."""
-    cfg = _config.current()
+def open_remote_store(url: str, config: _config.ReadConfig | None = None) -> RemoteStore:
+    """The store of ``url`` with ``config`` (default: the settings in effect, see
+    ``viewer.format.config.effective``): one per URL and settings in a process (its client,
+    connections and knowledge of missing objects are shared)."""
+    cfg = config if config is not None else _config.current()
     key = (url.rstrip("/"), cfg)
     with _shared_lock:
         found = _stores.get(key)
@@ -230,9 +231,9 @@ def clear_cache() -> None:
 class RemoteStore(Store):
     """A ``Store`` rooted at a URL (see the module docstring)."""
 
-    def __init__(self, url: str, config: _config.RemoteConfig | None = None) -> None:
+    def __init__(self, url: str, config: _config.ReadConfig | None = None) -> None:
         self.root = url.rstrip("/")
-        self.config = config or _config.current()
+        self.config = config if config is not None else _config.current()
         scheme, _, rest = self.root.partition("://")
         self.scheme = scheme.lower()
         if self.scheme not in SCHEMES:
@@ -240,7 +241,7 @@ class RemoteStore(Store):
             raise UnsupportedFormatError(
                 f"unsupported URL scheme {scheme!r} (reads: http, https, s3, gs)", url)
         self._store = _make_store(self.scheme, self.root, rest, self.config)
-        self._pool, self._cache = _shared()
+        self._pool, self._cache = _shared(self.config)
         self._lock = threading.Lock()
         #: key -> fetches queued or under way
         self._flying: dict[str, list[Job]] = {}
@@ -369,7 +370,8 @@ class RemoteStore(Store):
                                  url, status), message
         return RemoteIOError(message, url, status, (start, end)), message
 
-    def _known_size(self, key: str) -> int | None:
+    def known_size(self, key: str) -> int | None:
+        """The size learnt from an earlier answer or the range cache; None: not known yet."""
         with self._lock:
             size = self._sizes.get(key)
         if size is None and self._cache is not None:
@@ -525,7 +527,7 @@ class RemoteStore(Store):
             missing = key in self._missing
         if missing:
             return [FileNotFoundError(2, "no such object (HTTP 404)", url) for _ in ranges]
-        size = self._known_size(key)
+        size = self.known_size(key)
         todo: list[tuple[int, int, int]] = []
         for i, (off, n) in enumerate(ranges):
             end = off + max(int(n), 0)
@@ -615,7 +617,7 @@ class RemoteStore(Store):
     def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         if length is not None:
             return self.read_ranges(key, [(offset, length)])[0]
-        size = self._known_size(key)
+        size = self.known_size(key)
         if size is not None:
             return self.read_ranges(key, [(offset, size - offset)])[0]
         with self._lock:
@@ -639,7 +641,7 @@ class RemoteStore(Store):
         with self._lock:
             if key in self._missing:
                 return None
-        known = self._known_size(key)
+        known = self.known_size(key)
         if known is not None:
             return known
         meta = self._head(key)
@@ -686,6 +688,10 @@ class RemoteStore(Store):
     @property
     def supports_listing(self) -> bool:
         return self.scheme not in ("http", "https")
+
+    @property
+    def supports_prefetch(self) -> bool:
+        return True
 
     def list_dir(self, key: str) -> list[str]:
         if not self.supports_listing:
@@ -740,7 +746,7 @@ _NO_CLIENT = ("this build of wkw-viewer has no client for URLs (the stand-alone 
               "local datasets only; the program installed with pip reads URLs)")
 
 
-def _make_store(scheme: str, url: str, rest: str, cfg: _config.RemoteConfig) -> Any:
+def _make_store(scheme: str, url: str, rest: str, cfg: _config.ReadConfig) -> Any:
     try:
         from obstore.store import GCSStore, HTTPStore, S3Store
     except ImportError:  # the bundle leaves the client out (packaging/wkw-viewer.spec)
@@ -761,7 +767,7 @@ def _make_store(scheme: str, url: str, rest: str, cfg: _config.RemoteConfig) -> 
     bucket, _, tail = rest.partition("/")
     prefix = tail.strip("/") or None
     if scheme == "s3":
-        s3: Any = aws_config(cfg.anon)
+        s3: Any = aws_config(cfg.anon, dict(cfg.aws_env))
         return S3Store(bucket, prefix=prefix, config=s3,
                        client_options=client, retry_config=retry)
     gcs: Any = {"skip_signature": True} if cfg.anon else {}
@@ -769,11 +775,11 @@ def _make_store(scheme: str, url: str, rest: str, cfg: _config.RemoteConfig) -> 
                     retry_config=retry)
 
 
-def aws_config(anon: bool) -> dict[str, Any]:
+def aws_config(anon: bool, env: Mapping[str, str]) -> dict[str, Any]:
     """S3 settings the client does not read itself: credentials, region and endpoint from the
     shared AWS files (``~/.aws/credentials``, ``~/.aws/config``, ``AWS_PROFILE``), for what the
-    environment does not set; ``anon``: unsigned requests."""
-    env = os.environ
+    AWS variables ``env`` (``ReadConfig.aws_env``, taken at the program's edge) do not set;
+    ``anon``: unsigned requests."""
     out: dict[str, Any] = {}
     if anon:
         out["skip_signature"] = True

@@ -135,6 +135,11 @@ class SyntheticVolume(Protocol):
     def segmentation(self, offset: Sequence[int],
                      shape: Sequence[int]) -> npt.NDArray[np.uint32]: ...
 
+    def em_and_segmentation(self, offset: Sequence[int], shape: Sequence[int]
+                            ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]:
+        """Both of one box in one pass (the generator shares its work between them)."""
+        ...
+
 
 def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolume,
                             shape: Sequence[int] = (256, 256, 128),
@@ -155,12 +160,11 @@ def write_synthetic_dataset(path: str | os.PathLike[str], volume: SyntheticVolum
     volume's noise is seeded by the box), so the data do not depend on ``file_len``; coarser
     mags are downsampled (mean for color, mode for segmentation) exactly as
     ``downsample.downsample_layer`` would do it from the files, but from the chunks still in
-    memory: each chunk of mag 1 (both layers from one ``em_and_segmentation`` call when the
-    volume has it) is written and reduced to its part of every coarser mag, and a coarse file
-    is written, once and whole, as soon as all its parts are there.  Memory stays near one
-    chunk per worker plus the coarse files not complete yet.  (When a mag factor does not
-    divide the chunk, the coarse mags are built afterwards by ``downsample_layer`` from the
-    files.)
+    memory: each chunk of mag 1 (both layers from one ``em_and_segmentation`` call) is
+    written and reduced to its part of every coarser mag, and a coarse file is written, once
+    and whole, as soon as all its parts are there.  Memory stays near one chunk per worker
+    plus the coarse files not complete yet.  (When a mag factor does not divide the chunk,
+    the coarse mags are built afterwards by ``downsample_layer`` from the files.)
 
     LZ4HC blocks are encoded at ``lz4hc_level`` (default 9, as the reference writes; lower is
     faster, same format: a reader cannot tell).  ``largestSegmentId`` is the maximum id
@@ -335,18 +339,13 @@ class _SyntheticJob:
         color = np.zeros(size, dtype=np.uint8, order="F")
         seg = np.zeros(size, dtype=np.uint32, order="F")
         g = GENERATION_GRID
-        both = getattr(self.volume, "em_and_segmentation", None)
         for gz in range(lo[2], hi[2], g):
             for gy in range(lo[1], hi[1], g):
                 for gx in range(lo[0], hi[0], g):
                     if self.stopped:
                         return 0
                     at = (gx, gy, gz)
-                    if both is not None:
-                        em, ids = both(at, (g, g, g))
-                    else:
-                        em, ids = self.volume.em(at, (g, g, g)), self.volume.segmentation(
-                            at, (g, g, g))
+                    em, ids = self.volume.em_and_segmentation(at, (g, g, g))
                     e = [min(a + g, b) for a, b in zip(at, hi, strict=True)]
                     dst = (slice(gx - lo[0], e[0] - lo[0]), slice(gy - lo[1], e[1] - lo[1]),
                            slice(gz - lo[2], e[2] - lo[2]))

@@ -149,10 +149,10 @@ class StoreWkwVolume(Volume):
                 return  # the units are not known yet: when they are (``iter_units``)
             self._warmed = True
             absent = set(self._absent)
-        prefetch = getattr(self.store, "prefetch", None)
+        store = self.store
         head = head_length(self.header)
-        allowed = getattr(self.store, "tables_ahead_bytes", 0)
-        if prefetch is None or not units or len(units) > WARM_UNITS \
+        allowed = store.tables_ahead_bytes
+        if not store.supports_prefetch or not units or len(units) > WARM_UNITS \
                 or len(units) * head > allowed:
             return
         keys = [self.unit_key(pos) for pos in units if pos not in absent]
@@ -162,7 +162,7 @@ class StoreWkwVolume(Volume):
             for key in keys:
                 if self.closed:
                     return
-                prefetch(key, [(0, head)], keep=True)
+                store.prefetch(key, [(0, head)], keep=True)
 
         _background().submit(ask)
 
@@ -340,8 +340,7 @@ class StoreWkwVolume(Volume):
             self._dropped_at = time.monotonic()
             self._kept = kept
         self._warm_tables()
-        cancel = getattr(self.store, "cancel_prefetch", None)
-        stopped = cancel(kept.__contains__) if cancel is not None else 0
+        stopped = self.store.cancel_prefetch(kept.__contains__)
         timeline.mark("drop-ahead", note=f"{len(kept)} units kept, {stopped} stopped")
 
     def hint_dropped(self, key: str, asked_at: float) -> bool:
@@ -358,9 +357,7 @@ class StoreWkwVolume(Volume):
         self.closed = True
         with self._lock:
             self._units.clear()
-        cancel = getattr(self.store, "cancel_prefetch", None)
-        if cancel is not None:
-            cancel()  # its queued read-ahead is of no use any more
+        self.store.cancel_prefetch()  # its queued read-ahead is of no use any more
 
 
 def _coordinate(name: str, prefix: str) -> int | None:

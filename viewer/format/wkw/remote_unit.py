@@ -111,10 +111,9 @@ class StoreWkwUnit(StorageUnit):
         self._header: Header | None = None
         self._ranges: npt.NDArray[np.int64] | None = None  # n + 1 offsets (compressed)
         self._size = 0
-        prefetch = getattr(self.store, "prefetch", None)
         timeline.mark("unit-open", key)
-        if prefetch is not None:
-            prefetch(key, [(0, self._head_len)])
+        if self.store.supports_prefetch:
+            self.store.prefetch(key, [(0, self._head_len)])
 
     # -- the header and jump table -----------------------------------------------------------
     def _load(self) -> None:
@@ -123,7 +122,7 @@ class StoreWkwUnit(StorageUnit):
                 return
             h = self.volume.header
             timeline.mark("table-wait", self.key)
-            got = _read_results(self.store, self.key, [(0, self._head_len)])[0]
+            got = self.store.read_ranges_results(self.key, [(0, self._head_len)])[0]
             timeline.mark("table", self.key)
             if isinstance(got, FileNotFoundError):
                 self._absent = True
@@ -147,7 +146,7 @@ class StoreWkwUnit(StorageUnit):
             raise DatasetLayoutError(
                 f"file header differs from {HEADER_FILE} ({HEADER_FILE} vs file: {diffs})",
                 self.path, offset=0)
-        size = _known_size(self.store, self.key)
+        size = self.store.known_size(self.key)
         self._header = header
         if header.data_offset == 0:
             raise HeaderError("dataOffset is 0 in a data file (only header.wkw may have 0)",
@@ -258,8 +257,8 @@ class StoreWkwUnit(StorageUnit):
             else:
                 want.append(k)
         timeline.mark("blocks-wait", self.key, note=f"{len(want)} blocks")
-        got = _read_results(self.store, self.key,
-                            [(int(starts[k]), int(ends[k] - starts[k])) for k in want])
+        got = self.store.read_ranges_results(
+            self.key, [(int(starts[k]), int(ends[k] - starts[k])) for k in want])
         timeline.mark("blocks", self.key, note=f"{len(want)} blocks")
         for k, data in zip(want, got, strict=True):
             index, s, e = int(idx[k]), int(starts[k]), int(ends[k])
@@ -303,8 +302,7 @@ class StoreWkwUnit(StorageUnit):
             return None
 
     def will_need(self, indices: Sequence[int]) -> None:
-        prefetch = getattr(self.store, "prefetch", None)
-        if prefetch is None:
+        if not self.store.supports_prefetch:
             return
         wanted = [int(i) for i in indices]
         timeline.mark("hint", self.key, note=f"{len(wanted)} blocks"
@@ -337,7 +335,7 @@ class StoreWkwUnit(StorageUnit):
         idx = idx[(idx >= 0) & (idx < self.num_chunks)]
         starts, ends = self._block_ranges(idx)
         ok = (starts >= 0) & (ends > starts) & (ends <= self._size)
-        self.store.prefetch(self.key, [(int(s), int(e - s))  # type: ignore[attr-defined]
+        self.store.prefetch(self.key, [(int(s), int(e - s))
                                        for s, e in zip(starts[ok], ends[ok], strict=True)])
 
     def describe(self) -> dict[str, Any]:
@@ -371,28 +369,6 @@ class StoreWkwUnit(StorageUnit):
         if decode and not found:
             found.extend(super().problems(decode))
         return found
-
-
-def _known_size(store: Store, key: str) -> int | None:
-    known = getattr(store, "_known_size", None)
-    if known is not None:
-        value = known(key)
-        return value if isinstance(value, int) else None
-    return store.size(key)
-
-
-def _read_results(store: Store, key: str, ranges: Sequence[tuple[int, int]]
-                  ) -> list[bytes | OSError | FormatError]:
-    """Each range's bytes or its error (stores without per-range results: all or nothing)."""
-    per_range = getattr(store, "read_ranges_results", None)
-    if per_range is not None:
-        return list(per_range(key, ranges))
-    if not ranges:
-        return []
-    try:
-        return list(store.read_ranges(key, ranges))
-    except (OSError, FormatError) as exc:
-        return [exc] * len(ranges)
 
 
 __all__ = ["StoreWkwUnit", "HEADER_FILE", "head_length"]

@@ -109,16 +109,16 @@ class UnitBase(StorageUnit):
     def will_need(self, indices: Sequence[int]) -> None:
         """Read-ahead over a network (a store that prefetches: ``RemoteStore``): the stored
         bytes of these chunks are asked for now; a local store does nothing."""
-        prefetch = getattr(self.volume.store, "prefetch", None)
-        if prefetch is None:
+        store = self.volume.store
+        if not store.supports_prefetch:
             return
         table = self.chunk_table()
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         idx = idx[(idx >= 0) & (idx < len(table.present))]
         idx = idx[table.present[idx] & (table.nbytes[idx] > 0)]
         if len(idx):
-            prefetch(self.key, [(int(o), int(n)) for o, n in
-                                zip(table.offsets[idx], table.nbytes[idx], strict=True)])
+            store.prefetch(self.key, [(int(o), int(n)) for o, n in
+                                      zip(table.offsets[idx], table.nbytes[idx], strict=True)])
 
 
 class ChunkUnit(UnitBase):

@@ -341,12 +341,11 @@ class ZarrVolume(Volume):
     def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
         """The cursor moved on (a store that prefetches): stop the read-ahead of this array's
         units but ``keep``, queued or on the wire (other arrays of the store keep theirs)."""
-        cancel = getattr(self.store, "cancel_prefetch", None)
-        if cancel is None:
+        if not self.store.supports_prefetch:
             return
         kept = {self.unit_key(u) for u in keep}
         prefix = self.prefix
-        cancel(lambda key: key in kept or not key.startswith(prefix))
+        self.store.cancel_prefetch(lambda key: key in kept or not key.startswith(prefix))
 
     def done_with(self, unit: StorageUnit) -> None:
         """Shards stay in the volume's cache; chunk objects hold nothing."""
