@@ -53,17 +53,15 @@ def main(argv: list[str]) -> int:
     from viewer.core.state import ViewerState
     from viewer.ui import settings
     from viewer.ui.inspector.install import install_inspector
-    from viewer.ui.layers_panel import install_layers_panel
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     settings.disable()
     app = QApplication.instance() or QApplication(["scale"])
     window = QtMainWindow(ViewerState())
-    install_background_loading(window, None)
+    window.add_background_loading(None)
     window.resize(*WINDOW_SIZE)
     window.show()
-    install_layers_panel(window)
+    window.add_layers_panel()
     panel = install_inspector(window)
     flags: dict[str, bool] = {}
     panel.scan_finished.connect(lambda n: flags.__setitem__("scanned", True))

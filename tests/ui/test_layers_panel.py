@@ -17,7 +17,6 @@ from viewer.core.state import (
 )
 from viewer.ui.layers_panel import (
     QtLayersPanel,
-    install_layers_panel,
     mag_text,
     parse_segment_id,
 )
@@ -210,7 +209,7 @@ def test_names_and_ids():
 
 
 def test_install_docks_the_panel_tabified_with_contrast(qtbot, window):
-    panel = install_layers_panel(window)
+    panel = window.add_layers_panel()
     assert window.layers_panel is panel and panel.state is window.state
     assert window.layers_dock.windowTitle() == "Layers"
     qtbot.waitUntil(  # the dock layout settles in the event loop
@@ -227,7 +226,7 @@ def test_install_docks_the_panel_tabified_with_contrast(qtbot, window):
 def test_layer_keys_toggle_and_cycle_the_active_layer(qtbot, window):
     from viewer.core.state import XY
 
-    install_layers_panel(window)
+    window.add_layers_panel()
     state = window.state
     state.set_layers([LayerDisplay("em", COLOR), LayerDisplay("cells", SEGMENTATION)])
     view = window.views[XY]

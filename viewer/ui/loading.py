@@ -10,9 +10,10 @@ dozens.
 hit rate, decode MB/s, and a warning when the budget cannot hold what is on screen; its spin
 box changes the budget at run time.
 
-``install_background_loading(window, budget_bytes)`` switches a ``QtMainWindow`` to the loader:
-every dataset it opens gets a ``LayeredSource`` with a ``Loader`` per layer and mag, all on one
-block cache, whose bridge feeds ``window.data_arrived``.
+``QtBackgroundLoading`` is the window's part that does it (built by
+``QtMainWindow.add_background_loading(budget_bytes)``): every dataset the window opens gets a
+``LayeredSource`` with a ``Loader`` per layer and mag, all on one block cache, whose bridge
+feeds ``window.data_arrived``.
 """
 
 from __future__ import annotations
@@ -208,12 +209,3 @@ class QtBackgroundLoading(QObject):
         self.loader, self.bridge = source, bridge
         self.status.set_loader(source)
         return source
-
-
-def install_background_loading(window: QtMainWindow, budget_bytes: int | None = None,
-                               workers: int = 2) -> QtBackgroundLoading:
-    """Switch ``window`` (a ``QtMainWindow``) to background loading for every dataset it opens
-    from now on."""
-    loading = QtBackgroundLoading(window, budget_bytes, workers)
-    window.source_factory = loading.make_source
-    return loading
