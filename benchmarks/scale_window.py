@@ -61,7 +61,9 @@ def main(argv: list[str]) -> int:
     window.add_background_loading(None)
     window.resize(*WINDOW_SIZE)
     window.show()
-    window.add_layers_panel()
+    from viewer.ui.layers_panel import install_layers_panel
+
+    install_layers_panel(window)
     panel = install_inspector(window)
     flags: dict[str, bool] = {}
     panel.scan_finished.connect(lambda n: flags.__setitem__("scanned", True))

@@ -137,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from viewer.ui import settings
     from viewer.ui.main_window import QtMainWindow
+    from viewer.ui.memory import install_memory
 
     if args.screenshot or args.no_settings:
         settings.disable()  # a screenshot run leaves no trace: no recent entry, no layout
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     window.resize(*WINDOW_SIZE)
     if not args.screenshot:  # (the offscreen platform's pretend screen is no limit)
         fit_to_screen(window, QSize(*WINDOW_SIZE))  # a small screen: at most its free area
-    memory = window.add_memory()  # the remembered geometry and docks replace the defaults
+    memory = install_memory(window)  # the remembered geometry and docks replace the defaults
     if not args.screenshot:
         fit_to_screen(window)  # remembered on a larger screen: clamped to this one
     previous_hook = sys.excepthook
@@ -259,7 +260,9 @@ def _choose_layer(window: QtMainWindow, layer: str | None, mag: str | None) -> s
 def _install_inspector(window: QtMainWindow) -> None:
     """Mount the Layers dock (beside Contrast; keys V and L) and the inspector in the fourth
     quadrant, once the views show their data; if one cannot load, say so and go on."""
-    window.add_layers_panel()
+    from viewer.ui.layers_panel import install_layers_panel
+
+    install_layers_panel(window)
     try:
         window.add_inspector()
     except Exception as exc:  # the views stay usable without it

@@ -176,7 +176,9 @@ def test_status_bar_and_docks_show_their_whole_text(qtbot, wk_dataset, size):
     qtbot.addWidget(window)
     window.add_background_loading()
     compare = window.add_compare()
-    window.add_layers_panel()
+    from viewer.ui.layers_panel import install_layers_panel
+
+    install_layers_panel(window)
     window.resize(*size)
     window.show()
     qtbot.waitExposed(window)

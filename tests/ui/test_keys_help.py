@@ -11,10 +11,12 @@ from viewer.core.slicing import XY
 
 
 def _full_window(window):
+    from viewer.ui.layers_panel import install_layers_panel
+    from viewer.ui.memory import install_memory
 
     window.add_compare()
-    window.add_layers_panel()
-    window.add_memory()
+    install_layers_panel(window)
+    install_memory(window)
     return window
 
 

@@ -17,6 +17,7 @@ from viewer.core.state import (
 )
 from viewer.ui.layers_panel import (
     QtLayersPanel,
+    install_layers_panel,
     mag_text,
     parse_segment_id,
 )
@@ -209,7 +210,7 @@ def test_names_and_ids():
 
 
 def test_install_docks_the_panel_tabified_with_contrast(qtbot, window):
-    panel = window.add_layers_panel()
+    panel = install_layers_panel(window)
     assert window.layers_panel is panel and panel.state is window.state
     assert window.layers_dock.windowTitle() == "Layers"
     qtbot.waitUntil(  # the dock layout settles in the event loop
@@ -226,7 +227,7 @@ def test_install_docks_the_panel_tabified_with_contrast(qtbot, window):
 def test_layer_keys_toggle_and_cycle_the_active_layer(qtbot, window):
     from viewer.core.state import XY
 
-    window.add_layers_panel()
+    install_layers_panel(window)
     state = window.state
     state.set_layers([LayerDisplay("em", COLOR), LayerDisplay("cells", SEGMENTATION)])
     view = window.views[XY]

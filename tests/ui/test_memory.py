@@ -33,11 +33,12 @@ def _stored(folder: Path) -> QSettings:
 
 def _new_window(qtbot):
     from viewer.ui.main_window import QtMainWindow
+    from viewer.ui.memory import install_memory
 
     window = QtMainWindow()
     window.resize(1000, 800)
     qtbot.addWidget(window)
-    window.add_memory()
+    install_memory(window)
     window.show()
     qtbot.waitExposed(window)
     return window

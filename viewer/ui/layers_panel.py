@@ -12,7 +12,7 @@ notification and nothing echoes back.  A row updates only the widgets whose fiel
 a hovered id changing under the mouse never disturbs an id being typed.
 
 The window calls ``set_mags`` when a dataset opens (the mags each layer has on disk) and
-``set_shown_mag`` as the views switch mags (shown in the "auto" entry).  ``build_layers_panel``
+``set_shown_mag`` as the views switch mags (shown in the "auto" entry).  ``install_layers_panel``
 docks the panel in a "Layers" dock tabified with the contrast dock, and adds two window keys:
 V shows/hides the active layer, L makes the next layer down active (listed by F1).
 """
@@ -397,15 +397,15 @@ class QtLayersPanel(QWidget):
             self.state.set_layer(name, **changes)
 
 
-def build_layers_panel(window: QtMainWindow) -> tuple[QtLayersPanel, QDockWidget]:
+def install_layers_panel(window: QtMainWindow) -> QtLayersPanel:
     """Dock a ``QtLayersPanel`` of ``window.state`` in ``window`` as "Layers", tabified with
-    ``window.contrast_dock`` and raised (``QtMainWindow.add_layers_panel`` holds both as
-    ``window.layers_panel`` and ``window.layers_dock``).  The panel follows the window's
-    layer drawing (the mags each layer has, the mag on screen) and lists its keys in the
-    window's keys help."""
+    ``window.contrast_dock`` and raised; kept as ``window.layers_panel`` and
+    ``window.layers_dock``.  The panel follows the window's layer drawing (the mags each layer
+    has, the mag on screen) and lists its keys in the window's keys help."""
     panel = QtLayersPanel(window.state)
     dock = dock_beside_contrast(window, "Layers", "layersDock", panel)
     dock.raise_()
+    window.layers_panel, window.layers_dock = panel, dock
     drawing = window.drawing
     drawing.mags_listed.connect(panel.set_mags)
     drawing.layer_mags_shown.connect(panel.set_shown_mags)
@@ -415,7 +415,7 @@ def build_layers_panel(window: QtMainWindow) -> tuple[QtLayersPanel, QDockWidget
         panel.set_mags({name: layer.mag_list for name, layer in source.layers.items()})
         drawing.show_mag()
     _layer_actions(window, panel, dock)
-    return panel, dock
+    return panel
 
 
 def _layer_actions(window: QWidget, panel: QtLayersPanel, dock: QDockWidget) -> list[QAction]:
@@ -443,5 +443,5 @@ def _layer_actions(window: QWidget, panel: QtLayersPanel, dock: QDockWidget) -> 
             add_action(window, "&Next Layer", next_layer, "L", view_menu)]
 
 
-__all__ = ["QtLayersPanel", "QtLayerRow", "build_layers_panel", "mag_text",
+__all__ = ["QtLayersPanel", "QtLayerRow", "install_layers_panel", "mag_text",
            "parse_segment_id"]

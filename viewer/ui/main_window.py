@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QCloseEvent,
     QDragEnterEvent,
@@ -70,9 +70,7 @@ from viewer.ui.url_progress import QtUrlProgress
 if TYPE_CHECKING:  # the parts the window builds on request (imported when it does)
     from viewer.ui.compare.controller import QtCompareController
     from viewer.ui.inspector.panel import QtInspectorPanel
-    from viewer.ui.layers_panel import QtLayersPanel
     from viewer.ui.loading import QtBackgroundLoading
-    from viewer.ui.memory import QtWindowMemory
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
@@ -129,18 +127,19 @@ class QtMainWindow(QMainWindow):
         self.errors: list[str] = []
         self._failed_blocks: dict[tuple[str, int], FormatError] = {}
         self._last_centers: dict[int, tuple[float, float]] = {}
-        # The optional parts, each built by the window on request (``add_background_loading``,
-        # ``add_compare``, ``add_memory``, ``add_layers_panel``, ``add_inspector``); None
-        # until then.
+        # The optional parts the window builds on request (``add_background_loading``,
+        # ``add_compare``, ``add_inspector``); None until then.
         #: Background loading of every dataset opened (``viewer.ui.loading``).
         self.loading: QtBackgroundLoading | None = None
         #: Dataset B beside the shown one, the compare modes and menu (``viewer.ui.compare``).
         self.compare: QtCompareController | None = None
-        #: The window's memory of its layout and datasets' views (``viewer.ui.memory``).
-        self.memory: QtWindowMemory | None = None
-        #: The Layers panel and its dock (``viewer.ui.layers_panel``).
-        self.layers_panel: QtLayersPanel | None = None
+        # The parts mounted onto the window by the modules above it, which know the window.
+        #: The Layers panel and its dock (``viewer.ui.layers_panel.install_layers_panel``).
+        self.layers_panel: QWidget | None = None
         self.layers_dock: QDockWidget | None = None
+        #: The window's memory of its layout and datasets' views
+        #: (``viewer.ui.memory.install_memory``).
+        self.memory: QObject | None = None
         #: The inspector in the fourth quadrant (``viewer.ui.inspector``).
         self.inspector: QtInspectorPanel | None = None
         self.setWindowTitle("wkw-viewer")
@@ -255,7 +254,7 @@ class QtMainWindow(QMainWindow):
         from viewer.ui.loading import QtBackgroundLoading
 
         if self.loading is None:
-            self.loading = QtBackgroundLoading(self, budget_bytes, workers)
+            self.loading = QtBackgroundLoading(self, budget_bytes, workers, parent=self)
             self.source_factory = self.loading.make_source
         return self.loading
 
@@ -267,24 +266,6 @@ class QtMainWindow(QMainWindow):
         if self.compare is None:
             self.compare = build_compare(self)
         return self.compare
-
-    def add_memory(self) -> QtWindowMemory:
-        """Remember the layout and each dataset's view across runs (``viewer.ui.memory``);
-        call after the docks and size are set up: the remembered ones replace them."""
-        from viewer.ui.memory import QtWindowMemory
-
-        if self.memory is None:
-            self.memory = QtWindowMemory(self)
-        return self.memory
-
-    def add_layers_panel(self) -> QtLayersPanel:
-        """The Layers dock beside Contrast, with its keys V and L
-        (``viewer.ui.layers_panel``)."""
-        from viewer.ui.layers_panel import build_layers_panel
-
-        if self.layers_panel is None:
-            self.layers_panel, self.layers_dock = build_layers_panel(self)
-        return self.layers_panel
 
     def add_inspector(self) -> QtInspectorPanel:
         """The inspector in the fourth quadrant, its overlays on the views

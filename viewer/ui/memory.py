@@ -6,7 +6,7 @@ dataset is opened again unless ``--pos``/``--zoom`` say otherwise.
 View menu: *Remember Each Dataset's View* (on by default; off: nothing per dataset is read or
 written) and *Reset Window Layout and Remembered Views*.  With settings off (``--no-settings``,
 ``--screenshot``, ``WKW_VIEWER_NO_SETTINGS``; ``viewer.ui.settings``) nothing is read or
-written.  ``QtMainWindow.add_memory()`` builds it.  GUI thread only.
+written.  ``install_memory(window)`` mounts it.  GUI thread only.
 """
 
 from __future__ import annotations
@@ -159,3 +159,11 @@ class QtWindowMemory(QObject):
 
 def _flag(value: Any) -> bool:
     return value not in (False, "false", "0", 0)
+
+
+def install_memory(window: QtMainWindow) -> QtWindowMemory:
+    """Give ``window`` (a ``QtMainWindow``) its memory; call after its docks and size are
+    set up (the remembered ones then replace them)."""
+    memory = QtWindowMemory(window)
+    window.memory = memory
+    return memory
