@@ -113,7 +113,6 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
 
     from viewer.core.slicing import XY, XZ, YZ
     from viewer.core.state import ViewerState
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     app = QApplication.instance() or QApplication(["browse-benchmark"])
@@ -128,7 +127,7 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
         arrivals.append(time.perf_counter() - began)
 
     window.data_arrived = timed_arrival  # type: ignore[method-assign]
-    loading = install_background_loading(window, budget_bytes=cache_mb << 20)
+    loading = window.add_background_loading(budget_bytes=cache_mb << 20)
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     window.resize(1280, 860)
     window.show()

@@ -1,4 +1,4 @@
-"""Exhaustive jobs on a Dask cluster against the local run (issue 17).
+"""Exhaustive jobs on a Dask cluster against the local run.
 
 Two EM-like 1024^3 uint8 WKW datasets of 128^3-voxel files (512 files each), built once into
 ``benchmarks/.cache``: A in LZ4, B its LZ4HC re-encoding with a few voxels changed in one file

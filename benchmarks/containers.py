@@ -38,7 +38,7 @@ from benchmarks import load_average, with_load
 from viewer.format import open_volume
 
 CACHE = Path(os.environ.get("WKW_BENCH_CACHE", Path(__file__).resolve().parent / ".cache"))
-#: Targets (ours / peer, at most) from issue 15.
+#: Targets (ours / peer, at most).
 TARGETS = {"zfpc_full_ratio_vs_zfpc_package": 1.0, "vds_xy_ratio_vs_openvds": 1.2}
 
 

@@ -44,7 +44,7 @@ from viewer.format import pool, wkw
 from viewer.format.wkw import boxread
 
 SIDE = 512
-#: Targets (ours / reference, at most) from issue 2.
+#: Targets (ours / reference, at most).
 TARGETS = {"xy": 0.6, "xz": 0.95, "yz": 0.95, "full": 1.1, "box64": 1.2}
 OPS = ["xy", "xz", "yz", "full", "box64"]
 

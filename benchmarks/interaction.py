@@ -48,14 +48,8 @@ def cursor_to_repaint(moves: int) -> dict[str, float]:
     root = em_dataset("em512_lz4hc_f16", (SIDE, SIDE, SIDE), file_len=16)
     app = QApplication.instance() or QApplication([])
     window = QtMainWindow()
-    kind = "sync"
-    try:
-        from viewer.ui.loading import install_background_loading
-    except ImportError:  # no background loader: the synchronous reader
-        pass
-    else:
-        install_background_loading(window, 1 << 30)
-        kind = "background loader"
+    window.add_background_loading(1 << 30)
+    kind = "background loader"
     window.resize(*WINDOW)
     window.show()
     app.processEvents()

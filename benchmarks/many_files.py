@@ -28,7 +28,7 @@ file's pages in memory (warm), datasets taken in turn round after round (A/B alt
   block they read during the far jumps on ``f32`` (every block its own file: the worst case);
 * ``decode_us_per_block``: liblz4 alone decoding the same blocks' stored bytes (one thread).
 
-Targets (issue 20): far jump <= 1.5 (1,000 files), <= 3 (100,000); whole extent <= 1.5;
+Targets: far jump <= 1.5 (1,000 files), <= 3 (100,000); whole extent <= 1.5;
 listing <= 3; worker CPU per block <= 2 x the decode.  Two shared cores: the spread over the
 rounds is printed with every figure.
 """
@@ -169,13 +169,12 @@ class Session:
         from PySide6.QtWidgets import QApplication
 
         from viewer.core.state import ViewerState
-        from viewer.ui.loading import install_background_loading
         from viewer.ui.main_window import QtMainWindow
 
         self.app = QApplication.instance() or QApplication(["many-files-benchmark"])
         self.state = ViewerState()
         self.window = QtMainWindow(self.state)
-        self.loading = install_background_loading(self.window)
+        self.loading = self.window.add_background_loading()
         self.window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
         self.window.resize(*WINDOW)
         self.window.show()

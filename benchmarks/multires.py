@@ -142,14 +142,13 @@ class Session:
         from PySide6.QtWidgets import QApplication
 
         from viewer.core.state import ViewerState
-        from viewer.ui.loading import install_background_loading
         from viewer.ui.main_window import QtMainWindow
 
         self.root = root
         self.app = QApplication.instance() or QApplication(["multires-benchmark"])
         self.state = ViewerState()
         self.window = QtMainWindow(self.state)
-        self.loading = install_background_loading(self.window)
+        self.loading = self.window.add_background_loading()
         self.window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
         self.window.resize(*WINDOW)
         self.window.show()

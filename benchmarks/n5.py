@@ -9,7 +9,7 @@ plane moves every round, the same for both.  The figure per read is the ratio ou
 of the median times (``*_min_ratio``: of the best rounds).  The machine is shared, so run it a
 few times and look at the spread.
 
-Then one chunk per file (issue 20): the loader's worker CPU per chunk on an N5 dataset of
+Then one chunk per file: the loader's worker CPU per chunk on an N5 dataset of
 20,480 chunk files of 32^3, against tensorstore and the bare decode (``chunk_files_*`` keys;
 ``--chunk-files-only`` runs this part alone).  The same on Zarr v2: ``benchmarks.zarr``.
 
@@ -40,7 +40,7 @@ asked for the three planes of a 1024 x 860 screen at a new cursor (XY 1024 x 860
   chunks (the planes' chunk-aligned slabs, one ``read`` each, its chunk cache off);
 * ``decode_us_per_chunk``: numcodecs' blosc alone decoding the stored chunks (one thread);
 * ``listing_ratio_vs_scandir``: the extent scan's listing of the chunk files over a bare
-  ``os.scandir`` walk (as ``benchmarks.many_files`` measures WKW's; issue 20's target <= 3).
+  ``os.scandir`` walk (as ``benchmarks.many_files`` measures WKW's; the target is <= 3).
 
 The three sides take turns jump by jump (order alternating).  Two shared cores: give the load
 average (``chunk_files_detail``) with the figures.
@@ -69,7 +69,7 @@ from viewer.format import open_volume
 
 SIDE = 512
 CHUNK = 64
-#: Targets (ours / tensorstore, at most) from issue 13.
+#: Targets (ours / tensorstore, at most).
 TARGETS = {"xy": 1.0, "full": 1.2}
 
 
@@ -154,7 +154,7 @@ def run(rounds: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-# -- one chunk per file (issue 20) -----------------------------------------------------------------
+# -- one chunk per file -----------------------------------------------------------------
 CF_SHAPE = (1024, 1024, 640)
 CF_CHUNK = 32
 CF_TILE = 256
@@ -251,7 +251,7 @@ def loader_jump(root: Path, cursor: tuple[int, int, int], small: bool) -> tuple[
 
     volume = open_volume(root)
     if not small:
-        volume.small_units = False  # the kept-units way, as before issue 20
+        volume.small_units = False  # the kept-units way, as before the small-units path
     loader = Loader(volume, prefetch_enabled=False)
     try:
         before = _thread_cpu(loader.threads)

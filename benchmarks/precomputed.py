@@ -42,7 +42,7 @@ CHUNK = 64
 SHARDING = {"@type": "neuroglancer_uint64_sharded_v1", "preshift_bits": 3,
             "hash": "murmurhash3_x86_128", "minishard_bits": 3, "shard_bits": 3,
             "minishard_index_encoding": "gzip", "data_encoding": "raw"}
-#: Targets (ours / tensorstore, at most) from issue 29.
+#: Targets (ours / tensorstore, at most).
 TARGETS = {"xy_ratio_vs_tensorstore": 1.0, "box64_ratio_vs_tensorstore": 1.5,
            "full_ratio_vs_tensorstore": 1.2}
 OPS = ("xy", "box64", "full")

@@ -170,7 +170,6 @@ def run_ours(url: str, quick: bool, trace: int | None = None) -> dict[str, Any]:
     from viewer.core.state import ViewerState
     from viewer.format.remote import stats, timeline
     from viewer.format.wkw.remote import StoreWkwUnit
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     # Which blocks the loader asked for (read or read ahead): the bytes it needed.
@@ -240,7 +239,7 @@ def run_ours(url: str, quick: bool, trace: int | None = None) -> dict[str, Any]:
 
     def session() -> tuple[Any, Any, list[Any]]:
         window = QtMainWindow(ViewerState())
-        loading = install_background_loading(window, budget_bytes=256 << 20)
+        loading = window.add_background_loading(budget_bytes=256 << 20)
         window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
         window.resize(1280, 860)
         window.show()

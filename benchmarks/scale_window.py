@@ -53,16 +53,16 @@ def main(argv: list[str]) -> int:
     from viewer.core.state import ViewerState
     from viewer.ui import settings
     from viewer.ui.inspector.install import install_inspector
-    from viewer.ui.layers_panel import install_layers_panel
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     settings.disable()
     app = QApplication.instance() or QApplication(["scale"])
     window = QtMainWindow(ViewerState())
-    install_background_loading(window, None)
+    window.add_background_loading(None)
     window.resize(*WINDOW_SIZE)
     window.show()
+    from viewer.ui.layers_panel import install_layers_panel
+
     install_layers_panel(window)
     panel = install_inspector(window)
     flags: dict[str, bool] = {}

@@ -13,7 +13,7 @@ step, and every 50 steps the window is let finish loading what it shows.
 Figures (``--json``): ``steps``; ``rss_growth_mb``, the resident set at the end minus after
 the warm-up (the first ``WARMUP`` steps, by when the block cache has filled its budget);
 ``threads_growth``, the same for the number of threads; and beside them the absolute figures.
-Targets (issue 21): growth after warm-up at most 20 MB, threads flat.  A fixed seed makes the
+Targets: growth after warm-up at most 20 MB, threads flat.  A fixed seed makes the
 script the same every run.
 """
 
@@ -71,14 +71,13 @@ def run(steps: int, cache_mb: int, seed: int) -> dict[str, Any]:
 
     from viewer.core.slicing import XY, XZ, YZ
     from viewer.core.state import ViewerState
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     root = dataset()
     app = QApplication.instance() or QApplication(["soak-benchmark"])
     state = ViewerState()
     window = QtMainWindow(state)
-    install_background_loading(window, budget_bytes=cache_mb << 20)
+    window.add_background_loading(budget_bytes=cache_mb << 20)
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     window.resize(1024, 768)
     window.show()

@@ -86,13 +86,12 @@ def run_session(root: Path) -> dict[str, Any]:
     from viewer.core.slicing import XY, XZ, YZ
     from viewer.core.state import ViewerState
     from viewer.format import shutdown
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     app = QApplication.instance() or QApplication(["threads-benchmark"])
     before = kernel_threads()
     window = QtMainWindow(ViewerState())
-    install_background_loading(window)
+    window.add_background_loading()
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     window.resize(1280, 860)
     window.show()

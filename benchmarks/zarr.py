@@ -19,11 +19,11 @@ ratios of the best rounds are printed too.
                                          #  "xy_ratio_vs_zarr_python", ...}
     python -m benchmarks.zarr --rounds 31
 
-Then one chunk per file (issue 20; how, in ``benchmarks.n5``): the loader's worker CPU per
+Then one chunk per file (how, in ``benchmarks.n5``): the loader's worker CPU per
 chunk on a Zarr v2 array of 20,480 chunk files of 32^3, against tensorstore and the bare decode
 (``chunk_files_*`` keys; ``--chunk-files-only`` runs this part alone).
 
-And the listing of those chunk files in the three key layouts (issue 20: the extent scan's
+And the listing of those chunk files in the three key layouts (the extent scan's
 listing at most 3x a bare ``os.scandir`` walk): the flat v2 keys (``z.y.x``) of that array, the
 same files as nested v2 keys (``z/y/x``) and as a v3 array (``c/z/y/x``, blosc codec), both
 copied once from the flat one beside it in the cache.  ``listing_ratio_vs_scandir_*`` keys:
@@ -51,7 +51,7 @@ from benchmarks.datasets import CACHE
 SHAPE = (1024, 1024, 256)
 SHARD = 1024
 CHUNK = 32
-#: Targets (ours / peer, at most) from issue 14.
+#: Targets (ours / peer, at most).
 TARGETS = {"xy_ratio_vs_tensorstore": 1.0, "box64_ratio_vs_tensorstore": 1.5,
            "xy_ratio_vs_zarr_python": 0.3}
 

@@ -1,6 +1,12 @@
 """Shared test set-up: GUI tests run offscreen, with no display; the real-display tests
 (tests/display, the bundle's window) get an X server of their own.
 
+The suite's order (``pytest_collection_modifyitems``): the modules that take longest run first,
+so that ``-n auto --dist loadscope`` hands them out while the short ones are still left to fill
+in behind them, and ``tests/test_bundle.py`` runs last: its PyInstaller build starts in the
+background when the session begins (``pytest_configure``, in the main process only) and is
+ready by then (``bundle_build``).
+
 ``x_display`` starts ``Xvfb`` once per session on a free display number (Xvfb picks it and
 says which through ``-displayfd``), waits at most ``START_TIMEOUT_S`` for it, and stops it at
 the end.  Without Xvfb those tests are skipped, except in CI (``CI`` set), where ``.ci/run``
@@ -15,7 +21,10 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +107,137 @@ def _collect_cycles_between_tests() -> Iterator[None]:
     collector = sys.modules.get("viewer.ui.collector")
     if collector is not None and collector.installed():
         collector.collect_if_due()
+
+
+# -- the order of the modules -------------------------------------------------------------------
+
+#: The modules that take longest (their setup included), longest first: they start first.
+#: A module not listed keeps its place after them; an entry that names no module is ignored.
+LONGEST_FIRST = (
+    "tests/fuzz/test_fuzz.py",
+    "tests/faults/test_atomic_writes.py",
+    "tests/advise/test_writers.py",
+    "tests/test_docs.py",
+    "tests/ui/test_compare_ui.py",
+    "tests/display/test_first_window.py",
+    "tests/cluster/test_cluster.py",
+    "tests/advise/test_sampling.py",
+    "tests/zarr/test_zarr_compare.py",
+    "tests/ui/test_memory.py",
+    "tests/core/test_digest.py",
+    "tests/format/test_conformance.py",
+    "tests/ui/test_first_hour.py",
+    "tests/display/test_real_display.py",
+    "tests/format/test_bigmemory.py",
+    "tests/ui/test_screenshot.py",
+    "tests/ui/test_qt_pin.py",
+    "tests/ui/test_window.py",
+    "tests/test_install_desktop.py",
+    "tests/advise/test_advise_cluster.py",
+    "tests/zarr/test_zarr_conversion.py",
+)
+#: The module that runs last (its build runs in the background meanwhile).
+LAST = "tests/test_bundle.py"
+_ROOT = Path(_root).parent
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        name = Path(str(item.path)).resolve().relative_to(_ROOT).as_posix() \
+            if Path(str(item.path)).resolve().is_relative_to(_ROOT) else ""
+        if name == LAST:
+            return len(rank) + 1
+        return rank.get(name, len(rank))
+
+    items.sort(key=key)  # stable: the tests of a module keep their order
+
+
+# -- the bundle, built in the background --------------------------------------------------------
+
+#: Where the background build of the bundle puts it (a folder; set for the test processes).
+BUNDLE_ENV = "WKW_VIEWER_TEST_BUNDLE_BUILD"
+#: The longest the bundle's tests wait for its build.
+BUNDLE_BUILD_TIMEOUT_S = 900.0
+_BUILD_SCRIPT = """
+import os, subprocess, sys
+work, spec = sys.argv[1], sys.argv[2]
+with open(os.path.join(work, "build.log"), "w") as log:
+    rc = subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level",
+                         "WARN", "--distpath", os.path.join(work, "dist"), "--workpath",
+                         os.path.join(work, "build"), spec], stdout=log,
+                        stderr=subprocess.STDOUT).returncode
+with open(os.path.join(work, "rc.tmp"), "w") as f:
+    f.write(str(rc))
+os.replace(os.path.join(work, "rc.tmp"), os.path.join(work, "rc"))
+"""
+_bundle_build: subprocess.Popen[bytes] | None = None
+
+
+def _bundle_wanted(config: pytest.Config) -> bool:
+    """Whether this run runs tests/test_bundle.py (the paths named, no -k, no "not bundle")."""
+    if config.option.keyword or "bundle" in (config.option.markexpr or "") \
+            or config.option.collectonly:
+        return False
+    import importlib.util
+
+    if importlib.util.find_spec("PyInstaller") is None:
+        return False
+    target = _ROOT / LAST
+    args = [a.split("::")[0] for a in config.args] or ["tests"]
+    for arg in args:
+        path = (Path(config.invocation_params.dir) / arg).resolve()
+        if path == target or path in target.parents:
+            return True
+    return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _bundle_build
+    # loadscope keeps the order above (by default it reorders modules by their number of
+    # tests, which put a few long modules, the bundle's among them, last).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if hasattr(config, "workerinput") or BUNDLE_ENV in os.environ \
+            or not _bundle_wanted(config):
+        return
+    work = tempfile.mkdtemp(prefix="wkw-viewer-bundle-")
+    _bundle_build = subprocess.Popen(
+        [sys.executable, "-c", _BUILD_SCRIPT, work, str(_ROOT / "packaging" / "wkw-viewer.spec")],
+        cwd=_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    os.environ[BUNDLE_ENV] = work  # the test processes (xdist's workers) start after this
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _bundle_build
+    if _bundle_build is None:
+        return
+    if _bundle_build.poll() is None:  # the bundle's tests did not run: stop it
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(_bundle_build.pid, 9)
+    _bundle_build.wait()
+    _bundle_build = None
+    shutil.rmtree(os.environ.pop(BUNDLE_ENV), ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def bundle_build() -> Path | None:
+    """The folder of the bundle built in the background for this session (``dist/`` and
+    ``build.log`` in it), once its build ended; None when no build was started (the bundle's
+    tests then build it themselves).  A failed build fails the test with its log."""
+    work = os.environ.get(BUNDLE_ENV)
+    if work is None:
+        return None
+    rc = Path(work) / "rc"
+    deadline = time.monotonic() + BUNDLE_BUILD_TIMEOUT_S
+    while not rc.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the background build of the bundle took over {BUNDLE_BUILD_TIMEOUT_S} s")
+        time.sleep(0.5)
+    if rc.read_text().strip() != "0":
+        log = (Path(work) / "build.log").read_text(errors="replace")
+        pytest.fail(f"the bundle's build failed:\n{log[-4000:]}")
+    return Path(work)

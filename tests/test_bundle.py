@@ -1,7 +1,8 @@
 """The PyInstaller bundle is a product: ``pyinstaller packaging/wkw-viewer.spec`` builds it,
 it stays within ``MAX_BUNDLE_MIB``, and the bundled executable writes the demo dataset, runs
 ``info``, ``compare`` and ``--screenshot`` on it (about a minute: PyInstaller analyses the
-whole program).  Marked ``bundle``; it runs with the rest of the suite (CI included), and
+whole program; a whole run of the suite builds it in the background from its start, see
+tests/conftest.py).  Marked ``bundle``; it runs with the rest of the suite (CI included), and
 ``-m "not bundle"`` leaves it out while working."""
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ def _size_mib(folder: Path) -> float:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
+def bundle(tmp_path_factory, bundle_build) -> Path:
     pytest.importorskip("PyInstaller", reason="PyInstaller is in the test extra")
+    if bundle_build is not None:  # built in the background since the session began
+        exe = bundle_build / "dist" / "wkw-viewer" / "wkw-viewer"
+        assert exe.is_file() and os.access(exe, os.X_OK)
+        return exe
     work = tmp_path_factory.mktemp("bundle")
     build = subprocess.run(
         [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
@@ -72,10 +77,16 @@ def test_bundle_carries_the_native_kernel_where_it_was_built(bundle):
     assert want in shown.stdout
 
 
-def test_bundle_runs_on_the_demo(bundle, tmp_path):
-    demo = tmp_path / "demo"
-    made = _run(bundle, "demo", str(demo))
+@pytest.fixture(scope="module")
+def demo(bundle, tmp_path_factory) -> Path:
+    """The demo dataset, written by the bundle's ``demo`` command (once for the module)."""
+    folder = tmp_path_factory.mktemp("bundle-demo") / "demo"
+    made = _run(bundle, "demo", str(folder))
     assert made.returncode == 0, made.stderr[-3000:]
+    return folder
+
+
+def test_bundle_runs_on_the_demo(bundle, demo, tmp_path):
     info = _run(bundle, "info", str(demo), "--json")
     assert info.returncode == 0, info.stderr[-3000:]
     assert '"valid": true' in info.stdout
@@ -100,10 +111,8 @@ def test_bundle_runs_on_the_demo(bundle, tmp_path):
     assert f"Exec={bundle}" in entry  # the menu entry starts the bundle
 
 
-def test_bundle_window_on_a_real_display(bundle, x_display, tmp_path):
+def test_bundle_window_on_a_real_display(bundle, demo, x_display, tmp_path):
     """The bundle's xcb platform plugin loads: the window renders on an X server."""
-    demo = tmp_path / "demo"
-    assert _run(bundle, "demo", str(demo)).returncode == 0
     png = tmp_path / "x11.png"
     env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
     env.update(DISPLAY=x_display, QT_QPA_PLATFORM="xcb", WKW_VIEWER_NO_SETTINGS="1")

@@ -1,4 +1,4 @@
-"""No module of ``viewer`` imports itself back through others (issue 19): a lower module never
+"""No module of ``viewer`` imports itself back through others: a lower module never
 needs the one that uses it.  The import graph is grimp's (the library import-linter is built
 on); it counts imports inside functions as well, so a lazy import does not hide a loop."""
 

@@ -110,7 +110,7 @@ def _choose_index(window: QtMainWindow, index: dict[str, int]) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     args = parse_args(sys.argv[1:] if argv is None else argv)
     pos = None
@@ -153,7 +153,6 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     from PySide6.QtWidgets import QApplication
 
     from viewer.ui import settings
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
     from viewer.ui.memory import install_memory
 
@@ -167,11 +166,9 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
     state = ViewerState()
     window = QtMainWindow(state)
     # Planes come from the background loader (decoded-block cache, worker threads); without
-    # this line the window reads synchronously through viewer.core.slicing.SyncPlaneSource.
-    install_background_loading(window, args.cache_mb << 20 if args.cache_mb else None)
-    from viewer.ui.compare.install import install_compare, settle
-
-    compare = install_compare(window)  # File > Compare with..., the Compare menu and dock
+    # it the window reads each plane at once on the GUI thread.
+    window.add_background_loading(args.cache_mb << 20 if args.cache_mb else None)
+    compare = window.add_compare()  # File > Compare with..., the Compare menu and dock
     from PySide6.QtCore import QSize
 
     from viewer.ui.screen_fit import fit_after_show, fit_to_screen
@@ -205,19 +202,17 @@ def main(argv: Sequence[str] | None = None, exit_at_once: bool = False) -> int:
         if args.compare and window.dataset is not None:
             compare.open_b(args.compare)
         if args.screenshot:
-            _wait_for_planes(app, window)
+            from viewer.ui.compare.install import settle
+
+            _wait_for_planes(window)
             _report_first_paint(started)
             _install_inspector(window)
-            _settle(app, 0.5)  # the inspector reads the file under the cursor in the background
+            _wait_for_inspector(window)  # it reads the unit under the cursor in the background
             settle(compare)  # B's planes and the whole-dataset comparison
             code = _screenshot(app, window, args.screenshot)
-            if exit_at_once:
-                # The PNG is written (atomically) and a screenshot run saves nothing else: end
-                # here rather than in interpreter shutdown, where a background job still inside
-                # a decoder (the inspector's scan of thousands of files) crashed one run in CI.
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+            # Before the interpreter's exit, the background work ends in order (compare, the
+            # inspector's scan, the loaders): no thread is left inside a decoder.
+            window.shutdown()
             return code
         # The inspector (and its pyqtgraph import) comes right after the first paint, so the
         # views show without waiting for it.
@@ -287,9 +282,7 @@ def _install_inspector(window: QtMainWindow) -> None:
 
     install_layers_panel(window)
     try:
-        from viewer.ui.inspector.install import install_inspector
-
-        install_inspector(window)
+        window.add_inspector()
     except Exception as exc:  # the views stay usable without it
         window.show_error("The inspector could not start", str(exc))
 
@@ -345,23 +338,20 @@ def _demo_path(window: QtMainWindow, headless: bool) -> str | None:
     return str(found) if found is not None else None
 
 
-def _wait_for_planes(app: QCoreApplication, window: QtMainWindow,
-                     timeout_s: float = 60.0) -> None:
-    """Process events until every plane on screen has arrived from the loader and painted."""
-    deadline = time.perf_counter() + timeout_s
-    while True:
-        app.processEvents()
-        if window.planes_complete() or time.perf_counter() > deadline:
-            break
-        time.sleep(0.002)
-    app.processEvents()
+def _wait_for_planes(window: QtMainWindow, timeout_s: float = 60.0) -> None:
+    """Wait until every plane on screen has arrived from the loader."""
+    from viewer.ui.waiting import wait_until
+
+    wait_until(window.planes_complete, [window.planes_updated], timeout_s)
 
 
-def _settle(app: QCoreApplication, seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        app.processEvents()
-        time.sleep(0.01)
+def _wait_for_inspector(window: QtMainWindow, timeout_s: float = 60.0) -> None:
+    """Wait until the inspector has read the unit under the cursor (or failed to)."""
+    from viewer.ui.waiting import wait_until
+
+    inspector = window.inspector
+    if inspector is not None:
+        wait_until(lambda: not inspector.loading_unit, [inspector.unit_done], timeout_s)
 
 
 def _report_first_paint(started: float) -> None:

@@ -235,7 +235,7 @@ def test_toy_against_a_wkw_file_of_its_first_unit(tmp_path):
     assert SIDE == 32
 
 
-# -- N5 (issue 13), written by tensorstore: a WKW dataset against its N5 conversion ----------------
+# -- N5, written by tensorstore: a WKW dataset against its N5 conversion ----------------
 def n5(path, data, block, compression=None):
     pytest.importorskip("tensorstore")
     import sys

@@ -1,4 +1,4 @@
-"""The loader on datasets of many small storage units (issue 20): open units kept (a limit
+"""The loader on datasets of many small storage units: open units kept (a limit
 from RLIMIT_NOFILE) and reused, batches shared by units of one chunk, read-ahead hints only
 while reads go to the disk.  A format of one chunk per file (the test-only toy format) stands
 for N5 and Zarr v2."""

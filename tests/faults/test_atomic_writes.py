@@ -1,4 +1,4 @@
-"""Regressions (issue 21, failure 5): writes that could be torn, and files with the wrong mode.
+"""Regressions: writes that could be torn, and files with the wrong mode.
 
 Measured: ``--screenshot`` wrote its PNG in place (2 of 50 kills left a truncated PNG); the
 library wrote raw files in place (37 of 50 kills left a torn file); a killed ``wkw-viewer demo

@@ -1,4 +1,4 @@
-"""Regression (issue 21, failure 2): while another process truncated or rewrote a file being
+"""Regression: while another process truncated or rewrote a file being
 read (a conversion writing in place, a sync tool), readers died by SIGBUS on mapped pages
 (10 of 15 LZ4HC readers, 99 of 100 raw readers in 30 s).
 

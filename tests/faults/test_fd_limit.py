@@ -1,4 +1,4 @@
-"""Regression (issue 21, failure 3): under a low limit of open files, ``compare`` of a
+"""Regression: under a low limit of open files, ``compare`` of a
 3,000-file dataset with its identical copy compared 120 of 3,000 blocks, listed the rest as
 unreadable ("Too many open files") and said "different"; the window's ``--screenshot`` exited
 with a traceback.  Each dataset kept up to 128 files open, whatever the process may open.

@@ -1,4 +1,4 @@
-"""Regression (issue 21, failure 1): a ``wkw.File`` collected by the garbage collector called
+"""Regression: a ``wkw.File`` collected by the garbage collector called
 ``close()``, which submitted work (the unmapping) to the library's helper thread; when the
 collector ran while that same thread was inside ``submit`` (holding the executor's lock, or the
 module's lock around creating the helper), the thread waited for itself forever.  Measured: a

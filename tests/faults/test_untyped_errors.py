@@ -1,4 +1,4 @@
-"""Regressions (issue 21, failure 4): inputs that raised untyped errors or took unbounded
+"""Regressions: inputs that raised untyped errors or took unbounded
 memory.  Each must be a ``FormatError`` (or a problem reported as one), bounded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Damaged and foreign files: every case of issue 2 item 7, each read in a forked child process,
+"""Damaged and foreign files: every case of the damage list, each read in a forked child process,
 so that an interpreter crash (or a hang, or a runaway allocation) fails that one test and not
 the suite.  Each case checks that a read raises the right ``FormatError`` subclass whose message
 names the file, and the block index and byte offset where they apply; that ``validate`` reports

@@ -1,4 +1,4 @@
-"""``File.read_blocks`` of a few blocks takes a plain-int path (issue 20): the same arrays and
+"""``File.read_blocks`` of a few blocks takes a plain-int path: the same arrays and
 the same errors as the vectorised path, compressed and raw, damaged and short."""
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def test_info_json_valid_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (h["version"], h["block_len"], h["file_len"], h["block_type"]) == (1, 8, 2, 3)
     assert (h["voxel_type"], h["num_channels"], h["voxel_size"]) == ("uint16", 3, 6)
     assert len(doc["files"]) == 2
-    # The format-neutral keys (issue 12): the array, its chunk grid and stored bytes.
+    # The format-neutral keys: the array, its chunk grid and stored bytes.
     assert doc["format"] == "wkw" and doc["dtype"] == "uint16" and doc["num_channels"] == 3
     assert doc["shape"] == [32, 16, 16] and doc["chunk_shape"] == [8, 8, 8]
     every = []

@@ -1,5 +1,5 @@
 """Files of one block (how N5 and Zarr v2 store every chunk) are read without being kept open
-(issue 20): ``WkwVolume.read_units`` / ``File.read_whole`` read a file's header, jump table and
+``WkwVolume.read_units`` / ``File.read_whole`` read a file's header, jump table and
 block with one ``pread`` and close it again, and ``File.open_read`` opens and reads at once.
 They give the blocks, the errors and the looks the kept-open way gives."""
 

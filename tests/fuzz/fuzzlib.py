@@ -532,7 +532,7 @@ register(Target("webknossos-properties", _wk_make, "datasource-properties.json",
                 _json_mutate, _wk_read))
 
 
-# -- the other formats (issues 13-15): samples written by their own tools -----------------------
+# -- the other formats: samples written by their own tools -----------------------
 def _tensorstore_make(driver: str) -> Callable[[Path], None]:
     """A 24 x 20 x 16 uint16 array written by tensorstore: N5 (gzip, 8^3 blocks, 1/0/0 is a
     chunk file) or zarr3 (16^3 shards of 8^3 chunks, zstd, crc32c on the index)."""

@@ -1,4 +1,4 @@
-"""The fuzzing harness in the suite (issue 21): a few hundred mutants of every format the
+"""The fuzzing harness in the suite: a few hundred mutants of every format the
 program reads, with fixed seeds, each read in a child process with a timeout; plus the fixed
 regression cases under ``cases/``.  No mutant may end in an untyped exception, a signal or a
 timeout.  ``python -m benchmarks.fuzz --count N`` runs any number (``fuzzlib`` says how)."""

@@ -1,4 +1,4 @@
-"""N5 chunk files read as small units (issue 20): on a local disk ``N5Volume.read_units`` reads
+"""N5 chunk files read as small units: on a local disk ``N5Volume.read_units`` reads
 each chunk file once with no ``stat`` before and keeps nothing open.  Checked on files written
 by tensorstore (padded edges) and z5py (truncated edges): the chunks voxel for voxel, absent
 files, a damaged chunk's typed error naming the file and chunk, a file rewritten in place

@@ -26,7 +26,7 @@ def _shot(group: Path, zoom: str, png: Path) -> Counter[int]:
     r = subprocess.run([sys.executable, "-m", "viewer", str(group), "--pos", "128,128,32",
                         "--zoom", zoom, "--screenshot", str(png)], capture_output=True,
                        text=True, env=env, timeout=180)
-    # exit 2 only while the inspector is not on the volume interface yet (issue 12)
+    # exit 2 only while the inspector is not on the volume interface yet
     assert r.returncode == 0 or "inspector could not start" in r.stderr, r.stderr
     image = QtGui.QImage(str(png))
     assert image.width() >= 800

@@ -55,7 +55,7 @@ def test_over_http(pc: dict[str, Any], name: str) -> None:
 def s3(pc: dict[str, Any]) -> Iterator[str]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding the test volumes under
     ``pc/``; yields the bucket's URL."""
-    moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    moto_server = pytest.importorskip("moto.server", reason="moto (test extra) is not installed")
     boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
     srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     srv.start()

@@ -96,7 +96,7 @@ def http(data_root: Path) -> Iterator[RangeServer]:
 @pytest.fixture(scope="session")
 def moto_server(data_root: Path) -> Iterator[dict[str, Any]]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding ``data_root`` under ``data/``."""
-    moto_server_mod = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    moto_server_mod = pytest.importorskip("moto.server", reason="moto is not installed")
     boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
     srv = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     srv.start()

@@ -1,4 +1,4 @@
-"""N5 and Zarr v2 over HTTP keep their units open (issue 20): ``small_units`` is for local
+"""N5 and Zarr v2 over HTTP keep their units open: ``small_units`` is for local
 chunk files only, so that the loader still asks for a batch's chunk files ahead of reading
 them (``will_need``, ``drop_read_ahead``); ``read_units`` over HTTP gives what the local
 dataset gives (arrays written by tensorstore)."""

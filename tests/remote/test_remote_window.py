@@ -20,13 +20,12 @@ WAIT_MS = 60_000
 
 @pytest.fixture
 def window(qtbot):
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     w = QtMainWindow()
     w.resize(700, 600)
     qtbot.addWidget(w)
-    install_background_loading(w, budget_bytes=32 << 20)
+    w.add_background_loading(budget_bytes=32 << 20)
     w.show()
     qtbot.waitExposed(w)
     yield w

@@ -1,4 +1,4 @@
-"""A large ``Volume.read`` decodes on every core (issue 20): the result is the serial read's,
+"""A large ``Volume.read`` decodes on every core: the result is the serial read's,
 voxel for voxel, and a damaged chunk raises the error the serial read raises."""
 
 from __future__ import annotations

@@ -35,13 +35,12 @@ def _argb(view) -> np.ndarray:
 
 def test_side_by_side_of_an_identical_copy_is_pixel_identical(qtbot, window, two_layer_pair):
     from viewer.ui.compare import modes
-    from viewer.ui.compare.install import install_compare
 
     a, b = two_layer_pair
     assert window.open_path(a, pos=(30, 30, 15), zoom=2.0)
     names = [la.name for la in window.state.layers]
     assert any(la.category == st.SEGMENTATION for la in window.state.layers), names
-    controller = install_compare(window)
+    controller = window.add_compare()
     assert controller.open_b(str(b), start=False)
     controller.set_mode(modes.SIDE)
     qtbot.waitUntil(lambda: window.planes_complete() and controller.planes_complete()

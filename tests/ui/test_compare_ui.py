@@ -1,4 +1,4 @@
-"""The window side of conversion QA (issue 6): dataset B next to A, the compare modes, the
+"""The window side of conversion QA: dataset B next to A, the compare modes, the
 background comparison with its list, keys and cancel.  Real datasets on disk, written with the
 project's writer (block_len 8, file_len 4: 32^3-voxel files); B differs from A in known voxels.
 """
@@ -42,10 +42,9 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _compare(window, a_path, b_path, pos=None, zoom=None, start=True):
-    from viewer.ui.compare.install import install_compare
 
     assert window.open_path(a_path, pos=pos, zoom=zoom)
-    controller = install_compare(window)
+    controller = window.add_compare()
     assert controller.open_b(b_path, start=start)
     return controller
 
@@ -263,11 +262,10 @@ def test_opening_another_dataset_cancels_and_compares_again(qtbot, window, pair,
 
 
 def test_a_b_that_cannot_be_opened_is_a_message(qtbot, window, pair, tmp_path):
-    from viewer.ui.compare.install import install_compare
 
     a_path, _ = pair
     assert window.open_path(a_path)
-    c = install_compare(window)
+    c = window.add_compare()
     assert not c.open_b(tmp_path / "no-such-dataset")
     assert not c.active and c.mode == c.A_ONLY
     assert any("no-such-dataset" in e for e in window.errors)
@@ -399,8 +397,6 @@ def test_scale_bar_stays_in_the_picture_modes(qtbot, window, tmp_path, mode):
 
 def test_b_shares_the_windows_block_cache(qtbot, tmp_path):
     """B's blocks go into A's block cache: one budget for both, not a second cache."""
-    from viewer.ui.compare.install import install_compare
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     data = (np.arange(32 * 32 * 32, dtype=np.uint32).reshape(32, 32, 32) % 251).astype(np.uint8)
@@ -408,8 +404,8 @@ def test_b_shares_the_windows_block_cache(qtbot, tmp_path):
     b = write_dataset(tmp_path / "b", data)
     window = QtMainWindow()
     qtbot.addWidget(window)
-    install_background_loading(window, 64 << 20)
-    compare = install_compare(window)
+    window.add_background_loading(64 << 20)
+    compare = window.add_compare()
     window.show()
     assert window.open_path(a, pos=(5, 5, 5), zoom=4)
     assert compare.open_b(b, start=False)

@@ -1,4 +1,4 @@
-"""Regressions of the first hour with the program (issue 18): what a new user ran into."""
+"""Regressions of the first hour with the program: what a new user ran into."""
 
 from __future__ import annotations
 
@@ -170,15 +170,14 @@ def _children(parent, kinds):
 def test_status_bar_and_docks_show_their_whole_text(qtbot, wk_dataset, size):
     from PySide6.QtWidgets import QAbstractButton, QDockWidget, QLabel, QLineEdit
 
-    from viewer.ui.compare.install import install_compare
-    from viewer.ui.layers_panel import install_layers_panel
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     window = QtMainWindow()
     qtbot.addWidget(window)
-    install_background_loading(window)
-    compare = install_compare(window)
+    window.add_background_loading()
+    compare = window.add_compare()
+    from viewer.ui.layers_panel import install_layers_panel
+
     install_layers_panel(window)
     window.resize(*size)
     window.show()

@@ -11,11 +11,10 @@ from viewer.core.slicing import XY
 
 
 def _full_window(window):
-    from viewer.ui.compare.install import install_compare
     from viewer.ui.layers_panel import install_layers_panel
     from viewer.ui.memory import install_memory
 
-    install_compare(window)
+    window.add_compare()
     install_layers_panel(window)
     install_memory(window)
     return window

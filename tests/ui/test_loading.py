@@ -102,11 +102,10 @@ def test_status_section_shows_figures_and_the_over_budget_warning(
 
 def test_window_on_the_loader_fills_all_views(qtbot, dataset_path: Path, vol: np.ndarray) -> None:
     main_window = pytest.importorskip("viewer.ui.main_window")
-    from viewer.ui.loading import install_background_loading
 
     window = main_window.QtMainWindow()
     qtbot.addWidget(window)
-    loading = install_background_loading(window, budget_bytes=32 << 20)
+    loading = window.add_background_loading(budget_bytes=32 << 20)
     window.resize(900, 700)
     window.show()
     assert window.open_path(str(dataset_path), pos=(10, 20, 30))
@@ -140,12 +139,11 @@ def test_the_window_releases_prefetch_once_its_views_are_complete(
     hold's time limit is set out of reach, so only the window's own fetches can end it)."""
     main_window = pytest.importorskip("viewer.ui.main_window")
     from viewer.core import loader as loader_module
-    from viewer.ui.loading import install_background_loading
 
     monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)
     window = main_window.QtMainWindow()
     qtbot.addWidget(window)
-    install_background_loading(window, budget_bytes=32 << 20)
+    window.add_background_loading(budget_bytes=32 << 20)
     window.resize(900, 700)
     window.show()
     assert window.open_path(str(dataset_path), pos=(10, 20, 30))

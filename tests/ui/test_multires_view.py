@@ -56,11 +56,10 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def window(qtbot, dataset: Path):
-    from viewer.ui.loading import install_background_loading
     from viewer.ui.main_window import QtMainWindow
 
     w = QtMainWindow()
-    install_background_loading(w)
+    w.add_background_loading()
     w.resize(1000, 800)
     qtbot.addWidget(w)
     w.show()

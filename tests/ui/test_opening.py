@@ -14,13 +14,12 @@ from viewer.format import open_volume
 
 
 def test_window_with_the_background_loader_shows_the_data(window, tmp_path, qtbot):
-    from viewer.ui.loading import install_background_loading
 
     data = np.zeros((32, 32, 32), dtype=np.float32)
     data[:, :16] = 1.5
     data[:, 16:] = 4.0
     data[7, 9, 11] = 100.0
-    install_background_loading(window, 64 << 20)
+    window.add_background_loading(64 << 20)
     assert window.open_path(write_dataset(tmp_path / "f32", data), pos=(7, 9, 11), zoom=6)
     qtbot.waitUntil(window.planes_complete, timeout=20000)
     for _axis, view in window.views.items():

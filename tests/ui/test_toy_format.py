@@ -22,13 +22,12 @@ def toy_data() -> np.ndarray:
 
 
 def test_the_toy_format_browses_in_the_window(window, tmp_path: Path, qtbot) -> None:
-    from viewer.ui.loading import install_background_loading
 
     data = toy_data()
     root = write_toy(tmp_path / "toy", data, (16, 8, 4), skip=[(1, 1, 1)])
     with open(os.path.join(root, "c", "0.0.2.npy"), "r+b") as fh:
         fh.truncate(30)  # damaged: x 0..15, y 0..7, z 8..11
-    install_background_loading(window, 64 << 20)
+    window.add_background_loading(64 << 20)
     assert window.open_path(root, pos=(20, 5, 9), zoom=4)
     assert window.opened is not None and window.opened.format == "toy"
     assert window.state.bounds == ((0, 0, 0), (40, 36, 20))

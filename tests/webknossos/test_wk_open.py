@@ -215,7 +215,7 @@ def test_layers_of_formats_not_read_are_reported_not_opened(tmp_path: Path) -> N
                                            wk4.mags_entry(name, [(1, 1, 1)]), data_format=fmt))
     (tmp_path / "datasource-properties.json").write_text(json.dumps(doc))
     ds = WkDataset(tmp_path)
-    # a format the registry reads (N5 since issue 13, zarr since issue 14) is no longer
+    # a format the registry reads (N5 and zarr among them) is no longer
     # unsupported: its layer without a mag folder has a missing mag, and so no mags; the zarr3
     # layer whose mag folder is there opens, and its incomplete zarr.json is that mag's
     # problem once opened

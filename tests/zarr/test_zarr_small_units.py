@@ -1,4 +1,4 @@
-"""Chunk objects of unsharded zarr arrays read as small units (issue 20): on a local disk
+"""Chunk objects of unsharded zarr arrays read as small units: on a local disk
 ``ZarrVolume.read_units`` reads each chunk file once with no ``stat`` before and keeps nothing
 open; sharded arrays keep their shards.  Checked on arrays written by zarr-python (v2, v3
 without sharding) and tensorstore (v2; sharded v3): chunks voxel for voxel, absent chunks, a

@@ -93,7 +93,12 @@ def _main(args: list[str]) -> int:
             shutdown()
     from viewer import app  # the window: imports Qt, so only when it is wanted
 
-    return int(app.main(args, exit_at_once=True))
+    try:
+        return int(app.main(args))
+    finally:
+        from viewer.format import shutdown  # as above: before the interpreter's exit
+
+        shutdown()
 
 
 def _version() -> str:

@@ -120,7 +120,7 @@ _hatches: dict[tuple[int, int], ARGB] = {}
 
 def hatch(colors: tuple[int, int], rows: int, cols: int) -> ARGB:
     """A (rows, cols) read-only view of stripes of ``colors`` along screen diagonals, cut
-    from one pattern built once (painting the stripes per pixel cost ~20 ms a plane)."""
+    from one pattern built once (painting the stripes per pixel was much slower)."""
     have = _hatches.get(colors)
     if have is None or have.shape[0] < rows or have.shape[1] < cols:
         r = max(rows, have.shape[0] if have is not None else 0, 512)

@@ -10,15 +10,17 @@ dozens.
 hit rate, decode MB/s, and a warning when the budget cannot hold what is on screen; its spin
 box changes the budget at run time.
 
-``install_background_loading(window, budget_bytes)`` switches a ``QtMainWindow`` to the loader:
-every dataset it opens gets a ``LayeredSource`` with a ``Loader`` per layer and mag, all on one
-block cache, whose bridge feeds ``window.data_arrived``.
+``QtBackgroundLoading`` is the window's part that does it (built by
+``QtMainWindow.add_background_loading(budget_bytes)``): every dataset the window opens gets a
+``LayeredSource`` with a ``Loader`` per layer and mag, all on one block cache, whose bridge
+feeds ``window.data_arrived``.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
@@ -28,7 +30,6 @@ from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.slicing import Box3, PlaneSource
 from viewer.format import Volume
-from viewer.ui.main_window import QtMainWindow
 
 MIB = 1 << 20
 STATUS_INTERVAL_MS = 500
@@ -171,14 +172,24 @@ def status_details(stats: LoaderStats) -> str:
     return "\n".join(lines)
 
 
+class LoadingHost(Protocol):
+    """What background loading uses of the window."""
+
+    def add_status_widget(self, widget: QWidget, permanent: bool = False) -> None:
+        """Add a section to the status bar."""
+
+    def data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
+        """Data inside ``boxes`` became available (called on the GUI thread)."""
+
+
 class QtBackgroundLoading(QObject):
     """Gives a window's datasets background loading: a ``LayeredSource`` of ``Loader`` parts
     (one per layer and mag, made when first needed, sharing one cache and its budget), with
     its bridge and status section."""
 
-    def __init__(self, window: QtMainWindow, budget_bytes: int | None = None,
-                 workers: int = 2) -> None:
-        super().__init__(window)
+    def __init__(self, window: LoadingHost, budget_bytes: int | None = None,
+                 workers: int = 2, parent: QObject | None = None) -> None:
+        super().__init__(parent)
         self.window = window
         self.budget_bytes = budget_bytes
         self.workers = workers
@@ -208,12 +219,3 @@ class QtBackgroundLoading(QObject):
         self.loader, self.bridge = source, bridge
         self.status.set_loader(source)
         return source
-
-
-def install_background_loading(window: QtMainWindow, budget_bytes: int | None = None,
-                               workers: int = 2) -> QtBackgroundLoading:
-    """Switch ``window`` (a ``QtMainWindow``) to background loading for every dataset it opens
-    from now on."""
-    loading = QtBackgroundLoading(window, budget_bytes, workers)
-    window.source_factory = loading.make_source
-    return loading

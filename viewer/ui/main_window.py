@@ -22,6 +22,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -67,6 +68,11 @@ from viewer.ui.slice_view import MAX_PLANE_SIDE, QtSliceView
 from viewer.ui.status_bar import QtWindowStatus
 from viewer.ui.theme import checkbox_style
 from viewer.ui.url_progress import QtUrlProgress
+
+if TYPE_CHECKING:  # the parts the window builds on request (imported when it does)
+    from viewer.ui.compare.controller import QtCompareController
+    from viewer.ui.inspector.panel import QtInspectorPanel
+    from viewer.ui.loading import QtBackgroundLoading
 
 #: Makes the window's source from the layers of a dataset (``on_close`` runs when it closes).
 SourceFactory = Callable[[Sequence[SourceLayer], Callable[[], None] | None], LayeredSource]
@@ -116,6 +122,9 @@ class QtMainWindow(QMainWindow):
     #: Blocks met while browsing failed to read or verify, or their file is changing: the
     #: new ones, ``{(path, block): FormatError}`` (the inspector lists them as problems).
     blocks_failed = Signal(object)
+    #: Data arrived and the planes it touched were fetched again (``planes_complete`` may
+    #: hold now).
+    planes_updated = Signal()
 
     def __init__(self, state: ViewerState | None = None,
                  source_factory: SourceFactory = sync_source) -> None:
@@ -137,12 +146,21 @@ class QtMainWindow(QMainWindow):
         self.errors: list[str] = []
         self._failed_blocks: dict[tuple[str, int], FormatError] = {}
         self._last_centers: dict[int, tuple[float, float]] = {}
-        #: The Layers panel and its dock, once mounted (``viewer.ui.layers_panel``).
+        # The optional parts the window builds on request (``add_background_loading``,
+        # ``add_compare``, ``add_inspector``); None until then.
+        #: Background loading of every dataset opened (``viewer.ui.loading``).
+        self.loading: QtBackgroundLoading | None = None
+        #: Dataset B beside the shown one, the compare modes and menu (``viewer.ui.compare``).
+        self.compare: QtCompareController | None = None
+        # The parts mounted onto the window by the modules above it, which know the window.
+        #: The Layers panel and its dock (``viewer.ui.layers_panel.install_layers_panel``).
         self.layers_panel: QWidget | None = None
         self.layers_dock: QDockWidget | None = None
-        #: The window's memory of its layout and datasets' views, once mounted
-        #: (``viewer.ui.memory``).
+        #: The window's memory of its layout and datasets' views
+        #: (``viewer.ui.memory.install_memory``).
         self.memory: QObject | None = None
+        #: The inspector in the fourth quadrant (``viewer.ui.inspector``).
+        self.inspector: QtInspectorPanel | None = None
         self.setWindowTitle("wkw-viewer")
         self.setAcceptDrops(True)
         self.resize(1280, 860)
@@ -245,7 +263,51 @@ class QtMainWindow(QMainWindow):
         local properties file's mags may be at URLs), and compare's B when one is open."""
         volume_path = self.dataset.path if self.dataset is not None else None
         return [self.dataset_path, volume_path,
-                getattr(getattr(self, "compare", None), "path_b", None)]
+                self.compare.path_b if self.compare is not None else None]
+
+    # -- the optional parts ------------------------------------------------------------------
+    def add_background_loading(self, budget_bytes: int | None = None,
+                               workers: int = 2) -> QtBackgroundLoading:
+        """Read every dataset opened from now on in the background: a ``Loader`` per layer and
+        mag on one block cache of ``budget_bytes`` (``viewer.ui.loading``), whose status shows
+        in the status bar.  Without it planes are read at once on the GUI thread."""
+        from viewer.ui.loading import QtBackgroundLoading
+
+        if self.loading is None:
+            self.loading = QtBackgroundLoading(self, budget_bytes, workers, parent=self)
+            self.source_factory = self.loading.make_source
+        return self.loading
+
+    def add_compare(self) -> QtCompareController:
+        """Compare with a dataset B: File > Compare with... (Ctrl+B), the Compare menu and
+        dock (``viewer.ui.compare``)."""
+        from viewer.ui.compare.install import build_compare
+
+        if self.compare is None:
+            self.compare = build_compare(self)
+        return self.compare
+
+    def add_inspector(self) -> QtInspectorPanel:
+        """The inspector in the fourth quadrant, its overlays on the views
+        (``viewer.ui.inspector``)."""
+        from viewer.ui.inspector.install import install_inspector
+
+        if self.inspector is None:
+            self.inspector = install_inspector(self)
+        return self.inspector
+
+    def shutdown(self) -> None:
+        """Stop the window's background work in order and wait for it: the comparison and
+        B, the inspector's scan and reads, the scan of the extent, then the loaders of the
+        dataset shown (which close it).  The window stays on screen; ``close`` calls this."""
+        if self.compare is not None:
+            self.compare.shutdown()
+        if self.inspector is not None:
+            self.inspector.shutdown(wait=True)
+        self.opening.stop()
+        if self.source is not None:
+            self.source.close()
+            self.source = None
 
     # -- building ----------------------------------------------------------------------------
     def _placeholder_panel(self) -> QWidget:
@@ -494,6 +556,7 @@ class QtMainWindow(QMainWindow):
             return
         self.drawing.data_arrived(boxes)
         self.status.rehover()
+        self.planes_updated.emit()
 
     def _apply_layout(self) -> None:
         layout = self.state.layout
@@ -570,10 +633,7 @@ class QtMainWindow(QMainWindow):
         if self._watching_focus and isinstance(app, QGuiApplication):
             self._watching_focus = False
             app.focusWindowChanged.disconnect(self._on_focus_window_changed)
-        self.opening.stop()
-        if self.source is not None:
-            self.source.close()
-            self.source = None
+        self.shutdown()
         super().closeEvent(event)
 
 

@@ -1,7 +1,7 @@
 """The compare mode: dataset B beside the window's A, the compare modes, the comparison.
 
 ``QtCompareController`` is the object the window holds (``window.compare``, built by
-``install.install_compare``).  It is composed of parts, each in a file of its own:
+``install.build_compare``).  It is composed of parts, each in a file of its own:
 
 - ``b``, a ``side_b.QtSideB``: B opened, read through a loader of its own on the window's block
   cache, with the same plane requests as A's views; B's own views beside A's (side by side);
@@ -80,7 +80,7 @@ class QtCompareController(QObject):
         self.overlays_b: dict[int, QtCompareOverlay] = {}
         self.b.plane_changed.connect(lambda axis: self.overlays_a[axis].update())
         self.run.outlines_changed.connect(self._update_views)
-        #: The Compare dock and its panel (set by ``install_compare``).
+        #: The Compare dock and its panel (set by ``install.build_compare``).
         self.dock: QDockWidget | None = None
         self.panel: QWidget | None = None
         self._closed = False

@@ -1,7 +1,7 @@
 """What the compare mode needs of the window that holds it: ``CompareHost``.
 
 The compare mode is an object of its own (``QtCompareController``, built by
-``install.install_compare``); it reaches the window only through the members listed here, so
+``install.build_compare``); it reaches the window only through the members listed here, so
 that the window can be rebuilt from composed parts as long as it still offers them.
 ``as_host`` checks a window at install time and names whatever it lacks.
 

@@ -1,21 +1,21 @@
-"""Mounting the compare mode into the main window, in one call.
+"""Building the compare mode of the main window, in one call.
 
-``install_compare(window)`` builds the ``QtCompareController`` the window holds (as
-``window.compare``) on the members of the window listed in ``host.CompareHost`` (checked here:
-a window that lacks one is a ``TypeError`` naming it), adds File > Compare with... (Ctrl+B), a
-Compare menu with every mode and key, and the Compare dock (``QtComparePanel``), and returns
-the controller.  ``settle`` waits for B's planes and the comparison (``--screenshot``).
+``build_compare(window)`` (called by ``QtMainWindow.add_compare``, which holds the result as
+``window.compare``) builds the ``QtCompareController`` on the members of the window listed in
+``host.CompareHost`` (checked here: a window that lacks one is a ``TypeError`` naming it), adds
+File > Compare with... (Ctrl+B), a Compare menu with every mode and key, and the Compare dock
+(``QtComparePanel``), and returns the controller.  ``settle`` waits for B's planes and the
+comparison (``--screenshot``).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu
 
 from viewer.ui.compare import modes
 from viewer.ui.compare.controller import QtCompareController
@@ -24,13 +24,12 @@ from viewer.ui.compare.modes import MODE_KEYS
 from viewer.ui.compare.panel import QtComparePanel
 from viewer.ui.docks import dock_beside_contrast
 from viewer.ui.menus import add_action, find_menu
+from viewer.ui.waiting import wait_until
 
 
-def install_compare(window: QMainWindow, path_b: str | None = None) -> QtCompareController:
-    """Create the compare controller and its dock, add the menus; open ``path_b`` as B."""
+def build_compare(window: QMainWindow) -> QtCompareController:
+    """Create the compare controller and its dock, add the menus."""
     controller = QtCompareController(as_host(window))
-    # What the window compares with (the remote-data notice asks it for B's path).
-    window.compare = controller  # type: ignore[attr-defined]
     run = controller.run
     panel = QtComparePanel(controller)
     dock = dock_beside_contrast(window, "Compare", "compareDock", panel)
@@ -94,21 +93,12 @@ def install_compare(window: QMainWindow, path_b: str | None = None) -> QtCompare
 
     controller.mode_changed.connect(on_mode_changed)
     on_mode_changed(controller.mode)
-    if path_b is not None:
-        controller.open_b(path_b)
     return controller
 
 
 def settle(controller: QtCompareController, timeout_s: float = 60.0) -> None:
-    """Process events until B's planes on screen are in and the comparison ended (for
-    ``--screenshot``)."""
-    app = QApplication.instance()
-    deadline = time.perf_counter() + timeout_s
-    while time.perf_counter() < deadline:
-        if app is not None:
-            app.processEvents()
-        if controller.planes_complete() and not controller.run.running:
-            break
-        time.sleep(0.005)
-    if app is not None:
-        app.processEvents()
+    """Wait on the GUI thread until B's planes on screen are in and the comparison ended
+    (for ``--screenshot``)."""
+    wait_until(lambda: controller.planes_complete() and not controller.run.running,
+               [controller.b.plane_changed, controller.run.results_changed,
+                controller.run.job_finished], timeout_s)

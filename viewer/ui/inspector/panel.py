@@ -81,6 +81,9 @@ class QtInspectorPanel(QWidget):
     position_requested = Signal(object)
     #: The current unit's header and chunk table are shown (its path; "" when absent).
     file_shown = Signal(str)
+    #: The read of the unit under the cursor ended (shown or failed): ``loading_unit`` is
+    #: False now unless another was asked for meanwhile.
+    unit_done = Signal()
     #: Every compression overlay shows the planes through the current cursor.
     overlays_updated = Signal()
     #: The unit scan ended (number of units).
@@ -106,6 +109,7 @@ class QtInspectorPanel(QWidget):
         self._file_pos: Vec3 | None = None
         self._loading_pos: Vec3 | None = None
         self._pending_block: int | None = None
+        self._unit_reads = 0  # reads of the unit under the cursor asked for and not ended
         #: The mag of the window's voxels, and window voxels per inspected voxel.
         self._window_mag: Vec3 = (1, 1, 1)
         self.scale = MagScale()
@@ -119,7 +123,7 @@ class QtInspectorPanel(QWidget):
         self._build()
         self._jobs.scan_batch.connect(self._on_scan_batch)
         self._jobs.unit_loaded.connect(self._on_file_loaded)
-        self._jobs.unit_failed.connect(self.header_tab.show_error)
+        self._jobs.unit_failed.connect(self._on_unit_failed)
         self._lazy: dict[QWidget, Callable[[], None]] = {
             self.sizes_tab: self.sizes_tab.refresh, self.layout_tab: self.layout_tab.refresh,
             self.map_tab: self.map_tab.refresh}
@@ -292,12 +296,13 @@ class QtInspectorPanel(QWidget):
             "browse", "chunks read while browsing (" + (f"{len(mine)} failed or changing"
                                                        if mine else "none failed") + ")")
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = False) -> None:
         """Stop the scan and any decoding; release the worker (and the dataset when the
-        panel opened it)."""
-        self._stop_work()
+        panel opened it).  With ``wait``, return once the scan and the worker have ended (a
+        program about to exit: no thread left inside a decoder)."""
+        self._stop_work(wait)
         self.what_if_tab.stop()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._executor.shutdown(wait=wait, cancel_futures=True)
         if self._own_dataset and self.dataset is not None:
             self._own_dataset = False
             self.dataset.close()
@@ -413,6 +418,7 @@ class QtInspectorPanel(QWidget):
         if upos != self._file_pos and upos != self._loading_pos:
             self._loading_pos = upos
             self.jump_tab.stop_decoding()
+            self._unit_reads += 1
             self._jobs.load_unit(volume, upos, self.state.volume_header)
         elif upos == self._file_pos:
             self.jump_tab.select_chunk(index)
@@ -455,8 +461,9 @@ class QtInspectorPanel(QWidget):
         self.overlays.metric_changed()
 
     # == background work ======================================================================
-    def _stop_work(self) -> None:
-        self._jobs.stop()
+    def _stop_work(self, wait: bool = False) -> None:
+        self._jobs.stop(wait)
+        self._unit_reads = 0  # a read on its way is dropped
         self.jump_tab.stop_decoding()
         self.overlays.stop()
 
@@ -486,6 +493,19 @@ class QtInspectorPanel(QWidget):
                 self._mark_stale(self.sizes_tab)
             self.scan_finished.emit(batch.total or 0)
 
+    @property
+    def loading_unit(self) -> bool:
+        """The unit under the cursor is being read (``unit_done`` says when it ends)."""
+        return self._unit_reads > 0
+
+    def _on_unit_failed(self, why: str) -> None:
+        self.header_tab.show_error(why)
+        self._unit_ended()
+
+    def _unit_ended(self) -> None:
+        self._unit_reads = 0  # the jobs deliver only the read asked for last
+        self.unit_done.emit()
+
     def _on_file_loaded(self, loaded: LoadedUnit) -> None:
         self.state.shown = loaded
         self._file_pos = loaded.position
@@ -498,6 +518,7 @@ class QtInspectorPanel(QWidget):
             self.jump_tab.select_chunk(self._pending_block)
         self.files_tab.select_path(loaded.path)
         self.file_shown.emit(loaded.path if loaded.table is not None else "")
+        self._unit_ended()
 
 
 __all__ = ["QtInspectorPanel"]

@@ -18,6 +18,8 @@ from viewer.ui.inspector.loaded_file import LoadedUnit, Vec3
 
 #: Rows of the unit table arrive at most this often (each arrival repaints the table).
 SCAN_BATCH_SECONDS = 0.25
+#: The longest a stop that waits gives a cancelled scan to end (it checks between units).
+STOP_WAIT_SECONDS = 30.0
 
 
 class QtUnitJobs(QObject):
@@ -45,10 +47,13 @@ class QtUnitJobs(QObject):
         self._tokens[kind] = self._tokens.get(kind, 0) + 1
         return self._tokens[kind]
 
-    def stop(self) -> None:
-        """Cancel the scan; drop whatever is still on its way."""
+    def stop(self, wait: bool = False) -> None:
+        """Cancel the scan (with ``wait``: and wait until it ended, at most
+        ``STOP_WAIT_SECONDS``); drop whatever is still on its way."""
         if self._scan is not None:
             self._scan.cancel()
+            if wait:
+                self._scan.wait(STOP_WAIT_SECONDS)
             self._scan = None
         for kind in list(self._tokens):
             self._next(kind)
