@@ -25,7 +25,7 @@ def test_data_layers_import_with_qt_blocked():
         "import pkgutil, importlib, viewer.format, viewer.core, viewer.render\n"
         "for pkg in (viewer.format, viewer.core, viewer.render):\n"
         "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
-        "        if m.name.startswith('viewer.format.native._'):\n"  # C libraries loaded with ctypes
+        "        if m.name.startswith('viewer.format.native._'):\n"  # ctypes libraries
         "            continue\n"
         "        importlib.import_module(m.name)\n"
         "print('ok')\n"
