@@ -55,6 +55,28 @@ def test_time_axis_is_kept_and_index_chooses_the_time_point(
         v.close()
 
 
+def test_a_child_process_reopens_the_same_time_point(cases: tuple[Path, list[Any]]) -> None:
+    """What the inspector's scan and ``advise --scheduler`` give another process to open
+    (``Reopen``) names the time point: the volume it opens is the parent's, not time point 0."""
+    import pickle
+
+    from viewer.core.inspect import Reopen
+
+    truth = _tc(cases)
+    path = _case(cases, "ome-tc.zarr")
+    parent = open_volume(path, index={"t": 1})
+    try:
+        reopen = pickle.loads(pickle.dumps(Reopen(str(path), index=Reopen.index_of(parent))))
+        child = reopen.open()
+        try:
+            assert child.extra_index == {"t": 1}
+            np.testing.assert_array_equal(child.read((0, 0, 0), child.shape), truth[1])
+        finally:
+            child.close()
+    finally:
+        parent.close()
+
+
 @pytest.mark.parametrize("rel", ["ome-tc.zarr", "ome-c.zarr", "ome-c2.zarr"])
 def test_storage_units_give_every_channel(cases: tuple[Path, list[Any]], rel: str) -> None:
     """What the loader and the inspector read: each unit's chunks stacked over the channel

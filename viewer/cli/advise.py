@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             segmentation=bool(layer is not None and layer.category == "segmentation"),
             min_decode_mb_s=args.min_decode_mb_s, allow_lossy=args.lossy,
             threads=args.threads, scheduler=args.scheduler,
-            reopen=Reopen(path, mag.layer, mag.mag))
+            reopen=Reopen(path, mag.layer, mag.mag, Reopen.index_of(volume)))
         try:
             report = run_advice(volume, request, progress)
         except KeyboardInterrupt:

@@ -302,16 +302,22 @@ def scan_all(volume: Volume) -> list[UnitStats]:
 @dataclass(frozen=True)
 class Reopen:
     """How a child process opens the same volume through the registry:
-    ``open_volume(path, layer, mag)``."""
+    ``open_volume(path, layer, mag, index)`` (``index``: the element of each extra axis, as
+    ``Volume.extra_index`` gives it; the same path at another time point is another volume)."""
 
     path: str
     layer: str | None = None
     mag: Vec3 | None = None
+    index: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def index_of(volume: Volume) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(volume.extra_index.items()))
 
     def open(self) -> Volume:
         from viewer.format import open_volume
 
-        return open_volume(self.path, self.layer, self.mag)
+        return open_volume(self.path, self.layer, self.mag, dict(self.index))
 
 
 @dataclass(frozen=True)
@@ -330,7 +336,7 @@ class ScanWork:
     def __call__(self, emit: Emit, cancelled: threading.Event) -> None:
         try:
             volume = self.reopen.open()
-        except (FormatError, KeyError, OSError) as exc:
+        except (FormatError, KeyError, IndexError, OSError) as exc:
             raise NotHere(f"the child cannot open {self.reopen.path}: {exc}") from None
         try:
             if (os.path.normpath(volume.path) != os.path.normpath(self.volume_path)
@@ -427,7 +433,8 @@ class UnitScan:
         if use_process is None:
             use_process = processes_available()
         self.use_process = use_process
-        self.reopen = reopen if reopen is not None else Reopen(volume.path)
+        self.reopen = reopen if reopen is not None else \
+            Reopen(volume.path, index=Reopen.index_of(volume))
         self.scheduler = (scheduler if scheduler is not None else scan_scheduler()) or None
 
     def start(self) -> None:

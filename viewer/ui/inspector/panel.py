@@ -343,7 +343,9 @@ class QtInspectorPanel(QWidget):
         label = f"{layer.name}/{mag_name(mag.mag, False)}" \
             if not self.mag_selector.isHidden() else ""
         self.state.segmentation = layer.category == "segmentation"
-        self._set_volume(volume, inspect.Reopen(self.dataset.path, layer.name, mag.mag), label)
+        reopen = inspect.Reopen(self.dataset.path, layer.name, mag.mag,
+                                inspect.Reopen.index_of(volume))
+        self._set_volume(volume, reopen, label)
         self.mag_selected.emit(layer.name, mag.mag)
 
     def _set_scale(self, scale: MagScale) -> None:
