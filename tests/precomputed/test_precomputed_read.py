@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from precomputed_writers import OFFSET, SIZE
 
-from viewer.format import open_dataset, open_volume
+from viewer.format import FormatError, open_dataset, open_volume
 
 NAMES = ["sharded_identity", "sharded_murmur", "cseg32", "jpeg", "png", "raw", "gzip"]
 
@@ -174,4 +174,32 @@ def test_forget_unit_reads_a_rewritten_shard_afresh(pc_copy: Any) -> None:
     t.write(new).result()
     v.forget_unit(next(iter(v.iter_units())))
     np.testing.assert_array_equal(v.read(v.origin, v.shape), np.moveaxis(new, 3, 0))
+    v.close()
+
+
+def test_a_shard_rewritten_under_a_reader_is_read_from_its_new_index(pc_copy: Any) -> None:
+    """Nobody calls ``forget_unit``: a shard rewritten by another program after its index was
+    read is found changed (its version) and read again from its new index, in a box read and
+    through the storage units the loader reads; never the old offsets into the new file (a
+    chunk that was absent may still read as absent: nothing was read to find the change)."""
+    import tensorstore as ts
+    from precomputed_writers import spec
+
+    path = pc_copy("sharded_murmur")
+    v = open_volume(path)
+    old = v.read(v.origin, v.shape)
+    unit = next(iter(v.iter_units()))
+    t = ts.open(spec(path, scale_index=0)).result()
+    new = (np.moveaxis(old, 0, 3)[::-1] * np.uint64(7) + np.uint64(1)).copy()
+    t.write(new).result()
+    got, want = v.read(v.origin, v.shape), np.moveaxis(new, 3, 0)
+    present = old != 0  # chunks absent before may read as absent until forget_unit
+    np.testing.assert_array_equal(got[present], want[present])
+    assert np.all((got == 0) | (got == want))
+    t.write(np.moveaxis(old, 0, 3).copy()).result()
+    opened = v.open_unit(unit)
+    assert opened is not None
+    for got in v.read_units([(unit, [0])])[0] or []:
+        assert not isinstance(got, FormatError), got
+    np.testing.assert_array_equal(v.read(v.origin, v.shape), old)
     v.close()

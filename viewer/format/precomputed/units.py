@@ -57,12 +57,16 @@ class ShardFile:
     on first use (``minishard``).  Thread-safe."""
 
     def __init__(self, store: Store, key: str, size: int, spec: ShardingSpec,
-                 index_raw: bytes, number: int) -> None:
+                 index_raw: bytes, number: int, version: str | None = None) -> None:
         self.store = store
         self.number = number
         self.key = key
         self.path = store.location(key)
         self.size = size
+        #: The version of the file the index was read from (``Store.stat``): every later
+        #: read (minishard indexes, chunks) asks for that version, so offsets from one
+        #: version are never applied to the bytes of another.
+        self.version = version
         self.spec = spec
         self.starts, self.ends, self.errors = parse_shard_index(index_raw, spec, size,
                                                                 self.path)
@@ -79,7 +83,8 @@ class ShardFile:
         if failed is not None:
             raise failed
         lo, hi = int(self.starts[number]), int(self.ends[number])
-        raw = self.store.read(self.key, lo, hi - lo) if hi > lo else b""
+        raw = self.store.read_ranges_of(self.key, [(lo, hi - lo)], self.version)[0] \
+            if hi > lo else b""
         parsed = parse_minishard(raw, self.spec, number, lo, self.size, self.path,
                                  self.number)
         with self._lock:
@@ -211,9 +216,13 @@ class ShardChunk(ChunkUnit):
                 out.append(self.error(f"a unit holds chunk 0 only, not {index}"))
                 continue
             try:
-                data = self.volume.store.read(self.key, self.offset, self.nbytes)
+                data = self.volume.store.read_ranges_of(
+                    self.key, [(self.offset, self.nbytes)], self.shard.version)[0]
             except FileNotFoundError:
                 out.append(self.error("shard file is gone"))
+                continue
+            except FileChangedError as exc:  # read again from the new index: forget_unit
+                out.append(self.error(exc.reason, FileChangedError))
                 continue
             except OSError as exc:
                 out.append(self.error(f"cannot read: {exc.strerror or exc}"))
@@ -228,7 +237,8 @@ class ShardChunk(ChunkUnit):
     def read_range(self, offset: int, nbytes: int) -> bytes | memoryview | None:
         if offset < 0 or offset + nbytes > self.shard.size:
             return None
-        return self.volume.store.read(self.key, offset, nbytes)
+        return self.volume.store.read_ranges_of(self.key, [(offset, nbytes)],
+                                                self.shard.version)[0]
 
     def describe(self) -> dict[str, Any]:
         """The shard file's own structure for the Header tab: its shard index as fields (one

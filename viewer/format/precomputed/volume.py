@@ -241,10 +241,12 @@ class PrecomputedVolume(Volume):
         assert spec is not None
         key = self._key(spec.shard_name(number))
         try:
-            size = self.store.size(key)
-            sf = None if size is None else ShardFile(
-                self.store, key, size, spec, self.store.read(key, 0, spec.shard_index_nbytes),
-                number)
+            stat = self.store.stat(key)
+            sf = None if stat is None else ShardFile(
+                self.store, key, stat.size, spec,
+                self.store.read_ranges_of(key, [(0, spec.shard_index_nbytes)],
+                                          stat.version)[0],
+                number, stat.version)
         except FileNotFoundError:
             sf = None
         except FileChangedError:
@@ -289,11 +291,20 @@ class PrecomputedVolume(Volume):
             groups.setdefault(key, []).append(k)
         for (sh, mi), rows in groups.items():
             try:
-                sf = self._shard(sh)
-                if sf is None:
-                    continue
-                ms = sf.minishard(mi)
+                try:
+                    sf = self._shard(sh)
+                    if sf is None:
+                        continue
+                    ms = sf.minishard(mi)
+                except FileChangedError:  # rewritten since its index was read: once more
+                    self._forget_shard(sh)
+                    sf = self._shard(sh)
+                    if sf is None:
+                        continue
+                    ms = sf.minishard(mi)
             except FormatError as exc:
+                if isinstance(exc, FileChangedError):
+                    self._forget_shard(sh)
                 for k in rows:
                     out[k] = self.chunk_error(pos_l[k], f"{exc.reason}", exc.path or self.path,
                                               ids_l[k], exc.offset, type(exc))
@@ -319,24 +330,26 @@ class PrecomputedVolume(Volume):
         return out
 
     # -- reading many chunks --------------------------------------------------------------------
-    def stored_many(self, pos: IntArray, parts: Sequence[tuple[int, int] | None] | None = None
-                    ) -> list[tuple[StoredResult, ChunkUnit | None]]:
+    def stored_many(self, pos: IntArray, parts: Sequence[tuple[int, int] | None] | None = None,
+                    retry: bool = True) -> list[tuple[StoredResult, ChunkUnit | None]]:
         """The stored bytes of the chunks at absolute grid positions ``pos`` (``(N, 3)``, in
         the grid): per chunk ``(bytes, its unit)``, ``(None, None)`` when absent, or
         ``(error, unit or None)``.  A shard's chunks are read with few requests.  ``parts``
         (sharded scales only): per chunk ``None`` (all of it) or ``(start, length)`` inside
-        its stored bytes, read alone (a slab of a raw chunk)."""
+        its stored bytes, read alone (a slab of a raw chunk).  A shard rewritten since its
+        index was read is read again from its new index once (``retry``), then its chunks
+        are ``FileChangedError`` s."""
         if self.scale.sharding is None:
             return [self._read_file(p) for p in pos.tolist()]
         units = self._locate_sharded(pos)
         out: list[tuple[StoredResult, ChunkUnit | None]] = [(None, None)] * len(units)
-        by_shard: dict[str, list[int]] = {}
+        by_shard: dict[tuple[str, int], list[int]] = {}  # by shard file read (its version)
         for k, u in enumerate(units):
             if isinstance(u, ShardChunk):
-                by_shard.setdefault(u.key, []).append(k)
+                by_shard.setdefault((u.key, id(u.shard)), []).append(k)
             else:
                 out[k] = (u, None)
-        for key, rows in by_shard.items():
+        for (key, _), rows in by_shard.items():
             us = [units[k] for k in rows]
             spans = []
             for k, u in zip(rows, us, strict=True):
@@ -354,8 +367,23 @@ class PrecomputedVolume(Volume):
                     run[2].append(j)
                 else:
                     runs.append([at, at + nb, [j]])
+            shard = us[0]
+            assert isinstance(shard, ShardChunk)
             try:
-                blobs = self.store.read_ranges(key, [(a, b - a) for a, b, _ in runs])
+                blobs = self.store.read_ranges_of(key, [(a, b - a) for a, b, _ in runs],
+                                                  shard.shard.version)
+            except FileChangedError as exc:
+                # Rewritten since its index was read: the index again, then the chunks, once.
+                self._forget_shard(shard.shard_number)
+                again = self.stored_many(pos[rows], None if parts is None
+                                         else [parts[k] for k in rows], False) \
+                    if retry else None
+                for n, k in enumerate(rows):
+                    u = units[k]
+                    assert isinstance(u, ShardChunk)
+                    out[k] = again[n] if again is not None else \
+                        (u.error(exc.reason, FileChangedError), u)
+                continue
             except OSError as exc:
                 for k in rows:
                     u = units[k]
@@ -728,6 +756,13 @@ class PrecomputedVolume(Volume):
 
     def problems(self) -> list[FormatError]:
         return list(self._listing_problems)
+
+    def _forget_shard(self, number: int) -> None:
+        """Shard ``number`` changed: its index and the chunk locations found in it are read
+        again when next needed."""
+        with self._shard_lock:
+            self._shards.pop(number, None)
+            self._located.clear()  # absent chunks too: the new index may list them
 
     def forget_unit(self, unit: Vec3) -> None:
         """Another program rewrote the chunk at ``unit``: every shard index and chunk
