@@ -12,6 +12,7 @@ import pytest
 from n5_writers import source, write_tensorstore
 
 from viewer.format import open_volume
+from viewer.format.channels import channel_volume
 from viewer.format.n5 import N5Volume, nativeread
 from viewer.format.n5.attributes import parse_dataset
 from viewer.format.store import open_store
@@ -65,6 +66,9 @@ def test_channels_split_over_blocks(split: dict[str, Path], name: str, kernel: b
     assert [r for r, _ in groups] == [(c, min(c + step, 5)) for c in range(0, 5, step)]
     for (c0, c1), g in groups:  # each group reads its own blocks only
         np.testing.assert_array_equal(g.read((0, 0, 0), SHAPE), want[c0:c1])
+    for c in range(5):  # one channel as the window's layer of it reads it
+        np.testing.assert_array_equal(channel_volume(v, c).read((0, 0, 0), SHAPE),
+                                      want[c:c + 1])
     assert sorted(v.iter_units()) == [(i, j, k) for i in range(3) for j in range(2)
                                       for k in range(2)]
     # the loader's batch read: chunk (1, 1, 1) of every channel, decoded and stacked
