@@ -7,6 +7,6 @@ files as storage units), ``multiscale`` (``s0, s1, ...`` groups and voxel sizes)
 ``entry`` (the registry entry and the container walk).
 """
 
-from viewer.format.n5.volume import N5Chunk, N5Volume
+from viewer.format.n5.volume import N5ChannelStack, N5Chunk, N5Volume, make_volume
 
-__all__ = ["N5Volume", "N5Chunk"]
+__all__ = ["N5Volume", "N5Chunk", "N5ChannelStack", "make_volume"]

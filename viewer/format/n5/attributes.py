@@ -7,8 +7,9 @@ object.  A *dataset* is a group whose attributes carry ``dimensions``, ``blockSi
 the axis that varies fastest on disk, so it is X.
 
 Axes: N5 arrays have any number of dimensions.  The first three are X, Y, Z; a fourth axis
-named ``c`` or ``channel`` in an ``axes`` attribute becomes the channel axis when one block
-holds all channels; any further axis of size 1 is dropped; a 2-D dataset is one Z slice.
+named ``c`` or ``channel`` in an ``axes`` attribute becomes the channel axis (one block may
+hold all channels or some: ``viewer.format.n5.volume.make_volume``); any further axis of size
+1 is dropped; a 2-D dataset is one Z slice.
 Anything else is an ``UnsupportedFormatError`` naming the axes.
 
 Bounds (a damaged or hostile file must not make the reader allocate gigabytes): the file is
@@ -231,11 +232,7 @@ def parse_dataset(attrs: dict[str, Any], where: str) -> DatasetAttributes:
         chunk = (block[0], block[1], block[2])
         extra = list(range(3, ndim))
         if extra and names is not None and names[3] in ("c", "channel", "channels"):
-            if block[3] < dims[3]:
-                raise UnsupportedFormatError(
-                    f"channel axis {names[3]!r} of {dims[3]} is split over blocks of "
-                    f"{block[3]}: this program reads channels stored together", where)
-            channel_axis = 3
+            channel_axis = 3  # split over blocks or not: ``make_volume`` stacks the blocks
             extra = extra[1:]
         big = [a for a in extra if dims[a] != 1]
         if big:

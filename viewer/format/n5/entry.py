@@ -35,7 +35,7 @@ from viewer.format.n5.attributes import (
     read_json,
 )
 from viewer.format.n5.multiscale import Level, level_factors, level_index, voxel_size
-from viewer.format.n5.volume import N5Volume
+from viewer.format.n5.volume import make_volume
 from viewer.format.registry import FormatEntry, register
 from viewer.format.store import Store, is_url, open_store
 
@@ -224,7 +224,7 @@ def _mag(store: Store, layer: str, key: str, attrs: DatasetAttributes,
          mag: tuple[int, int, int]) -> Mag:
     return Mag(mag, store.location(key), layer=layer, dtype=attrs.dtype,
                num_channels=attrs.num_channels, rel_path=key or ".",
-               opener=lambda: N5Volume(store, key, attrs))
+               opener=lambda: make_volume(store, key, attrs))
 
 
 def _layer(store: Store, name: str, key: str, mags: list[Mag], finest: DatasetAttributes,

@@ -36,6 +36,7 @@ class N5Volume(Protocol):
     dtype: np.dtype[Any]
     chunk_shape: Vec3
     num_channels: int
+    channel_offset: int
     fill_value: int | float
 
     def read_chunk_bytes(self, unit: Vec3) -> StoredResult: ...
@@ -63,7 +64,9 @@ def usable(volume: N5Volume, out: npt.NDArray[Any] | None) -> bool:
     """True when the kernel can read ``volume``'s chunks (into ``out``, when given)."""
     codec = CODECS.get(volume.attrs.compression.type)
     stored = np.dtype(volume.attrs.stored_dtype)
+    # the kernel places a block's channels from the block's start: no run starting inside it
     return (ENABLED and codec is not None and chunks.usable(codec)
+            and volume.channel_offset == 0
             and (out is None or out.dtype == volume.dtype)
             and stored.newbyteorder("=") == volume.dtype)
 

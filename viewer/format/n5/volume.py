@@ -2,9 +2,16 @@
 
 The storage unit is the chunk file: ``unit_shape`` is (1, 1, 1), a unit holds one chunk
 (index 0), its ``ChunkTable`` is the file's size, and the unit at grid position ``(i, j, k)``
-is the file ``i/j/k`` under the dataset (with ``/0`` appended for each N5 axis past Z: a
-channel axis held in one block, or axes of size 1).  A missing file is an absent chunk: N5
-datasets are sparse, and it reads as zeros.
+is the file ``i/j/k`` under the dataset (with ``/0`` appended for each N5 axis past Z: axes
+of size 1, or the channel axis held in one block).
+
+A channel axis split over blocks (BigDataViewer's and z5py's ``blockSize`` of 1 along ``c``)
+opens as a ``ChannelStack`` (``make_volume``) of one ``N5Volume`` per block of channels: the
+volume of channels ``[c0, c1)`` reads the files ``i/j/k/(c0 // blockSize[c])``.  A volume whose
+first channel is not a block's first (``channels`` given by hand) is read on the Python path:
+the native kernel places a block's channels from the block's start.
+
+A missing file is an absent chunk: N5 datasets are sparse, and it reads as zeros.
 
 A local dataset has ``small_units``: the loader reads its chunks with ``read_units``, each
 chunk file read once with no ``stat`` before (``LocalStore.read_whole``) and decoded, no unit
@@ -28,17 +35,19 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.channels import ChannelStack
 from viewer.format.errors import (
     ChunkDecodeError,
     FileChangedError,
     FormatError,
     HeaderError,
     MetadataError,
+    UnsupportedFormatError,
     read_failure,
 )
 from viewer.format.n5 import codecs, header, lz4java, nativeread
@@ -130,18 +139,33 @@ class N5Chunk(StorageUnit):
 
 class N5Volume(Volume):
     """An N5 dataset (see the module docstring).  ``store``: where its files are; ``key``:
-    the dataset's folder in the store (``""``: the store's root)."""
+    the dataset's folder in the store (``""``: the store's root); ``channels``: the run
+    ``[c0, c1)`` of channels this volume shows, inside one block (default: all, which must
+    then be in one block)."""
 
     format = "n5"
 
     def __init__(self, store: Store, key: str, attrs: DatasetAttributes,
-                 problems: Sequence[FormatError] = ()) -> None:
+                 problems: Sequence[FormatError] = (),
+                 channels: tuple[int, int] | None = None) -> None:
         self.store = store
         self.key = key.strip("/")
         self.path = store.location(self.key)
         self.attrs = attrs
         self.dtype = attrs.dtype
-        self.num_channels = attrs.num_channels
+        ca = attrs.channel_axis
+        c0, c1 = channels if channels is not None else (0, attrs.num_channels)
+        step = attrs.block_size[ca] if ca is not None else 1
+        if ca is not None and not (0 <= c0 < c1 <= attrs.num_channels
+                                   and c0 // step == (c1 - 1) // step):
+            raise UnsupportedFormatError(
+                f"channels {c0}..{c1 - 1} of {attrs.num_channels} are not in one block of "
+                f"{step} channels (make_volume stacks the blocks)",
+                store.location(f"{self.key}/{ATTRIBUTES_FILE}" if self.key else ATTRIBUTES_FILE))
+        self.num_channels = c1 - c0 if ca is not None else 1
+        #: The block along the channel axis this volume reads, and its first channel there.
+        self._channel_block = c0 // step if ca is not None else 0
+        self.channel_offset = c0 % step if ca is not None else 0
         self.chunk_shape = attrs.chunk_shape
         self._stored_dtype = attrs.stored_dtype
         self._problems = list(problems)
@@ -203,6 +227,8 @@ class N5Volume(Volume):
         if ndim >= 3:
             pos.append(int(unit[2]))
         pos.extend([0] * (ndim - len(pos)))
+        if self.attrs.channel_axis is not None:
+            pos[self.attrs.channel_axis] = self._channel_block
         return tuple(pos)
 
     def chunk_key(self, unit: Sequence[int]) -> str:
@@ -306,10 +332,13 @@ class N5Volume(Volume):
         grid = self.attrs.grid_shape
         ndim = self.attrs.ndim
 
+        own = str(self._channel_block)
+
         def numbers(key: str, axis: int) -> list[int]:
             out = []
             for name in self.store.list_dir(key):
-                if name.isdigit() and int(name) < grid[axis] and (axis < 3 or name == "0"):
+                if name.isdigit() and int(name) < grid[axis] and \
+                        (axis < 3 or name == (own if axis == self.attrs.channel_axis else "0")):
                     out.append(int(name))
             return sorted(out)
 
@@ -424,7 +453,8 @@ class N5Volume(Volume):
         flat = np.frombuffer(raw, dtype=self._stored_dtype, count=channels * sx * sy * sz)
         # N5 is x fastest: C order over the reversed axes; channels vary slowest.
         arr = flat.reshape(channels, sz, sy, sx)
-        return arr.transpose(0, 3, 2, 1)[:self.num_channels]
+        c0 = self.channel_offset
+        return arr.transpose(0, 3, 2, 1)[c0:c0 + self.num_channels]
 
     def decode_chunk(self, unit: Sequence[int], stored: bytes | memoryview,
                      path: str | None = None, grid: tuple[int, ...] | None = None
@@ -560,4 +590,20 @@ class N5Volume(Volume):
         return list(self._problems)
 
 
-__all__ = ["N5Volume", "N5Chunk"]
+class N5ChannelStack(ChannelStack):
+    format: ClassVar[str] = "n5"
+
+
+def make_volume(store: Store, key: str, attrs: DatasetAttributes,
+                problems: Sequence[FormatError] = ()) -> Volume:
+    """The dataset's volume: one ``N5Volume``, or an ``N5ChannelStack`` of one per block
+    along the channel axis when the channels are split over blocks."""
+    ca = attrs.channel_axis
+    if ca is None or attrs.block_size[ca] >= attrs.num_channels:
+        return N5Volume(store, key, attrs, problems)
+    step, total = attrs.block_size[ca], attrs.num_channels
+    return N5ChannelStack([N5Volume(store, key, attrs, problems, (c0, min(c0 + step, total)))
+                           for c0 in range(0, total, step)])
+
+
+__all__ = ["N5Volume", "N5Chunk", "N5ChannelStack", "make_volume"]
