@@ -92,3 +92,54 @@ def test_file_replaced_in_s3_between_table_and_blocks(
     finally:
         vol.close()
     np.testing.assert_array_equal(got, _data(2))
+
+
+@pytest.fixture
+def flipping(versions: dict[str, tuple[Path, Path]], tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> Any:
+    """An LZ4 dataset on a range server whose file is replaced by the other version as each
+    request for it but the first goes out: it changes between every two reads."""
+    from viewer.format.remote.store import RemoteStore
+
+    a, b = versions["lz4hc"]
+    shutil.copytree(a, tmp_path / "ds")
+    turn = [-1]
+
+    def note(store: RemoteStore, key: str, start: int, end: int | None) -> None:
+        if key == FILE:
+            turn[0] += 1
+            if turn[0]:
+                _replace_on_disk((b if turn[0] % 2 else a) / FILE, tmp_path / "ds" / FILE)
+
+    monkeypatch.setattr(RemoteStore, "_note_request", note)
+    configure(retries=0, timeout_s=5)
+    with RangeServer(str(tmp_path)) as srv:
+        yield srv, turn
+
+
+def test_a_file_that_keeps_changing_gives_file_changed_errors(flipping: Any) -> None:
+    from viewer.format.errors import FileChangedError
+
+    srv, turn = flipping
+    vol = open_volume(f"{srv.url}/ds")
+    try:
+        unit = vol.open_unit((0, 0, 0))
+        assert unit is not None
+        got = unit.read_stored(list(range(unit.num_chunks)))
+    finally:
+        vol.close()
+    assert turn[0] == 3  # the blocks, the table again, the blocks through it
+    assert all(isinstance(g, FileChangedError) and g.block == i for i, g in enumerate(got))
+
+
+def test_info_of_a_file_that_keeps_changing_is_not_checked(
+        flipping: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from viewer.cli import info as info_cli
+
+    srv, _ = flipping
+    status = info_cli.main([f"{srv.url}/ds", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 1 and not report["valid"] and report["not_checked"] >= 1
+    assert report["verdict"].startswith("not checked")
