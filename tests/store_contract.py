@@ -63,6 +63,18 @@ class StoreContract:
         assert all(isinstance(f, FileNotFoundError) for f in failed)
         assert all(isinstance(f, OSError | FormatError) for f in failed)
 
+    def test_ranges_with_their_version(self, contract_store: Store,
+                                       contract_root: Path) -> None:
+        """The version learnt with some ranges reads more ranges of that same object; a
+        store that names none reads them all the same."""
+        whole = (contract_root / KEY).read_bytes()
+        got, version = contract_store.read_ranges_versioned(KEY, [(0, 16)])
+        assert got == [whole[:16]]
+        assert contract_store.read_ranges_results(KEY, [(100, 30), (0, 4)], version) == \
+            [whole[100:130], whole[:4]]
+        missing, none = contract_store.read_ranges_versioned(MISSING, [(0, 8)])
+        assert isinstance(missing[0], FileNotFoundError) and none is None
+
     def test_folders(self, contract_store: Store, contract_root: Path) -> None:
         assert not contract_store.is_dir("ds/nothing")
         assert not contract_store.is_dir(KEY)

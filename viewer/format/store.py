@@ -138,17 +138,27 @@ class Store(ABC):
         Default: ``size`` (a local ``stat`` costs nothing worth saving)."""
         return self.size(key)
 
-    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]]
+    def read_ranges_results(self, key: str, ranges: Sequence[tuple[int, int]],
+                            version: str | None = None
                             ) -> list[bytes | OSError | FormatError]:
-        """Each ``(offset, length)`` range's bytes, or the error met reading it.  Default:
-        ``read_ranges``, all or nothing (a remote store answers each range on its own, so one
-        failed request does not fail the others)."""
+        """Each ``(offset, length)`` range's bytes, or the error met reading it; ``version``:
+        as ``read_ranges_of`` (a range of another version is its ``FileChangedError``).
+        Default: ``read_ranges_of``, all or nothing (a remote store answers each range on its
+        own, so one failed request does not fail the others)."""
         if not ranges:
             return []
         try:
-            return list(self.read_ranges(key, ranges))
+            return list(self.read_ranges_of(key, ranges, version))
         except (OSError, FormatError) as exc:
             return [exc] * len(ranges)
+
+    def read_ranges_versioned(self, key: str, ranges: Sequence[tuple[int, int]]
+                              ) -> tuple[list[bytes | OSError | FormatError], str | None]:
+        """``read_ranges_results`` and the version of the object the bytes came from, learnt
+        from the answers themselves (no request of its own): what a later
+        ``read_ranges_results(..., version)`` of offsets these bytes give is read with.
+        None: the store cannot tell versions apart (the default)."""
+        return self.read_ranges_results(key, ranges), None
 
     def list_names(self, key: str) -> list[str]:
         """``list_dir`` in no particular order (a caller that sorts what it keeps, or needs no

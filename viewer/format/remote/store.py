@@ -521,12 +521,31 @@ class RemoteStore(Store):
         request does not fail the others).  ``version`` (``stat``): a range answered by
         another version of the object (its ETag, else its Last-Modified) is the range's
         ``FileChangedError``; cached ranges of another version are fetched anew."""
+        return self._results(key, ranges, version)[0]
+
+    def read_ranges_versioned(self, key: str, ranges: Sequence[tuple[int, int]]
+                              ) -> tuple[list[bytes | OSError | FormatError], str | None]:
+        """As ``Store.read_ranges_versioned``: the version is the one the first answer (or
+        cached range) names; a range of another version is its ``FileChangedError``."""
+        out, tags = self._results(key, ranges, None)
+        version = next((t for t in tags if t is not None), None)
+        for i, tag in enumerate(tags):
+            if tag is not None and tag != version:
+                out[i] = version_changed(self.location(key))
+        return out, version
+
+    def _results(self, key: str, ranges: Sequence[tuple[int, int]], version: str | None
+                 ) -> tuple[list[bytes | OSError | FormatError], list[str | None]]:
+        """``read_ranges_results`` and the version each range's bytes came from (None: not
+        known, or no bytes)."""
         url = self.location(key)
         out: list[bytes | OSError | FormatError] = [b""] * len(ranges)
+        tags: list[str | None] = [None] * len(ranges)
         with self._lock:
             missing = key in self._missing
         if missing:
-            return [FileNotFoundError(2, "no such object (HTTP 404)", url) for _ in ranges]
+            return [FileNotFoundError(2, "no such object (HTTP 404)", url)
+                    for _ in ranges], tags
         size = self.known_size(key)
         todo: list[tuple[int, int, int]] = []
         for i, (off, n) in enumerate(ranges):
@@ -538,12 +557,12 @@ class RemoteStore(Store):
             if self._cache is not None:
                 hit = self._cache_get(url, off, end, version)
                 if hit is not None:
-                    COUNTERS.hit(len(hit))
-                    out[i] = hit
+                    COUNTERS.hit(len(hit[0]))
+                    out[i], tags[i] = hit
                     continue
             todo.append((i, off, end))
         if not todo:
-            return out
+            return out, tags
         scheduled = self._schedule(key, [(s, e) for _, s, e in todo], READ)
         timeline.mark("wait", key, todo[0][1], todo[-1][2], note=f"{len(todo)} ranges")
         for (i, off, end), job in zip(todo, scheduled, strict=True):
@@ -564,25 +583,28 @@ class RemoteStore(Store):
                     out[i] = version_changed(url)
                 else:
                     out[i] = data[off - job.start:end - job.start]  # fixed once it started
+                    tags[i] = got
                 break
             else:
                 out[i] = RemoteIOError("read-ahead dropped repeatedly", url,
                                        byte_range=(off, end))
         timeline.mark("waited", key, todo[0][1], todo[-1][2])
-        return out
+        return out, tags
 
-    def _cache_get(self, url: str, start: int, end: int, version: str | None) -> bytes | None:
-        """Cached bytes ``[start, end)``; with ``version``, only when the cache holds them of
-        that version (the cache drops an object's ranges when an answer names another)."""
+    def _cache_get(self, url: str, start: int, end: int, version: str | None
+                   ) -> tuple[bytes, str | None] | None:
+        """Cached bytes ``[start, end)`` and the version they are of (the cache drops an
+        object's ranges when an answer names another version); with ``version``, only when
+        the cache holds them of that version.  None: not cached (or the object's version
+        changed in the cache while they were taken)."""
         assert self._cache is not None
-        if version is None:
-            return self._cache.get(url, start, end)
-        if self._cache.meta(url).get("etag") != version:
+        before = self._cache.meta(url).get("etag")
+        if version is not None and before != version:
             return None
         hit = self._cache.get(url, start, end)
-        if hit is None or self._cache.meta(url).get("etag") != version:
+        if hit is None or self._cache.meta(url).get("etag") != before:
             return None
-        return hit
+        return hit, before if isinstance(before, str) else None
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         return self.read_ranges_of(key, ranges, None)

@@ -6,6 +6,12 @@ the dataset's ``header.wkw`` fixes), then only the byte ranges of the blocks ask
 the store merges into as few requests as it can.  Decoding uses the same LZ4 block decoder as
 local files (``lz4block``).
 
+Blocks are read from the version of the file its jump table came from (an ETag, else a
+Last-Modified, learnt from the answer that brought the table: ``Store.read_ranges_versioned``,
+no request of its own): a file replaced on the server between the two reads has its table
+read again once and the blocks read through it; a file that changed again by then gives its
+blocks' ``FileChangedError``, never a block cut out of one version at another's offsets.
+
 Opening a unit does not wait for the network: the header fetch starts in the background and
 the first call that needs the jump table waits for it.  A hint (``will_need``) for a unit whose
 table is not there yet is kept by a thread of ``_background`` until it is, then its blocks'
@@ -27,6 +33,7 @@ from viewer.format import lifecycle
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
+    FileChangedError,
     FormatError,
     HeaderError,
     JumpTableError,
@@ -111,6 +118,8 @@ class StoreWkwUnit(StorageUnit):
         self._header: Header | None = None
         self._ranges: npt.NDArray[np.int64] | None = None  # n + 1 offsets (compressed)
         self._size = 0
+        #: The version of the file the header and table were read from (None: not known).
+        self._version: str | None = None
         timeline.mark("unit-open", key)
         if self.store.supports_prefetch:
             self.store.prefetch(key, [(0, self._head_len)])
@@ -118,25 +127,41 @@ class StoreWkwUnit(StorageUnit):
     # -- the header and jump table -----------------------------------------------------------
     def _load(self) -> None:
         with self._lock:
-            if self._loaded:
-                return
-            h = self.volume.header
-            timeline.mark("table-wait", self.key)
-            got = self.store.read_ranges_results(self.key, [(0, self._head_len)])[0]
-            timeline.mark("table", self.key)
-            if isinstance(got, FileNotFoundError):
-                self._absent = True
-                self._loaded = True
-                return
-            if isinstance(got, OSError):
-                raise _remote_error(got, self.path, offset=0)  # not kept: tried again later
-            if isinstance(got, FormatError):
-                raise got
-            try:
-                self._parse(h, got)
-            except FormatError as exc:
-                self._error = exc
+            self._load_locked()
+
+    def _load_locked(self) -> None:
+        if self._loaded:
+            return
+        h = self.volume.header
+        timeline.mark("table-wait", self.key)
+        results, version = self.store.read_ranges_versioned(self.key,
+                                                            [(0, self._head_len)])
+        got = results[0]
+        timeline.mark("table", self.key)
+        if isinstance(got, FileNotFoundError):
+            self._absent = True
             self._loaded = True
+            return
+        if isinstance(got, OSError):
+            raise _remote_error(got, self.path, offset=0)  # not kept: tried again later
+        if isinstance(got, FormatError):
+            raise got
+        self._version = version
+        try:
+            self._parse(h, got)
+        except FormatError as exc:
+            self._error = exc
+        self._loaded = True
+
+    def _reload(self, seen: str | None) -> None:
+        """The file is no longer version ``seen``: read its header and table again (once for
+        every reader that found the change)."""
+        with self._lock:
+            if self._version != seen or not self._loaded:
+                return  # another reader did
+            self._loaded = self._absent = False
+            self._error = None
+            self._load_locked()
 
     def _parse(self, h: Header, raw: bytes) -> None:
         header = Header.from_bytes(raw[:HEADER_SIZE], self.path)
@@ -175,19 +200,27 @@ class StoreWkwUnit(StorageUnit):
         if self._error is not None:
             raise self._error
 
-    def _block_ranges(self, idx: IntArray) -> tuple[IntArray, IntArray]:
+    def _block_ranges(self, idx: IntArray, ranges: npt.NDArray[np.int64] | None = None,
+                      header: Header | None = None) -> tuple[IntArray, IntArray]:
+        """Where blocks ``idx`` lie, by the table loaded now (or ``ranges`` and ``header``
+        taken together under the lock)."""
         h = self.volume.header
-        if self._ranges is None:
-            assert self._header is not None
-            starts = self._header.data_offset + h.block_bytes * idx
+        if header is None:
+            ranges, header = self._ranges, self._header
+        if ranges is None:
+            assert header is not None
+            starts = header.data_offset + h.block_bytes * idx
             return starts, starts + h.block_bytes
-        return self._ranges[idx], self._ranges[idx + 1]
+        return ranges[idx], ranges[idx + 1]
 
-    def _range_problem(self, index: int, start: int, end: int) -> FormatError | None:
+    def _range_problem(self, index: int, start: int, end: int,
+                       ranges: npt.NDArray[np.int64] | None = None,
+                       size: int | None = None) -> FormatError | None:
         h = self.volume.header
-        size = self._size
+        if size is None:
+            ranges, size = self._ranges, self._size
         entry = HEADER_SIZE + 8 * index
-        if self._ranges is None:
+        if ranges is None:
             if end > size:
                 return BlockDecodeError(f"raw file is {size} bytes, shorter than its blocks: "
                                         f"block needs bytes {start}..{end}", self.path,
@@ -236,35 +269,57 @@ class StoreWkwUnit(StorageUnit):
                           np.ones(n, np.bool_))
 
     def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
+        """The blocks' stored bytes, from the version of the file the jump table came from
+        (see the module docstring)."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        out, seen = self._read_from_table(idx)
+        if not any(isinstance(r, FileChangedError) for r in out):
+            return out
+        # Every block again, not only those found changed: the others came of the old
+        # version (some from the cache), and one answer must not mix two versions.
+        timeline.mark("table-changed", self.key)
+        try:
+            self._reload(seen)
+        except FormatError as exc:
+            return [exc] * len(idx)
+        return self._read_from_table(idx)[0]  # changed again: its FileChangedError
+
+    def _read_from_table(self, idx: IntArray) -> tuple[list[StoredResult], str | None]:
+        """``read_stored`` through the table loaded now, and the version of the file that
+        table is of; a block answered by another version is its ``FileChangedError``."""
         try:
             self._ready()
         except FormatError as exc:
-            return [exc] * len(idx)
-        if self._absent:
-            return [None] * len(idx)
+            return [exc] * len(idx), None
+        with self._lock:
+            absent, ranges, version = self._absent, self._ranges, self._version
+            header, size = self._header, self._size
+        if absent:
+            return [None] * len(idx), version
         if idx.size and (idx.min() < 0 or idx.max() >= self.num_chunks):
             bad = int(idx[(idx < 0) | (idx >= self.num_chunks)][0])
             raise IndexError(f"block index {bad} out of range 0..{self.num_chunks - 1}")
-        starts, ends = self._block_ranges(idx)
+        starts, ends = self._block_ranges(idx, ranges, header)
         out: list[StoredResult] = [None] * len(idx)
         want: list[int] = []
         triples = zip(idx.tolist(), starts.tolist(), ends.tolist(), strict=True)
         for k, (index, s, e) in enumerate(triples):
-            problem = self._range_problem(index, s, e)
+            problem = self._range_problem(index, s, e, ranges, size)
             if problem is not None:
                 out[k] = problem
             else:
                 want.append(k)
         timeline.mark("blocks-wait", self.key, note=f"{len(want)} blocks")
         got = self.store.read_ranges_results(
-            self.key, [(int(starts[k]), int(ends[k] - starts[k])) for k in want])
+            self.key, [(int(starts[k]), int(ends[k] - starts[k])) for k in want], version)
         timeline.mark("blocks", self.key, note=f"{len(want)} blocks")
         for k, data in zip(want, got, strict=True):
             index, s, e = int(idx[k]), int(starts[k]), int(ends[k])
             if isinstance(data, FileNotFoundError):
                 out[k] = BlockDecodeError("the file is gone (HTTP 404) after its jump table "
                                           "was read", self.path, block=index, offset=s)
+            elif isinstance(data, FileChangedError):
+                out[k] = data.at(block=index, offset=s)
             elif isinstance(data, OSError):
                 out[k] = _remote_error(data, self.path, block=index, offset=s)
             elif isinstance(data, FormatError):
@@ -275,7 +330,7 @@ class StoreWkwUnit(StorageUnit):
                                           offset=s)
             else:
                 out[k] = data
-        return out
+        return out, version
 
     def decode(self, index: int, stored: bytes | memoryview) -> npt.NDArray[Any]:
         h = self.volume.header
