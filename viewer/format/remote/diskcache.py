@@ -472,6 +472,13 @@ class RangeCache:
 _writers: weakref.WeakSet[RangeCache] = weakref.WeakSet()
 
 
+def close_all(timeout: float = 10.0) -> None:
+    """``RangeCache.close`` of every cache that started a writer, the shared one and any other
+    (a test's, a command's with its own folder): what ``lifecycle.shutdown`` ends."""
+    for cache in list(_writers):
+        cache.close(timeout)
+
+
 @atexit.register
 def _flush_all() -> None:
     for cache in list(_writers):

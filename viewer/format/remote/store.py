@@ -51,7 +51,7 @@ from typing import Any
 from viewer.format import lifecycle
 from viewer.format.errors import FormatError
 from viewer.format.remote import config as _config
-from viewer.format.remote import timeline
+from viewer.format.remote import diskcache, timeline
 from viewer.format.remote.diskcache import RangeCache
 from viewer.format.remote.errors import (
     RangeNotSupportedError,
@@ -167,6 +167,7 @@ def _stop_cache_writer() -> None:
         cache = _cache
     if cache is not None:
         cache.close()
+    diskcache.close_all()  # caches of other folders too: no writer outlives the shutdown
 
 
 lifecycle.at_shutdown("remote.requests", lifecycle.REQUESTS, _stop_requests)
