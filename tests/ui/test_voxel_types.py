@@ -96,6 +96,8 @@ def test_other_multichannel_data_shows_as_a_composite(window, tmp_path, qtbot):
     window.open_path(root, pos=(0, 0, 0), zoom=8)
     layers = window.state.layers
     assert len(layers) == 2 and all(la.additive for la in layers)
+    # the contrast panel names the channel's colour, not its "#RRGGBB"
+    assert window.contrast_panel.colormap.currentText() in ("magenta", "green")
     view = window.views[XY]
     qtbot.waitUntil(lambda: len(view.layer_planes) == 2
                     and all(p.complete for p in view.layer_planes.values()), timeout=20000)

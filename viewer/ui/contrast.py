@@ -8,7 +8,16 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QLinearGradient, QMouseEvent, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QColor,
+    QIcon,
+    QLinearGradient,
+    QMouseEvent,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QPixmap,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -152,7 +161,8 @@ class QtContrastPanel(QWidget):
         self.gamma.setDecimals(2)
         self.invert = QCheckBox("Invert")
         self.colormap = QComboBox()
-        self.colormap.addItems(list(COLORMAPS))
+        for name in COLORMAPS:
+            self.colormap.addItem(name, name)
         self.channel = QComboBox()
         self.channel.setToolTip("Channel shown (multi-channel data)")
 
@@ -183,7 +193,7 @@ class QtContrastPanel(QWidget):
         self.hi.valueChanged.connect(self._on_fields_changed)
         self.gamma.valueChanged.connect(self._on_fields_changed)
         self.invert.toggled.connect(self._on_fields_changed)
-        self.colormap.currentTextChanged.connect(self._on_fields_changed)
+        self.colormap.currentIndexChanged.connect(self._on_fields_changed)
         self.channel.currentIndexChanged.connect(self._on_channel_changed)
         self.auto.clicked.connect(self.auto_requested.emit)
         state.subscribe(self._on_state_changed)
@@ -223,9 +233,13 @@ class QtContrastPanel(QWidget):
         self.hi.setValue(c.hi)
         self.gamma.setValue(c.gamma)
         self.invert.setChecked(c.invert)
-        if self.colormap.findText(c.colormap) < 0:  # a channel's own colour
-            self.colormap.addItem(c.colormap)
-        self.colormap.setCurrentText(c.colormap)
+        at = self.colormap.findData(c.colormap)
+        if at < 0:  # a channel's own colour ("#RRGGBB"): named, with a swatch
+            swatch = QPixmap(12, 12)
+            swatch.fill(QColor(c.colormap))
+            self.colormap.addItem(QIcon(swatch), colour_name(c.colormap), c.colormap)
+            at = self.colormap.count() - 1
+        self.colormap.setCurrentIndex(at)
         rgb_offered = self.channel.count() > 0 and self.channel.itemText(0) == "RGB"
         index = 0 if (c.rgb and rgb_offered) else c.channel + (1 if rgb_offered else 0)
         if 0 <= index < self.channel.count():
@@ -244,7 +258,7 @@ class QtContrastPanel(QWidget):
             return
         self.state.set_contrast(lo=self.lo.value(), hi=self.hi.value(),
                                 gamma=self.gamma.value(), invert=self.invert.isChecked(),
-                                colormap=self.colormap.currentText())
+                                colormap=str(self.colormap.currentData()))
 
     def _on_channel_changed(self, index: int) -> None:
         if self._updating or index < 0:
@@ -256,4 +270,14 @@ class QtContrastPanel(QWidget):
             self.state.set_contrast(rgb=False, channel=index - (1 if rgb_offered else 0))
 
 
-__all__ = ["QtContrastPanel", "QtHistogram", "colormap_table"]
+#: Names of the standard channel colours (``viewer.core.layered``'s sets).
+COLOUR_NAMES = {"#FF0000": "red", "#00FF00": "green", "#0000FF": "blue", "#FF00FF": "magenta",
+                "#00FFFF": "cyan", "#FFFF00": "yellow", "#FFFFFF": "white"}
+
+
+def colour_name(colour: str) -> str:
+    """A channel colour as the colormap list shows it: its name, else "colour #RRGGBB"."""
+    return COLOUR_NAMES.get(colour.upper(), f"colour {colour.upper()}")
+
+
+__all__ = ["QtContrastPanel", "QtHistogram", "colormap_table", "colour_name"]
