@@ -553,9 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only-ours", action="store_true", help="skip tensorstore and the loader")
     args = p.parse_args(argv)
     if args.child:  # a program of its own: its settings of reading from its environment
-        from viewer.format import ReadConfig, set_default_read_config
+        from viewer.environment import read_config
+        from viewer.format import set_default_read_config
 
-        set_default_read_config(ReadConfig.from_environ(os.environ))
+        set_default_read_config(read_config(os.environ))
     if args.child == "ours":
         print(json.dumps(run_ours(args.url, args.quick, args.timeline)))
         return 0

@@ -14,12 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "viewer"
 
-#: Modules of the data layers that may touch ``os.environ`` (relative to ``viewer/``), and why.
-ENVIRONMENT_EDGE = {
-    # Starts child processes: hands them its environment (PATH, the import path); the settings
-    # of reading travel with the work, not through it.
-    "core/jobs.py",
-}
+#: Modules of the data layers that may touch ``os.environ`` (relative to ``viewer/``), and why:
+#: none (a job's child inherits the environment untouched; its import path and the settings of
+#: reading travel with the work).
+ENVIRONMENT_EDGE: set[str] = set()
 
 #: ``(object, attribute)`` pairs of other libraries' private members looked up on purpose.
 FOREIGN_PRIVATE = {("sys", "_MEIPASS"), ("blosc", "_cbuffer_sizes")}

@@ -119,7 +119,8 @@ class ReportSettings:
 
 def test_the_child_reads_with_the_settings_it_is_handed_not_its_environment(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from viewer.format.config import CACHE_DIR_ENV, ReadConfig
+    from viewer.environment import CACHE_DIR_ENV
+    from viewer.format.config import ReadConfig
 
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "from-the-environment"))
     given = ReadConfig(anon=True, timeout_s=3.5, cache_bytes=7 << 20, cache_size_given=True,

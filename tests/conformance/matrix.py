@@ -69,11 +69,12 @@ def location(servers: Servers, store: str, kind: str, name: str) -> str:
 @contextlib.contextmanager
 def settings(env: dict[str, str]) -> Iterator[None]:
     """The environment for one cell (a fresh range cache, the S3 endpoint), restored after."""
+    from viewer.environment import read_config
     from viewer.format.remote import config as remote_config
 
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(read_config(os.environ))
     try:
         yield
     finally:
@@ -82,7 +83,7 @@ def settings(env: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+        remote_config.reset(read_config(os.environ))
 
 
 def _quiet(main: Any, argv: list[str]) -> tuple[int, str]:

@@ -30,6 +30,7 @@ for _name, _file in (("extents_writers", _here / "writers.py"),
 import extents_writers as w  # noqa: E402
 from range_server import RangeServer  # noqa: E402
 
+from viewer import environment  # noqa: E402
 from viewer.format.remote import config as remote_config  # noqa: E402
 
 Vec3 = tuple[int, int, int]
@@ -124,12 +125,12 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
 @pytest.fixture(autouse=True)
 def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test its own range cache, short timeouts, and settings read afresh."""
-    monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
-    monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
-    monkeypatch.setenv(remote_config.ANON_ENV, "0")
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    monkeypatch.setenv(environment.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
+    monkeypatch.setenv(environment.TIMEOUT_ENV, "5")
+    monkeypatch.setenv(environment.ANON_ENV, "0")
+    remote_config.reset(environment.read_config(os.environ))
     yield
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
 
 
 @pytest.fixture(scope="module")
@@ -168,5 +169,5 @@ def s3(moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
     return moto_server

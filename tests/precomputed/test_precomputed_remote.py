@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from range_server import RangeServer
 
+from viewer import environment
 from viewer.format import open_dataset
 from viewer.format.remote import config as remote_config
 
@@ -21,12 +22,12 @@ NAMES = ["sharded_identity", "sharded_murmur", "gzip", "jpeg", "cseg32"]
 
 @pytest.fixture(autouse=True)
 def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
-    monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
-    monkeypatch.setenv(remote_config.ANON_ENV, "0")
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    monkeypatch.setenv(environment.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
+    monkeypatch.setenv(environment.TIMEOUT_ENV, "5")
+    monkeypatch.setenv(environment.ANON_ENV, "0")
+    remote_config.reset(environment.read_config(os.environ))
     yield
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
 
 
 def same_as_local(url: str, local: Path, truths: list[np.ndarray]) -> None:
@@ -88,7 +89,7 @@ def s3(pc: dict[str, Any]) -> Iterator[str]:
 
 @pytest.mark.parametrize("name", ["sharded_murmur", "gzip"])
 def test_over_s3(pc: dict[str, Any], s3: str, name: str) -> None:
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
     path, truths = pc[name]
     same_as_local(f"{s3}/{name}", path, truths)
     same_as_local(f"precomputed://{s3}/{name}", path, truths)

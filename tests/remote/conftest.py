@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from range_server import RangeServer
 
+from viewer import environment
 from viewer.format.remote import config as remote_config
 
 #: The test volume: 2 x 2 x 1 files of 4^3 blocks of 8^3 voxels, one file absent.
@@ -79,12 +80,12 @@ def data_root(tmp_path_factory: pytest.TempPathFactory, truth: np.ndarray) -> Pa
 @pytest.fixture(autouse=True)
 def fresh_remote_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test its own range cache, short timeouts, and settings read afresh."""
-    monkeypatch.setenv(remote_config.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
-    monkeypatch.setenv(remote_config.TIMEOUT_ENV, "5")
-    monkeypatch.setenv(remote_config.ANON_ENV, "0")  # undone after the test, whatever it set
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    monkeypatch.setenv(environment.CACHE_DIR_ENV, str(tmp_path / "range-cache"))
+    monkeypatch.setenv(environment.TIMEOUT_ENV, "5")
+    monkeypatch.setenv(environment.ANON_ENV, "0")  # undone after the test, whatever it set
+    remote_config.reset(environment.read_config(os.environ))
     yield
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def s3(moto_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
     return moto_server
 
 

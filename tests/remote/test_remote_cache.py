@@ -13,21 +13,22 @@ import numpy as np
 import pytest
 from range_server import RangeServer
 
+from viewer import environment
 from viewer.format import open_volume
-from viewer.format.remote import config as remote_config
 from viewer.format.remote.diskcache import SUFFIX, TRAILER, _read_checked
 
 ROOT = Path(__file__).resolve().parents[2]
 #: One run of a program: read the whole volume at a URL (with the settings its environment
 #: gives: the program is its own edge) and save it.
-RUN = ("import os, sys, numpy; from viewer.format import ReadConfig, open_volume; "
-       "v = open_volume(sys.argv[1], config=ReadConfig.from_environ(os.environ)); "
+RUN = ("import os, sys, numpy; from viewer.environment import read_config; "
+       "from viewer.format import open_volume; "
+       "v = open_volume(sys.argv[1], config=read_config(os.environ)); "
        "numpy.save(sys.argv[2], v.read((0, 0, 0), v.shape))")
 
 
 def _run(url: str, out: Path, cache: Path) -> np.ndarray:
-    env = {**os.environ, remote_config.CACHE_DIR_ENV: str(cache),
-           remote_config.TIMEOUT_ENV: "10"}
+    env = {**os.environ, environment.CACHE_DIR_ENV: str(cache),
+           environment.TIMEOUT_ENV: "10"}
     done = subprocess.run([sys.executable, "-c", RUN, url, str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -16,6 +16,7 @@ import pytest
 from conftest import foreign_data
 from range_server import RangeServer
 
+from viewer import environment
 from viewer.format import FormatError, Volume, open_dataset, open_volume
 from viewer.format.errors import DatasetLayoutError
 from viewer.format.remote import RemoteError, configure
@@ -99,7 +100,7 @@ def test_a_failed_request_through_an_s3_client_is_a_remote_error(
                  "AWS_CONFIG_FILE": "/dev/null",
                  "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}.items():
         monkeypatch.setenv(k, v)
-    remote_config.reset(remote_config.ReadConfig.from_environ(os.environ))
+    remote_config.reset(environment.read_config(os.environ))
     configure(retries=1, timeout_s=5)
     (Path(server.root) / "bkt").mkdir(exist_ok=True)
     link = Path(server.root) / "bkt" / "n5"

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from range_server import RangeServer
 
+from viewer import environment
 from viewer.format import open_volume, shutdown
-from viewer.format.remote import config as remote_config
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Runs of the same command (bounded: each is a new interpreter).
@@ -35,8 +35,8 @@ def test_info_of_a_damaged_remote_n5_exits_the_same_every_run(foreign: Path,
     statuses = []
     with RangeServer(str(tmp_path)) as srv:
         for run in range(RUNS):
-            env = {**os.environ, remote_config.CACHE_DIR_ENV: str(tmp_path / f"cache{run}"),
-                   remote_config.TIMEOUT_ENV: "30"}  # a loaded host: no time-out decides
+            env = {**os.environ, environment.CACHE_DIR_ENV: str(tmp_path / f"cache{run}"),
+                   environment.TIMEOUT_ENV: "30"}  # a loaded host: no time-out decides
             done = subprocess.run([sys.executable, "-m", "viewer", "info", f"{srv.url}/n5"],
                                   cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=120)

@@ -13,6 +13,7 @@ import pytest
 from range_server import RangeServer
 
 from viewer.core.slicing import Status
+from viewer.environment import read_config, variables
 from viewer.format.remote import configure
 
 WAIT_MS = 60_000
@@ -138,7 +139,7 @@ def test_cache_size_is_a_setting_kept_for_the_next_window(qtbot, settings_dir: P
     # The next run: the window applies what was kept.
     from viewer.format.remote import config
 
-    config.reset(config.ReadConfig.from_environ(os.environ))
+    config.reset(read_config(os.environ))
     assert current().cache_bytes == 4096 << 20
     window = QtMainWindow()
     qtbot.addWidget(window)
@@ -162,7 +163,7 @@ def test_cache_size_of_the_run_wins_over_the_setting(qtbot, settings_dir: Path,
     assert args == ["info", "x"] and value == "300"
     monkeypatch.setenv("WKW_VIEWER_REMOTE_CACHE_MB", "0")  # undone after the test
     set_cache_mb(int(value), for_children=True)  # what the command line does
-    assert current().cache_size_given and current().to_environ()["WKW_VIEWER_REMOTE_CACHE_MB"] \
+    assert current().cache_size_given and variables(current())["WKW_VIEWER_REMOTE_CACHE_MB"] \
         == "300"
     window = QtMainWindow()
     qtbot.addWidget(window)

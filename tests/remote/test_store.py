@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from range_server import RangeServer
 
+from viewer.environment import variables
 from viewer.format.remote import RangeNotSupportedError, RemoteIOError, configure, current, stats
 from viewer.format.remote.diskcache import RangeCache
 from viewer.format.remote.store import RemoteStore, aws_config, range_cache
@@ -220,7 +221,7 @@ def test_anon_reads_a_public_bucket(s3: dict, data_root: Path,
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     configure(anon=True)
-    assert current().anon and current().to_environ()["WKW_VIEWER_ANON"] == "1"
+    assert current().anon and variables(current())["WKW_VIEWER_ANON"] == "1"
     store = open_store("s3://bkt/data")
     assert store.read(KEY, 0, 16) == _bytes(data_root)[:16]
 

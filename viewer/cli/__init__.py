@@ -51,9 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     # The program's edge: the settings of reading come from the environment here, once, and
     # are passed down from here on (the format layer never reads the environment).
-    from viewer.format import ReadConfig, set_default_read_config
+    from viewer.environment import read_config
+    from viewer.format import set_default_read_config
 
-    set_default_read_config(ReadConfig.from_environ(os.environ))
+    set_default_read_config(read_config(os.environ))
     if "--anon" in args:  # any command: unsigned requests to public buckets (remote datasets)
         from viewer.format import configure_remote as configure
 

@@ -17,7 +17,8 @@ format registered only in this process), the work runs on the calling thread ins
 says which ran.
 
 The pipe carries length-prefixed pickles: parent to child the settings of reading (the job's
-``ReadConfig``: the child never takes them from its environment), the work, then one byte (or
+``ReadConfig``: the child never takes them from its environment) with the parent's import
+path, the work, then one byte (or
 the end of the pipe) for cancel; child to parent ``("message", m)`` frames, then ``("result", r)``
 or ``("error", exc)`` or ``("not_here", why)``.  Only what the work emits travels (summaries,
 rows), never a volume.
@@ -71,15 +72,6 @@ class JobCancelled(Exception):  # noqa: N818 - an outcome, not a failure
 def processes_available() -> bool:
     """Whether this program can start ``python -m viewer.core.jobs`` (not a frozen bundle)."""
     return not getattr(sys, "frozen", False)
-
-
-def child_environment() -> dict[str, str]:
-    """This process's environment, with its import path: the child imports what the parent
-    can (the work's module, a format plugin)."""
-    env = dict(os.environ)
-    paths = [p or os.getcwd() for p in sys.path]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    return env
 
 
 def write_frame(stream: IO[bytes], obj: Any) -> None:
@@ -173,7 +165,7 @@ class Job(Generic[R]):
         try:
             proc = subprocess.Popen([sys.executable, "-m", "viewer.core.jobs"],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, env=child_environment())
+                                    stderr=subprocess.DEVNULL)
         except OSError as exc:
             raise NotHere(f"cannot start a child process: {exc}") from None
         assert proc.stdin is not None and proc.stdout is not None
@@ -186,7 +178,7 @@ class Job(Generic[R]):
         try:
             # A child that died at once says nothing: handled below.
             with contextlib.suppress(OSError, ValueError):
-                write_frame(proc.stdin, self.config)
+                write_frame(proc.stdin, (self.config, list(sys.path)))
                 write_frame(proc.stdin, self.work)
             if self._cancel.is_set():
                 self._close_stdin(b"c")
@@ -243,9 +235,12 @@ def run_child(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     1 when the parent went away, 3 when the work could not be loaded."""
     frames = read_frames(stdin)
     try:
-        config = next(frames)
+        config, path = next(frames)
+        # The parent's import path (its working folder for its empty entry): the work's
+        # module and a format plugin import here as there.
+        sys.path.extend(p for p in (q or os.getcwd() for q in path) if p not in sys.path)
         work = next(frames)
-    except StopIteration:
+    except (StopIteration, TypeError, ValueError):
         return 3
     if isinstance(config, ReadConfig):  # the parent's settings of reading, passed explicitly
         read_config.set_default(config)

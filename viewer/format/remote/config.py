@@ -4,7 +4,7 @@ cache of fetched bytes), and the few process-wide changes the program makes to i
 
 ``configure(...)`` changes the default for this process (the command line's ``--anon`` and
 ``--remote-cache-mb``); stores opened afterwards use the new values.  A child process is handed
-the settings explicitly (``ReadConfig`` pickled with a job, or ``ReadConfig.to_environ``).
+the settings explicitly (``ReadConfig`` pickled with a job).
 
 The on-disk cache's size is also a setting of the window (File > Remote Cache...), kept with
 its other settings: ``apply_cache_setting(mb)`` applies that stored value unless this run asked
@@ -16,18 +16,7 @@ from __future__ import annotations
 import os
 
 from viewer.format import config as _read
-from viewer.format.config import (
-    ANON_ENV,
-    CACHE_DIR_ENV,
-    CACHE_MB_ENV,
-    DEFAULT_CACHE_MB,
-    MERGE_GAP_ENV,
-    REQUESTS_ENV,
-    RETRIES_ENV,
-    TABLES_ENV,
-    TIMEOUT_ENV,
-    ReadConfig,
-)
+from viewer.format.config import DEFAULT_CACHE_MB, ReadConfig
 
 #: The settings of remote reading are the ``ReadConfig`` (the name the remote code grew with).
 RemoteConfig = ReadConfig
@@ -84,6 +73,4 @@ def cache_dir(config: ReadConfig) -> str:
 
 
 __all__ = ["RemoteConfig", "ReadConfig", "current", "configure", "cache_size_from_run",
-           "set_cache_mb", "apply_cache_setting", "reset", "cache_dir", "ANON_ENV", "TIMEOUT_ENV",
-           "RETRIES_ENV", "REQUESTS_ENV", "CACHE_MB_ENV", "CACHE_DIR_ENV", "MERGE_GAP_ENV",
-           "TABLES_ENV", "DEFAULT_CACHE_MB"]
+           "set_cache_mb", "apply_cache_setting", "reset", "cache_dir", "DEFAULT_CACHE_MB"]
