@@ -1,5 +1,8 @@
 """The main window: three linked slice views, a side panel, contrast, status bar, menus.
 
+(Over 600 lines: the window owns its parts and routes the state between them; the seam to split
+along is the dataset opening and index switching, which could move beside ``opening``.)
+
 Layout (2x2): XY top left, YZ top right (its rows line up with XY's), XZ bottom left (its
 columns line up with XY's), and the side panel (the inspector; a placeholder until
 ``set_side_panel``) bottom right.  One key (M) maximises the focused view and back.

@@ -1,5 +1,9 @@
 """Every storage unit of a volume, summarised: the inspector's Files tab and its scan.
 
+(Over 600 lines: a row is worked out three ways that must agree, one unit, a batch proven sound
+as arrays, and a grid position over a store that cannot list; the seam to split along is the
+background ``UnitScan`` and its child-process work, which could move to a module of their own.)
+
 ``UnitStats`` is one row: the unit's path and grid position, compression, size, stored chunks,
 stored-bytes statistics, ratio and structure problems (``StorageUnit.problems(decode=False)``
 plus a disagreement with the volume's header), from the unit's ``ChunkTable`` alone (nothing

@@ -1,5 +1,9 @@
 """An N5 dataset as a ``Volume``: a folder with ``attributes.json`` and one file per chunk.
 
+(Over 600 lines: the chunk header, the whole-chunk decode and the batched small-unit reads share
+the dataset's layout and its checks; the seam to split along is ``read_units`` with its native
+batch, which could join ``nativeread``.)
+
 The storage unit is the chunk file: ``unit_shape`` is (1, 1, 1), a unit holds one chunk
 (index 0), its ``ChunkTable`` is the file's size, and the unit at grid position ``(i, j, k)``
 is the file ``i/j/k`` under the dataset (with ``/0`` appended for each N5 axis past Z: axes

@@ -1,5 +1,9 @@
 """A zarr array (v2 or v3, sharded or not) as a ``Volume``.
 
+(Over 600 lines: the axes, extra-axis index and channel run of a volume shape every key, decode
+and read here; the seam to split along is the shard index reading, which could move to
+``units``.)
+
 Storage units: for a sharded v3 array a unit is a shard (``unit_shape``: inner chunks per shard
 along x, y, z) and its ``ChunkTable`` is the shard index; a chunk's index in its unit is the C
 order of the shard's inner grid in the array's own axis order.  Without sharding a unit is one
