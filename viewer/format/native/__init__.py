@@ -16,16 +16,20 @@ import os
 ABI = 2
 
 
-def _load() -> ctypes.CDLL | None:
+def load(name: str, abi_function: str, abi: int) -> ctypes.CDLL | None:
+    """The built library ``name`` of this folder (``_kernel``, ``_heads``) whose
+    ``abi_function()`` answers ``abi``; None where it was not built, does not load, or was
+    built from other sources."""
     here = os.path.dirname(os.path.abspath(__file__))
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(here, "_kernel" + suffix)
+        path = os.path.join(here, name + suffix)
         if not os.path.exists(path):
             continue
         try:
             lib = ctypes.CDLL(path)
-            lib.wkw_abi.restype = ctypes.c_int64
-            if lib.wkw_abi() != ABI:
+            version = getattr(lib, abi_function)  # a C symbol looked up by name: ctypes' way
+            version.restype = ctypes.c_int64
+            if version() != abi:
                 continue
         except (OSError, AttributeError):
             continue
@@ -34,7 +38,7 @@ def _load() -> ctypes.CDLL | None:
 
 
 #: The loaded kernel library, or None where it was not built.
-LIBRARY = _load()
+LIBRARY = load("_kernel", "wkw_abi", ABI)
 
 
 def available() -> bool:
@@ -42,4 +46,4 @@ def available() -> bool:
     return LIBRARY is not None
 
 
-__all__ = ["ABI", "LIBRARY", "available"]
+__all__ = ["ABI", "LIBRARY", "available", "load"]

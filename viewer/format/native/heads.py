@@ -5,32 +5,25 @@ loaded here with ctypes; None where it was not built (``fileheads`` then reads i
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import os
+
+from viewer.format.native import load
 
 #: The interface version (``heads_abi()``); a library built from other sources is not used.
 ABI = 1
 
 
 def _load() -> ctypes.CDLL | None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(here, "_heads" + suffix)
-        if not os.path.exists(path):
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-            lib.heads_abi.restype = ctypes.c_int64
-            lib.heads_slots.restype = ctypes.c_int64
-            if lib.heads_abi() != ABI:
-                continue
-            lib.heads_read.restype = ctypes.c_int64
-            lib.heads_read.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                       ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
-        except (OSError, AttributeError):
-            continue
-        return lib
-    return None
+    lib = load("_heads", "heads_abi", ABI)
+    if lib is None:
+        return None
+    try:
+        lib.heads_slots.restype = ctypes.c_int64
+        lib.heads_read.restype = ctypes.c_int64
+        lib.heads_read.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                   ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+    except AttributeError:
+        return None
+    return lib
 
 
 #: The loaded library, or None where it was not built.
