@@ -199,19 +199,19 @@ def _corrupt_cache(cache: Path) -> int:
 
 def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) -> dict[str, str]:
     """Every path's outcome for one (dataset, store, fault)."""
-    from viewer.format.remote import config as remote_config
+    from viewer import environment
 
     kind = "damaged" if fault == "damaged" else "good"
     loc = location(servers, store, kind, name)
     healthy = location(servers, "local", "good", name)
     retries = "3" if fault == "slowdown" else "0" if fault in SERVER_FAULTS else "1"
-    env = {remote_config.CACHE_DIR_ENV: str(work / "cache"), remote_config.TIMEOUT_ENV: "5",
-           remote_config.RETRIES_ENV: retries}
+    env = {environment.CACHE_DIR_ENV: str(work / "cache"), environment.TIMEOUT_ENV: "5",
+           environment.RETRIES_ENV: retries}
     if store == "s3":
         env.update(servers.s3_env)
     srv = servers.s3_proxy if store == "s3" else servers.http
     if fault == "cache":
-        with settings({**env, remote_config.CACHE_DIR_ENV: str(work / "first")}):
+        with settings({**env, environment.CACHE_DIR_ENV: str(work / "first")}):
             assert path_read(loc, name) == "voxels"
             from viewer.format import shutdown
 
