@@ -225,10 +225,10 @@ TABLE: dict[tuple[str, str, str], tuple[str, str, str, str, str]] = {
         ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'unreadable/1'),
     ('wkw', 's3', 'reset'):
         ('RemoteError', 'failed:RemoteError', 'not checked/1', 'different/1', 'unreadable/1'),
-    # The jump table is read again once when a block's answer names another version, then
-    # the blocks are FileChangedError (no wait for the file to settle, as shards have).
+    # The jump table is read again while a block's answer names another version, for as
+    # long as the settle wait lasts (as a shard's index is), then FileChangingError.
     ('wkw', 's3', 'etag'):
-        ('FileChangedError', 'changing:FileChangedError', 'not checked/1', 'different/1',
+        ('FileChangingError', 'changing:FileChangingError', 'not checked/1', 'different/1',
          'unreadable/1'),
     ('zfpc', 'local', 'none'):
         ('voxels', 'voxels', 'valid/0', 'equal/0', 'match/0'),

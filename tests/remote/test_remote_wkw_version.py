@@ -94,11 +94,12 @@ def test_file_replaced_in_s3_between_table_and_blocks(
     np.testing.assert_array_equal(got, _data(2))
 
 
-@pytest.fixture
-def flipping(versions: dict[str, tuple[Path, Path]], tmp_path: Path,
-             monkeypatch: pytest.MonkeyPatch) -> Any:
-    """An LZ4 dataset on a range server whose file is replaced by the other version as each
-    request for it but the first goes out: it changes between every two reads."""
+def _flipper(versions: dict[str, tuple[Path, Path]], tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch, flips: int) -> list[int]:
+    """An LZ4 dataset whose file is replaced by the other version as each request for it
+    but the first goes out, ``flips`` times: it changes between every two reads until
+    then.  The settle wait is cut short so that the tests stay cheap."""
+    from viewer.format import handles
     from viewer.format.remote.store import RemoteStore
 
     a, b = versions["lz4hc"]
@@ -108,17 +109,29 @@ def flipping(versions: dict[str, tuple[Path, Path]], tmp_path: Path,
     def note(store: RemoteStore, key: str, start: int, end: int | None) -> None:
         if key == FILE:
             turn[0] += 1
-            if turn[0]:
+            if 0 < turn[0] <= flips:
                 _replace_on_disk((b if turn[0] % 2 else a) / FILE, tmp_path / "ds" / FILE)
 
     monkeypatch.setattr(RemoteStore, "_note_request", note)
+    monkeypatch.setattr(handles, "SETTLE_NS", 300_000_000)
     configure(retries=0, timeout_s=5)
+    return turn
+
+
+@pytest.fixture
+def flipping(versions: dict[str, tuple[Path, Path]], tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A file on a range server that changes between every two reads (see ``_flipper``)."""
+    turn = _flipper(versions, tmp_path, monkeypatch, 10**9)
     with RangeServer(str(tmp_path)) as srv:
         yield srv, turn
 
 
-def test_a_file_that_keeps_changing_gives_file_changed_errors(flipping: Any) -> None:
-    from viewer.format.errors import FileChangedError
+def test_a_file_that_keeps_changing_gives_file_changing_errors(flipping: Any) -> None:
+    """Read again from its new table as long as the settle wait lasts, then every block of
+    the read is a ``FileChangingError`` naming the file and the block (the window hatches
+    them as changing and reads them again later)."""
+    from viewer.format.errors import FileChangingError
 
     srv, turn = flipping
     vol = open_volume(f"{srv.url}/ds")
@@ -128,8 +141,26 @@ def test_a_file_that_keeps_changing_gives_file_changed_errors(flipping: Any) -> 
         got = unit.read_stored(list(range(unit.num_chunks)))
     finally:
         vol.close()
-    assert turn[0] == 3  # the blocks, the table again, the blocks through it
-    assert all(isinstance(g, FileChangedError) and g.block == i for i, g in enumerate(got))
+    assert turn[0] > 3  # the table and blocks read anew more than once
+    assert all(isinstance(g, FileChangingError) and g.block == i and
+               g.path == f"{srv.url}/ds/{FILE}" for i, g in enumerate(got))
+
+
+def test_a_file_that_changes_a_few_times_then_settles_reads_whole(
+        versions: dict[str, tuple[Path, Path]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four changes between table and blocks, then none: the read waits them out and gives
+    the version it ends on, whole (before: the second change made the blocks
+    ``FileChangedError``)."""
+    turn = _flipper(versions, tmp_path, monkeypatch, 4)
+    with RangeServer(str(tmp_path)) as srv:
+        vol = open_volume(f"{srv.url}/ds")
+        try:
+            got = vol.read((0, 0, 0), SHAPE)[0]
+        finally:
+            vol.close()
+    assert turn[0] > 4
+    np.testing.assert_array_equal(got, _data(1))  # the 4th change put version 1 back
 
 
 def test_info_of_a_file_that_keeps_changing_is_not_checked(

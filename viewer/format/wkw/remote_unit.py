@@ -9,8 +9,10 @@ local files (``lz4block``).
 Blocks are read from the version of the file its jump table came from (an ETag, else a
 Last-Modified, learnt from the answer that brought the table: ``Store.read_ranges_versioned``,
 no request of its own): a file replaced on the server between the two reads has its table
-read again once and the blocks read through it; a file that changed again by then gives its
-blocks' ``FileChangedError``, never a block cut out of one version at another's offsets.
+read again and the blocks read through it, as often as it changes within the settle wait
+(``handles.SETTLE_NS``, as a shard's index is); a file still changing after that gives every
+block of the read a ``FileChangingError``, never a block cut out of one version at another's
+offsets.
 
 Opening a unit does not wait for the network: the header fetch starts in the background and
 the first call that needs the jump table waits for it.  A hint (``will_need``) for a unit whose
@@ -34,10 +36,12 @@ from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
     FileChangedError,
+    FileChangingError,
     FormatError,
     HeaderError,
     JumpTableError,
 )
+from viewer.format.handles import changing_error, settle_deadline
 from viewer.format.remote import timeline
 from viewer.format.store import Store
 from viewer.format.volume import ChunkTable, IntArray, StorageUnit, StoredResult
@@ -61,6 +65,9 @@ class UnitHost(Protocol):
     def hint_dropped(self, key: str, asked_at: float) -> bool:
         """Whether a hint for ``key`` given at ``asked_at`` is of no use any more."""
         ...
+
+#: Seconds between two reads of a file found changed (its table and blocks read anew).
+CHANGED_PAUSE_S = 0.02
 
 #: The dataset's header file (a unit's header must agree with it).
 HEADER_FILE = "header.wkw"
@@ -272,17 +279,28 @@ class StoreWkwUnit(StorageUnit):
         """The blocks' stored bytes, from the version of the file the jump table came from
         (see the module docstring)."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        out, seen = self._read_from_table(idx)
-        if not any(isinstance(r, FileChangedError) for r in out):
-            return out
-        # Every block again, not only those found changed: the others came of the old
-        # version (some from the cache), and one answer must not mix two versions.
-        timeline.mark("table-changed", self.key)
-        try:
-            self._reload(seen)
-        except FormatError as exc:
-            return [exc] * len(idx)
-        return self._read_from_table(idx)[0]  # changed again: its FileChangedError
+        deadline = 0
+        while True:
+            out, seen = self._read_from_table(idx)
+            changed = [r for r in out if isinstance(r, FileChangedError)]
+            if not changed:
+                return out
+            if any(isinstance(r, FileChangingError) for r in changed):
+                return out
+            # Every block again, not only those found changed: the others came of the old
+            # version (some from the cache), and one answer must not mix two versions.
+            deadline = deadline or settle_deadline()
+            if time.monotonic_ns() > deadline:
+                reason = changing_error(self.path).reason
+                return [FileChangingError(reason, self.path, block=i,
+                                          offset=r.offset if isinstance(r, FormatError) else None)
+                        for i, r in zip(idx.tolist(), out, strict=True)]
+            timeline.mark("table-changed", self.key)
+            time.sleep(CHANGED_PAUSE_S)  # not a burst of requests at a file being written
+            try:
+                self._reload(seen)
+            except FormatError as exc:
+                return [exc] * len(idx)
 
     def _read_from_table(self, idx: IntArray) -> tuple[list[StoredResult], str | None]:
         """``read_stored`` through the table loaded now, and the version of the file that
