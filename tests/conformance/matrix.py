@@ -23,7 +23,7 @@ import writers
 
 PATHS = ("read", "plane", "info", "compare", "digest")
 STORES = ("local", "http", "s3")
-FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache", "slowdown", "etag")
+FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache", "slowdown", "etag", "rewrite")
 #: The faults a server injects: (its attribute, aimed at chunk files only).
 SERVER_FAULTS = {"cut": "cut_next", "http500": "fail_next", "reset": "reset_next",
                  "slowdown": "fail_next", "etag": "etag_next"}
@@ -34,7 +34,38 @@ THROTTLED = 2
 #: The S3 faults (through ``fault_proxy.FaultProxy`` in front of moto).
 S3_FAULTS = ("none", "damaged", "http500", "slowdown", "cut", "reset", "etag")
 #: The HTTP faults (``range_server.RangeServer``).
-HTTP_FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache")
+HTTP_FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache", "rewrite")
+#: The local faults.
+LOCAL_FAULTS = ("none", "damaged", "rewrite")
+#: How long a read waits for a changing file to settle in the cells that meet one (the
+#: program's wait, shortened so that the cells stay cheap; the outcome is the same).
+SETTLE_NS = 300_000_000
+#: Another process rewriting a file in place, again and again until told to stop: each
+#: version in two ``write`` calls (the file holds a torn block between them) and a
+#: truncation, versions alternating, never a pause long enough for the file to settle; at
+#: the end the first version is put back (in one write).
+REWRITER = """
+import os, sys, time
+path, old, new, stop = sys.argv[1:5]
+versions = [open(old, "rb").read(), open(new, "rb").read()]
+end = time.monotonic() + 300  # a bound in case the cell never says stop
+k = 0
+while not os.path.exists(stop) and time.monotonic() < end:
+    k += 1
+    data = versions[k % 2]
+    split = len(data) // 2
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, data[:split], 0)
+    time.sleep(0.01)
+    os.pwrite(fd, data[split:], split)
+    os.ftruncate(fd, len(data))
+    os.close(fd)
+    time.sleep(0.01)
+fd = os.open(path, os.O_WRONLY)
+os.pwrite(fd, versions[0], 0)
+os.ftruncate(fd, len(versions[0]))
+os.close(fd)
+"""
 
 
 def range_server_module() -> Any:
@@ -97,6 +128,28 @@ def _want(name: str) -> np.ndarray:
     return writers.truth_float() if writers.WRITERS[name][4] else writers.truth()
 
 
+def _want_new(name: str) -> np.ndarray:
+    new = writers.truth_new()
+    return new.astype(np.float32) if writers.WRITERS[name][4] else new
+
+
+def _judge(got: np.ndarray, name: str, z: int | None = None) -> str:
+    """``voxels`` (the array written), ``new`` (every chunk whole, of the array written or
+    of the other version ``rewrite/<name>`` is rewritten with, some of the latter) or
+    ``WRONG`` (a chunk of neither, or of both: a mixed block)."""
+    old, new = _want(name), _want_new(name)
+    if z is not None:
+        old, new = old[:, :, z], new[:, :, z]
+    if np.array_equal(got, old):
+        return "voxels"
+    c = writers.CHUNK
+    for corner in np.ndindex(*(-(-n // c) for n in got.shape)):
+        box = tuple(slice(i * c, (i + 1) * c) for i in corner)
+        if not (np.array_equal(got[box], old[box]) or np.array_equal(got[box], new[box])):
+            return "WRONG"
+    return "new"
+
+
 def path_read(loc: str, name: str) -> str:
     from viewer.format import FormatError, open_volume
 
@@ -108,7 +161,7 @@ def path_read(loc: str, name: str) -> str:
             vol.close()
     except FormatError as exc:
         return type(exc).__name__
-    return "voxels" if np.array_equal(got[0], _want(name)) else "WRONG"
+    return _judge(got[0], name)
 
 
 def path_plane(loc: str, name: str) -> str:
@@ -140,7 +193,7 @@ def path_plane(loc: str, name: str) -> str:
                                               for e in plane.errors.values()}))
     if not (plane.status == Status.DATA).all():
         return "INCOMPLETE"
-    return "voxels" if np.array_equal(plane.data[0], _want(name)[:, :, z]) else "WRONG"
+    return _judge(plane.data[0], name, z)
 
 
 def path_info(loc: str) -> str:
@@ -219,7 +272,9 @@ def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) ->
         shutil.copytree(work / "first", work / "cache")
         assert _corrupt_cache(work / "cache") > 0
     out: dict[str, str] = {}
-    with settings(env):
+    if fault == "rewrite":
+        loc = location(servers, store, "rewrite", name)
+    with settings(env), _settle_wait(fault), _rewriting(servers, name, fault, work):
         if fault in SERVER_FAULTS:
             srv.fault_match = writers.WRITERS[name][3]
             srv.fault_from = writers.FAULT_FROM.get(name, 0)
@@ -244,13 +299,58 @@ def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) ->
 
 
 @contextlib.contextmanager
+def _settle_wait(fault: str) -> Iterator[None]:
+    """The shorter settle wait (``SETTLE_NS``) in the cells that meet a changing file."""
+    from viewer.format import handles
+
+    if fault not in ("etag", "rewrite"):
+        yield
+        return
+    old, handles.SETTLE_NS = handles.SETTLE_NS, SETTLE_NS
+    try:
+        yield
+    finally:
+        handles.SETTLE_NS = old
+
+
+@contextlib.contextmanager
+def _rewriting(servers: Servers, name: str, fault: str, work: Path) -> Iterator[None]:
+    """For the ``rewrite`` fault: another process (``REWRITER``) rewrites the victim file of
+    ``rewrite/<name>`` in place, alternating with ``new/<name>``'s, while the paths run."""
+    import subprocess
+    import time
+
+    if fault != "rewrite":
+        yield
+        return
+    victim = writers.WRITERS[name][2]
+    target = servers.root / "rewrite" / name / victim
+    stop = work / "stop-rewriting"
+    first = target.stat().st_mtime_ns
+    proc = subprocess.Popen([sys.executable, "-c", REWRITER, str(target),
+                             str(servers.root / "good" / name / victim),
+                             str(servers.root / "new" / name / victim), str(stop)])
+    servers.http.last_modified = True  # what tells a client that the file is racy
+    try:
+        for _ in range(400):  # until it has begun (bounded)
+            if target.stat().st_mtime_ns != first or proc.poll() is not None:
+                break
+            time.sleep(0.025)
+        yield
+    finally:
+        servers.http.last_modified = False
+        stop.write_text("")
+        proc.wait(timeout=60)
+
+
+@contextlib.contextmanager
 def serving(root: Path) -> Iterator[Servers]:
     """Write every dataset below ``root``, serve it over HTTP (a range server) and S3 (moto,
     bucket ``conf``), both on 127.0.0.1; stopped on leaving."""
     import boto3
     from moto.server import ThreadedMotoServer
 
-    for kind in ("good", "damaged"):
+    for kind in ("good", "damaged", "rewrite", "new"):
         (root / kind).mkdir(parents=True, exist_ok=True)
     writers.write_all(root)
     (root / "digests").mkdir()

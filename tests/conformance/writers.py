@@ -28,6 +28,13 @@ def truth_float() -> np.ndarray:
     return truth().astype(np.float32)
 
 
+def truth_new() -> np.ndarray:
+    """The array of the other version of each dataset (``rewrite/<name>`` is rewritten in
+    place between the two): other values everywhere, so that a block of two versions is
+    seen."""
+    return np.random.default_rng(2028).integers(1, 60000, SHAPE, dtype=np.uint16)
+
+
 def _tensorstore_n5(path: Path, data: np.ndarray) -> None:
     import tensorstore as ts
 
@@ -130,11 +137,16 @@ FAULT_FROM = {"zfpc": 39}
 
 
 def write_all(root: Path) -> None:
-    """``root/good/<name>`` and ``root/damaged/<name>`` for every writer."""
+    """``root/good/<name>`` and ``root/damaged/<name>`` for every writer; ``root/new/<name>``
+    the same dataset written with ``truth_new``, and ``root/rewrite/<name>`` a copy of the
+    good one whose victim file a cell rewrites in place with the new one's bytes."""
     for name, (write, _, victim, _, floats) in WRITERS.items():
         data: Any = truth_float() if floats else truth()
         write(root / "good" / name, data)
         shutil.copytree(root / "good" / name, root / "damaged" / name)
+        shutil.copytree(root / "good" / name, root / "rewrite" / name)
         cut = root / "damaged" / name / victim
         raw = cut.read_bytes()
         cut.write_bytes(raw[:len(raw) // 2])
+        new: Any = truth_new().astype(np.float32) if floats else truth_new()
+        write(root / "new" / name, new)

@@ -11,11 +11,13 @@ later); ``corrupt_next`` flips one byte in the body of that many answers (a serv
 damage: only a format's checksum can tell).  All of these only for paths holding
 ``fault_match`` when it is set.  ``ignore_range`` answers every GET with the whole file and
 200, as a server without range support does.  Answers carry an ``ETag`` made of the file's
-inode, modification time and size (``etags``; off: a server that names no versions).
+inode, modification time and size (``etags``; off: a server that names no versions);
+with ``last_modified`` also a ``Last-Modified`` (whole seconds), as nginx and Apache send.
 """
 
 from __future__ import annotations
 
+import email.utils
 import os
 import re
 import socket
@@ -51,6 +53,9 @@ class RangeServer(ThreadingHTTPServer):
         self.ignore_range = False
         #: Answers name the file's version in an ``ETag`` header.
         self.etags = True
+        #: Answers carry the file's ``Last-Modified`` (off by default: the tests write
+        #: files and read them at once, which a client would not trust yet).
+        self.last_modified = False
         self.hang = False
         self.hang_seconds = 30.0
         #: Only requests whose path holds this hang / fail (None: every request).
@@ -189,6 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "none" if srv.ignore_range else "bytes")
         if srv.etags:  # the file's version, as web servers make it (nginx: mtime and size)
             self.send_header("ETag", f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{size:x}"')
+        if srv.last_modified:
+            self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
         self.end_headers()

@@ -50,6 +50,7 @@ from typing import Any
 
 from viewer.format import lifecycle
 from viewer.format.errors import FormatError
+from viewer.format.handles import COARSE_WINDOW_NS, changing_error, settle_deadline
 from viewer.format.remote import config as _config
 from viewer.format.remote import diskcache, timeline
 from viewer.format.remote.diskcache import RangeCache
@@ -63,6 +64,10 @@ from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Dropped,
 from viewer.format.store import ObjectStat, Store, version_changed
 
 SCHEMES = ("http", "https", "s3", "gs", "gcs")
+#: Schemes whose server may serve a file while another program writes it in place (a web
+#: server in front of a folder): their answers follow the racy-timestamp rule.  An object
+#: store (S3, GCS) replaces an object whole, so none of its answers is half written.
+RACY_SCHEMES = ("http", "https")
 
 
 # -- counters -------------------------------------------------------------------------------------
@@ -335,12 +340,14 @@ class RemoteStore(Store):
         size = meta.get("size")
         etag = version_tag(meta)
         data.version = etag
+        if self.scheme in RACY_SCHEMES:
+            data.racy_ns = racy_answer_ns(meta.get("last_modified"))
         with self._lock:
             if isinstance(size, int):
                 self._sizes[key] = size
             if etag is not None:
                 self._versions[key] = etag
-        if self._cache is not None:
+        if self._cache is not None and not data.racy_ns:  # untrusted bytes are not kept
             self._cache.put(url, start, data, size if isinstance(size, int) else None, etag)
         return data
 
@@ -538,15 +545,36 @@ class RemoteStore(Store):
     def _results(self, key: str, ranges: Sequence[tuple[int, int]], version: str | None
                  ) -> tuple[list[bytes | OSError | FormatError], list[str | None]]:
         """``read_ranges_results`` and the version each range's bytes came from (None: not
-        known, or no bytes)."""
+        known, or no bytes).  Ranges answered from a file modified within the racy window
+        (``racy_answer_ns``) are asked for again once it has passed; still racy after
+        ``handles.SETTLE_NS``: their ``FileChangingError``."""
+        deadline = 0
+        while True:
+            out, tags, racy = self._results_once(key, ranges, version)
+            if not racy:
+                return out, tags
+            wait = max(racy.values())
+            deadline = deadline or settle_deadline()
+            if time.monotonic_ns() + wait > deadline:
+                for i in racy:
+                    out[i], tags[i] = changing_error(self.location(key)), None
+                return out, tags
+            time.sleep(wait / 1e9)
+
+    def _results_once(self, key: str, ranges: Sequence[tuple[int, int]], version: str | None
+                      ) -> tuple[list[bytes | OSError | FormatError], list[str | None],
+                                 dict[int, int]]:
+        """One round of ``_results``, and the ranges answered from a racy file (index ->
+        ns until its window has passed)."""
         url = self.location(key)
+        racy: dict[int, int] = {}
         out: list[bytes | OSError | FormatError] = [b""] * len(ranges)
         tags: list[str | None] = [None] * len(ranges)
         with self._lock:
             missing = key in self._missing
         if missing:
             return [FileNotFoundError(2, "no such object (HTTP 404)", url)
-                    for _ in ranges], tags
+                    for _ in ranges], tags, racy
         size = self.known_size(key)
         todo: list[tuple[int, int, int]] = []
         for i, (off, n) in enumerate(ranges):
@@ -563,7 +591,7 @@ class RemoteStore(Store):
                     continue
             todo.append((i, off, end))
         if not todo:
-            return out, tags
+            return out, tags, racy
         scheduled = self._schedule(key, [(s, e) for _, s, e in todo], READ)
         timeline.mark("wait", key, todo[0][1], todo[-1][2], note=f"{len(todo)} ranges")
         for (i, off, end), job in zip(todo, scheduled, strict=True):
@@ -585,12 +613,14 @@ class RemoteStore(Store):
                 else:
                     out[i] = data[off - job.start:end - job.start]  # fixed once it started
                     tags[i] = got
+                    if isinstance(data, _Answer) and data.racy_ns:
+                        racy[i] = data.racy_ns
                 break
             else:
                 out[i] = RemoteIOError("read-ahead dropped repeatedly", url,
                                        byte_range=(off, end))
         timeline.mark("waited", key, todo[0][1], todo[-1][2])
-        return out, tags
+        return out, tags, racy
 
     def _cache_get(self, url: str, start: int, end: int, version: str | None
                    ) -> tuple[bytes, str | None] | None:
@@ -646,7 +676,16 @@ class RemoteStore(Store):
         with self._lock:
             if key in self._missing:
                 raise FileNotFoundError(2, "no such object (HTTP 404)", self.location(key))
-        return self._request(key, offset, None)
+        deadline = 0
+        while True:
+            data = self._request(key, offset, None)
+            wait = data.racy_ns if isinstance(data, _Answer) else 0
+            if not wait:
+                return data
+            deadline = deadline or settle_deadline()
+            if time.monotonic_ns() + wait > deadline:
+                raise changing_error(self.location(key))
+            time.sleep(wait / 1e9)
 
     def prefetch(self, key: str, ranges: Sequence[tuple[int, int]], keep: bool = False) -> None:
         """Start fetching these ``(offset, length)`` ranges (read-ahead) and return at once.
@@ -747,9 +786,33 @@ class RemoteStore(Store):
 
 
 class _Answer(bytes):
-    """An answer's bytes and the version of the object they came from (``version_tag``)."""
+    """An answer's bytes, the version of the object they came from (``version_tag``) and,
+    when the object was modified within the racy window, ns until that has passed
+    (``racy_answer_ns``; 0: trusted)."""
 
     version: str | None = None
+    racy_ns: int = 0
+
+
+def racy_answer_ns(modified: Any, now_ns: int | None = None) -> int:
+    """The racy-timestamp rule for an answer (``handles.racy_wait_ns`` for local files): ns
+    until its ``Last-Modified`` lies outside the coarse racy window (an HTTP date holds whole
+    seconds); 0 when it does already, or when the answer names no time (a server that sends
+    none: the client sees the epoch) or one ahead of our clock by more than the window (a
+    server whose clock runs ahead: waiting cannot tell).  A web server serving a file that
+    another program writes in several ``write`` calls answers with bytes of two versions,
+    under a version tag (an ETag of time and size) that is right for them; only the time
+    tells that it may be such a moment."""
+    if modified is None or not hasattr(modified, "timestamp"):
+        return 0
+    newest = int(modified.timestamp()) * 1_000_000_000
+    if newest <= 0:
+        return 0
+    if now_ns is None:
+        now_ns = time.time_ns()
+    if newest - now_ns > COARSE_WINDOW_NS:
+        return 0
+    return max(0, newest + COARSE_WINDOW_NS - now_ns)
 
 
 def version_tag(meta: Any) -> str | None:
