@@ -14,7 +14,8 @@ in a timeout (their details go to stderr), else 0.
 
 Then the concurrent-rewrite trial (``tests/fuzz/rewrite.py``): ``--rewrite-reads`` reads (0:
 none) of a raw WKW file that another process rewrites in place in two ``write`` calls,
-through four read paths; it reports the blocks read whole, the blocks of two versions
+through four local read paths and over HTTP (a range server serving the file as it is
+rewritten); it reports the blocks read whole, the blocks of two versions
 (``mixed``), the ``FileChangedError`` / ``FileChangingError`` counts and untyped errors, and
 any mixed block or untyped error also makes the exit status 1.
 """
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rewrite_reads > 0:
         with tempfile.TemporaryDirectory(prefix="wkw-rewrite-") as folder:
             rewrite = load_rewrite_trial().run_trial(Path(folder), args.rewrite_reads,
-                                                     seed=args.seed)
+                                                     seed=args.seed, http=True)
     table = total.table()
     for r in total.bad:
         print(f"{r.target} mutant {r.index}: {r.outcome}\n{r.detail}", file=sys.stderr)

@@ -8,7 +8,9 @@ Every block of version ``v`` holds one value, ``value(v, block)``, so a read tha
 block of two versions is seen.  Each read (``wkw.File.read_whole``, a ``wkw.Dataset`` box, a
 ``Volume.read`` through ``open_volume``, the loader's ``read_units``) must give whole blocks
 of either version or a ``FileChangedError`` (``FileChangingError`` when the file kept
-changing); ``run_trial`` counts what came out.  Used by
+changing); ``run_trial`` counts what came out.  With ``http``, every fifth read is a
+``Volume.read`` through a range server on 127.0.0.1 that serves the file being rewritten
+(sending ``Last-Modified``, as web servers do: the racy-timestamp rule over HTTP).  Used by
 ``tests/faults/test_racy_rewrite.py`` and ``python -m benchmarks.fuzz --rewrite-reads N``.
 """
 
@@ -76,11 +78,15 @@ def _blocks_of_box(box: Any) -> list[tuple[int, Any]]:
     return out
 
 
-def _read_once(kind: int, root: Path, path: Path) -> list[tuple[int, Any]]:
-    """The blocks of the file as one of four paths reads them (errors of blocks included)."""
+def _read_once(kind: int, root: Path, path: Path, url: str = "") -> list[tuple[int, Any]]:
+    """The blocks of the file as one of four paths reads them, or (``kind`` 4) a
+    ``Volume.read`` of ``url`` (errors of blocks included)."""
     from viewer.format import open_volume, wkw
 
     n = FILE_LEN ** 3
+    if kind == 4:
+        with open_volume(url) as v:
+            return _blocks_of_box(v.read((0, 0, 0), (SIDE, SIDE, SIDE)))
     if kind == 0:
         return list(enumerate(wkw.File.read_whole(str(path), range(n))[1]))
     if kind == 1:
@@ -95,7 +101,8 @@ def _read_once(kind: int, root: Path, path: Path) -> list[tuple[int, Any]]:
         return list(enumerate(got))
 
 
-def run_trial(folder: Path, reads: int, seed: int = 1, gap: float = 0.03) -> dict[str, int]:
+def run_trial(folder: Path, reads: int, seed: int = 1, gap: float = 0.03,
+              http: bool = False) -> dict[str, int]:
     """Race ``reads`` reads against a writer process; the counts of what came out:
     ``reads``, ``blocks_ok`` (whole blocks of either version), ``mixed`` (blocks of two
     versions, or of neither), ``changed`` (reads or blocks that were a ``FileChangedError``,
@@ -122,6 +129,20 @@ def run_trial(folder: Path, reads: int, seed: int = 1, gap: float = 0.03) -> dic
     counts = {"reads": 0, "blocks_ok": 0, "mixed": 0, "changed": 0, "changing": 0,
               "other_errors": 0, "untyped": 0}
     rng = random.Random(seed)
+    server: Any = None
+    if http:
+        import importlib.util
+
+        from viewer.format.remote import configure
+
+        spec = importlib.util.spec_from_file_location(
+            "range_server", Path(__file__).resolve().parents[1] / "remote" / "range_server.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        configure(cache_bytes=0, retries=0, timeout_s=5)  # no cache: every read asks
+        server = module.RangeServer(str(folder)).start()
+        server.last_modified = True
 
     def count_error(exc: FormatError) -> None:
         if isinstance(exc, FileChangedError):
@@ -136,7 +157,8 @@ def run_trial(folder: Path, reads: int, seed: int = 1, gap: float = 0.03) -> dic
             time.sleep(rng.uniform(0.0, 0.02))
             counts["reads"] += 1
             try:
-                blocks = _read_once(k % 4, folder / "target", path)
+                blocks = _read_once(k % 5 if http else k % 4, folder / "target", path,
+                                    f"{server.url}/target" if http else "")
             except FormatError as exc:
                 count_error(exc)
                 continue
@@ -155,6 +177,8 @@ def run_trial(folder: Path, reads: int, seed: int = 1, gap: float = 0.03) -> dic
     finally:
         stop.write_text("")
         writer.wait(timeout=60)
+        if server is not None:
+            server.stop()
     return counts
 
 
