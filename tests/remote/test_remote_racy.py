@@ -74,3 +74,50 @@ def test_a_file_that_settles_within_the_wait_is_read_after_it(
         assert store.read_ranges("f.bin", [(4, 4)])[0] == bytes([4, 5, 6, 7])
         asked = sum(1 for m, p, _ in srv.log if m == "GET" and p.endswith("f.bin"))
     assert asked == 2  # the racy answer, then the trusted one
+
+
+def test_changing_blocks_over_http_look_changing_then_read_when_settled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window's loader over HTTP: the blocks of a file the server says was modified this
+    moment get the ``CHANGING`` look with the URL's ``FileChangingError`` (the other file's
+    blocks read), and are read again, from the server, once it has settled."""
+    import numpy as np
+
+    from viewer.core.loader import Loader
+    from viewer.core.slicing import XY, PlaneRequest, Status
+    from viewer.format import open_volume, wkw
+
+    monkeypatch.setattr(handles, "SETTLE_NS", 300_000_000)
+    configure(retries=0, timeout_s=5, cache_bytes=0)
+    header = wkw.Header(np.uint8, block_len=8, file_len=1, block_type=wkw.BLOCK_TYPE_RAW)
+    root = tmp_path / "ds"
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((0, 0, 0), np.full((16, 8, 8), 5, np.uint8))
+    old = time.time() - 60
+    for path in root.rglob("*.wkw"):
+        os.utime(path, (old, old))
+    changing = root / "z0" / "y0" / "x0.wkw"
+    os.utime(changing, (time.time() + 1,) * 2)  # racy for longer than the wait
+    req = PlaneRequest(XY, 0, (0, 0), (16, 8))
+    with RangeServer(str(tmp_path)) as srv:
+        srv.last_modified = True
+        loader = Loader(open_volume(f"{srv.url}/ds"), prefetch_enabled=False)
+        try:
+            loader.set_wanted([req], 0, (0, 0, 0))
+            assert loader.wait_idle(60)
+            plane = loader.plane(req)
+            assert (plane.status[:8] == Status.CHANGING).all()
+            assert (plane.status[8:] == Status.DATA).all()
+            assert any(isinstance(e, FileChangingError) and
+                       e.path == f"{srv.url}/ds/z0/y0/x0.wkw" for e in plane.errors.values())
+            os.utime(changing, (old, old))  # settled
+            for _ in range(300):  # the loader reads the blocks again (bounded)
+                plane = loader.plane(req)
+                if (plane.status == Status.DATA).all():
+                    break
+                loader.wait_idle(5)
+                time.sleep(0.05)
+            assert (plane.status == Status.DATA).all()
+            assert np.unique(plane.data).tolist() == [5] and not plane.errors
+        finally:
+            loader.close()
