@@ -32,7 +32,7 @@ SERVER_FAULTS = {"cut": "cut_next", "http500": "fail_next", "reset": "reset_next
 #: the store's retries ride out.
 THROTTLED = 2
 #: The S3 faults (through ``fault_proxy.FaultProxy`` in front of moto).
-S3_FAULTS = ("none", "damaged", "http500", "slowdown", "cut", "reset", "etag")
+S3_FAULTS = ("none", "damaged", "http500", "slowdown", "cut", "reset", "etag", "rewrite")
 #: The HTTP faults (``range_server.RangeServer``).
 HTTP_FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache", "rewrite")
 #: The local faults.
@@ -85,6 +85,7 @@ class Servers:
     s3_env: dict[str, str]  #: the environment that points the S3 client at moto (its proxy)
     s3_proxy: Any  #: the FaultProxy in front of moto
     digests: Path  #: folder of the healthy local copies' digest lists
+    s3: Any = None  #: a boto3 client of moto (bucket ``conf``)
 
 
 def location(servers: Servers, store: str, kind: str, name: str) -> str:
@@ -274,7 +275,7 @@ def run_cell(servers: Servers, name: str, store: str, fault: str, work: Path) ->
     out: dict[str, str] = {}
     if fault == "rewrite":
         loc = location(servers, store, "rewrite", name)
-    with settings(env), _settle_wait(fault), _rewriting(servers, name, fault, work):
+    with settings(env), _settle_wait(fault), _rewriting(servers, name, store, fault, work):
         if fault in SERVER_FAULTS:
             srv.fault_match = writers.WRITERS[name][3]
             srv.fault_from = writers.FAULT_FROM.get(name, 0)
@@ -314,9 +315,12 @@ def _settle_wait(fault: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _rewriting(servers: Servers, name: str, fault: str, work: Path) -> Iterator[None]:
+def _rewriting(servers: Servers, name: str, store: str, fault: str, work: Path
+               ) -> Iterator[None]:
     """For the ``rewrite`` fault: another process (``REWRITER``) rewrites the victim file of
-    ``rewrite/<name>`` in place, alternating with ``new/<name>``'s, while the paths run."""
+    ``rewrite/<name>`` in place, alternating with ``new/<name>``'s, while the paths run; in
+    S3 the object is replaced (a ``PUT`` of each version in turn: an object store has no
+    writes in place)."""
     import subprocess
     import time
 
@@ -324,6 +328,10 @@ def _rewriting(servers: Servers, name: str, fault: str, work: Path) -> Iterator[
         yield
         return
     victim = writers.WRITERS[name][2]
+    if store == "s3":
+        with _replacing(servers, name, victim):
+            yield
+        return
     target = servers.root / "rewrite" / name / victim
     stop = work / "stop-rewriting"
     first = target.stat().st_mtime_ns
@@ -341,6 +349,32 @@ def _rewriting(servers: Servers, name: str, fault: str, work: Path) -> Iterator[
         servers.http.last_modified = False
         stop.write_text("")
         proc.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def _replacing(servers: Servers, name: str, victim: str) -> Iterator[None]:
+    """A thread that puts the two versions of ``rewrite/<name>/<victim>`` in S3 in turn,
+    until the cell ends (then the first one back)."""
+    import threading
+
+    key = f"rewrite/{name}/{victim}"
+    versions = [(servers.root / kind / name / victim).read_bytes() for kind in ("good", "new")]
+    stop = threading.Event()
+
+    def replace() -> None:
+        k = 0
+        while not stop.wait(0.02):
+            k += 1
+            servers.s3.put_object(Bucket="conf", Key=key, Body=versions[k % 2])
+
+    thread = threading.Thread(target=replace, daemon=True, name="conformance-replace")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+        servers.s3.put_object(Bucket="conf", Key=key, Body=versions[0])
 
 
 @contextlib.contextmanager
@@ -364,7 +398,7 @@ def serving(root: Path) -> Iterator[Servers]:
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                       aws_access_key_id="testing", aws_secret_access_key="testing")
     s3.create_bucket(Bucket="conf")
-    for kind in ("good", "damaged"):
+    for kind in ("good", "damaged", "rewrite"):
         for dirpath, _, files in os.walk(root / kind):
             for fname in files:
                 full = os.path.join(dirpath, fname)
@@ -375,6 +409,6 @@ def serving(root: Path) -> Iterator[Servers]:
               "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
     try:
         with server_cls(str(root)) as http, proxy:
-            yield Servers(root, http, s3_env, proxy, root / "digests")
+            yield Servers(root, http, s3_env, proxy, root / "digests", s3)
     finally:
         moto.stop()
