@@ -95,7 +95,8 @@ def check_voxels(src: LayeredSource, layers: list[SourceLayer], data: np.ndarray
 def time_points_cached(src: LayeredSource) -> set[int]:
     """The time points of which the cache holds blocks."""
     assert src.cache is not None
-    return {dict(key[0][1])["t"] for key in src.cache.keys() if isinstance(key[0], tuple)}
+    cached = src.cache.keys()
+    return {dict(key[0][1])["t"] for key in cached if isinstance(key[0], tuple)}
 
 
 def test_the_next_time_point_is_read_ahead_and_shown_at_once(source, movie) -> None:
