@@ -134,11 +134,13 @@ class LayeredSource:
     ``cache``: the block cache the parts share, if any (for ``stats`` and the budget).
     ``on_close`` runs after every part closed (e.g. closing the webKnossos dataset).
     ``prefetch``: let the parts prefetch around what they show (off: they read the screen and
-    its placeholders only)."""
+    its placeholders only).  ``time_ahead``: read the screen's planes ahead at the previous
+    and next element of the first extra axis (with ``prefetch``)."""
 
     def __init__(self, layers: Sequence[SourceLayer], make_part: PartFactory | None = None, *,
                  cache: BlockCache | None = None,
-                 on_close: Callable[[], None] | None = None, prefetch: bool = True) -> None:
+                 on_close: Callable[[], None] | None = None, prefetch: bool = True,
+                 time_ahead: bool = True) -> None:
         if not layers:
             raise ValueError("a source needs at least one layer")
         names = [layer.name for layer in layers]
@@ -150,6 +152,7 @@ class LayeredSource:
         self._make_part = make_part or _sync_part
         self._on_close = on_close
         self.prefetch = prefetch
+        self.time_ahead = time_ahead
         #: The parts of the layers' volumes (at the shown element of their extra axes), and
         #: every live part, those reading ahead at neighbouring elements too.
         self._parts: dict[tuple[str, Vec3], PlaneSource] = {}
@@ -363,7 +366,7 @@ class LayeredSource:
         """The chosen planes at the neighbouring elements of the first extra axis, read ahead
         at low priority (background parts only); parts neither shown nor ahead now retire."""
         ahead: set[PartKey] = set()
-        if self.prefetch and self.cache is not None:
+        if self.prefetch and self.time_ahead and self.cache is not None:
             for (name, mag), planes in chosen.items():
                 mag_cursor = (cursor[0] // mag[0], cursor[1] // mag[1], cursor[2] // mag[2])
                 for volume in self._neighbours(name, mag):
