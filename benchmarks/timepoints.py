@@ -106,9 +106,11 @@ def steps(path: Path, mode: str) -> dict[str, list[float]]:
     app.processEvents()
     if not window.open_path(path):
         raise RuntimeError(f"could not open {path}")
+    source = window.source
+    assert source is not None
     if mode == "rebuilt":
-        window._show_index = _rebuilt_show_index(window)
-        window.source.time_ahead = False
+        window._show_index = _rebuilt_show_index(window)  # type: ignore[method-assign]
+        source.time_ahead = False
 
     def complete() -> bool:
         return all(v.plane is not None and v.plane.complete for v in window.views.values())
@@ -124,7 +126,8 @@ def steps(path: Path, mode: str) -> dict[str, list[float]]:
         until_complete()
         for _ in range(200):
             app.processEvents()
-            if window.source.wait_idle(0.05) and complete():
+            shown = window.source
+            if shown is not None and shown.wait_idle(0.05) and complete():
                 app.processEvents()
                 return
         raise RuntimeError("the loaders never went idle")
