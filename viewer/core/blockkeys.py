@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,11 @@ def cache_layer(layer: Hashable, volume: Volume) -> Hashable:
     """The layer part of ``volume``'s block keys: ``layer``, qualified by the element of each
     extra axis the volume reads (``(layer, (("t", 3),))``) when it has extra axes, so that
     the elements of a time series share one cache without taking each other's blocks."""
-    index = volume.extra_index
+    return layer_at(layer, volume.extra_index)
+
+
+def layer_at(layer: Hashable, index: Mapping[str, int]) -> Hashable:
+    """``cache_layer`` of a volume of ``layer`` at element ``index`` of its extra axes."""
     return (layer, tuple(sorted(index.items()))) if index else layer
 
 
@@ -81,4 +85,4 @@ class BlockKeys:
         return keys, blocks
 
 
-__all__ = ["BlockKeys", "cache_layer"]
+__all__ = ["BlockKeys", "cache_layer", "layer_at"]

@@ -37,12 +37,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from viewer.core import multires
-from viewer.core.blockkeys import cache_layer
+from viewer.core.blockkeys import layer_at
 from viewer.core.cache import BlockCache
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.multires import ComposedPlane, MagPlaneRequest
@@ -190,14 +191,21 @@ class LayeredSource:
             self._parts[key] = part
         return part
 
-    def _part_of(self, layer: str, mag: Vec3, volume: Volume) -> PlaneSource:
+    def _part_of(self, layer: str, mag: Vec3, volume: Volume | Callable[[], Volume],
+                 index: Mapping[str, int] | None = None) -> PlaneSource:
         """The live part of ``volume`` (``layer`` at ``mag``, at the volume's element of its
-        extra axes), made when there is none.  Its arrivals are passed on only while it is
-        the part shown (``_parts``)."""
-        key: PartKey = (layer, mag, cache_layer(layer, volume))
+        extra axes, or at ``index`` for a volume made only when the part is: a callable),
+        made when there is none.  Its arrivals are passed on only while it is the part shown
+        (``_parts``)."""
+        if isinstance(volume, Volume):
+            index = volume.extra_index
+        assert index is not None
+        key: PartKey = (layer, mag, layer_at(layer, index))
         part = self._all.get(key)
         if part is not None:
             return part
+        if not isinstance(volume, Volume):
+            volume = volume()
         made = self._make_part(volume, layer, mag)
         fu, fv, fw = mag
         listeners, shown = self._listeners, self._parts
@@ -234,24 +242,17 @@ class LayeredSource:
         self._ahead = set()
         self._wanted = ()
 
-    def _neighbours(self, layer: str, mag: Vec3) -> list[Volume]:
-        """``layer``'s volume at ``mag`` at the previous and next element of the first extra
-        axis, those that exist (none for a layer without that axis)."""
+    def _neighbours(self, layer: str, mag: Vec3) -> list[dict[str, int]]:
+        """The previous and next element of the first extra axis from ``layer``'s at ``mag``,
+        those that exist (none for a layer without that axis)."""
         volume = self.layers[layer].mags[mag]
         axis = self._axis
         n = volume.extra_axes.get(axis, 0) if axis is not None else 0
         if n < 2 or axis is None:
             return []
         index = volume.extra_index
-        out: list[Volume] = []
-        for step in (1, -1):
-            i = index.get(axis, 0) + step
-            if 0 <= i < n:
-                try:
-                    out.append(volume.at_index({**index, axis: i}))
-                except (FormatError, KeyError, IndexError):
-                    log.warning("no element %s=%d of layer %s", axis, i, layer)
-        return out
+        return [{**index, axis: i} for i in (index.get(axis, 0) + 1, index.get(axis, 0) - 1)
+                if 0 <= i < n]
 
     @property
     def parts(self) -> dict[tuple[str, Vec3], PlaneSource]:
@@ -369,8 +370,13 @@ class LayeredSource:
         if self.prefetch and self.time_ahead and self.cache is not None:
             for (name, mag), planes in chosen.items():
                 mag_cursor = (cursor[0] // mag[0], cursor[1] // mag[1], cursor[2] // mag[2])
-                for volume in self._neighbours(name, mag):
-                    part = self._part_of(name, mag, volume)
+                volume = self.layers[name].mags[mag]
+                for index in self._neighbours(name, mag):
+                    try:  # the volume at the neighbour, made only with its part
+                        part = self._part_of(name, mag, partial(volume.at_index, index), index)
+                    except (FormatError, KeyError, IndexError) as exc:
+                        log.warning("layer %s: no element %s: %s", name, index, exc)
+                        continue
                     if not isinstance(part, Loader):
                         continue
                     part.prefetch_enabled = False  # the planes alone, not around them
