@@ -28,6 +28,7 @@ def issue_references(root: Path) -> list[str]:
         paths = [start] if start.is_file() else sorted(start.rglob("*"))
         for path in paths:
             if (not path.is_file() or path.suffix not in {"", ".py", ".toml", ".spec", ".c"}
+                    or ".cache" in path.relative_to(root).parts  # benchmark data, not code
                     or path == Path(__file__).resolve()):  # (its examples)
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")

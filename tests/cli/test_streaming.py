@@ -104,7 +104,7 @@ def test_chunk_sorter_merges_runs_in_grid_order(monkeypatch: pytest.MonkeyPatch,
         index = np.arange(6)
         sorter.add(chunk_list.records(grid, index * 10, (unit, 0, 0), index, index * 100,
                                       np.zeros(6, bool)))
-        every.extend((*g, i * 10, unit, 0, 0, i, i * 100, 0)
+        every.extend((*g, i * 10, unit, 0, 0, i, i * 100, 0, 0, 0)
                      for g, i in zip(grid.tolist(), index.tolist(), strict=True))
     got = list(sorter.sorted())
     sorter.close()

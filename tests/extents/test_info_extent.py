@@ -5,6 +5,7 @@ a multiple of its chunks or shards counts the chunks the extent meets, not its s
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,41 @@ def test_zarr_chunk_counts_are_over_the_chunks_the_shape_meets(
     assert doc["origin"] == [0, 0, 0] and doc["shape"] == list(w.ODD)
     assert doc["chunks"]["count"] == doc["chunks"]["present"] == met
     assert sum(f["chunks"]["count"] for f in doc["files"]) == met
+
+
+@pytest.mark.parametrize("rel, quick", [("ome-tc.zarr", False), ("ome-tc.zarr", True),
+                                        ("ome-c.zarr", False), ("ome-c.zarr", True)])
+def test_info_names_each_channel_groups_own_file(cases: tuple[Path, list[Any]],
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 rel: str, quick: bool) -> None:
+    """Channels in chunks of their own (zarr-python): a row per file, each naming its own
+    file and channels, with that file's size; a shard holding two channels' chunks is one
+    row for both."""
+    root, _ = cases
+    array = root / rel / "0"
+    code = main(["info", str(root / rel), "--json", "--chunks", *(["--quick"] if quick else [])])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads(out)
+    if rel == "ome-tc.zarr":  # zarr v2, t c z y x, one chunk per file: t=0's files
+        on_disk = {str(p) for p in array.iterdir()
+                   if not p.name.startswith(".") and p.name.split(".")[0] == "0"}
+    else:  # zarr v3, c z y x, shards of 2 channels (3 channels: 2 shards along c)
+        on_disk = {str(p) for p in (array / "c").rglob("*") if p.is_file()}
+    rows = doc["files"]
+    assert {r["path"] for r in rows} == on_disk and len(rows) == len(on_disk)
+    for r in rows:
+        assert r["file_size"] == Path(r["path"]).stat().st_size
+        c0, c1 = r["channels"]
+        if rel == "ome-tc.zarr":
+            assert int(Path(r["path"]).name.split(".")[1]) == c0 and c1 == c0 + 1
+            assert r["block_sizes"]["total"] == r["file_size"]
+        else:
+            k = int(Path(r["path"]).relative_to(array / "c").parts[0])
+            assert (c0, c1) == (2 * k, min(2 * k + 2, 3))
+    met = w.ODD[0] // 16 + 1, w.ODD[1] // 16 + 1, 1  # 70 x 50 x 12 in 16^3 chunks
+    groups = 3
+    assert doc["chunks"]["count"] == doc["chunks"]["present"] == math.prod(met) * groups
+    assert sum(r["chunks"]["present"] for r in rows) == doc["chunks"]["present"]
+    assert len(doc["chunk_list"]) == doc["chunks"]["present"]
+    assert all(e["channels"] in [r["channels"] for r in rows] for e in doc["chunk_list"])

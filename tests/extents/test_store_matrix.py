@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import extents_writers as w
 import numpy as np
 import pytest
 
-from viewer.format import Dataset, open_dataset
+from viewer.format import Dataset, open_dataset, open_volume
 
 STORES = ("local", "http", "s3")
 
@@ -74,3 +75,29 @@ def test_the_same_layers_mags_extents_and_voxels_from_every_store(
             ds.close()
     finally:
         local.close()
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_every_time_point_of_a_time_series_from_every_store(
+        cases: tuple[Path, list[Any]], store: str, request: pytest.FixtureRequest) -> None:
+    """The OME-Zarr ``(t, c, z, y, x)`` image (zarr-python, c chunk 1) at each time point, by
+    ``open_volume(index=)``, ``Volume.at_index`` and ``Dataset.set_index``, from every store."""
+    root, _ = cases
+    tc = np.stack([np.stack([w.truth((*w.ODD[:2], 12), seed=2 + 3 * k + c) for c in range(3)])
+                   for k in range(2)])  # as the conftest writes it: (T, C, X, Y, Z)
+    where = _location(store, root, "ome-tc.zarr", request)
+    v = open_volume(where, index={"t": 1})
+    try:
+        assert v.extra_axes == {"t": 2} and v.extra_index == {"t": 1}
+        np.testing.assert_array_equal(v.read(v.origin, v.shape), tc[1])
+        first = v.at_index({"t": 0})
+        np.testing.assert_array_equal(first.read(first.origin, first.shape), tc[0])
+    finally:
+        v.close()
+    ds = open_dataset(where)
+    try:
+        ds.set_index({"t": 1})
+        m = ds.layers[0].mags[0].volume
+        np.testing.assert_array_equal(m.read(m.origin, m.shape), tc[1])
+    finally:
+        ds.close()

@@ -118,3 +118,59 @@ def test_time_slider_changes_the_image_and_the_status_bar(window: Any, qtbot: An
     qtbot.waitUntil(lambda: window.state.index == {"t": 0}, timeout=5000)
     qtbot.waitUntil(lambda: _colour_at(view, 10.5, 10.5) == (50, 50, 50), timeout=20000)
     assert slider.value() == 0
+
+
+def _random_series(path: Path) -> np.ndarray:
+    """Three time points of one channel, every voxel its own (uint8, axes t, z, y, x); the
+    data as (t, x, y, z)."""
+    import zarr
+
+    data = np.random.default_rng(3).integers(1, 255, size=(3, *SHAPE), dtype=np.uint8)
+    arr = zarr.create_array(str(path), shape=(3, *SHAPE[::-1]), dtype="uint8",
+                            chunks=(1, 8, 16, 16), zarr_format=3, fill_value=0,
+                            dimension_names=["t", "z", "y", "x"])
+    arr[...] = data.transpose(0, 3, 2, 1)
+    return data
+
+
+def test_the_next_time_point_is_read_ahead_and_shown_at_once(qtbot: Any,
+                                                             tmp_path: Path) -> None:
+    from PySide6.QtGui import QAction
+
+    from viewer.ui.main_window import QtMainWindow
+
+    w = QtMainWindow()
+    w.add_background_loading(32 << 20)
+    w.resize(1000, 800)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    data = _random_series(tmp_path / "movie.zarr")
+    assert w.open_path(tmp_path / "movie.zarr", pos=(20, 20, 8))
+    assert w.state.extra_axes == {"t": 3}
+
+    def shown_complete() -> bool:
+        return all(v.plane is not None and v.plane.complete for v in w.views.values())
+
+    def time_points_cached() -> set[int]:
+        cached = w.source.cache.keys()
+        return {dict(k[0][1])["t"] for k in cached if isinstance(k[0], tuple)}
+
+    qtbot.waitUntil(shown_complete, timeout=20000)
+    assert w.source.wait_idle(30)
+    assert time_points_cached() == {0, 1}  # the next time point is in the cache before ]
+    misses = w.source.stats().misses
+    step = {a.shortcut().toString(): a for a in w.findChildren(QAction)}
+    step["]"].trigger()  # what ] does
+    assert w.state.index == {"t": 1}
+    assert shown_complete()  # at once, from the cache: nothing read for it
+    assert w.source.stats().misses == misses
+    for axis, view in w.views.items():
+        (ox, oy, oz), (sx, sy, sz) = view.plane.request.box()
+        want = np.moveaxis(data[1, ox:ox + sx, oy:oy + sy, oz:oz + sz], axis, -1)[..., 0]
+        np.testing.assert_array_equal(view.plane.data[0], want)
+    qtbot.waitUntil(lambda: time_points_cached() == {0, 1, 2}, timeout=20000)
+    step["["].trigger()  # back: t=0 was kept
+    assert w.state.index == {"t": 0} and shown_complete()
+    assert w.source.stats().misses == misses
+    w.close()

@@ -98,3 +98,23 @@ def test_a_channel_run_starting_inside_a_block(split: dict[str, Path], kernel: b
         np.testing.assert_array_equal(chunk[:, :5, :5, :2], want[c:c + 1, 16:21, 8:13, 4:6])
     with pytest.raises(Exception, match="not in one block"):
         N5Volume(store, "", attrs, channels=(1, 3))
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_info_names_each_channel_blocks_own_file(split: dict[str, Path], quick: bool,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``info`` on channels one per block (z5py): a row per chunk file, each with its own path,
+    size and channel, every file of the dataset listed once."""
+    from viewer.cli import main
+
+    path = split["z5py1"]
+    assert main(["info", str(path), "--json", *(["--quick"] if quick else [])]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    on_disk = {str(p) for p in path.rglob("*") if p.is_file() and p.name != "attributes.json"}
+    rows = doc["files"]
+    assert {r["path"] for r in rows} == on_disk and len(rows) == len(on_disk)
+    for r in rows:
+        c = int(Path(r["path"]).name)  # N5 block path x/y/z/c: the channel block last
+        assert r["channels"] == [c, c + 1]
+        assert r["file_size"] == Path(r["path"]).stat().st_size
+    assert doc["chunks"]["present"] == doc["chunks"]["count"] == len(on_disk)

@@ -187,3 +187,30 @@ def test_settings_are_written_where_the_test_says(settings_dir, two_datasets, qt
     window.close()
     assert _stored(settings_dir).value("recent") in ([str(a)], str(a))
     assert _stored(settings_dir).value("window/geometry") is not None
+
+
+def test_a_time_series_gets_back_its_time_point(settings_dir, tmp_path, qtbot):
+    """The index of the extra axes is remembered per dataset (a zarr-python time series), and
+    the view shows that time point's voxels when the dataset opens again."""
+    zarr = pytest.importorskip("zarr")
+    from viewer.core.slicing import XY
+
+    path = tmp_path / "movie.zarr"
+    arr = zarr.create_array(str(path), shape=(3, 16, 16, 16), dtype="uint8",
+                            chunks=(1, 16, 16, 16), zarr_format=3, fill_value=0,
+                            dimension_names=["t", "z", "y", "x"])
+    for t in range(3):
+        arr[t] = 10 * (t + 1)
+    window = _new_window(qtbot)
+    window.open_path(path)
+    assert window.state.index == {"t": 0}
+    window.state.step_index(1)
+    window.state.step_index(1)
+    assert window.state.index == {"t": 2}
+    window.close()
+
+    again = _new_window(qtbot)
+    again.open_path(path)
+    assert again.state.index == {"t": 2}
+    plane = again.views[XY].plane
+    assert plane is not None and plane.complete and (plane.data == 30).all()

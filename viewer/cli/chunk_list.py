@@ -18,12 +18,13 @@ from typing import IO
 import numpy as np
 import numpy.typing as npt
 
-#: One record per chunk present.
+#: One record per chunk present; ``c0``, ``c1``: the channels ``[c0, c1)`` of its group when
+#: the channels are stored apart (``Volume.channel_groups``; both 0 otherwise).
 RECORD = np.dtype([("i", "<i8"), ("j", "<i8"), ("k", "<i8"), ("stored", "<i8"),
                    ("ui", "<i8"), ("uj", "<i8"), ("uk", "<i8"), ("index", "<i8"),
-                   ("offset", "<i8"), ("constant", "u1")])
-#: A record as Python values: (i, j, k, stored, ui, uj, uk, index, offset, constant).
-Entry = tuple[int, int, int, int, int, int, int, int, int, int]
+                   ("offset", "<i8"), ("constant", "u1"), ("c0", "<i8"), ("c1", "<i8")])
+#: A record as Python values: (i, j, k, stored, ui, uj, uk, index, offset, constant, c0, c1).
+Entry = tuple[int, int, int, int, int, int, int, int, int, int, int, int]
 #: Chunks sorted in memory at a time (one run).
 RUN = 1 << 16
 #: Records held in memory by all the runs' read blocks together while merging.
@@ -48,13 +49,15 @@ def records(grid: npt.NDArray[np.int64], stored: npt.NDArray[np.int64], unit: tu
 
 
 def _sorted(run: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
-    return run[np.lexsort((run["k"], run["j"], run["i"]))]
+    return run[np.lexsort((run["c0"], run["k"], run["j"], run["i"]))]
 
 
 def entry_text(e: Entry) -> str:
     """One record as the JSON text of its ``chunk_list`` entry."""
     text = (f'{{"grid": [{e[0]}, {e[1]}, {e[2]}], "stored_bytes": {e[3]}, '
             f'"unit": [{e[4]}, {e[5]}, {e[6]}], "index": {e[7]}, "offset": {e[8]}')
+    if e[11]:
+        text += f', "channels": [{e[10]}, {e[11]}]'
     return text + (', "constant": true}' if e[9] else "}")
 
 

@@ -22,17 +22,21 @@ number of units or chunks.  ``--json`` prints one JSON document instead, written
      "origin": [X, Y, Z], "shape": [X, Y, Z], "chunk_shape": [X, Y, Z],
      "chunks": {count, present, stored_bytes: {min, median, max, total}},
      "header": {...the format's header fields...}, "geometry": {...},
-     "files": [{path, unit: [i, j, k], block_type, compression, file_size,
-                block_sizes: {min, median, max, total}, ratio, chunks: {count, present},
-                problems: [...]}],
-     "chunk_list": [{grid: [i, j, k], stored_bytes, unit, index, offset}]   (--chunks),
+     "files": [{path, unit: [i, j, k], channels: [c0, c1], block_type, compression,
+                file_size, block_sizes: {min, median, max, total}, ratio,
+                chunks: {count, present}, problems: [...]}],
+     "chunk_list": [{grid: [i, j, k], stored_bytes, unit, index, offset, channels}]
+                                                      (--chunks),
      "problems": [...], "valid": bool, "checked": "structure" | "decoded"}
 
-``chunks`` counts the chunks of the grid that the extent (``shape`` from the volume's origin)
-meets and those of them present (stored); ``stored_bytes``, each unit's sizes, ratio and chunk
-counts are over those too (a unit may hold chunks past the extent: a WKW file, a shard at the
-edge, a webKnossos array allocated larger than its layer).  ``chunk_list`` lists the chunks
-present in the extent in grid order.  A problem
+Where the channels are stored in groups apart (one channel per chunk, a shard per channel:
+``Volume.channel_groups``), every group's unit is a row of its own, naming its file and its
+``channels`` ``[c0, c1)`` (so does a chunk of ``chunk_list``), and a chunk of each group
+counts.  ``chunks`` counts the chunks of the grid that the extent (``shape`` from the
+volume's origin) meets and those of them present (stored); ``stored_bytes``, each unit's
+sizes, ratio and chunk counts are over those too (a unit may hold chunks past the extent: a
+WKW file, a shard at the edge, a webKnossos array allocated larger than its layer).
+``chunk_list`` lists the chunks present in the extent in grid order.  A problem
 is ``{type, message, path, block, offset, chunk}`` (``ChecksumError`` where the format keeps
 checksums and bytes fail them).  ``ratio`` is decoded bytes / stored bytes.  Exit status: 0
 valid, 1 problems found, 2 the path cannot be opened (missing, unreadable, permission denied,
@@ -355,7 +359,8 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         seen = {p["message"] for p in problems}
         problems.extend(f for f in (problem_fields(p) for p in volume.problems())
                         if f["message"] not in seen)
-        count = chunks_meeting(volume.bounds, volume.chunk_shape)
+        # Channels stored apart: a chunk of each channel group, each stored on its own.
+        count = chunks_meeting(volume.bounds, volume.chunk_shape) * len(volume.channel_groups())
         chunks = {"count": count, "present": present, "stored_bytes": stats.summary()}
         verdict = _verdict(problems, not args.quick, info.header.get("checksums"))
         if stream is not None:

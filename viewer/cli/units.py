@@ -61,6 +61,12 @@ class UnitReport:
         self.present = present
         self.chunks = chunks
 
+    def name_channels(self, channels: tuple[int, int]) -> None:
+        """The unit is one channel group's (channels ``[c0, c1)``): its fields and chunks say
+        so."""
+        self.fields = _with_channels(self.fields, channels)
+        self.chunks["c0"], self.chunks["c1"] = channels
+
 
 def check_unit(volume: Volume, position: Vec3, facts: inspect.VolumeFacts, decode: bool,
                list_chunks: bool = False) -> UnitReport | None:
@@ -149,6 +155,14 @@ class SoundRun:
         #: The units' reports as written (``render``): JSON elements joined by ", ", or text
         #: lines; None until rendered.
         self.text: str | None = None
+        #: The channels ``[c0, c1)`` of the group the units belong to (channels stored apart,
+        #: ``Volume.channel_groups``), or None.
+        self.channels: tuple[int, int] | None = None
+
+    def name_channels(self, channels: tuple[int, int]) -> None:
+        """The units are one channel group's: their reports and chunks say so."""
+        self.channels = channels
+        self.chunks["c0"], self.chunks["c1"] = channels
 
     def render(self, as_json: bool, root: str, size_text: Any) -> None:
         """Work out ``text`` now (on the worker that checked the units, not the writer)."""
@@ -182,12 +196,14 @@ class SoundRun:
         n = self.sizes.shape[1]
         out = []
         for k, (lo, med, hi, tot, ratio) in enumerate(zip(*self._columns(), strict=True)):
-            out.append({
+            fields = {
                 "path": self.paths[k], "unit": self.positions[k].tolist(),
                 "block_type": self.block_type, "compression": self.compression,
                 "file_size": int(self.file_sizes[k]),
                 "block_sizes": {"min": lo, "median": med, "max": hi, "total": tot},
-                "ratio": ratio, "chunks": {"count": n, "present": n}, "problems": []})
+                "ratio": ratio, "chunks": {"count": n, "present": n}, "problems": []}
+            out.append(fields if self.channels is None
+                       else _with_channels(fields, self.channels))
         return out
 
     def json_texts(self) -> list[str]:
@@ -197,6 +213,8 @@ class SoundRun:
                f'{json.dumps(self.compression)}, "file_size": '
         tail = f', "chunks": {{"count": {n}, "present": {n}}}, "problems": []}}'
         pos = self.positions.tolist()
+        if self.channels is not None:
+            head = f', "channels": [{self.channels[0]}, {self.channels[1]}]{head}'
         out = []
         for k, (lo, med, hi, tot, ratio) in enumerate(zip(*self._columns(), strict=True)):
             x, y, z = pos[k]
@@ -230,7 +248,45 @@ def check_batch(volume: Volume, positions: Sequence[Vec3], facts: inspect.Volume
                 decode: bool, list_chunks: bool = False) -> list[UnitReport | SoundRun]:
     """The reports of the units at ``positions``, in order: with ``decode`` False, the units
     ``Volume.sound_units`` proves sound (and that lie inside the extent) as ``SoundRun`` s of
-    neighbours, every other unit by ``check_unit`` (units proven absent left out)."""
+    neighbours, every other unit by ``check_unit`` (units proven absent left out).
+
+    A volume whose channels are stored in groups apart (``Volume.channel_groups``: one
+    channel per chunk, a shard per channel) has a unit of each group at a position, each a
+    file of its own: each is reported on its own (its path, sizes, ratio and problems, and
+    its ``channels``; groups stored in one file, ``stored_groups``, as one), the batch's
+    units group by group."""
+    groups = volume.channel_groups()
+    if len(groups) == 1 or not positions:
+        return _check_batch(volume, positions, facts, decode, list_chunks)
+    out: list[UnitReport | SoundRun] = []
+    for channels, group in stored_groups(groups, positions[0]):
+        for report in _check_batch(group, positions, facts, decode, list_chunks):
+            report.name_channels(channels)
+            out.append(report)
+    return out
+
+
+def stored_groups(groups: Sequence[tuple[tuple[int, int], Volume]], position: Vec3
+                  ) -> list[tuple[tuple[int, int], Volume]]:
+    """The channel groups by the files they are stored in: neighbouring groups whose units
+    are one file (channel chunks of their own in a shard of several channels) as one, with
+    their channels together; each group's unit at ``position`` tells (the channel axis is
+    cut into shards alike everywhere).  A group's volume checks its whole file."""
+    out: list[tuple[tuple[int, int], Volume]] = []
+    last = None
+    for (c0, c1), group in groups:
+        path = group.unit_path(position)
+        if out and path == last:
+            (first, _), kept = out[-1]
+            out[-1] = ((first, c1), kept)
+        else:
+            out.append(((c0, c1), group))
+        last = path
+    return out
+
+
+def _check_batch(volume: Volume, positions: Sequence[Vec3], facts: inspect.VolumeFacts,
+                 decode: bool, list_chunks: bool) -> list[UnitReport | SoundRun]:
     n = max(1, int(np.prod(volume.unit_shape)))
     sound_at: dict[int, int] = {}
     sound = SoundUnits.none(n)
@@ -282,6 +338,16 @@ def _run_of(volume: Volume, sound: SoundUnits, rows: list[int], grid: npt.NDArra
     return SoundRun(grid, [sound.paths[r] for r in rows], sound.sizes[rows], sizes,
                     desc.get("block_type", compression), compression, volume.chunk_nbytes,
                     chunks)
+
+
+def _with_channels(fields: dict[str, Any], channels: tuple[int, int]) -> dict[str, Any]:
+    """``fields`` with ``"channels": [c0, c1]`` after ``"unit"``."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        out[key] = value
+        if key == "unit":
+            out["channels"] = list(channels)
+    return out
 
 
 __all__ = ["UnitReport", "SoundRun", "check_unit", "check_batch", "problem_fields",

@@ -1,7 +1,9 @@
 """Block keys of a volume: global block coordinates turned into the block cache's keys.
 
-A block is found in the ``BlockCache`` by ``(layer, mag, storage unit, index in the unit)``;
-the loader knows blocks by their global block coordinates (``viewer.core.prefetch``).
+A block is found in the ``BlockCache`` by ``(layer, mag, storage unit, index in the unit)``,
+where the layer of a volume with extra axes (time, ...) names its element too
+(``cache_layer``: the same array at ``t=3`` and ``t=4`` has blocks of its own); the loader
+knows blocks by their global block coordinates (``viewer.core.prefetch``).
 ``BlockKeys`` converts whole grids of them at once (one vectorised ``Volume.chunk_index``, one
 ``zip``: a screen of a few thousand blocks costs about a millisecond) and remembers the last
 ``MEMO`` grids by a caller's name for them, so that a plane seen again costs a dict look-up.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,18 @@ from viewer.format import Volume
 IntArray = npt.NDArray[np.int64]
 #: Grids remembered.
 MEMO = 64
+
+
+def cache_layer(layer: Hashable, volume: Volume) -> Hashable:
+    """The layer part of ``volume``'s block keys: ``layer``, qualified by the element of each
+    extra axis the volume reads (``(layer, (("t", 3),))``) when it has extra axes, so that
+    the elements of a time series share one cache without taking each other's blocks."""
+    return layer_at(layer, volume.extra_index)
+
+
+def layer_at(layer: Hashable, index: Mapping[str, int]) -> Hashable:
+    """``cache_layer`` of a volume of ``layer`` at element ``index`` of its extra axes."""
+    return (layer, tuple(sorted(index.items()))) if index else layer
 
 
 class BlockKeys:
@@ -71,4 +85,4 @@ class BlockKeys:
         return keys, blocks
 
 
-__all__ = ["BlockKeys"]
+__all__ = ["BlockKeys", "cache_layer", "layer_at"]

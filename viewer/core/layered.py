@@ -17,6 +17,13 @@ first needed) and answers a view's mag-1 ``PlaneRequest`` for a layer with a
   voxel spans too) finds them cached, while the screen's own blocks never wait behind them.
 * **Arrivals**: a part's listener reports boxes in its mag's voxels; they are passed on in mag-1
   voxels, so the window re-fetches the views they touch as it does for a single dataset.
+* **Time points** (extra axes, ``Volume.extra_axes``): the planes on screen are also wanted, at
+  low priority, at the previous and next element of the first extra axis, by parts of their
+  own (``Loader.set_wanted(ahead=True)``: held behind the screen, not pinned, not announced),
+  like neighbouring slices.  Their blocks are keyed by that element (``Loader.cache_layer``)
+  in the shared cache, so ``show_layers`` (the same layers at another element) finds them
+  there and shows a prefetched time point complete at once; the part of the new element is
+  the neighbour's, kept running, and the parts of the old element stay as its neighbours.
 
 Threads: like ``PlaneSource``: ``set_wanted``, ``plane``, ``add_listener``, ``set_budget`` and
 ``close`` on one thread (the GUI thread); ``stats`` and ``wait_idle`` from any; listeners are
@@ -25,15 +32,18 @@ called on the parts' worker threads.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from viewer.core import multires
+from viewer.core.blockkeys import layer_at
 from viewer.core.cache import BlockCache
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.multires import ComposedPlane, MagPlaneRequest
@@ -48,7 +58,11 @@ from viewer.format import Dataset, FormatError, Volume
 from viewer.format.channels import channel_volume
 from viewer.format.dataset import ChannelInfo
 
+log = logging.getLogger(__name__)
+
 Vec3 = tuple[int, int, int]
+#: A part's name: (layer, mag, the layer part of its block keys: name and extra-axes index).
+PartKey = tuple[str, Vec3, Any]
 #: Makes the source of one (layer, mag): ``make_part(dataset, layer name, mag)``.
 PartFactory = Callable[[Volume, str, Vec3], PlaneSource]
 
@@ -58,6 +72,9 @@ PLACEHOLDERS = 2
 SPARE_PLANES = 3
 #: Plans remembered (a plane's request, zoom and lock seen again: no mag choice to redo).
 PLAN_MEMO = 256
+#: The ``LoaderStats`` counters a retired part leaves behind in the source's ``stats``.
+RETIRED_COUNTS = ("hits", "misses", "blocks_read", "bytes_decoded", "decode_seconds",
+                  "decode_cpu_seconds", "prefetched_blocks", "prefetch_useful", "dropped_tasks")
 #: Voxels per pixel assumed for a plane asked for without ``set_wanted`` having said so.
 ONE_TO_ONE = (1.0, 1.0, 1.0)
 
@@ -118,11 +135,13 @@ class LayeredSource:
     ``cache``: the block cache the parts share, if any (for ``stats`` and the budget).
     ``on_close`` runs after every part closed (e.g. closing the webKnossos dataset).
     ``prefetch``: let the parts prefetch around what they show (off: they read the screen and
-    its placeholders only)."""
+    its placeholders only).  ``time_ahead``: read the screen's planes ahead at the previous
+    and next element of the first extra axis (with ``prefetch``)."""
 
     def __init__(self, layers: Sequence[SourceLayer], make_part: PartFactory | None = None, *,
                  cache: BlockCache | None = None,
-                 on_close: Callable[[], None] | None = None, prefetch: bool = True) -> None:
+                 on_close: Callable[[], None] | None = None, prefetch: bool = True,
+                 time_ahead: bool = True) -> None:
         if not layers:
             raise ValueError("a source needs at least one layer")
         names = [layer.name for layer in layers]
@@ -134,7 +153,16 @@ class LayeredSource:
         self._make_part = make_part or _sync_part
         self._on_close = on_close
         self.prefetch = prefetch
+        self.time_ahead = time_ahead
+        #: The parts of the layers' volumes (at the shown element of their extra axes), and
+        #: every live part, those reading ahead at neighbouring elements too.
         self._parts: dict[tuple[str, Vec3], PlaneSource] = {}
+        self._all: dict[PartKey, PlaneSource] = {}
+        #: Parts reading the screen's planes ahead at neighbouring elements of an extra axis.
+        self._ahead: set[PartKey] = set()
+        #: The counters of the parts retired so far (their work still counts in ``stats``).
+        self._retired: dict[str, float] = {}
+        self._axis = _first_axis(layers)
         self._listeners: list[DataArrived] = []
         self._plans: dict[tuple[str, PlaneRequest], _Plan] = {}
         self._vpp: dict[PlaneRequest, tuple[float, float, float]] = {}
@@ -154,24 +182,77 @@ class LayeredSource:
 
     # -- layers and mags ----------------------------------------------------------------------
     def part(self, layer: str, mag: Vec3) -> PlaneSource:
-        """The source of ``layer`` at ``mag`` (made on first use)."""
+        """The source of ``layer`` at ``mag`` (made on first use, or the one that read it
+        ahead at this element of the extra axes)."""
         key = (layer, mag)
         part = self._parts.get(key)
         if part is None:
-            part = self._make_part(self.layers[layer].mags[mag], layer, mag)
-            fu, fv, fw = mag
-            listeners = self._listeners
-
-            def arrived(box: Box3, f: Vec3 = (fu, fv, fw)) -> None:  # a worker thread
-                (ox, oy, oz), (sx, sy, sz) = box
-                scaled: Box3 = ((ox * f[0], oy * f[1], oz * f[2]),
-                                (sx * f[0], sy * f[1], sz * f[2]))
-                for callback in list(listeners):
-                    callback(scaled)
-
-            part.add_listener(arrived)
+            part = self._part_of(layer, mag, self.layers[layer].mags[mag])
             self._parts[key] = part
         return part
+
+    def _part_of(self, layer: str, mag: Vec3, volume: Volume | Callable[[], Volume],
+                 index: Mapping[str, int] | None = None) -> PlaneSource:
+        """The live part of ``volume`` (``layer`` at ``mag``, at the volume's element of its
+        extra axes, or at ``index`` for a volume made only when the part is: a callable),
+        made when there is none.  Its arrivals are passed on only while it is the part shown
+        (``_parts``)."""
+        if isinstance(volume, Volume):
+            index = volume.extra_index
+        assert index is not None
+        key: PartKey = (layer, mag, layer_at(layer, index))
+        part = self._all.get(key)
+        if part is not None:
+            return part
+        if not isinstance(volume, Volume):
+            volume = volume()
+        made = self._make_part(volume, layer, mag)
+        fu, fv, fw = mag
+        listeners, shown = self._listeners, self._parts
+
+        def arrived(box: Box3, f: Vec3 = (fu, fv, fw)) -> None:  # a worker thread
+            if shown.get((layer, mag)) is not made:
+                return
+            (ox, oy, oz), (sx, sy, sz) = box
+            scaled: Box3 = ((ox * f[0], oy * f[1], oz * f[2]),
+                            (sx * f[0], sy * f[1], sz * f[2]))
+            for callback in list(listeners):
+                callback(scaled)
+
+        made.add_listener(arrived)
+        self._all[key] = made
+        return made
+
+    def show_layers(self, layers: Sequence[SourceLayer]) -> None:
+        """Show ``layers`` from now on: the same layers (by name) at another element of their
+        extra axes (another time point).  The parts that read it ahead become the parts shown;
+        the ones shown so far read on as neighbours or retire at the next ``set_wanted``, their
+        blocks staying in the cache.  The caller asks for the planes again (``set_wanted``)."""
+        if not layers:
+            raise ValueError("a source needs at least one layer")
+        self.layers = {layer.name: layer for layer in layers}
+        self.primary = layers[0].name
+        self._axis = _first_axis(layers)
+        self._parts.clear()  # in place: the parts' listeners look it up
+        self._plans = {}
+        self._plan_memo.clear()
+        self._composed.clear()
+        self._chosen_complete = {}
+        self._deferred = set()
+        self._ahead = set()
+        self._wanted = ()
+
+    def _neighbours(self, layer: str, mag: Vec3) -> list[dict[str, int]]:
+        """The previous and next element of the first extra axis from ``layer``'s at ``mag``,
+        those that exist (none for a layer without that axis)."""
+        volume = self.layers[layer].mags[mag]
+        axis = self._axis
+        n = volume.extra_axes.get(axis, 0) if axis is not None else 0
+        if n < 2 or axis is None:
+            return []
+        index = volume.extra_index
+        return [{**index, axis: i} for i in (index.get(axis, 0) + 1, index.get(axis, 0) - 1)
+                if 0 <= i < n]
 
     @property
     def parts(self) -> dict[tuple[str, Vec3], PlaneSource]:
@@ -278,7 +359,41 @@ class LayeredSource:
                 part.set_wanted(planes, focus_of.get(key), mag_cursor)
                 self._deferred.discard(key)
         self._chosen_complete = {key: False for key in self._plans}
+        self._want_ahead(chosen, cursor)
         self._trim()
+
+    def _want_ahead(self, chosen: Mapping[tuple[str, Vec3], list[PlaneRequest]],
+                    cursor: tuple[int, int, int]) -> None:
+        """The chosen planes at the neighbouring elements of the first extra axis, read ahead
+        at low priority (background parts only); parts neither shown nor ahead now retire."""
+        ahead: set[PartKey] = set()
+        if self.prefetch and self.time_ahead and self.cache is not None:
+            for (name, mag), planes in chosen.items():
+                mag_cursor = (cursor[0] // mag[0], cursor[1] // mag[1], cursor[2] // mag[2])
+                volume = self.layers[name].mags[mag]
+                for index in self._neighbours(name, mag):
+                    try:  # the volume at the neighbour, made only with its part
+                        part = self._part_of(name, mag, partial(volume.at_index, index), index)
+                    except (FormatError, KeyError, IndexError) as exc:
+                        log.warning("layer %s: no element %s: %s", name, index, exc)
+                        continue
+                    if not isinstance(part, Loader):
+                        continue
+                    part.prefetch_enabled = False  # the planes alone, not around them
+                    part.set_wanted(list(dict.fromkeys(planes)), None, mag_cursor, ahead=True)
+                    ahead.add((name, mag, part.cache_layer))
+        self._ahead = ahead
+        shown = {id(p) for p in self._parts.values()}
+        for key, part in list(self._all.items()):
+            if key not in ahead and id(part) not in shown:
+                del self._all[key]
+                if isinstance(part, Loader):
+                    done = part.stats()
+                    for name in RETIRED_COUNTS:
+                        self._retired[name] = self._retired.get(name, 0) + getattr(done, name)
+                    part.close(retire=True)
+                else:
+                    part.close()
 
     def plane(self, request: PlaneRequest, layer: str | None = None) -> ComposedPlane:
         """``layer``'s plane (default: the first layer) at the mag its view reads now, what is
@@ -310,25 +425,26 @@ class LayeredSource:
         return composed
 
     def _release_deferred(self) -> None:
-        """The screen is complete: the placeholder reads held behind it may start."""
-        for key in self._deferred:
-            part = self._parts.get(key)
+        """The screen is complete: the placeholder reads held behind it, and the reads ahead
+        at the neighbouring time points, may start."""
+        held = [self._parts.get(key) for key in self._deferred]
+        held += [self._all.get(key) for key in self._ahead]
+        for part in held:
             if isinstance(part, Loader):
                 part.release_hold()
 
-    def close(self, keep_opened: bool = False) -> None:
-        """Close every part (joining their workers), then run ``on_close`` (not with
-        ``keep_opened``: the dataset stays open for the source that replaces this one, at
-        another time point)."""
+    def close(self) -> None:
+        """Close every part (joining their workers), then run ``on_close``."""
         if self._closed:
             return
         self._closed = True
-        for part in self._parts.values():
+        for part in self._all.values():
             part.close()
         self._parts.clear()
+        self._all.clear()
         self._composed.clear()
         self._listeners.clear()
-        if self._on_close is not None and not keep_opened:
+        if self._on_close is not None:
             self._on_close()
 
     def _trim(self) -> None:
@@ -345,7 +461,7 @@ class LayeredSource:
         """The parts' ``LoaderStats`` added up (the cache figures are the shared cache's)."""
         shared = self.cache.stats() if self.cache is not None else None
         parts = [p.stats(shared) if isinstance(p, Loader) else p.stats()
-                 for p in list(self._parts.values()) if hasattr(p, "stats")]
+                 for p in list(self._all.values()) if hasattr(p, "stats")]
         values: dict[str, Any] = {}
         for f in fields(LoaderStats):
             if f.name == "over_budget":
@@ -355,6 +471,7 @@ class LayeredSource:
                 values[f.name] = max((getattr(s, f.name) for s in parts), default=0)
             else:
                 values[f.name] = sum(getattr(s, f.name) for s in parts) if parts else 0
+                values[f.name] += type(values[f.name])(self._retired.get(f.name, 0))
         if shared is not None:
             c = shared
             values.update(cache_used_bytes=c.used_bytes, cache_budget_bytes=c.budget_bytes,
@@ -365,7 +482,7 @@ class LayeredSource:
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every part is idle (tests, benchmarks)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for part in list(self._parts.values()):
+        for part in list(self._all.values()):
             wait = getattr(part, "wait_idle", None)
             if wait is None:
                 continue
@@ -376,7 +493,15 @@ class LayeredSource:
 
     @property
     def threads(self) -> list[Any]:
-        return [t for p in list(self._parts.values()) for t in getattr(p, "threads", [])]
+        return [t for p in list(self._all.values()) for t in getattr(p, "threads", [])]
+
+
+def _first_axis(layers: Sequence[SourceLayer]) -> str | None:
+    """The extra axis that ``[`` / ``]`` step (the first one of the first layer having any)."""
+    for layer in layers:
+        for axis in layer.finest.extra_axes:
+            return axis
+    return None
 
 
 #: Channel colours when the dataset names none: two channels as magenta and green (told apart

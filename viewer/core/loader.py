@@ -56,7 +56,7 @@ import numpy.typing as npt
 
 from viewer.core import prefetch
 from viewer.core.assembly import PlaneAssembler, PlaneEntry
-from viewer.core.blockkeys import BlockKeys
+from viewer.core.blockkeys import BlockKeys, cache_layer
 from viewer.core.cache import BlockCache, BlockKey, CacheStats
 from viewer.core.chunkio import ChunkReader, open_units_limit
 from viewer.core.schedule import Ranked, Scheduler, Taken
@@ -135,8 +135,9 @@ class Loader:
     """Background ``PlaneSource`` over a ``Volume``: cache, priority queue, workers.
 
     ``layer`` and ``mag`` name the volume inside a shared ``cache`` (pass one cache to several
-    loaders to share one budget).  ``close_dataset``: close the volume in ``close()``, as the
-    synchronous source does.
+    loaders to share one budget); a volume with extra axes is named with its element of them
+    too (``cache_layer``), so loaders of several time points share a cache.
+    ``close_dataset``: close the volume in ``close()``, as the synchronous source does.
     """
 
     def __init__(self, dataset: Volume, *, layer: Hashable = "", mag: Hashable = 1,
@@ -147,6 +148,8 @@ class Loader:
         self.volume = dataset
         self.layer = layer
         self.mag = mag
+        #: The layer part of this loader's block keys (``layer`` and the volume's index).
+        self.cache_layer = cache_layer(layer, dataset)
         c = dataset.chunk_shape
         self._chunk: Vec3 = (int(c[0]), int(c[1]), int(c[2]))
         self._chunk_arr = np.asarray(self._chunk, dtype=np.int64)
@@ -158,9 +161,9 @@ class Loader:
         self._close_dataset = close_dataset
         self.prefetch_enabled = prefetch_enabled
 
-        self._io = ChunkReader(dataset, layer, mag, self.cache)
+        self._io = ChunkReader(dataset, self.cache_layer, mag, self.cache)
         self._sched = Scheduler(self.cache, self._io.bad_units)
-        self._keys = BlockKeys(dataset, layer, mag)
+        self._keys = BlockKeys(dataset, self.cache_layer, mag)
         self._planes = PlaneAssembler(self._chunk, dataset.num_channels, dataset.dtype,
                                       dataset.fill_value, dataset.unit_path)
 
@@ -182,6 +185,7 @@ class Loader:
         self._focused: int | None = None
         self._cursor: Vec3 | None = None
         self._deferred = False
+        self._ahead = False
         self._last_by_axis: dict[int, PlaneRequest] = {}
         self._normal_dir: dict[int, int] = {}
         self._pan_dir: dict[int, tuple[int, int]] = {}
@@ -205,20 +209,25 @@ class Loader:
             self._listeners.append(callback)
 
     def set_wanted(self, wanted: Sequence[PlaneRequest], focused: int | None,
-                   cursor: tuple[int, int, int], *, deferred: bool = False) -> None:
+                   cursor: tuple[int, int, int], *, deferred: bool = False,
+                   ahead: bool = False) -> None:
         """Bump the generation and rebuild the queue for the planes now on screen.
 
         ``deferred``: the planes are wanted right after another source's screen (coarse
         placeholders under the views, ``viewer.core.layered``): their blocks are read like
-        prefetch, held until ``release_hold`` (or ``PREFETCH_HOLD_S``), then first."""
+        prefetch, held until ``release_hold`` (or ``PREFETCH_HOLD_S``), then first.
+        ``ahead``: deferred, and the planes are not on screen at all (the same planes at the
+        next element of a time axis): their blocks are neither pinned nor counted as shown nor
+        announced to the listeners until a later ``set_wanted`` without it shows them."""
         if self._closed:
             return
+        deferred = deferred or ahead
         wanted = tuple(wanted)
         cursor = (int(cursor[0]), int(cursor[1]), int(cursor[2]))
         if wanted == self._wanted and focused == self._focused and cursor == self._cursor \
-                and deferred == self._deferred:
+                and deferred == self._deferred and ahead == self._ahead:
             return
-        self._deferred = deferred
+        self._deferred, self._ahead = deferred, ahead
         self._note_motion(wanted, cursor)
         self._wanted, self._focused, self._cursor = wanted, focused, cursor
 
@@ -235,11 +244,13 @@ class Loader:
             memo = _plane_memo(lay)
             keys, blocks = self._keys.keys(memo, lay.blocks)
             ranked.append(((0 if rank == 0 else 1, rank), memo, keys, blocks, deferred))
-        visible_sig = tuple(r[1] for r in ranked) + (("deferred",) if deferred else ())
+        visible_sig = tuple(r[1] for r in ranked) + (("deferred",) if deferred else ()) \
+            + (("ahead",) if ahead else ())
         if visible_sig != self._visible_sig:
             visible: set[BlockKey] = set()
-            for r in ranked:
-                visible.update(r[2])
+            if not ahead:
+                for r in ranked:
+                    visible.update(r[2])
         else:
             visible = self._visible
         visible_bytes = len(visible) * self._block_nbytes
@@ -257,7 +268,7 @@ class Loader:
 
         self._sched.next_generation()
         if visible_sig != self._visible_sig:
-            self.cache.set_pinned(visible, visible_bytes, owner=(self.layer, self.mag))
+            self.cache.set_pinned(visible, visible_bytes, owner=(self.cache_layer, self.mag))
             bad = self._io.bad_units
             with self._lock:
                 old = self._visible
@@ -282,7 +293,8 @@ class Loader:
             if self._sched.replace(ranked, plan, hold):
                 # Blocks on screen to read: prefetch waits until the views have them.
                 self._signature_visible_held = visible_sig
-        self._io.follow_screen(visible)
+        if not ahead:  # the network read-ahead follows the screen, not what lies ahead of it
+            self._io.follow_screen(visible)
         self._planes.trim(self._wanted)
 
     def plane(self, request: PlaneRequest) -> Plane:
@@ -312,8 +324,11 @@ class Loader:
         see ``set_wanted(deferred=True)``).  Any thread."""
         self._sched.release_hold()
 
-    def close(self) -> None:
-        """Cancel queued work, join every worker, drop the cache and close the dataset."""
+    def close(self, retire: bool = False) -> None:
+        """Cancel queued work, join every worker, drop the cache and close the dataset.
+        ``retire``: another loader of the same dataset takes over (another element of its
+        extra axes): the blocks stay in a shared cache, which its owner clears, and the
+        volume stays open."""
         if self._closed:
             return
         self._closed = True
@@ -331,10 +346,11 @@ class Loader:
         if self._owns_cache:
             self.cache.clear()
         else:
-            self.cache.set_pinned((), 0, owner=(self.layer, self.mag))
-            self.cache.clear(self.layer, self.mag)
+            self.cache.set_pinned((), 0, owner=(self.cache_layer, self.mag))
+            if not retire:
+                self.cache.clear(self.cache_layer, self.mag)
         self._planes.clear()
-        if self._close_dataset:
+        if self._close_dataset and not retire:
             self.dataset.close()
 
     # -- settings and stats -------------------------------------------------------------------

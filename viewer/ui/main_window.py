@@ -427,7 +427,8 @@ class QtMainWindow(QMainWindow):
 
     def _show_index(self) -> None:
         """Another element of an extra axis (time point): the same layers read anew at
-        ``state.index``, the cursor, zoom and every layer's look kept."""
+        ``state.index`` by the same source (what it read ahead at that index is shown at
+        once), the cursor, zoom and every layer's look kept."""
         opened = self.opened
         if opened is None or self.source is None:
             return
@@ -442,8 +443,7 @@ class QtMainWindow(QMainWindow):
         layers = [la for la in layers if la.name in shown]
         if not layers:
             return
-        self.source.close(keep_opened=True)
-        self.source = self.source_factory(layers, opened.close)
+        self.source.show_layers(layers)  # its cache and the parts that read this index ahead
         self.dataset = layers[0].finest
         for view in self.views.values():
             view.layer_planes, view.layer_rendered = {}, {}
