@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,14 +139,13 @@ class BlockCache:
 
     def get_many(self, keys: Iterable[BlockKey]) -> list[BlockValue | None]:
         """``get`` for several keys under one lock (assembling a plane)."""
-        out: list[BlockValue | None] = []
+        keys = keys if isinstance(keys, list) else list(keys)
         with self._lock:
             blocks = self._blocks
-            for key in keys:
-                value = blocks.get(key)
-                if value is not None:
-                    blocks.move_to_end(key)
-                out.append(value)
+            out: list[BlockValue | None] = list(map(blocks.get, keys))
+            # Most keys of a plane still loading are not cached: only the hits move.
+            deque(map(blocks.move_to_end, [k for k, v in zip(keys, out, strict=True)
+                                           if v is not None]), 0)
         return out
 
     def peek(self, key: BlockKey) -> BlockValue | None:

@@ -151,6 +151,10 @@ class Scheduler:
             self.enqueue_locked(ranked)
             self.changed.notify_all()
 
+    def any_missing_locked(self, keys: list[BlockKey]) -> bool:
+        """Some of ``keys`` are neither queued nor in flight (set operations only)."""
+        return not self._in_flight.issuperset(set(keys).difference(self._queued))
+
     def missing_locked(self, keys: list[BlockKey]) -> list[int]:
         """Positions in ``keys`` of blocks neither queued nor in flight."""
         queued, in_flight = self._queued, self._in_flight
