@@ -205,10 +205,11 @@ class BlockCache:
                 sized.append((key, value, value_bytes(value)))
         with self._lock:
             blocks = self._blocks
-            for key, _, _ in sized:
-                old = blocks.pop(key, None)
-                if old is not None:
-                    self._block_bytes -= value_bytes(old)
+            if not blocks.keys().isdisjoint([key for key, _, _ in sized]):  # (seldom)
+                for key, _, _ in sized:
+                    old = blocks.pop(key, None)
+                    if old is not None:
+                        self._block_bytes -= value_bytes(old)
             total = sum(size for _, _, size in sized)
             if self._evict_locked(total):  # room for all at once: one eviction pass
                 for key, value, _ in sized:
@@ -260,9 +261,10 @@ class BlockCache:
                 break
             if key not in pinned:
                 victims.append(key)
-                freed += value_bytes(value)
-        for key in victims:
-            self._block_bytes -= value_bytes(self._blocks.pop(key))
+                freed += value.nbytes if type(value) is np.ndarray else value_bytes(value)
+        blocks = self._blocks
+        deque(map(blocks.__delitem__, victims), 0)  # (what they free is counted above)
+        self._block_bytes -= freed
         self._evictions += len(victims)
         while self._blocks and self._block_bytes + self._table_bytes > limit:
             _, value = self._blocks.popitem(last=False)
