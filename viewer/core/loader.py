@@ -45,6 +45,7 @@ called on worker threads, never under a lock; workers only read files and return
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Hashable, Sequence
@@ -268,16 +269,13 @@ class Loader:
             with self._lock:
                 old = self._visible
                 newly = [key for key in visible if key not in old and key[2] not in bad]
-                present = self.cache.present(newly)
-                prefetched = self._prefetched
-                for key, hit in zip(newly, present, strict=True):
-                    if hit:
-                        self._hits += 1
-                        if key in prefetched:
-                            prefetched.discard(key)
-                            self._prefetch_useful += 1
-                    else:
-                        self._misses += 1
+                hit = list(itertools.compress(newly, self.cache.present(newly)))
+                self._hits += len(hit)
+                self._misses += len(newly) - len(hit)
+                useful = self._prefetched.intersection(hit)
+                if useful:
+                    self._prefetched.difference_update(useful)
+                    self._prefetch_useful += len(useful)
                 self._visible = visible
             self._visible_sig = visible_sig
         if signature != self._signature:

@@ -194,15 +194,21 @@ class Scheduler:
         gen = self.generation
         for prio, _, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
             size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
+            # What to read: neither cached, queued, in flight, nor of a bad unit (absent or
+            # unreadable: nothing to read), found in one pass; then grouped by unit.
+            present = cache.present(keys)
+            wanted = [k for k, key in enumerate(keys)
+                      if not present[k] and key not in seen and key not in in_flight
+                      and key[2] not in bad]
             per_unit: dict[Vec3, list[int]] = {}
-            for k, (key, cached) in enumerate(zip(keys, cache.present(keys), strict=True)):
-                if cached or key in seen or key in in_flight or key[2] in bad:
-                    continue  # (a bad unit: absent or unreadable, nothing to read)
-                rows = per_unit.get(key[2])
+            for k in wanted:
+                unit = keys[k][2]
+                rows = per_unit.get(unit)
                 if rows is None:
-                    rows = per_unit[key[2]] = []
-                seen.add(key)
-                rows.append(k)
+                    per_unit[unit] = [k]
+                else:
+                    rows.append(k)
+            seen.update([keys[k] for k in wanted])
             # Batches of up to ``size`` blocks of one unit; units with only a few blocks
             # wanted share a batch, so that a task costs little beside its decoding.
             batch: list[int] = []
