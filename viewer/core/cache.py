@@ -323,7 +323,8 @@ class BlockCache:
             budget_bytes=self._budget,
             blocks=count,
             pinned_blocks=len(pinned_present),
-            pinned_bytes=sum(value_bytes(v) for v in pinned_present),
+            pinned_bytes=sum([v.nbytes if type(v) is np.ndarray else value_bytes(v)
+                              for v in pinned_present]),
             evictions=evictions,
             pinned_over_budget=over,
             peak_used_bytes=peak,
