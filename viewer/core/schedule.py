@@ -200,6 +200,13 @@ class Scheduler:
             wanted = [k for k, key in enumerate(keys)
                       if not present[k] and key not in seen and key not in in_flight
                       and key[2] not in bad]
+            picked = [keys[k] for k in wanted]
+            unique = set(picked)
+            if len(unique) < len(picked):  # a key twice in one list: read at its first place
+                first: dict[BlockKey, int] = {}
+                for k in wanted:
+                    first.setdefault(keys[k], k)
+                wanted = list(first.values())
             per_unit: dict[Vec3, list[int]] = {}
             for k in wanted:
                 unit = keys[k][2]
@@ -208,7 +215,7 @@ class Scheduler:
                     per_unit[unit] = [k]
                 else:
                     rows.append(k)
-            seen.update([keys[k] for k in wanted])
+            seen.update(unique)
             # Batches of up to ``size`` blocks of one unit; units with only a few blocks
             # wanted share a batch, so that a task costs little beside its decoding.
             batch: list[int] = []
