@@ -1,6 +1,9 @@
 """Where a far jump's time goes in the real window: ``python -m benchmarks.browse_trace``.
 
-``python -m benchmarks.browse_trace [--json] [--cache-mb N] [--rounds N]``
+``python -m benchmarks.browse_trace [--json] [--cache-mb N] [--rounds N] [--show]``
+
+``--show`` maps the window on the display (run it under ``xvfb-run`` with
+``QT_QPA_PLATFORM=xcb`` for a real window; by default it is kept off screen, as in ``browse``).
 
 The ``browse`` benchmark's dataset and window (1280 x 860, zoom 1, files in the page cache),
 its twelve far jumps, each traced from setting the cursor: the GUI thread's ``set_wanted``,
@@ -140,7 +143,7 @@ def analyse(events: list[tuple[float, str, str, Any]], t0: float, done: float
     return out
 
 
-def run(cache_mb: int, rounds: int) -> dict[str, Any]:
+def run(cache_mb: int, rounds: int, show: bool = False) -> dict[str, Any]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
@@ -157,7 +160,8 @@ def run(cache_mb: int, rounds: int) -> dict[str, Any]:
     state = ViewerState()
     window = QtMainWindow(state)
     window.add_background_loading(budget_bytes=cache_mb << 20)
-    window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+    if not show:
+        window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     window.resize(1280, 860)
     window.show()
     if not window.open_path(str(root), pos=(512, 512, 256), zoom=1.0):
@@ -204,13 +208,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cache-mb", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--show", action="store_true",
+                        help="map the window (under xvfb-run, QT_QPA_PLATFORM=xcb)")
     args = parser.parse_args(argv)
-    result = run(args.cache_mb, args.rounds)
+    result = run(args.cache_mb, args.rounds, args.show)
     if args.json:
         print(json.dumps(with_load(result, load_before)))
         return 0
-    print(f"browse_trace: median over {len(result['jumps'])} far jumps, ms from the jump "
-          f"(load {load_before} -> {load_average()})")
+    platform = os.environ.get("QT_QPA_PLATFORM")
+    print(f"browse_trace ({platform}): median over {len(result['jumps'])} far jumps, ms from "
+          f"the jump (load {load_before} -> {load_average()})")
     for k, v in result["median"].items():
         print(f"  {k:40} {v}")
     return 0
