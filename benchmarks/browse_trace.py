@@ -9,12 +9,13 @@ The ``browse`` benchmark's dataset and window (1280 x 860, zoom 1, files in the 
 its twelve far jumps, each traced from setting the cursor: the GUI thread's ``set_wanted``,
 every worker batch (start, end, blocks, on screen or prefetch), every hop of arrivals to the
 GUI thread and every view's fetch (plane, compose, render, image) and paint, and when each
-view first showed its whole plane.  Per jump it prints the times from the jump to: the screen's
-blocks queued, the first and last screen block decoded, each view complete, and what ran
-meanwhile: prefetch batches, blocks decoded that no view needed, GUI-thread time in fetches and
-paints.  Figures are medians over the jumps.  The tracing wraps methods from outside (it runs
-against any version of the code that has the same method names), so it adds a little time
-of its own to every event.
+view first showed its whole plane; after the screen's last block was decoded, how long the GUI
+thread took to begin the hop that carried it and what it spent in fetches and paints since.
+Per jump it prints the times from the jump to: the screen's blocks queued, the first and last
+screen block decoded, each view complete, and what ran meanwhile: prefetch batches, blocks
+decoded that no view needed, GUI-thread time in fetches and paints.  Figures are medians over
+the jumps.  The tracing wraps methods from outside (it runs against any version of the code
+that has the same method names), so it adds a little time of its own to every event.
 """
 
 from __future__ import annotations
@@ -97,6 +98,17 @@ def install(trace: Trace) -> None:
 
     QtLayerDrawing.fetch = traced_fetch  # type: ignore[method-assign]
 
+    from viewer.ui.loading import QtLoadingBridge
+
+    hop = QtLoadingBridge._on_arrived_elsewhere
+
+    def traced_hop(self: Any) -> None:
+        began = time.perf_counter()
+        hop(self)
+        trace.add("hop", {"began": began})
+
+    QtLoadingBridge._on_arrived_elsewhere = traced_hop  # type: ignore[method-assign]
+
     paint = QtSliceView.paintEvent
 
     def traced_paint(self: Any, event: Any) -> None:
@@ -136,6 +148,18 @@ def analyse(events: list[tuple[float, str, str, Any]], t0: float, done: float
     paints = [e for e in events if e[1] == "paint" and e[0] <= done]
     out["paints"] = len(paints)
     out["paint_ms"] = sum(e[0] - e[3]["began"] for e in paints) * ms
+    # After the last screen block was decoded: how long until the GUI thread began the hop
+    # that carried it (busy with what came before), and what it spent from then on.
+    hops = [e for e in events if e[1] == "hop" and e[0] <= done]
+    out["hops"] = len(hops)
+    carrying = [e for e in hops if e[3]["began"] >= last]
+    if screen and carrying:
+        first_after = min(e[3]["began"] for e in carrying)
+        out["last_block_to_its_hop_ms"] = (first_after - last) * ms
+    out["fetch_ms_after_last_block"] = sum(
+        e[0] - max(e[3]["began"], last) for e in fetches if e[0] > last) * ms
+    out["paint_ms_after_last_block"] = sum(
+        e[0] - max(e[3]["began"], last) for e in paints if e[0] > last) * ms
     for axis, name in ((2, "xy"), (1, "xz"), (0, "yz")):
         first = [e for e in fetches if e[3]["axis"] == axis and e[3]["complete"]]
         if first:
