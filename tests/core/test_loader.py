@@ -384,6 +384,52 @@ def test_a_plane_asked_again_with_nothing_new_is_the_same_object(project_path: P
         loader.close()
 
 
+def test_a_plane_looks_its_blocks_up_again_only_after_a_read_finished(
+        project_path: Path, vol: np.ndarray) -> None:
+    """A view re-fetched for another view's arrival, while no batch of its loader finished,
+    does not walk its missing blocks again (cache, orphan check); a finished batch, or a new
+    wish list that dropped queued work, makes it look again, and a plane whose queued blocks
+    were dropped is read all the same (its blocks are queued again)."""
+    ds = CountingDataset.open_counting(project_path)
+    ds.log.gate = threading.Event()
+    loader = Loader(ds, workers=1, prefetch_enabled=False)
+    lookups: list[int] = []
+    get_many = loader.cache.get_many
+
+    def counted(keys):  # type: ignore[no-untyped-def]
+        keys = list(keys)
+        lookups.append(len(keys))
+        return get_many(keys)
+
+    loader.cache.get_many = counted  # type: ignore[method-assign]
+    try:
+        a = PlaneRequest(XY, 3, (0, 0), (96, 64))  # many batches: the first one held
+        loader.set_wanted([a], 0, (0, 0, 3))
+        assert ds.log.entered.wait(WAIT)
+        loader.plane(a)
+        looked = len(lookups)
+        assert looked == 1
+        for _ in range(3):
+            loader.plane(a)
+        assert len(lookups) == looked  # nothing finished: nothing looked up
+        b = PlaneRequest(XY, 60, (0, 0), (96, 64))
+        loader.set_wanted([b], 0, (0, 0, 60))  # drops a's queued batches
+        loader.plane(a)
+        assert len(lookups) == looked + 1  # the wish list changed: looked again
+        ds.log.gate.set()
+        for req in (b, a):
+            for _ in range(int(WAIT / 0.01)):
+                if loader.plane(req).complete:
+                    break
+                loader.wait_idle(0.01)
+            plane = loader.plane(req)
+            assert plane.complete
+            np.testing.assert_array_equal(plane.data[0], expected(vol, req))
+    finally:
+        ds.log.gate.set()
+        loader.close()
+
+
 def test_prefetch_waits_until_the_views_have_the_screen(project_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks on screen first, and prefetch only once the views took every plane complete

@@ -105,3 +105,16 @@ def test_prefetch_waits_for_the_hold() -> None:
     assert ahead is not None and ahead.task.prefetch
     s.done(ahead.keys)
     assert s.wait_idle(0)
+
+
+def test_a_key_twice_in_one_ranked_list_is_queued_once() -> None:
+    """A block listed twice in one ranked list is read once, at its first place."""
+    cache = BlockCache(1 << 20)
+    s = Scheduler(cache, set())
+    keys = [("l", 1, (0, 0, 0), 3), ("l", 1, (0, 0, 0), 5), ("l", 1, (0, 0, 0), 3)]
+    blocks = np.array([[0, 0, 3], [0, 0, 5], [0, 0, 3]], dtype=np.int64)
+    s.add([((0, 0), (), keys, blocks, False)])
+    queued, tasks, _ = s.counts()
+    assert (queued, tasks) == (2, 1)
+    taken = s.take()
+    assert taken is not None and taken.keys == keys[:2]

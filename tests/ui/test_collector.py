@@ -144,3 +144,48 @@ def test_full_collections_wait_for_a_quarter_of_the_long_lived(monkeypatch) -> N
         gc.set_threshold(*thresholds)
         if was_enabled:
             gc.enable()
+
+
+class _Loading:
+    """A window's "views still loading", as ``defer_while`` is given it."""
+
+    def __init__(self) -> None:
+        self.loading = True
+
+    def views_loading(self) -> bool:
+        return self.loading
+
+
+def test_a_due_collection_waits_for_loading_views_at_most_max_defer(qtbot) -> None:
+    """While a window's views load (a jump's blocks being decoded), the timer puts a due
+    collection off (it would hold the interpreter lock the loader's workers need), for at most
+    ``MAX_DEFER_MS``; once they are complete, it collects at the next look; a window gone is
+    forgotten."""
+    collector.collect_on_gui_thread()
+    installed = collector._installed
+    assert installed is not None
+    others, installed.busy = installed.busy, []  # windows of other tests, if still alive
+    window = _Loading()
+    collector.defer_while(window.views_loading)
+    try:
+        _Witness.died_on.clear()
+        for _ in range(5):
+            _Witness()
+        kept = [(object(), []) for _ in range(5 * gc.get_threshold()[0])]  # a collection due
+        now = 1000.0
+        assert installed.tick(now) is False  # loading: put off
+        assert installed.tick(now + collector.MAX_DEFER_MS / 2000) is False
+        assert _Witness.died_on == []
+        assert installed.tick(now + collector.MAX_DEFER_MS / 1000) is True  # waited enough
+        assert _Witness.died_on  # and collected what was due
+        window.loading = False
+        assert installed.tick(now + 5) is True  # complete: collects at once
+        kept.clear()
+        window.loading = True
+        assert installed.tick(now + 6) is False
+        del window
+        assert installed.tick(now + 6.1) is True  # the window is gone: nothing to wait for
+        assert installed.busy == []
+    finally:
+        installed.busy = others
+        installed.deferred_since = None

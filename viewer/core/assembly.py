@@ -21,7 +21,7 @@ the GUI thread).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,9 @@ class PlaneEntry:
     errors: dict[tuple[str, int], FormatError] = field(default_factory=dict)
     #: The ``Plane`` last handed out, while nothing arrived since (asked again: the same one).
     shown: Plane | None = None
+    #: The owner's count of finished reads when the missing blocks were last looked up (-1:
+    #: never): while it has not moved, nothing new can be in the cache for them.
+    looked: int = -1
 
 
 class PlaneAssembler:
@@ -102,22 +105,34 @@ class PlaneAssembler:
         return entry
 
     def fill(self, entry: PlaneEntry, values: Sequence[BlockValue | None],
-             bad_units: Container[Vec3], unit_state: Callable[[Vec3], Any]) -> None:
+             bad_units: Collection[Vec3], unit_state: Callable[[Vec3], Any]) -> None:
         """Copy the blocks of ``entry.missing`` that are known now into the plane: ``values``
         are their cached values (None: not cached); a block not cached whose storage unit is in
         ``bad_units`` takes the unit's look from ``unit_state(unit)`` (None: absent, a
         ``FormatError``: unreadable).  What stays unknown stays missing."""
+        missing = entry.missing
+        if len(values) != len(missing):
+            raise ValueError(f"{len(values)} values for {len(missing)} missing blocks")
+        still: list[int] = []
+        pairs: Iterable[tuple[int, BlockValue | None]] = zip(missing, values, strict=True)
+        if not bad_units:
+            # No unit is known bad (the common case): the blocks not cached stay missing, told
+            # apart in one pass; the loop below sees only what arrived.
+            still = [k for k, value in zip(missing, values, strict=True) if value is None]
+            if len(still) == len(missing):
+                return
+            pairs = [(k, value) for k, value in zip(missing, values, strict=True)
+                     if value is not None]
         lay = entry.layout
         axis, depth = lay.request.axis, lay.depth
         u0, u1, v0, v1 = lay.u0.tolist(), lay.u1.tolist(), lay.v0.tolist(), lay.v1.tolist()
         bu0, bv0 = lay.bu0.tolist(), lay.bv0.tolist()
         data, status = entry.data, entry.status
-        still: list[int] = []
         whole: list[int] = []
         parts: list[npt.NDArray[Any]] = []
         full = lay.full
         keys = entry.keys
-        for k, value in zip(entry.missing, values, strict=True):
+        for k, value in pairs:
             if value is None:
                 key = keys[k]
                 if key[2] not in bad_units:

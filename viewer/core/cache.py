@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,14 +139,13 @@ class BlockCache:
 
     def get_many(self, keys: Iterable[BlockKey]) -> list[BlockValue | None]:
         """``get`` for several keys under one lock (assembling a plane)."""
-        out: list[BlockValue | None] = []
+        keys = keys if isinstance(keys, list) else list(keys)
         with self._lock:
             blocks = self._blocks
-            for key in keys:
-                value = blocks.get(key)
-                if value is not None:
-                    blocks.move_to_end(key)
-                out.append(value)
+            out: list[BlockValue | None] = list(map(blocks.get, keys))
+            # Most keys of a plane still loading are not cached: only the hits move.
+            deque(map(blocks.move_to_end, [k for k, v in zip(keys, out, strict=True)
+                                           if v is not None]), 0)
         return out
 
     def peek(self, key: BlockKey) -> BlockValue | None:
@@ -206,10 +205,11 @@ class BlockCache:
                 sized.append((key, value, value_bytes(value)))
         with self._lock:
             blocks = self._blocks
-            for key, _, _ in sized:
-                old = blocks.pop(key, None)
-                if old is not None:
-                    self._block_bytes -= value_bytes(old)
+            if not blocks.keys().isdisjoint([key for key, _, _ in sized]):  # (seldom)
+                for key, _, _ in sized:
+                    old = blocks.pop(key, None)
+                    if old is not None:
+                        self._block_bytes -= value_bytes(old)
             total = sum(size for _, _, size in sized)
             if self._evict_locked(total):  # room for all at once: one eviction pass
                 for key, value, _ in sized:
@@ -261,9 +261,10 @@ class BlockCache:
                 break
             if key not in pinned:
                 victims.append(key)
-                freed += value_bytes(value)
-        for key in victims:
-            self._block_bytes -= value_bytes(self._blocks.pop(key))
+                freed += value.nbytes if type(value) is np.ndarray else value_bytes(value)
+        blocks = self._blocks
+        deque(map(blocks.__delitem__, victims), 0)  # (what they free is counted above)
+        self._block_bytes -= freed
         self._evictions += len(victims)
         while self._blocks and self._block_bytes + self._table_bytes > limit:
             _, value = self._blocks.popitem(last=False)
@@ -322,7 +323,8 @@ class BlockCache:
             budget_bytes=self._budget,
             blocks=count,
             pinned_blocks=len(pinned_present),
-            pinned_bytes=sum(value_bytes(v) for v in pinned_present),
+            pinned_bytes=sum([v.nbytes if type(v) is np.ndarray else value_bytes(v)
+                              for v in pinned_present]),
             evictions=evictions,
             pinned_over_budget=over,
             peak_used_bytes=peak,

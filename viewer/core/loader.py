@@ -45,6 +45,7 @@ called on worker threads, never under a lock; workers only read files and return
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Hashable, Sequence
@@ -179,6 +180,10 @@ class Loader:
         #: blocks it handed to the planes to take as missing again (``plane``).
         self._retry: threading.Timer | None = None
         self._stale: set[BlockKey] = set()
+        #: Bumped whenever a plane's missing blocks may have changed state: a batch finished
+        #: (read, failed or dropped: workers), the wish list changed, blocks went stale (GUI
+        #: thread).  A plane looks its missing blocks up again only when it moved.
+        self._finished = 0
 
         # GUI-thread state.
         self._wanted: tuple[PlaneRequest, ...] = ()
@@ -267,22 +272,21 @@ class Loader:
             plan = prefetch.Plan(order, layouts, cursor, visible_bytes, normal_dir, pan_dir)
 
         self._sched.next_generation()
+        with self._lock:
+            self._finished += 1  # queued work dropped: a plane not wanted may be orphaned
         if visible_sig != self._visible_sig:
             self.cache.set_pinned(visible, visible_bytes, owner=(self.cache_layer, self.mag))
             bad = self._io.bad_units
             with self._lock:
                 old = self._visible
                 newly = [key for key in visible if key not in old and key[2] not in bad]
-                present = self.cache.present(newly)
-                prefetched = self._prefetched
-                for key, hit in zip(newly, present, strict=True):
-                    if hit:
-                        self._hits += 1
-                        if key in prefetched:
-                            prefetched.discard(key)
-                            self._prefetch_useful += 1
-                    else:
-                        self._misses += 1
+                hit = list(itertools.compress(newly, self.cache.present(newly)))
+                self._hits += len(hit)
+                self._misses += len(newly) - len(hit)
+                useful = self._prefetched.intersection(hit)
+                if useful:
+                    self._prefetched.difference_update(useful)
+                    self._prefetch_useful += len(useful)
                 self._visible = visible
             self._visible_sig = visible_sig
         if signature != self._signature:
@@ -304,12 +308,17 @@ class Loader:
         if self._stale:
             with self._lock:
                 stale, self._stale = self._stale, set()
+                self._finished += 1
             planes.forget(stale)
         entry = planes.get(request)
         if entry is None:
             lay = planes.layout(request)
             entry = planes.add(request, self._keys.keys(_plane_memo(lay), lay.blocks)[0])
-        if entry.missing:
+        if entry.missing and entry.looked != self._finished:
+            # Something was read (or dropped) since this plane last looked: look again.  While
+            # nothing was, its missing blocks are all still queued or in flight, and a view
+            # re-fetched for another view's arrival costs no walk over them.
+            entry.looked = self._finished
             keys = entry.keys
             planes.fill(entry, self.cache.get_many([keys[k] for k in entry.missing]),
                         self._io.bad_units, self._io.state)
@@ -424,10 +433,11 @@ class Loader:
         """Queue missing blocks of a plane that nobody is reading (a plane asked for without
         ``set_wanted``, or blocks evicted before they were drawn under a tiny budget)."""
         sched = self._sched
+        keys_of = entry.keys.__getitem__
+        missing = list(map(keys_of, entry.missing))
         with sched.lock:
-            if sched.stopping:
-                return
-            missing = [entry.keys[k] for k in entry.missing]
+            if sched.stopping or not sched.any_missing_locked(missing):
+                return  # (all queued or being read: the common case, decided at C speed)
             rows = sched.missing_locked(missing)
             if not rows:
                 return
@@ -467,6 +477,8 @@ class Loader:
                 log.exception("loader task for file %s failed", task.file)
             finally:
                 sched.done(taken.keys)
+                with self._lock:
+                    self._finished += 1  # (a failed batch leaves its blocks to requeue)
 
     def _read(self, taken: Taken) -> None:
         """Read a batch into the cache, count it and tell the listeners what is on screen."""
@@ -475,6 +487,7 @@ class Loader:
         if self._io.has_changing:
             self._schedule_retry()
         with self._lock:
+            self._finished += 1  # before the listeners: their redraw must look again
             visible = self._visible
             # Blocks of absent or unreadable units were not read, and are announced too: the
             # plane shows their look from the unit's state.

@@ -151,6 +151,10 @@ class Scheduler:
             self.enqueue_locked(ranked)
             self.changed.notify_all()
 
+    def any_missing_locked(self, keys: list[BlockKey]) -> bool:
+        """Some of ``keys`` are neither queued nor in flight (set operations only)."""
+        return not self._in_flight.issuperset(set(keys).difference(self._queued))
+
     def missing_locked(self, keys: list[BlockKey]) -> list[int]:
         """Positions in ``keys`` of blocks neither queued nor in flight."""
         queued, in_flight = self._queued, self._in_flight
@@ -190,15 +194,28 @@ class Scheduler:
         gen = self.generation
         for prio, _, keys, blocks, is_prefetch in sorted(ranked, key=lambda r: r[0]):
             size = PREFETCH_BATCH if is_prefetch else VISIBLE_BATCH
+            # What to read: neither cached, queued, in flight, nor of a bad unit (absent or
+            # unreadable: nothing to read), found in one pass; then grouped by unit.
+            present = cache.present(keys)
+            wanted = [k for k, key in enumerate(keys)
+                      if not present[k] and key not in seen and key not in in_flight
+                      and key[2] not in bad]
+            picked = [keys[k] for k in wanted]
+            unique = set(picked)
+            if len(unique) < len(picked):  # a key twice in one list: read at its first place
+                first: dict[BlockKey, int] = {}
+                for k in wanted:
+                    first.setdefault(keys[k], k)
+                wanted = list(first.values())
             per_unit: dict[Vec3, list[int]] = {}
-            for k, (key, cached) in enumerate(zip(keys, cache.present(keys), strict=True)):
-                if cached or key in seen or key in in_flight or key[2] in bad:
-                    continue  # (a bad unit: absent or unreadable, nothing to read)
-                rows = per_unit.get(key[2])
+            for k in wanted:
+                unit = keys[k][2]
+                rows = per_unit.get(unit)
                 if rows is None:
-                    rows = per_unit[key[2]] = []
-                seen.add(key)
-                rows.append(k)
+                    per_unit[unit] = [k]
+                else:
+                    rows.append(k)
+            seen.update(unique)
             # Batches of up to ``size`` blocks of one unit; units with only a few blocks
             # wanted share a batch, so that a task costs little beside its decoding.
             batch: list[int] = []

@@ -20,18 +20,28 @@ Reference counting frees everything that is not in a cycle at once, as before; o
 wait for the timer.
 ``collect_if_due()`` does one such step now (the test suite calls it between tests, when no
 event loop runs).
+
+A collection holds the interpreter lock for its whole length, and the loader's workers need it
+between their decodes: a collection due while a window's views are still loading their planes
+(right after a jump) waits until they are complete (``defer_while``), at most
+``MAX_DEFER_MS``.
 """
 
 from __future__ import annotations
 
 import gc
+import time
+import weakref
+from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
 #: How often the GUI thread looks whether a collection is due.
 INTERVAL_MS = 200
+#: The longest a due collection waits for loading views (``defer_while``).
+MAX_DEFER_MS = 1000
 
-_installed: QObject | None = None
+_installed: _GuiThreadCollector | None = None
 
 
 #: Objects in the oldest generation after the last full collection (``collect_if_due``).
@@ -68,10 +78,45 @@ class _GuiThreadCollector(QObject):
 
     def __init__(self, parent: QObject) -> None:
         super().__init__(parent)
+        #: What says a window is loading its views (weakly held: a window closed is gone).
+        self.busy: list[weakref.WeakMethod[Callable[[], bool]]] = []
+        #: Since when (``time.monotonic``) collections have been put off, or None.
+        self.deferred_since: float | None = None
         self._timer = QTimer(self)
         self._timer.setInterval(INTERVAL_MS)
-        self._timer.timeout.connect(collect_if_due)
+        self._timer.timeout.connect(self._on_timeout)
         self._timer.start()
+
+    def _on_timeout(self) -> None:
+        self.tick(time.monotonic())
+
+    def tick(self, now: float) -> bool:
+        """One look of the timer at ``now``: collect what is due, unless a window is loading
+        and collections have been put off for less than ``MAX_DEFER_MS``.  Whether it
+        looked (False: put off)."""
+        live = [ref for ref in self.busy if ref() is not None]
+        self.busy = live
+        if any(_called(ref) for ref in live):
+            if self.deferred_since is None:
+                self.deferred_since = now
+            if (now - self.deferred_since) * 1000 < MAX_DEFER_MS:
+                return False
+        self.deferred_since = None
+        collect_if_due()
+        return True
+
+
+def _called(ref: weakref.WeakMethod[Callable[[], bool]]) -> bool:
+    method = ref()
+    return bool(method is not None and method())
+
+
+def defer_while(busy: Callable[[], bool]) -> None:
+    """Put due collections off while ``busy()`` (a bound method, held weakly: e.g. a
+    window's "views still loading"), at most ``MAX_DEFER_MS`` in a row.  GUI thread, after
+    ``collect_on_gui_thread``."""
+    if _installed is not None:
+        _installed.busy.append(weakref.WeakMethod(busy))
 
 
 def collect_on_gui_thread() -> None:
@@ -92,4 +137,5 @@ def installed() -> bool:
     return _installed is not None
 
 
-__all__ = ["INTERVAL_MS", "collect_if_due", "collect_on_gui_thread", "installed"]
+__all__ = ["INTERVAL_MS", "MAX_DEFER_MS", "collect_if_due", "collect_on_gui_thread", "defer_while",
+           "installed"]

@@ -211,6 +211,7 @@ class QtMainWindow(QMainWindow):
         self.drawing = QtLayerDrawing(self, self.contrast_panel, self)
         self.drawing.mag_shown.connect(self.status.show_mag)
         self.drawing.blocks_failed.connect(self._note_failures)
+        collector.defer_while(self.views_loading)
         self.contrast_panel.auto_requested.connect(self.drawing.auto_contrast)
         self.opening = QtDatasetOpener(self)
         self.opening.extent_grown.connect(self._on_extent_grown)
@@ -251,6 +252,11 @@ class QtMainWindow(QMainWindow):
     def planes_complete(self) -> bool:
         """Every visible view shows its whole plane of every visible layer."""
         return self.drawing.planes_complete()
+
+    def views_loading(self) -> bool:
+        """A dataset is shown and its views are still loading (a jump's blocks are being
+        read): the cycle collector waits meanwhile (``collector.defer_while``)."""
+        return self.source is not None and not self.drawing.planes_complete()
 
     def draw_with(self, view: QtSliceView, name: str, plane: Plane) -> Rendered:
         """``view``'s picture with layer ``name``'s plane replaced by ``plane``
