@@ -413,3 +413,30 @@ def test_one_block_files_read_the_same_on_both_paths(tmp_path: Path, kind: str, 
                     assert a == b, (x, y, z)
     problems = sum(not isinstance(r, list) or isinstance(r[0], tuple) for r in kernel)
     assert problems == (case != "sound")
+
+
+@pytest.mark.parametrize("use_native", [pytest.param(True, marks=needs_kernel), False],
+                         ids=["native", "python"])
+def test_raw_planes_of_many_blocks_equal_reference(tmp_path: Path, use_native: bool) -> None:
+    """Raw XZ and YZ planes of more blocks than a small box (the kernel takes them, on every
+    core from ``boxread.PARALLEL_RAW_PLANE_BYTES``)."""
+    side = 64
+    data = np.random.default_rng(5).integers(0, 250, size=(2, side, side, side)).astype(np.uint8)
+    header = reference.Header(voxel_type=np.uint8, num_channels=2,
+                              block_type=reference.Header.BLOCK_TYPE_RAW, block_len=8,
+                              file_len=8)
+    with reference.Dataset.create(str(tmp_path), header) as ds:
+        ds.write((0, 0, 0), data)
+    reads = [((0, 9, 0), (side, 1, side)), ((13, 0, 0), (1, side, side)),
+             ((0, 30, 2), (side, 3, 60)), ((5, 0, 1), (2, 63, 63))]
+    with ours.File.open(_data_file(tmp_path)) as f:
+        for threads in (1, 2):
+            old = boxread.DECODE_THREADS, boxread.PARALLEL_RAW_PLANE_BYTES
+            boxread.DECODE_THREADS, boxread.PARALLEL_RAW_PLANE_BYTES = threads, 0
+            try:
+                for offset, shape in reads:
+                    out = np.zeros((2, *shape), dtype=np.uint8, order="F")
+                    boxread.read_into(f, out, offset, native=use_native)
+                    np.testing.assert_array_equal(out, _expected(data, offset, shape))
+            finally:
+                boxread.DECODE_THREADS, boxread.PARALLEL_RAW_PLANE_BYTES = old
