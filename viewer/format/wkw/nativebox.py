@@ -2,7 +2,13 @@
 blocks the box meets, their stored bytes, decoding and the copy into the output in one call
 per thread, with no Python between blocks.  ``boxread.read_into`` uses it where the kernel
 was built and the output's x rows are contiguous; its errors are the ones the Python path
-raises, built by the same methods of the file."""
+raises, built by the same methods of the file.
+
+Two reads go by path, the file opened, checked and closed inside the same call: a small box
+of a file a ``Dataset`` has not opened but parsed before (``read_path``), and a batch of
+one-block files (``read_files``, for ``WkwVolume.read_units``).  Both leave every file that
+is not the sound common case (absent, changed a moment ago or meanwhile, not the version
+remembered, damaged, another header) to the ordinary way, which says what is wrong."""
 
 from __future__ import annotations
 
