@@ -61,7 +61,9 @@ def empty(shape: Sequence[int], dtype: npt.DTypeLike,
     ``MIN_BYTES`` reuses the memory of the last such array dropped when that is at least as
     big and at most twice as big (its pages are then mapped already)."""
     dt = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    nbytes = dt.itemsize
+    for n in shape:  # plain ints: ``np.prod`` costs more than a small read's set-up
+        nbytes *= int(n)
     if nbytes < MIN_BYTES:
         return np.empty(tuple(shape), dt, order=order)
     inner = None

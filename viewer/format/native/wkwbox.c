@@ -11,11 +11,19 @@
  * Failures are reported, never worded here: the status names the kind, the block (Morton
  * index) and its byte range, and the caller builds the same error its Python path builds.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
 
 typedef int (*lz4_whole_fn)(const char *src, char *dst, int size, int capacity);
 typedef int (*lz4_partial_fn)(const char *src, char *dst, int size, int target, int capacity);
@@ -40,7 +48,11 @@ typedef struct {
     int64_t group;          /* blocks a thread takes at a time */
 } wkw_box;
 
-enum { WKW_OK = 0, WKW_RANGE = 1, WKW_DECODE = 2, WKW_SHORT = 3, WKW_OS = 4, WKW_MEMORY = 5 };
+/* WKW_RETRY: a read by path left for the Python path, which decides (the file is absent or
+ * does not open, is not the version whose table was given, was changed a moment ago or during
+ * the read, or a one-block file is anything but the common sound case). */
+enum { WKW_OK = 0, WKW_RANGE = 1, WKW_DECODE = 2, WKW_SHORT = 3, WKW_OS = 4, WKW_MEMORY = 5,
+       WKW_RETRY = 6 };
 
 /* The outcome of a plan or of one thread's work: the lowest failing block of this call. */
 typedef struct {
@@ -51,6 +63,8 @@ typedef struct {
     int64_t partial;  /* a prefix decode (the box needs the block's first planes only) */
     int64_t error;    /* errno for WKW_OS */
 } wkw_status;
+
+void wkw_plan_free(void *handle);
 
 typedef struct {
     int64_t morton, start, end;
@@ -158,6 +172,41 @@ void *wkw_plan_new(const wkw_box *box, wkw_status *st) {
     return p;
 }
 
+/* Rows of `n` bytes from `s` (one after another, `ss` apart) to `d` (`ds` apart).  Rows of
+ * the common sizes are copied with a memcpy of constant size, which the compiler inlines as a
+ * few moves: a call to memcpy per row of 32 bytes cost more than the copy itself. */
+#define ROWS(N)                                                     \
+    for (int64_t r = 0; r < rows; r++, d += ds, s += ss) memcpy(d, s, N); \
+    return;
+static void copy_rows(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, int64_t rows) {
+    switch (n) {
+    case 1: ROWS(1)
+    case 2: ROWS(2)
+    case 4: ROWS(4)
+    case 8: ROWS(8)
+    case 16: ROWS(16)
+    case 32: ROWS(32)
+    case 64: ROWS(64)
+    case 128: ROWS(128)
+    default:
+        break;
+    }
+    /* Other short rows: two copies of a constant size that overlap in the middle. */
+#define PAIR(N)                                                                   \
+    for (int64_t r = 0; r < rows; r++, d += ds, s += ss) {                        \
+        memcpy(d, s, N);                                                          \
+        memcpy(d + n - N, s + n - N, N);                                          \
+    }                                                                             \
+    return;
+    if (n > 4 && n < 8) { PAIR(4) }
+    if (n > 8 && n < 16) { PAIR(8) }
+    if (n > 16 && n < 32) { PAIR(16) }
+    if (n > 32 && n < 64) { PAIR(32) }
+#undef PAIR
+    for (int64_t r = 0; r < rows; r++, d += ds, s += ss) memcpy(d, s, (size_t)n);
+}
+#undef ROWS
+
 /* Copy the box's part of the decoded block `data` (bytes [z][y][x][c]) into the output. */
 static void place(const wkw_box *box, const item *it, const char *data) {
     int64_t b = box->block_len, vb = box->voxel_bytes;
@@ -168,14 +217,12 @@ static void place(const wkw_box *box, const item *it, const char *data) {
         e[a] = box->hi[a] < org[a] + b ? box->hi[a] - org[a] : b;
     }
     int64_t row = (e[0] - s[0]) * vb;
-    char *base = box->out + (org[0] + s[0] + box->shift[0]) * vb;
+    char *base = box->out + (org[0] + s[0] + box->shift[0]) * vb
+                 + (org[1] + s[1] + box->shift[1]) * box->stride_y;
     for (int64_t z = s[2]; z < e[2]; z++) {
         char *dz = base + (org[2] + z + box->shift[2]) * box->stride_z;
         const char *sz = data + ((z * b + s[1]) * b + s[0]) * vb;
-        for (int64_t y = s[1]; y < e[1]; y++) {
-            memcpy(dz + (org[1] + y + box->shift[1]) * box->stride_y, sz, (size_t)row);
-            sz += b * vb;
-        }
+        copy_rows(dz, box->stride_y, sz, b * vb, row, e[1] - s[1]);
     }
 }
 
@@ -382,6 +429,166 @@ int64_t wkw_read_blocks(const wkw_box *box, const int64_t *indices, int64_t n, c
     return failed;
 }
 
+
+/* -- reads by path: open, check, read, check, close in one call ------------------------------ */
+
+/* The version of a file a read by path expects (the fstat of the open that parsed its header
+ * and table), and the racy-timestamp windows (ns): a file changed less than `window` ago
+ * (`coarse_window` where its times have whole seconds) is left to the Python path, which
+ * waits for it to settle. */
+typedef struct {
+    int64_t dev, ino, size, mtime, ctime;
+    int64_t window, coarse_window;
+} wkw_ident;
+
+static int64_t stat_ns(const struct timespec *t) {
+    return (int64_t)t->tv_sec * 1000000000LL + (int64_t)t->tv_nsec;
+}
+
+static void ident_of(const struct stat *s, wkw_ident *id) {
+    id->dev = (int64_t)s->st_dev;
+    id->ino = (int64_t)s->st_ino;
+    id->size = (int64_t)s->st_size;
+    id->mtime = stat_ns(&s->st_mtim);
+    id->ctime = stat_ns(&s->st_ctim);
+}
+
+static int same_ident(const struct stat *s, const wkw_ident *id) {
+    wkw_ident now;
+    ident_of(s, &now);
+    return now.dev == id->dev && now.ino == id->ino && now.size == id->size
+        && now.mtime == id->mtime && now.ctime == id->ctime;
+}
+
+/* The rule of handles.racy_wait_ns: changed less than the window before now (a time in the
+ * future beyond the window tells nothing, and is not racy). */
+static int racy(const struct stat *s, const wkw_ident *id) {
+    int64_t m = stat_ns(&s->st_mtim), c = stat_ns(&s->st_ctim);
+    int64_t newest = m > c ? m : c;
+    int coarse = m % 1000000000LL == 0 && c % 1000000000LL == 0;
+    int64_t window = coarse ? id->coarse_window : id->window;
+    struct timespec t;
+    if (clock_gettime(CLOCK_REALTIME, &t) != 0) return 1;
+    int64_t now = stat_ns(&t);
+    if (newest - now > window) return 0;
+    return newest + window - now > 0;
+}
+
+static int open_read(const char *path) {
+    int fd;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/* After the fstat that took the identity, wait for a write in progress (handles.py's
+ * wait_for_writers: the inode lock a buffered write holds); ENXIO and the like are fine. */
+static void wait_for_writers(int fd) {
+#ifdef SEEK_DATA
+    (void)lseek(fd, 0, SEEK_DATA);
+#else
+    (void)fd;
+#endif
+}
+
+/* The box read of `box` (its fd left for this function) from the file at `path`, when that
+ * file is the version `id` (whose table box->ranges is) and not changed a moment ago: open,
+ * fstat, wait for writers, the plan worked on this thread, fstat, close.  WKW_RETRY when the
+ * Python path must decide (see the enum); a damaged block as wkw_plan_work reports it, unless
+ * the file changed meanwhile (then WKW_RETRY: the bytes read may mix two versions). */
+int64_t wkw_read_path(const char *path, wkw_box *box, const wkw_ident *id, wkw_status *st) {
+    memset(st, 0, sizeof *st);
+    int fd = open_read(path);
+    if (fd < 0) {
+        st->kind = WKW_RETRY;
+        st->error = errno;
+        return st->kind;
+    }
+    struct stat before, after;
+    if (fstat(fd, &before) != 0 || !same_ident(&before, id) || racy(&before, id)) {
+        close(fd);
+        st->kind = WKW_RETRY;
+        return st->kind;
+    }
+    wait_for_writers(fd);
+    box->fd = fd;
+    void *p = wkw_plan_new(box, st);
+    if (p) {
+        wkw_plan_work(p, st);
+        wkw_plan_free(p);
+    }
+    int changed = fstat(fd, &after) != 0 || !same_ident(&after, id);
+    close(fd);
+    if (changed) {
+        memset(st, 0, sizeof *st);
+        st->kind = WKW_RETRY;
+    }
+    return st->kind;
+}
+
+/* Files of one block (how N5 and Zarr v2 store every chunk), a batch of them: for file k (the
+ * NUL-terminated path at paths + starts[k]) open, fstat, wait for writers, one pread of the
+ * whole file into scratch (room bytes), fstat, close; then, when its 16 header bytes are
+ * `header` and its one block's bytes are sound, decode (or copy, raw) the block into dst[k]
+ * (block_bytes).  kind[k]: WKW_OK, or WKW_RETRY with errno in error[k] (ENOENT: no such file)
+ * for anything else, damage included: the Python path reads that file again and says what is
+ * wrong.  Returns the number of files not read here, or -1 when out of memory. */
+int64_t wkw_read_files(const char *paths, const int64_t *starts, int64_t n,
+                       const unsigned char *header, const wkw_box *box, const wkw_ident *windows,
+                       char *const *dst, int64_t *kind, int64_t *error) {
+    int64_t b = box->block_len;
+    int64_t bb = b * b * b * box->voxel_bytes;
+    int64_t bound = bb + bb / 255 + 16;
+    int64_t room = box->data_offset + (box->compressed ? bound : bb);
+    unsigned char *scratch = malloc((size_t)room);
+    if (!scratch) return -1;
+    int64_t left = 0;
+    for (int64_t k = 0; k < n; k++) {
+        kind[k] = WKW_RETRY;
+        error[k] = 0;
+        left++;
+        int fd = open_read(paths + starts[k]);
+        if (fd < 0) {
+            error[k] = errno;
+            continue;
+        }
+        struct stat before, after;
+        wkw_ident id;
+        if (fstat(fd, &before) != 0) {
+            close(fd);
+            continue;
+        }
+        ident_of(&before, &id);
+        id.window = windows->window;
+        id.coarse_window = windows->coarse_window;
+        if (racy(&before, &id) || id.size > room || id.size < box->data_offset) {
+            close(fd);
+            continue;
+        }
+        wait_for_writers(fd);
+        int64_t got = read_at(fd, (char *)scratch, id.size, 0);
+        int changed = fstat(fd, &after) != 0 || !same_ident(&after, &id);
+        close(fd);
+        if (changed || got != id.size || memcmp(scratch, header, 16) != 0) continue;
+        if (box->compressed) {
+            int64_t end = 0;
+            memcpy(&end, scratch + 16, 8);  /* the jump table's one entry (little-endian) */
+            if (end <= box->data_offset || end > got || end - box->data_offset > bound) continue;
+            int made = box->whole((const char *)scratch + box->data_offset, dst[k],
+                                  (int)(end - box->data_offset), (int)bb);
+            if (made != bb) continue;
+        } else {
+            if (box->data_offset + bb > got) continue;
+            memcpy(dst[k], scratch + box->data_offset, (size_t)bb);
+        }
+        kind[k] = WKW_OK;
+        left--;
+    }
+    free(scratch);
+    return left;
+}
+
 int64_t wkw_plan_count(void *handle) { return ((plan *)handle)->count; }
 
 void wkw_plan_free(void *handle) {
@@ -391,4 +598,4 @@ void wkw_plan_free(void *handle) {
     free(p);
 }
 
-int64_t wkw_abi(void) { return 2; }
+int64_t wkw_abi(void) { return 3; }

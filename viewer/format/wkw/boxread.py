@@ -138,10 +138,7 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     bhi = ((hi[0] - 1) // b + 1, (hi[1] - 1) // b + 1, (hi[2] - 1) // b + 1)
     out_t = out.T  # (Z, Y, X, C); C order when out is F order
     blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1]) * (bhi[2] - blo[2])
-    if native and nativebox.usable(g.compressed) and (
-            g.compressed or blocks <= PER_BLOCK_COPY):
-        # Raw planes and larger raw reads keep the Python path's ways (a column of blocks
-        # through a buffer that stays in the cache; reads into reused memory): as fast there.
+    if native and _kernel_takes(g, blocks, blo, bhi):
         rows = _byte_rows(out_t)
         if rows is not None:
             nativebox.read(f, rows, lo, hi, shift, _native_threads(g, blocks, lo, hi, blo, bhi),
@@ -189,6 +186,51 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     _read_shared(f, out_t, lo, hi, shift, blo, bhi, batches, threads)
 
 
+def small_native(h: Header, out: npt.NDArray[Any], offset: Sequence[int],
+                 out_offset: Sequence[int], shape: Sequence[int]
+                 ) -> tuple[npt.NDArray[np.uint8], list[int], list[int], list[int]] | None:
+    """``(rows, lo, hi, shift)`` for ``nativebox.read_path`` when ``read_into`` of this box
+    from a file of header ``h`` would be the kernel's on the calling thread alone (a small
+    box), else None.  The arguments are ``read_into``'s."""
+    g = _geometry(h)
+    b, side = g.block_len, g.side
+    off = [int(v) for v in offset]
+    lo = [max(off[a], 0) for a in range(3)]
+    hi = [min(off[a] + int(shape[a]), side) for a in range(3)]
+    if hi[0] <= lo[0] or hi[1] <= lo[1] or hi[2] <= lo[2]:
+        return None
+    blo = (lo[0] // b, lo[1] // b, lo[2] // b)
+    bhi = ((hi[0] - 1) // b + 1, (hi[1] - 1) // b + 1, (hi[2] - 1) // b + 1)
+    blocks = (bhi[0] - blo[0]) * (bhi[1] - blo[1]) * (bhi[2] - blo[2])
+    if not _kernel_takes(g, blocks, blo, bhi) or \
+            _native_threads(g, blocks, lo, hi, blo, bhi) != 1:
+        return None
+    rows = _byte_rows(out.T)
+    if rows is None:
+        return None
+    return rows, lo, hi, [int(out_offset[a]) - off[a] for a in range(3)]
+
+
+def _kernel_takes(g: _Geometry, blocks: int, blo: Vec3, bhi: Vec3) -> bool:
+    """Whether the native kernel reads this box (where it was built): every compressed read,
+    small raw boxes and raw planes one block thick along x or y (XZ, YZ); raw XY planes and
+    larger raw reads keep the Python path's ways (one pread of just the planes needed;
+    reads into reused memory): as fast there."""
+    if not nativebox.usable(g.compressed):
+        return False
+    if g.compressed or blocks <= PER_BLOCK_COPY:
+        return True
+    return RAW_PLANES_NATIVE and bhi[2] - blo[2] > 1 and (
+        bhi[0] - blo[0] == 1 or bhi[1] - blo[1] == 1)
+
+
+#: Raw XZ and YZ planes go through the native kernel (on every core from
+#: ``PARALLEL_RAW_PLANE_BYTES``).
+RAW_PLANES_NATIVE = True
+#: A raw plane read by the kernel is shared by the cores from this many bytes of blocks.
+PARALLEL_RAW_PLANE_BYTES = 2 << 20
+
+
 def _native_threads(g: _Geometry, blocks: int, lo: list[int], hi: list[int], blo: Vec3,
                     bhi: Vec3) -> int:
     """Threads for a read by the kernel: every core from ``NATIVE_PARALLEL_BYTES`` of
@@ -199,7 +241,12 @@ def _native_threads(g: _Geometry, blocks: int, lo: list[int], hi: list[int], blo
     if bhi[2] - blo[2] == 1:
         z0, z1 = lo[2] - blo[2] * g.block_len, hi[2] - blo[2] * g.block_len
         per_block = (z1 if g.compressed else z1 - z0) * g.plane
-    enough = NATIVE_PARALLEL_BYTES if g.compressed else PARALLEL_RAW_BYTES
+    if g.compressed:
+        enough = NATIVE_PARALLEL_BYTES
+    elif blocks > PER_BLOCK_COPY:  # a raw plane (``_kernel_takes``)
+        enough = PARALLEL_RAW_PLANE_BYTES
+    else:
+        enough = PARALLEL_RAW_BYTES
     return DECODE_THREADS if blocks * per_block >= enough else 1
 
 

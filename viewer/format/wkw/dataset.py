@@ -26,8 +26,8 @@ import numpy.typing as npt
 from viewer.format import bigmemory
 from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError, HeaderError
 from viewer.format.handles import OPEN_FLAGS
-from viewer.format.wkw import writer
-from viewer.format.wkw.file import File
+from viewer.format.wkw import boxread, nativebox, writer
+from viewer.format.wkw.file import File, remembered
 from viewer.format.wkw.header import HEADER_SIZE, Header, parse_header
 
 HEADER_FILE = "header.wkw"
@@ -247,6 +247,10 @@ class Dataset:
         ``(fx, fy, fz)``) that this file holds; an absent file zeroes it or leaves it."""
         sx, sy, sz = out.shape[1:]
         out_off = (-lx if lx < 0 else 0, -ly if ly < 0 else 0, -lz if lz < 0 else 0)
+        if (fx, fy, fz) not in self._files and self._read_by_path(
+                out, fx, fy, fz, (lx + out_off[0], ly + out_off[1], lz + out_off[2]), out_off,
+                (sx - out_off[0], sy - out_off[1], sz - out_off[2])):
+            return
         for attempt in (0, 1):
             f = self.get_file(fx, fy, fz)
             if f is None:
@@ -265,6 +269,30 @@ class Dataset:
                 self.forget_file(fx, fy, fz)
                 if attempt:
                     raise
+
+    def _read_by_path(self, out: npt.NDArray[Any], fx: int, fy: int, fz: int,
+                      offset: Vec3, out_offset: Vec3, shape: Vec3) -> bool:
+        """A small box of a file this dataset has not opened, read by the native kernel in one
+        call (``nativebox.read_path``: open, checks, read, close) when the file was parsed
+        before and is unchanged since (``file.remembered``); no ``File`` is made or kept.
+        False when the ordinary way must read it (``get_file``, which raises what is wrong
+        with the file and remembers it for the next time)."""
+        if not nativebox.usable(self.header.is_compressed) or (
+                self.single_file is not None and (fx, fy, fz) != (0, 0, 0)):
+            return False
+        path = self.file_path(fx, fy, fz)
+        known = remembered(path)
+        if known is None:
+            return False
+        header = known[1]
+        if header is not self._agreed:
+            if not header.same_geometry(self.header):
+                return False  # ``get_file`` says so
+            self._agreed = header
+        how = boxread.small_native(header, out, offset, out_offset, shape)
+        if how is None or not nativebox.usable(header.is_compressed):
+            return False
+        return nativebox.read_path(path, known, *how)
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, offset: Sequence[int], data: npt.NDArray[Any]) -> None:

@@ -754,6 +754,14 @@ def _remember(path: str, ident: Identity, header: Header, numbers: Numbers,
                 _parsed_bytes -= gone.nbytes
 
 
+def remembered(path: str) -> tuple[Identity, Header, Numbers,
+                                   npt.NDArray[np.uint64] | None] | None:
+    """The header and jump table parsed when the file at ``path`` was last opened, with its
+    identity then (``_PARSED``), or None: a read that finds the file still of that identity
+    may use them (``nativebox.read_path``)."""
+    return _PARSED.get(path)
+
+
 def forget_parsed() -> None:
     """Drop every remembered header and jump table (tests; after rewriting files in place
     faster than the file system's clock tells apart)."""

@@ -2,7 +2,13 @@
 blocks the box meets, their stored bytes, decoding and the copy into the output in one call
 per thread, with no Python between blocks.  ``boxread.read_into`` uses it where the kernel
 was built and the output's x rows are contiguous; its errors are the ones the Python path
-raises, built by the same methods of the file."""
+raises, built by the same methods of the file.
+
+Two reads go by path, the file opened, checked and closed inside the same call: a small box
+of a file a ``Dataset`` has not opened but parsed before (``read_path``), and a batch of
+one-block files (``read_files``, for ``WkwVolume.read_units``).  Both leave every file that
+is not the sound common case (absent, changed a moment ago or meanwhile, not the version
+remembered, damaged, another header) to the ordinary way, which says what is wrong."""
 
 from __future__ import annotations
 
@@ -15,8 +21,14 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format import native, pool
+from viewer.format.handles import COARSE_WINDOW_NS, RACY_WINDOW_NS, Identity
 from viewer.format.wkw import lz4block, morton
 from viewer.format.wkw.blockfile import BlockFile
+from viewer.format.wkw.header import HEADER_SIZE, Header, Numbers
+
+#: What ``file.remembered`` gives of a file opened before: its identity, header, numbers and
+#: extended jump table (None: raw).
+Remembered = tuple[Identity, Header, Numbers, "npt.NDArray[np.uint64] | None"]
 
 _i64 = ctypes.c_int64
 
@@ -30,18 +42,25 @@ class _Box(ctypes.Structure):
                 ("merge_gap", _i64), ("group", _i64)]
 
 
+class _Ident(ctypes.Structure):
+    _fields_ = [("dev", _i64), ("ino", _i64), ("size", _i64), ("mtime", _i64), ("ctime", _i64),
+                ("window", _i64), ("coarse_window", _i64)]
+
+
 class _Status(ctypes.Structure):
     _fields_ = [("kind", _i64), ("block", _i64), ("start", _i64), ("end", _i64),
                 ("got", _i64), ("wanted", _i64), ("partial", _i64), ("error", _i64)]
 
 
-_OK, _RANGE, _DECODE, _SHORT, _OS, _MEMORY = range(6)
+_OK, _RANGE, _DECODE, _SHORT, _OS, _MEMORY, _RETRY = range(7)
 
 #: Blocks a thread takes at a time from a shared read (neighbours in the file: fewer preads).
 GROUP = 8
+#: Stored bytes of blocks closer than this are read by one pread (``boxread.MERGE_GAP``).
+MERGE_GAP = 4096
 
 
-def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any] | None:
+def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any, Any, Any] | None:
     lib = native.LIBRARY
     if lib is None:
         return None
@@ -56,11 +75,19 @@ def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any] | None:
     work.restype = _i64
     free.argtypes = [ctypes.c_void_p]
     free.restype = None
+    by_path, files = lib.wkw_read_path, lib.wkw_read_files
+    by_path.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Box), ctypes.POINTER(_Ident),
+                        ctypes.POINTER(_Status)]
+    by_path.restype = _i64
+    files.argtypes = [ctypes.c_char_p, ctypes.c_void_p, _i64, ctypes.c_char_p,
+                      ctypes.POINTER(_Box), ctypes.POINTER(_Ident), ctypes.c_void_p,
+                      ctypes.c_void_p, ctypes.c_void_p]
+    files.restype = _i64
     whole, partial = lz4block.whole_decoder(), lz4block.partial_decoder()
     return (new, work, free,
             ctypes.cast(whole, ctypes.c_void_p).value if whole is not None else None,
             ctypes.cast(partial, ctypes.c_void_p).value if partial is not None else None,
-            listed)
+            listed, by_path, files)
 
 
 _FUNCTIONS = _functions()
@@ -107,6 +134,93 @@ def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Seque
         _raise(f, status, lo, hi)
 
 
+def read_path(path: str, known: Remembered, rows: npt.NDArray[np.uint8], lo: Sequence[int],
+              hi: Sequence[int], shift: Sequence[int]) -> bool:
+    """``read`` of a small box on this thread (``boxread.small_native`` gives ``rows``,
+    ``lo``, ``hi``, ``shift``) from the data file at ``path`` without a ``File``: open,
+    ``fstat``, the box read, ``fstat``, close, in one call, when the file is still the
+    version ``known`` describes (its identity, header, numbers and jump table as
+    ``file.remembered`` gives them) and was not changed a moment ago.  True when read; False
+    when the caller must read it the ordinary way (the file absent, replaced, changing, or
+    changed during the read); a damaged block raises the error ``read`` raises.  Call only
+    where ``usable``."""
+    ident, header = known[0], known[1]
+    assert _FUNCTIONS is not None
+    template = _TEMPLATES.get(path)
+    if template is None or template[0] is not known:
+        template = (known, bytes(_box_of(header, ident[2], known[3])), _ident(ident))
+        if len(_TEMPLATES) >= _TEMPLATES_KEEP:
+            _TEMPLATES.clear()
+        _TEMPLATES[path] = template
+    box = _Box.from_buffer_copy(template[1])
+    box.lo[:], box.hi[:], box.shift[:] = lo, hi, shift
+    box.out, box.stride_y, box.stride_z = rows.ctypes.data, rows.strides[1], rows.strides[0]
+    status = _Status()
+    kind = _FUNCTIONS[6](os.fsencode(path), ctypes.byref(box), ctypes.byref(template[2]),
+                         ctypes.byref(status))
+    if kind == _RETRY:
+        return False
+    if kind != _OK:
+        _raise(_file_of(path, known), status, lo, hi)
+    return True
+
+
+def read_files(paths: list[str], header: Header, dst: list[int]
+               ) -> npt.NDArray[np.int64] | None:
+    """Files of one block each (``header``'s geometry, their 16 header bytes exactly
+    ``header``'s) read, checked and decoded into ``dst[k]`` (``block_bytes`` each) in one
+    call: each file opened, its ``fstat`` taken, written-to files waited for, read whole,
+    ``fstat`` again, closed.  None when every file was read; else ``[kind, errno]`` per
+    file (kind 0: read), and a file of any other kind is the caller's to read the ordinary
+    way (absent: errno ``ENOENT``; changed, damaged, different: the ordinary way says).
+    Call only where ``usable``."""
+    assert _FUNCTIONS is not None
+    encoded = [os.fsencode(p) for p in paths]
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    if len(encoded) > 1:
+        np.cumsum([len(p) + 1 for p in encoded[:-1]], out=starts[1:])
+    joined = b"\0".join(encoded) + b"\0"
+    n = len(paths)
+    kinds = np.empty((2, n), dtype=np.int64)
+    addresses = np.asarray(dst, dtype=np.uint64)
+    box = _box_of(header, 0, None)
+    windows = _ident((0, 0, 0, 0, 0))
+    left = _FUNCTIONS[7](joined, starts.ctypes.data, n, header.to_bytes(), ctypes.byref(box),
+                         ctypes.byref(windows), addresses.ctypes.data, kinds[0].ctypes.data,
+                         kinds[1].ctypes.data)
+    if left < 0:
+        raise MemoryError(f"no memory for a read of {n} files")
+    return kinds.T if left else None
+
+
+def files_usable(header: Header) -> bool:
+    """Whether ``read_files`` reads files of this header (one block; compressed ones need
+    liblz4; a compressed file's data right after its one-entry jump table)."""
+    if not usable(header.is_compressed) or header.num_blocks != 1:
+        return False
+    return header.data_offset == (HEADER_SIZE + 8 if header.is_compressed else HEADER_SIZE)
+
+
+#: ``read_path``'s kernel descriptions of files, by path: ``(remembered entry, box bytes,
+#: identity)``; cleared when it holds ``_TEMPLATES_KEEP``.
+_TEMPLATES: dict[str, tuple[Remembered, bytes, _Ident]] = {}
+_TEMPLATES_KEEP = 1024
+
+
+def _ident(ident: Sequence[int]) -> _Ident:
+    out = _Ident(*ident)
+    out.window, out.coarse_window = RACY_WINDOW_NS, COARSE_WINDOW_NS
+    return out
+
+
+def _file_of(path: str, known: Remembered) -> BlockFile:
+    """A closed ``File`` of the version ``known`` (to word an error as the file's own
+    methods do)."""
+    from viewer.format.wkw.file import File
+
+    return File(path, None, known[1], known[0][2], known[3], known[2])
+
+
 def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int], merge_gap: int
                 ) -> npt.NDArray[np.int64] | None:
     """Whole blocks ``indices`` (in range) decoded or read into the memory at ``dst[k]``
@@ -146,16 +260,22 @@ def block_error(f: BlockFile, row: npt.NDArray[np.int64]) -> Exception | None:
 
 def _box(f: BlockFile, merge_gap: int) -> _Box:
     """The kernel's description of ``f`` (the box and the output left for the caller)."""
+    box = _box_of(f.header, f.file_size, f._ranges_i64)
+    box.merge_gap = merge_gap
+    return box
+
+
+def _box_of(h: Header, file_size: int, table: npt.NDArray[Any] | None) -> _Box:
+    """The kernel's description of a file of header ``h``, ``file_size`` bytes and extended
+    jump ``table`` (kept alive by the caller; the box and the output left for the caller)."""
     assert _FUNCTIONS is not None
-    h = f.header
-    ranges = f._ranges_i64
     box = _Box()
     box.block_len, box.voxel_bytes = h.block_len, h.voxel_size
     box.compressed, box.data_offset = int(h.is_compressed), h.data_offset
-    box.file_size = f.file_size
-    box.ranges = ranges.ctypes.data if ranges is not None else None
+    box.file_size = file_size
+    box.ranges = table.ctypes.data if table is not None else None
     box.num_blocks, box.whole, box.partial = h.num_blocks, _FUNCTIONS[3], _FUNCTIONS[4]
-    box.merge_gap, box.group = merge_gap, GROUP
+    box.merge_gap, box.group = MERGE_GAP, GROUP
     return box
 
 
@@ -178,4 +298,5 @@ def _raise(f: BlockFile, s: _Status, lo: Sequence[int], hi: Sequence[int]) -> No
     raise MemoryError(f"{f.path}: no memory for a box read")
 
 
-__all__ = ["GROUP", "block_error", "read", "read_blocks", "usable"]
+__all__ = ["GROUP", "block_error", "files_usable", "read", "read_blocks", "read_files",
+           "read_path", "usable"]
