@@ -81,7 +81,7 @@ class QtDatasetOpener(QObject):
              waiting: Callable[[float], bool] | None = None) -> Opening:
         """Open ``path``; raises (after closing what it opened) when nothing can be shown.
         ``waiting``: see ``viewer.ui.remote.open_dataset`` (a URL's progress and cancel)."""
-        opened = remote_ui.open_dataset(path, waiting)  # a URL: on a thread
+        opened = remote_ui.open_dataset(path, waiting)  # on a thread, the window answering
         try:
             return self._open_layers(opened, pos)
         except BaseException:
