@@ -99,12 +99,15 @@ def _info(*args: str) -> tuple[int, str]:
 
 @needs_fork
 @pytest.mark.parametrize("as_json", [True, False])
-@pytest.mark.parametrize("batch", [1024, 2])
+@pytest.mark.parametrize(("batch", "sliced"), [(1024, 8), (2, 8), (2, 1)])
 def test_forked_listing_prints_what_one_process_prints(
-        sparse: str, monkeypatch: pytest.MonkeyPatch, as_json: bool, batch: int) -> None:
+        sparse: str, monkeypatch: pytest.MonkeyPatch, as_json: bool, batch: int,
+        sliced: int) -> None:
     flags = ("--json",) if as_json else ()
     alone = _info(sparse, "--quick", "--threads", "1", *flags)
     monkeypatch.setattr(info, "BATCH_UNITS", batch)  # with 2: parts cut into slices
+    # With 1: a part of 7 files is too big for slices, the parent lists and hands out batches.
+    monkeypatch.setattr(listed, "SLICED_BATCHES", sliced)
 
     def no_walk(self: WkwVolume) -> None:
         raise AssertionError("the parent listed the files for their box")
@@ -136,4 +139,27 @@ def test_workers_serve_one_map_after_another() -> None:
         assert list(workers.map(range(3), ahead=1)) == [0, -1, -2]
     finally:
         workers.close()
+    assert not multiprocessing.active_children()
+
+
+@needs_fork
+def test_a_volume_of_one_part_is_listed_by_the_parent(tmp_path: Path) -> None:
+    """A zarr v2 array of one chunk per file (small units, its listing not cut into parts):
+    the same report with forked workers as with one process."""
+    import zarr
+
+    root = tmp_path / "arr.zarr"
+    data = np.arange(24 * 16 * 8, dtype=np.uint16).reshape(24, 16, 8)
+    array = zarr.open_array(str(root), mode="w", shape=data.shape, chunks=(4, 8, 8),
+                            dtype=data.dtype, zarr_format=2)
+    array[...] = data
+    volume = open_volume(str(root))
+    try:
+        assert volume.small_units and list(volume.listing_parts()) == [None]
+    finally:
+        volume.close()
+    time.sleep(handles.RACY_WINDOW_NS / 1e9 + 0.05)
+    alone = _info(str(root), "--quick", "--json", "--threads", "1")
+    forked = _info(str(root), "--quick", "--json", "--threads", "2")
+    assert forked == alone and len(json.loads(alone[1])["files"]) == 12
     assert not multiprocessing.active_children()

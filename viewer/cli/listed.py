@@ -7,6 +7,9 @@ shortens.  Here the parent lists only the folders (``Volume.listing_parts``); th
 forked once, first work out each folder's unit count and box (``Volume.note_listed_box``
 then spares the parent its own pass), then list and check slices of folders of about one
 batch each.  The reports come back in listing order, the same as from the parent's listing.
+A volume whose listing is one part (a format that does not cut it), or that has a part of
+very many units, is listed by the parent and checked in batches by the same workers, as
+before.
 
 ``ListedCheck(volume, check, processes, per_batch, ahead)`` forks the workers and runs the
 first pass; ``reports()`` yields the reports; ``close()`` ends the workers (at once if the
@@ -16,7 +19,7 @@ reports were not all taken).  Main thread only (see ``viewer.core.parallel.Forke
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from viewer.core.parallel import ForkedWorkers
@@ -30,6 +33,11 @@ PARTS_PER_COUNT = 64
 #: A part of more units than a batch is checked in slices of at least a batch and at most
 #: this many slices (each slice lists the part again).
 MAX_SLICES = 8
+#: A part of more units than this many batches is too big to hand out in slices of about a
+#: batch (each would list it again) or in at most ``MAX_SLICES`` (each would hold too many
+#: reports): the parent then lists the volume and hands out batches, as for a volume of one
+#: part (a format whose listing is not cut into parts).
+SLICED_BATCHES = 8
 
 #: A slice of a part's listing: (part, first unit, end unit; None: to the end of the listing,
 #: so that the last slice of a part also takes a unit added since it was counted).
@@ -56,6 +64,17 @@ def _tasks_of(parts: Sequence[Hashable], counts: Sequence[int], per_batch: int
         yield task
 
 
+def _batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
+    batch: list[Vec3] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 class ListedCheck:
     """The workers and the two passes (see the module docstring)."""
 
@@ -68,7 +87,8 @@ class ListedCheck:
         self.parts = list(volume.listing_parts())
         self._workers = ForkedWorkers(self._work, processes)
         try:
-            self.counts = self._count()
+            #: Units of each part (None: the volume is listed here, see ``reports``).
+            self.counts: list[int] | None = self._count() if len(self.parts) > 1 else None
         except BaseException:
             self._workers.terminate()
             raise
@@ -90,6 +110,8 @@ class ListedCheck:
                 lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
                 hi = b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)]
             return counts, lo, hi
+        if kind == "batch":
+            return self._check(what)
         positions: list[Vec3] = []
         for part, start, stop in what:
             positions.extend(itertools.islice(self.volume.iter_units_in(part), start, stop))
@@ -118,7 +140,13 @@ class ListedCheck:
 
     def reports(self) -> Generator[Any, None, None]:
         """Every unit's reports, in listing order (the ``check`` results concatenated)."""
-        tasks = (("check", t) for t in _tasks_of(self.parts, self.counts, self._per_batch))
+        counts = self.counts
+        tasks: Iterator[tuple[str, Any]]
+        if counts is None or max(counts, default=0) > SLICED_BATCHES * self._per_batch:
+            tasks = (("batch", b) for b in _batches(self.volume.units_to_check(),
+                                                    self._per_batch))
+        else:
+            tasks = (("check", t) for t in _tasks_of(self.parts, counts, self._per_batch))
         for reports in self._workers.map(tasks, self._ahead):
             yield from reports
 
@@ -126,4 +154,4 @@ class ListedCheck:
         self._workers.terminate()
 
 
-__all__ = ["ListedCheck", "PARTS_PER_COUNT", "MAX_SLICES"]
+__all__ = ["ListedCheck", "PARTS_PER_COUNT", "MAX_SLICES", "SLICED_BATCHES"]
