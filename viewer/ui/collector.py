@@ -29,7 +29,7 @@ import gc
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
 #: How often the GUI thread looks whether a collection is due.
-INTERVAL_MS = 200
+INTERVAL_MS = 50
 
 _installed: QObject | None = None
 
