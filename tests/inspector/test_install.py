@@ -62,3 +62,31 @@ def test_install_links_cursor_both_ways_and_draws_the_map(window, qtbot,
     zero_px = colour(BLOCK_LEN * 2.5, BLOCK_LEN * 0.5)
     assert sum(abs(a - b) for a, b in zip(random_px, zero_px, strict=True)) > 100, \
         (random_px, zero_px)
+
+
+def test_the_panel_takes_the_dataset_after_opening_returns(window, qtbot,
+                                                           known_dataset: Path) -> None:
+    """Opening returns before the panel starts on the dataset (its scan, its first unit: a
+    turn of the event loop later); news of datasets opened within one turn start it once."""
+    panel = install_inspector(window)
+    started = []
+    panel.mag_selected.connect(lambda layer, mag: started.append(panel.volume.path))
+    assert window.open_path(str(known_dataset), pos=(1, 1, 3))
+    assert panel.volume is None and not started  # not yet
+    with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
+        pass
+    assert started == [str(known_dataset)] and panel.dataset is window.opened
+    window.dataset_opened.emit(str(known_dataset))
+    window.dataset_opened.emit(str(known_dataset))
+    with qtbot.waitSignal(panel.scan_finished, timeout=WAIT):
+        pass
+    qtbot.wait(50)
+    assert started == [str(known_dataset)] * 2
+
+
+def test_a_panel_shut_down_takes_no_dataset(window, qtbot, known_dataset: Path) -> None:
+    panel = install_inspector(window)
+    assert window.open_path(str(known_dataset))
+    panel.shutdown()
+    qtbot.wait(50)
+    assert panel.volume is None and panel.is_shut_down

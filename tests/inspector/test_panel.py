@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from inspector_data import BLOCK_LEN, FILE_LEN, SIDE, damage_jump_table, parse_independently
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from viewer.core import inspect
 from viewer.format import Volume, open_dataset, wkw
@@ -216,8 +216,15 @@ def test_histogram_bar_lists_its_blocks(panel, qtbot, known_dataset) -> None:
     texts = [listed.item(k).text() for k in range(listed.count())]
     assert texts == [f"chunk 1 (1, 0, 0): {int(table.sizes[1]):,} B"]
     panel.tabs.setCurrentIndex(3)  # plots of hidden tabs are drawn when shown
-    heights = panel.sizes_tab.hist_bars.opts["height"]
+    heights = panel.sizes_tab.hist_plot.counts
     assert int(np.sum(heights)) == FILE_LEN ** 3
+    plot = panel.sizes_tab.hist_plot  # a click on the bar lists it too
+    area = plot.plot_rect()
+    middle = (edges[random_bin] + edges[random_bin + 1]) / 2
+    x = area.left() + (middle - edges[0]) / (edges[-1] - edges[0]) * area.width()
+    panel.sizes_tab.hist_list.clear()
+    qtbot.mouseClick(plot, Qt.MouseButton.LeftButton, pos=QPoint(int(x), int(area.center().y())))
+    assert [listed.item(k).text() for k in range(listed.count())] == texts
 
 
 def test_decoding_on_request_flags_blocks_and_lists_broken_ones(panel, qtbot,

@@ -18,14 +18,14 @@ def test_add_units_keeps_box_and_histogram() -> None:
     st = InspectorState()
     rows = [_row((3, 1, 2), [1, 0, 2]), _row(None, None), _row((0, 5, 1), [0, 4, 0])]
     st.add_units(rows[:2])
-    first = st.frozen_positions()
-    assert st.frozen_positions() is first  # not copied again while nothing was added
+    first = st.positions_snapshot()
     st.add_units(rows[2:])
-    assert st.frozen_positions() == {(3, 1, 2), (0, 5, 1)}
+    assert first == (((3, 1, 2),),)  # a snapshot does not change as rows come
+    assert st.positions_snapshot() == (((3, 1, 2),), ((0, 5, 1),))
     assert st.unit_box == ((0, 1, 1), (3, 5, 2))
     assert st.size_histogram is not None and st.size_histogram.tolist() == [1, 4, 2]
     assert len(st.units) == 3
     st.clear_units()
     assert (st.units, st.unit_positions, st.unit_box, st.size_histogram) == ([], set(), None,
                                                                              None)
-    assert st.frozen_positions() == frozenset()
+    assert st.positions_snapshot() == ()

@@ -209,3 +209,30 @@ def test_the_contrast_controls_follow_the_active_layer(window, tmp_path):
     assert not window.contrast_panel.isEnabled()  # ids have colours of their own
     window.state.set_active_layer("color")
     assert window.contrast_panel.isEnabled() and window.state.contrast.lo == 20
+
+
+def test_extent_reports_that_pile_up_arrive_as_the_last_one(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Reports of the extent scan made while the GUI thread is busy reach it as one, the
+    last (each report is the box of every file found so far)."""
+    import threading
+
+    from viewer.ui.opening import QtExtentBridge
+
+    bridge = QtExtentBridge()
+    got: list[tuple[object, object, bool]] = []
+    bridge.extent_found.connect(lambda scan, bounds, done: got.append((scan, bounds, done)))
+    boxes = [((0, 0, 0), (8 * k, 8, 8)) for k in range(1, 6)]
+
+    def scan_thread() -> None:
+        for k, box in enumerate(boxes):
+            bridge.report("scan", box, k == len(boxes) - 1)  # type: ignore[arg-type]
+
+    worker = threading.Thread(target=scan_thread)
+    worker.start()
+    worker.join()
+    qtbot.waitUntil(lambda: bool(got), timeout=5000)
+    qtbot.wait(20)
+    assert got == [("scan", boxes[-1], True)]
+    bridge.report("scan", boxes[0], False)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=5000)
+    assert got[1] == ("scan", boxes[0], False)

@@ -52,12 +52,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from viewer.cli import chunk_list, interrupt
 from viewer.cli.index_arg import add_index_argument, index_of
+from viewer.cli.listed import ListedCheck
 from viewer.cli.streaming import JsonStream, SizeStats
 from viewer.cli.units import (
     SoundRun,
@@ -69,12 +70,14 @@ from viewer.cli.units import (
 )
 from viewer.core import inspect
 from viewer.core.cluster import ClusterRunner, SchedulerError, chunked, units_per_task
-from viewer.core.parallel import can_fork, cores, ordered_map, ordered_map_forked
+from viewer.core.parallel import can_fork, cores, ordered_map
 from viewer.format import (
     ChecksumError,
     Dataset,
     FormatError,
+    Mag,
     Volume,
+    VolumeInfo,
     is_url,
     layers_json,
     open_dataset,
@@ -262,15 +265,31 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         return _fail(err, args.path, exc)
     try:
         info = volume.info()
-        header, compression = _scalars(dict(info.header)), info.compression
     except FormatError as exc:
         return _fail(err, args.path, exc)
+    facts = inspect.VolumeFacts(dict(info.header), info.compression,
+                                inspect.histogram_edges(volume.chunk_nbytes))
+    root = "" if dataset.kind == "file" or is_url(volume.path) else volume.path
+    try:
+        listed = _listed_check(volume, facts, args, root)
+    except KeyboardInterrupt:
+        return interrupt.status()
+    try:
+        return _write_report(dataset, path, args, out, err, mag, volume, info, facts, listed)
+    finally:
+        if listed is not None:
+            listed.close()
+
+
+def _write_report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
+                  err: TextIO, mag: Mag, volume: Volume, info: VolumeInfo,
+                  facts: inspect.VolumeFacts, listed: ListedCheck | None) -> int:
+    """``_report`` once the volume is chosen (and, with ``listed``, its workers started)."""
+    header, compression = _scalars(dict(info.header)), info.compression
     names = {each.name for each in dataset.layers}
     layer = dataset.layer(mag.layer) if mag.layer in names else None
     several = (dataset.format != volume.format or len(dataset.layers) > 1
                or any(len(each.mags) > 1 for each in dataset.layers))
-    facts = inspect.VolumeFacts(dict(info.header), compression,
-                                inspect.histogram_edges(volume.chunk_nbytes))
     is_file = dataset.kind == "file"
     root = "" if is_file or is_url(volume.path) else volume.path
     progress = _Progress(err)
@@ -317,7 +336,8 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
         stream.begin_list("files")
 
     try:
-        with contextlib.closing(_unit_reports(volume, facts, args, path, mag.layer,
+        with contextlib.closing(listed.reports() if listed is not None else
+                                _unit_reports(volume, facts, args, path, mag.layer,
                                               mag.mag, root)) as reports:
             for report in reports:
                 if isinstance(report, SoundRun):
@@ -463,6 +483,46 @@ def _batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
         yield batch
 
 
+def _checker(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
+             root: str) -> Callable[[list[Vec3]], list[UnitReport | SoundRun]]:
+    """The check of a batch of units on a worker: ``check_batch``, sound runs rendered."""
+
+    def check(batch: list[Vec3]) -> list[UnitReport | SoundRun]:
+        reports = check_batch(volume, batch, facts, not args.quick, args.chunks)
+        for report in reports:
+            if isinstance(report, SoundRun):
+                report.render(args.json, root, _size)
+                report.paths = []  # in the text now: not sent back from a worker
+        return reports
+
+    return check
+
+
+def _in_flight(volume: Volume, threads: int) -> tuple[int, int]:
+    """Units a batch holds, and batches in work or waiting: a few per thread, fewer when they
+    hold many chunks (each unit's chunk table and list are in memory until its report is
+    written)."""
+    per_batch = batch_units(volume)
+    per_unit = max(1, math.prod(volume.unit_shape))
+    return per_batch, max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // (per_unit * per_batch)))
+
+
+def _listed_check(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
+                  root: str) -> ListedCheck | None:
+    """The structure check of small local units on more than one worker: forked processes
+    that list the units themselves (``viewer.cli.listed``; the structure check is mostly
+    Python, which threads would run by turns), started now (they also find the extent of a
+    volume that is its units' box, which the report's header shows).  None where it does not
+    apply."""
+    threads = args.threads or cores()
+    if args.scheduler or threads <= 1 or not args.quick or not volume.small_units \
+            or not volume.lists_units or is_url(volume.path) or not can_fork() \
+            or threading.current_thread() is not threading.main_thread():
+        return None
+    per_batch, ahead = _in_flight(volume, threads)
+    return ListedCheck(volume, _checker(volume, facts, args, root), threads, per_batch, ahead)
+
+
 def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
                   path: str, layer: str, mag: Vec3, root: str
                   ) -> Generator[UnitReport | SoundRun, None, None]:
@@ -473,30 +533,13 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
     Dask cluster in tasks of a few units (reports are taken in order as tasks finish)."""
     if not args.scheduler:
         threads = args.threads or cores()
-        per_batch = batch_units(volume)
-        # Batches in work or waiting: a few per thread, fewer when they hold many chunks (each
-        # unit's chunk table and list are in memory until its report is written).
-        per_unit = max(1, math.prod(volume.unit_shape))
-        ahead = max(threads, min(4 * threads, IN_FLIGHT_CHUNKS // (per_unit * per_batch)))
+        per_batch, ahead = _in_flight(volume, threads)
 
-        def check(batch: list[Vec3]) -> list[UnitReport | SoundRun]:
-            reports = check_batch(volume, batch, facts, not args.quick, args.chunks)
-            for report in reports:
-                if isinstance(report, SoundRun):
-                    report.render(args.json, root, _size)
-                    report.paths = []  # in the text now: not sent back from a worker
-            return reports
-
+        check = _checker(volume, facts, args, root)
         batches = _batches(volume.units_to_check(), per_batch)
-        if threads > 1 and args.quick and volume.small_units and not is_url(volume.path) \
-                and can_fork() and threading.current_thread() is threading.main_thread():
-            # The structure check of small units is mostly Python (a file's few system calls
-            # aside): threads would take turns holding the GIL, forked processes do not.
-            mapped = ordered_map_forked(check, batches, threads, ahead)
-        else:
-            # Decoding, and the system calls of a batched check, release the GIL.
-            mapped = ordered_map(check, batches, threads=threads, ahead=ahead)
-        for reports in mapped:
+        # Decoding, and the system calls of a batched check, release the GIL (the structure
+        # check of small local units runs in forked processes instead: ``_listed_check``).
+        for reports in ordered_map(check, batches, threads=threads, ahead=ahead):
             yield from reports
         return
     positions = list(volume.units_to_check())

@@ -82,36 +82,73 @@ def _quiet_child() -> None:
         signal.set_wakeup_fd(-1)
 
 
+class ForkedWorkers:
+    """``processes`` forked worker processes that run ``fn`` (the parent's, as it was when
+    they were forked: nothing of it is pickled; items and results are) over one ordered map
+    after another (``map``).  Create it from the main thread, with no other thread of this
+    program in the middle of work (a fork copies only the calling thread: a lock another
+    thread holds stays held); ``close`` when done (``terminate`` ends the workers at once).
+    One at a time: not nestable."""
+
+    def __init__(self, fn: Callable[[Any], Any], processes: int) -> None:
+        global _forked
+        self.processes = max(1, processes)
+        _forked = fn
+        try:
+            self._pool = multiprocessing.get_context("fork").Pool(
+                self.processes, initializer=_quiet_child)
+        except BaseException:
+            _forked = None
+            raise
+        self._ended = False
+
+    def map(self, items: Iterable[Any], ahead: int | None = None) -> Iterator[Any]:
+        """``map(fn, items)`` in the workers, in order, at most ``ahead`` items in work or
+        waiting.  An error, an interrupt or closing the iterator early ends the workers."""
+        n = self.processes
+        window = max(n, 4 * n if ahead is None else ahead)
+        pending: deque[Any] = deque()
+        finished = False
+        try:
+            for item in items:
+                pending.append(self._pool.apply_async(_call_forked, (item,)))
+                if len(pending) >= window:
+                    yield pending.popleft().get()
+            while pending:
+                yield pending.popleft().get()
+            finished = True
+        finally:
+            if not finished:
+                self.terminate()
+
+    def close(self) -> None:
+        """Let the workers finish and wait for them."""
+        global _forked
+        if not self._ended:
+            self._ended = True
+            _forked = None
+            self._pool.close()
+            self._pool.join()
+
+    def terminate(self) -> None:
+        """End the workers now."""
+        global _forked
+        if not self._ended:
+            self._ended = True
+            _forked = None
+            self._pool.terminate()
+
+
 def ordered_map_forked(fn: Callable[[T], R], items: Iterable[T], processes: int,
                        ahead: int | None = None) -> Iterator[R]:
-    """``map(fn, items)`` in ``processes`` forked worker processes, in order.  ``fn`` and
-    what it uses are the parent's as they were when the workers were forked (nothing of it is
-    pickled; items and results are); at most ``ahead`` items are in work or waiting.  Call it
-    from the main thread, with no other thread of this program in the middle of work (a
-    fork copies only the calling thread: a lock another thread holds stays held).  Closing
-    the iterator early, an interrupt or an error ends the workers at once.  Not nestable."""
-    global _forked
-    n = max(1, processes)
-    window = max(n, 4 * n if ahead is None else ahead)
-    _forked = fn
-    pool = multiprocessing.get_context("fork").Pool(n, initializer=_quiet_child)
-    pending: deque[Any] = deque()
-    finished = False
+    """``map(fn, items)`` in ``processes`` forked worker processes, in order (one map of
+    ``ForkedWorkers``, which see).  Closing the iterator early, an interrupt or an error ends
+    the workers at once."""
+    workers = ForkedWorkers(fn, processes)
     try:
-        for item in items:
-            pending.append(pool.apply_async(_call_forked, (item,)))
-            if len(pending) >= window:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
-        finished = True
+        yield from workers.map(items, ahead)
     finally:
-        _forked = None
-        if finished:
-            pool.close()
-            pool.join()
-        else:
-            pool.terminate()
+        workers.close()
 
 
-__all__ = ["ordered_map", "ordered_map_forked", "can_fork", "cores"]
+__all__ = ["ordered_map", "ordered_map_forked", "ForkedWorkers", "can_fork", "cores"]

@@ -35,7 +35,7 @@ import itertools
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -347,6 +347,26 @@ class Volume(ABC):
     @abstractmethod
     def iter_units(self) -> Iterator[Vec3]:
         """Unit-grid positions of the units present (a listing: may take a while)."""
+
+    def listing_parts(self) -> Sequence[Hashable]:
+        """The listing of ``iter_units`` cut into parts that can be listed apart (folders of
+        the store), in listing order: ``iter_units_in(part)`` lists one, and the parts'
+        listings one after the other are ``iter_units``.  Lets worker processes list a volume
+        of many small units instead of the process that hands them work.  Each part is a small
+        picklable value.  Default: one part (None), the whole listing."""
+        return (None,)
+
+    def iter_units_in(self, part: Hashable) -> Iterator[Vec3]:
+        """Unit-grid positions of the units present in ``part`` (one of ``listing_parts``),
+        in listing order.  Default: ``iter_units`` (the one part None)."""
+        return self.iter_units()
+
+    def note_listed_box(self, lo: Sequence[int], hi: Sequence[int]) -> None:
+        """A complete listing, made elsewhere (worker processes, through ``iter_units_in``),
+        found units from unit-grid position ``lo`` to ``hi`` (inclusive): a volume whose
+        extent is the box of its units present takes it instead of listing again.  Default:
+        nothing (the extent is not the units')."""
+        return None
 
     @property
     def lists_units(self) -> bool:

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
 #: How often the GUI thread looks whether a collection is due.
-INTERVAL_MS = 200
+INTERVAL_MS = 50
 #: The longest a due collection waits for loading views (``defer_while``).
 MAX_DEFER_MS = 1000
 

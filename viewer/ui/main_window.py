@@ -59,7 +59,7 @@ from viewer.core.slicing import Box3, Plane
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
 from viewer.format import Dataset, FileChangedError, FormatError, Volume
 from viewer.render.plane import Rendered
-from viewer.ui import collector
+from viewer.ui import collector, gil
 from viewer.ui import remote as remote_ui
 from viewer.ui.contrast import QtContrastPanel
 from viewer.ui.error_banner import QtErrorBanner, _describe
@@ -133,6 +133,7 @@ class QtMainWindow(QMainWindow):
                  source_factory: SourceFactory = sync_source) -> None:
         super().__init__()
         collector.collect_on_gui_thread()  # Qt objects in cycles die on this thread
+        gil.favour_gui_thread()  # the GUI thread waits less for the interpreter lock
         self.state = state or ViewerState()
         self.source_factory = source_factory
         self.source: LayeredSource | None = None

@@ -11,6 +11,7 @@ reports hop there through ``QtExtentBridge``).  GUI thread only, but for ``QtExt
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,14 +31,33 @@ QUICK_EXTENT_S = 0.15
 
 
 class QtExtentBridge(QObject):
-    """Carries an ``ExtentScan``'s reports from its thread to the GUI thread (queued)."""
+    """Carries an ``ExtentScan``'s reports from its thread to the GUI thread (queued).  A
+    report holds the box of every file found so far, so reports that pile up while the GUI
+    thread is busy are delivered as the last one only (each delivery redraws the views)."""
 
     #: (scan, bounds, done): the files found so far span ``bounds``.
     extent_found = Signal(object, object, bool)
+    _posted = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._lock = threading.Lock()
+        self._latest: tuple[extent.ExtentScan, extent.Bounds, bool] | None = None
+        self._posted.connect(self._on_posted, Qt.ConnectionType.QueuedConnection)
 
     def report(self, scan: extent.ExtentScan, bounds: extent.Bounds, done: bool) -> None:
         """Called on the scan's thread."""
-        self.extent_found.emit(scan, bounds, done)
+        with self._lock:
+            waiting = self._latest is not None
+            self._latest = (scan, bounds, done)
+        if not waiting:
+            self._posted.emit()
+
+    def _on_posted(self) -> None:
+        with self._lock:
+            latest, self._latest = self._latest, None
+        if latest is not None:
+            self.extent_found.emit(*latest)
 
 
 @dataclass
@@ -69,8 +89,7 @@ class QtDatasetOpener(QObject):
         #: Test hook: the file listing the extent scan walks (default ``list_files``).
         self.extent_listing: Callable[[Volume], Any] | None = None
         self._bridge = QtExtentBridge(self)
-        self._bridge.extent_found.connect(self._on_extent_found,
-                                          Qt.ConnectionType.QueuedConnection)
+        self._bridge.extent_found.connect(self._on_extent_found)  # on the GUI thread
 
     @property
     def scanning(self) -> bool:
@@ -81,7 +100,7 @@ class QtDatasetOpener(QObject):
              waiting: Callable[[float], bool] | None = None) -> Opening:
         """Open ``path``; raises (after closing what it opened) when nothing can be shown.
         ``waiting``: see ``viewer.ui.remote.open_dataset`` (a URL's progress and cancel)."""
-        opened = remote_ui.open_dataset(path, waiting)  # a URL: on a thread
+        opened = remote_ui.open_dataset(path, waiting)  # on a thread, the window answering
         try:
             return self._open_layers(opened, pos)
         except BaseException:

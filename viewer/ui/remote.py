@@ -47,6 +47,8 @@ from viewer.format.dataset import Dataset
 from viewer.ui import settings
 
 STATUS_INTERVAL_MS = 500
+#: How often opening a local path looks whether its thread is done.
+LOCAL_TICK_MS = 2
 MIB = 1 << 20
 #: The window's setting: MiB of the on-disk cache of fetched bytes (default: the remote
 #: configuration's, 4096).
@@ -61,9 +63,10 @@ def open_dataset(path: str, waiting: Callable[[float], bool] | None = None) -> D
     """``registry.open_dataset``; for a URL on a thread, the window staying responsive.
     ``waiting(seconds)`` is called about every 20 ms while a URL is being opened (say so on
     screen); when it returns False, ``OpeningCancelled`` is raised at once and whatever the
-    thread opens later is closed."""
-    if not is_url(path):
-        return registry.open_dataset(path)
+    thread opens later is closed.  A local path opens on a thread too (detection reads a few
+    files, and the first open imports the formats: a tenth of a second or more that the
+    window would not answer for), looked at every ``LOCAL_TICK_MS``."""
+    remote = is_url(path)
     done = threading.Event()
     box: dict[str, Any] = {}
     lock = threading.Lock()
@@ -71,7 +74,7 @@ def open_dataset(path: str, waiting: Callable[[float], bool] | None = None) -> D
     def work() -> None:
         try:
             opened = registry.open_dataset(path)
-            mags = [m for layer in opened.layers for m in layer.mags]
+            mags = [m for layer in opened.layers for m in layer.mags] if remote else []
             if mags:
                 with ThreadPoolExecutor(min(8, len(mags))) as pool:
                     list(pool.map(lambda m: m.check(), mags))  # headers fetched here
@@ -85,11 +88,12 @@ def open_dataset(path: str, waiting: Callable[[float], bool] | None = None) -> D
         finally:
             done.set()
 
-    threading.Thread(target=work, name="wkw-open-url", daemon=True).start()
+    threading.Thread(target=work, name="wkw-open-url" if remote else "wkw-open",
+                     daemon=True).start()
     began = time.monotonic()
     loop = QEventLoop()
     timer = QTimer()
-    timer.setInterval(20)
+    timer.setInterval(20 if remote else LOCAL_TICK_MS)
 
     def tick() -> None:
         if done.is_set() or (waiting is not None and not waiting(time.monotonic() - began)):

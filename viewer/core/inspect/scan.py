@@ -15,6 +15,7 @@ its methods.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -46,11 +47,13 @@ def histogram_edges(chunk_nbytes: int, bins: int = HISTOGRAM_BINS) -> npt.NDArra
     return np.linspace(0.0, float(top) + 1.0, bins + 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnitStats:
     """One row of the volume's unit table.  Sizes in bytes over the chunks stored (present,
     not constant, with a sound range); ``ratio`` = decoded bytes / stored bytes of those;
-    ``histogram`` counts their sizes on ``histogram_edges``."""
+    ``histogram`` counts their sizes on ``histogram_edges``.  Slotted: a window holding the
+    rows of 100,000 units has one object a row for the cycle collector to walk, not two (an
+    instance's attribute dictionary stays tracked until a full collection)."""
 
     path: str
     position: Vec3 | None
@@ -250,6 +253,31 @@ class ScanBatch:
     total: int | None
     finished: bool = False
     error: str | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (from a child process) with the rows' histograms as one array: unpickled
+        one by one, each would keep a buffer object alive (two objects a row for the cycle
+        collector of a window holding 100,000 rows to walk); rebuilt, each is a view of the
+        batch's array."""
+        same = [k for k, r in enumerate(self.rows) if r.histogram is not None
+                and r.histogram.ndim == 1 and r.histogram.dtype == np.int64]
+        if len(same) < 2 or len({len(self.rows[k].histogram) for k in same}) != 1:  # type: ignore[arg-type]
+            return (ScanBatch, (self.rows, self.done, self.total, self.finished, self.error))
+        stacked = np.stack([self.rows[k].histogram for k in same])  # type: ignore[misc]
+        taken = set(same)
+        bare = tuple(dataclasses.replace(r, histogram=None) if k in taken else r
+                     for k, r in enumerate(self.rows))
+        return (_batch_of, (bare, np.asarray(same, np.int64), stacked, self.done, self.total,
+                            self.finished, self.error))
+
+
+def _batch_of(rows: tuple[UnitStats, ...], where: npt.NDArray[np.int64],
+              histograms: npt.NDArray[np.int64], done: int, total: int | None, finished: bool,
+              error: str | None) -> ScanBatch:
+    """A ``ScanBatch`` unpickled: row ``where[i]`` gets ``histograms[i]`` back."""
+    for i, k in enumerate(where.tolist()):
+        object.__setattr__(rows[k], "histogram", histograms[i])  # a row being rebuilt
+    return ScanBatch(rows, done, total, finished, error)
 
 
 def scanned_row(volume: Volume, position: Sequence[int],

@@ -16,7 +16,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -460,6 +460,33 @@ class WkwVolume(Volume):
             for y, yname in _numbered(zdir, "y", ""):
                 for x, _ in _numbered(os.path.join(zdir, yname), "x", ".wkw"):
                     yield (x, y, z)
+
+    def listing_parts(self) -> Sequence[Hashable]:
+        """The ``z{Z}/y{Y}`` folders, as ``(Z, Y, folder name z, folder name y)`` in listing
+        order (a single-file dataset: one part)."""
+        if self.dataset.single_file is not None:
+            return (None,)
+        root = self.dataset.root
+        return [(z, y, zname, yname) for z, zname in _numbered(root, "z", "")
+                for y, yname in _numbered(os.path.join(root, zname), "y", "")]
+
+    def iter_units_in(self, part: Hashable) -> Iterator[Vec3]:
+        """The data files of one folder ``z{Z}/y{Y}`` (a part of ``listing_parts``), x in
+        order."""
+        if part is None:
+            yield from self.iter_units()
+            return
+        where: tuple[int, int, str, str] = part  # type: ignore[assignment]
+        folder = os.path.join(self.dataset.root, where[2], where[3])
+        zi, yi = where[0], where[1]
+        for x, _ in _numbered(folder, "x", ".wkw"):
+            yield (x, yi, zi)
+
+    def note_listed_box(self, lo: Sequence[int], hi: Sequence[int]) -> None:
+        """Take the files' box found by a listing elsewhere (when the extent is theirs)."""
+        with self._lock:
+            if not self._declared and self._bounds is None:
+                self._bounds = units_box([lo, hi], self.unit_len_vx)
 
     def forget_unit(self, unit: Vec3) -> None:
         """Drop a cached open file (after it failed, or was rewritten)."""

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from PySide6.QtCore import QCoreApplication, SignalInstance
+from PySide6.QtCore import QCoreApplication, QTimer, SignalInstance
 from PySide6.QtWidgets import QWidget
 
 from viewer.format import Dataset, FormatError, Volume, open_dataset
@@ -106,7 +106,22 @@ def install_inspector(window: InspectorWindow) -> QtInspectorPanel:
     for view in window.views.values():
         panel.attach_to_view(view)
 
+    pending: list[str] = []
+
     def on_dataset_opened(path: str) -> None:
+        # The panel takes the dataset in a later turn of the event loop: opening returns and
+        # the window paints without waiting for the panel's start (its scan, its first unit).
+        # Datasets opened one after another before that turn: only the last is inspected.
+        if not pending:
+            QTimer.singleShot(0, panel, take_dataset)
+        pending[:] = [path]
+
+    def take_dataset() -> None:
+        if not pending or panel.is_shut_down:
+            return
+        inspect_dataset(pending.pop())
+
+    def inspect_dataset(path: str) -> None:
         found = dataset_of(window, path)
         if found is None:
             panel.set_dataset(None)
@@ -124,5 +139,5 @@ def install_inspector(window: InspectorWindow) -> QtInspectorPanel:
     if app is not None:
         app.aboutToQuit.connect(panel.shutdown)
     if window.dataset is not None:
-        on_dataset_opened("")
+        inspect_dataset("")
     return panel

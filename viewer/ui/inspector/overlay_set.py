@@ -5,6 +5,7 @@ executor it is given and come back through a ``QtResultBridge``."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from typing import Any
@@ -107,13 +108,14 @@ class QtOverlaySet(QObject):
         if volume is None or cursor is None or not self._by_axis:
             return
         upos, _ = inspect.chunk_at(volume, cursor)
-        known = self._state.frozen_positions()
-        frozen = known if upos in known else known | {upos}
+        batches = self._state.positions_snapshot()
+        count = len(self._state.unit_positions)
+        if upos not in self._state.unit_positions:
+            batches, count = (*batches, (upos,)), count + 1
         savings = self._state.savings
         for axis in self.axes:
             index = cursor[axis]
-            key = (index // volume.chunk_shape[axis], self._state.metric, len(frozen),
-                   id(savings))
+            key = (index // volume.chunk_shape[axis], self._state.metric, count, id(savings))
             if self._keys.get(axis) == key:
                 continue
             self._keys[axis] = key
@@ -125,9 +127,9 @@ class QtOverlaySet(QObject):
                     continue
                 future = self._executor.submit(advise.savings_plane, savings, axis, index)
             else:
-                future = self._executor.submit(
-                    inspect.compression_plane, volume, axis, index, frozen, self._state.metric,
-                    self._cache)
+                future = self._executor.submit(  # the positions are walked on the worker
+                    inspect.compression_plane, volume, axis, index,
+                    itertools.chain.from_iterable(batches), self._state.metric, self._cache)
             self._bridge.deliver_future(f"{axis}", token, future)
         self._update_grid_extent(upos)
 

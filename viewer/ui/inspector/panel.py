@@ -96,6 +96,8 @@ class QtInspectorPanel(QWidget):
         #: The dataset whose layers and mags the combo boxes offer.
         self.dataset: Dataset | None = None
         self._own_dataset = False
+        #: ``shutdown`` was called: the panel takes no more work.
+        self.is_shut_down = False
         #: What the tabs show (this panel is its only writer).
         self.state = InspectorState()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector")
@@ -300,6 +302,7 @@ class QtInspectorPanel(QWidget):
         """Stop the scan and any decoding; release the worker (and the dataset when the
         panel opened it).  With ``wait``, return once the scan and the worker have ended (a
         program about to exit: no thread left inside a decoder)."""
+        self.is_shut_down = True
         self._stop_work(wait)
         self.what_if_tab.stop()
         self._executor.shutdown(wait=wait, cancel_futures=True)

@@ -3,15 +3,13 @@ the whole volume) and the list of what one bar holds.  GUI thread only."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QSplitter, QVBoxLayout, QWidget
 
 from viewer.core import inspect
+from viewer.ui.inspector.histogram_bars import QtHistogramBars
 from viewer.ui.inspector.host import InspectorHost
 from viewer.ui.inspector.state import InspectorState
 from viewer.ui.inspector.target_list import QtTargetList
@@ -22,8 +20,9 @@ MAX_LISTED = 2000
 
 class QtSizesTab(QSplitter):
     """The Sizes tab: the scope box (``hist_scope``: current unit or whole volume), the
-    histogram (``hist_plot``, built when first refreshed: pyqtgraph plots cost to build) and
-    the list of a clicked bar's chunks or units (``hist_list``; an entry goes there)."""
+    histogram (``hist_plot``, painted by ``QtHistogramBars``: a pyqtgraph plot cost the GUI
+    thread tens of milliseconds to build and show) and the list of a clicked bar's chunks or
+    units (``hist_list``; an entry goes there)."""
 
     def __init__(self, state: InspectorState, host: InspectorHost,
                  parent: QWidget | None = None) -> None:
@@ -37,9 +36,9 @@ class QtSizesTab(QSplitter):
         self.hist_scope.addItems(["current unit", "whole volume"])
         self.hist_scope.currentIndexChanged.connect(lambda _i: self.refresh())
         v.addWidget(self.hist_scope)
-        self._hist_box = v
-        self.hist_plot: Any = None  # a pg.PlotWidget once built
-        self.hist_bars: Any = None  # its pg.BarGraphItem
+        self.hist_plot = QtHistogramBars("stored chunk size", "chunks", "B")
+        self.hist_plot.bin_clicked.connect(self.list_histogram_bin)
+        v.addWidget(self.hist_plot, 1)
         self.hist_list = QtTargetList(host)
         self.addWidget(top)
         self.addWidget(self.hist_list)
@@ -57,20 +56,6 @@ class QtSizesTab(QSplitter):
         self._edges = inspect.histogram_edges(volume.chunk_nbytes) if volume is not None \
             else None
 
-    def _ensure_plot(self) -> Any:
-        """The histogram plot, built on first use."""
-        if self.hist_plot is None:
-            self.hist_plot = pg.PlotWidget()
-            self.hist_plot.setLabel("bottom", "stored chunk size", units="B")
-            self.hist_plot.setLabel("left", "chunks")
-            self.hist_plot.setMouseEnabled(x=False, y=False)
-            self.hist_plot.setMinimumHeight(160)  # the list below takes what is left
-            self.hist_bars = pg.BarGraphItem(x0=[], x1=[], height=[], brush=(90, 140, 220))
-            self.hist_plot.addItem(self.hist_bars)
-            self.hist_plot.scene().sigMouseClicked.connect(self._on_plot_clicked)
-            self._hist_box.addWidget(self.hist_plot, 1)
-        return self.hist_plot
-
     def refresh(self) -> None:
         """Draw the histogram of what ``state`` holds now."""
         edges = self._edges
@@ -85,20 +70,8 @@ class QtSizesTab(QSplitter):
             total = self._state.size_histogram
             counts = total.copy() if total is not None and len(total) == len(edges) - 1 \
                 else np.zeros(len(edges) - 1, dtype=np.int64)
-        plot = self._ensure_plot()
-        self.hist_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
-        plot.enableAutoRange()
+        self.hist_plot.set_bars(edges, counts)
         self.hist_list.clear()
-
-    def _on_plot_clicked(self, event: Any) -> None:
-        edges = self._edges
-        if edges is None or self._state.volume is None:
-            return
-        vb = self._ensure_plot().getPlotItem().getViewBox()
-        if not vb.sceneBoundingRect().contains(event.scenePos()):
-            return
-        x = vb.mapSceneToView(event.scenePos()).x()
-        self.list_histogram_bin(int(np.searchsorted(edges, x, side="right")) - 1)
 
     def list_histogram_bin(self, bin_index: int) -> None:
         """List the chunks (current unit) or units (whole volume) in histogram bar

@@ -43,19 +43,22 @@ class InspectorState:
     #: Every unit's size histogram added up (None: none yet), kept as rows arrive so that
     #: no refresh walks every unit.
     size_histogram: npt.NDArray[np.int64] | None = None
-    #: ``unit_positions`` frozen for background work, with the count it was taken at.
-    _frozen: tuple[int, frozenset[Vec3]] | None = field(default=None, repr=False)
+    #: ``unit_positions`` batch by batch as the scan found them (each batch immutable), for
+    #: background work: a snapshot is a copy of this list, not of every position.
+    _position_batches: list[tuple[Vec3, ...]] = field(default_factory=list, repr=False)
 
     def clear_units(self) -> None:
         self.units, self.unit_positions = [], set()
         self.unit_box, self.size_histogram = None, None
-        self._frozen = None
+        self._position_batches = []
 
     def add_units(self, rows: Sequence[inspect.UnitStats]) -> None:
         """Rows of the scan: kept, with their positions, box and histograms added up."""
         self.units.extend(rows)
         positions = [r.position for r in rows if r.position is not None]
         self.unit_positions.update(positions)
+        if positions:
+            self._position_batches.append(tuple(positions))
         if positions:
             arr = np.asarray(positions, dtype=np.int64)
             lo, hi = arr.min(axis=0), arr.max(axis=0)
@@ -71,14 +74,12 @@ class InspectorState:
                 hists.append(self.size_histogram)
             self.size_histogram = np.sum(np.stack(hists), axis=0, dtype=np.int64)
 
-    def frozen_positions(self) -> frozenset[Vec3]:
-        """``unit_positions`` as a frozenset for background work, copied only when it grew
-        (positions are only added while a volume is inspected)."""
-        frozen = self._frozen
-        if frozen is None or frozen[0] != len(self.unit_positions):
-            frozen = (len(self.unit_positions), frozenset(self.unit_positions))
-            self._frozen = frozen
-        return frozen[1]
+    def positions_snapshot(self) -> tuple[tuple[Vec3, ...], ...]:
+        """``unit_positions`` for background work, as the scan's batches of positions (a
+        copy of the list of batches: the GUI thread never copies every position; a worker
+        walks them)."""
+        return tuple(self._position_batches)
+
     #: How a child process opens the same volume (None: it cannot).
     reopen: inspect.Reopen | None = None
     #: The inspected layer is a segmentation (never offered a lossy codec).
