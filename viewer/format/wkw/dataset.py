@@ -29,6 +29,7 @@ from viewer.format.handles import OPEN_FLAGS
 from viewer.format.wkw import boxread, nativebox, writer
 from viewer.format.wkw.file import File, remembered
 from viewer.format.wkw.header import HEADER_SIZE, Header, parse_header
+from viewer.format.wkw.nativebox import Remembered
 
 HEADER_FILE = "header.wkw"
 #: Open data files kept per dataset (each holds one descriptor).
@@ -292,7 +293,7 @@ class Dataset:
         how = boxread.small_native(header, out, offset, out_offset, shape)
         if how is None or not nativebox.usable(header.is_compressed):
             return False
-        return nativebox.read_path(path, known, *how)
+        return nativebox.read_path(path, known, _closed_file, *how)
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, offset: Sequence[int], data: npt.NDArray[Any]) -> None:
@@ -393,3 +394,9 @@ def _sorted_dir(path: str, prefix: str, suffix: str = "") -> list[str]:
 
 
 __all__ = ["Dataset", "HEADER_FILE", "FormatError", "HeaderError"]
+
+
+def _closed_file(path: str, known: Remembered) -> File:
+    """A closed ``File`` of the version ``known`` (``nativebox.read_path`` words a damaged
+    block's error as the file's own methods do)."""
+    return File(path, None, known[1], known[0][2], known[3], known[2])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -134,16 +134,17 @@ def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Seque
         _raise(f, status, lo, hi)
 
 
-def read_path(path: str, known: Remembered, rows: npt.NDArray[np.uint8], lo: Sequence[int],
-              hi: Sequence[int], shift: Sequence[int]) -> bool:
+def read_path(path: str, known: Remembered, as_file: Callable[[str, Remembered], BlockFile],
+              rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Sequence[int],
+              shift: Sequence[int]) -> bool:
     """``read`` of a small box on this thread (``boxread.small_native`` gives ``rows``,
     ``lo``, ``hi``, ``shift``) from the data file at ``path`` without a ``File``: open,
     ``fstat``, the box read, ``fstat``, close, in one call, when the file is still the
     version ``known`` describes (its identity, header, numbers and jump table as
     ``file.remembered`` gives them) and was not changed a moment ago.  True when read; False
     when the caller must read it the ordinary way (the file absent, replaced, changing, or
-    changed during the read); a damaged block raises the error ``read`` raises.  Call only
-    where ``usable``."""
+    changed during the read); a damaged block raises the error ``read`` raises, worded by
+    ``as_file(path, known)`` (a closed file of that version).  Call only where ``usable``."""
     ident, header = known[0], known[1]
     assert _FUNCTIONS is not None
     template = _TEMPLATES.get(path)
@@ -161,7 +162,7 @@ def read_path(path: str, known: Remembered, rows: npt.NDArray[np.uint8], lo: Seq
     if kind == _RETRY:
         return False
     if kind != _OK:
-        _raise(_file_of(path, known), status, lo, hi)
+        _raise(as_file(path, known), status, lo, hi)
     return True
 
 
@@ -211,14 +212,6 @@ def _ident(ident: Sequence[int]) -> _Ident:
     out = _Ident(*ident)
     out.window, out.coarse_window = RACY_WINDOW_NS, COARSE_WINDOW_NS
     return out
-
-
-def _file_of(path: str, known: Remembered) -> BlockFile:
-    """A closed ``File`` of the version ``known`` (to word an error as the file's own
-    methods do)."""
-    from viewer.format.wkw.file import File
-
-    return File(path, None, known[1], known[0][2], known[3], known[2])
 
 
 def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int], merge_gap: int
