@@ -132,15 +132,9 @@ def _run_demo(target: Path, **kwargs: object) -> subprocess.Popen[str]:
                             **kwargs)  # type: ignore[call-overload]
 
 
-def test_demo_dir_follows_the_umask(tmp_path: Path) -> None:
-    target = tmp_path / "demo"
-    child = _run_demo(target, preexec_fn=_umask(0o022))
-    _, err = child.communicate(timeout=300)
-    assert child.returncode == 0, err
-    assert _modes(target) == ({0o644}, {0o755})
-
-
 def test_killed_demo_runs_leave_nothing_the_next_run_keeps(tmp_path: Path) -> None:
+    """Killed ``demo DIR`` runs leave no temporaries a whole run keeps, and the whole run's
+    files and folders follow the umask."""
     target = tmp_path / "demo"
     for delay in (0.3, 0.8, 1.5):
         child = _run_demo(target)
@@ -152,10 +146,11 @@ def test_killed_demo_runs_leave_nothing_the_next_run_keeps(tmp_path: Path) -> No
         import shutil
 
         shutil.rmtree(target)
-    child = _run_demo(target)
+    child = _run_demo(target, preexec_fn=_umask(0o022))
     _, err = child.communicate(timeout=300)
     assert child.returncode == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]  # no temporaries left
+    assert _modes(target) == ({0o644}, {0o755})
 
 
 def test_screenshot_never_shows_a_torn_png(tmp_path: Path) -> None:
