@@ -2,10 +2,9 @@
 
 PySide6 6.12.0 on Python 3.11 drops a reference to ``True`` on every ``Signal.emit()`` and to
 ``None`` on every graphics item ``update()``; the interpreter aborts after about a thousand
-frames.  This drives several hundred cursor moves through the real window in a subprocess (so an
+frames.  This drives a few thousand cursor moves through the real window in a subprocess (so an
 abort fails this test, not the whole suite) and checks that the process lives and that
-``sys.getrefcount(True)`` and ``sys.getrefcount(None)`` have not drifted: a reference lost per
-emit or update drifts by at least one per move, several times the drift allowed.
+``sys.getrefcount(True)`` and ``sys.getrefcount(None)`` have not drifted.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from window_fixtures import write_dataset
 
 from viewer.format import wkw
 
-MOVES = 600
+MOVES = 2500
 
 SCRIPT = r"""
 import sys
