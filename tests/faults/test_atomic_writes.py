@@ -28,21 +28,33 @@ SIDE = 32
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PNG_END = b"IEND\xaeB`\x82"
 
-WRITER = textwrap.dedent("""
-    import sys
+#: A writer of the dataset, forked per kill from a process that imported numpy and the library
+#: once (a line "go" on its stdin forks one, which prints "ready PID" and writes the whole box
+#: over and over until it is killed, or "failed ..."; "reap PID" waits for it and prints
+#: "reaped").
+FORK_SERVER = textwrap.dedent("""
+    import os, sys
     import numpy as np
     from viewer.format import wkw
-    root, block_type, side = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    ds = wkw.Dataset.open(root)
-    k = 0
-    print("ready", flush=True)
-    while True:
-        k += 1
-        value = 1 + k % 2
-        if block_type == wkw.BLOCK_TYPE_RAW:  # a box inside the file, and then all of it
-            ds.write((0, 0, 0), np.full((side, side, side), value, dtype=np.uint8))
-        else:
-            ds.write((0, 0, 0), np.full((side, side, side), value, dtype=np.uint8))
+    root, side = sys.argv[1], int(sys.argv[2])
+    for line in sys.stdin:
+        word, _, arg = line.strip().partition(" ")
+        if word == "go":
+            if os.fork() == 0:
+                try:
+                    ds = wkw.Dataset.open(root)
+                    print("ready", os.getpid(), flush=True)
+                    k = 0
+                    while True:
+                        k += 1
+                        ds.write((0, 0, 0), np.full((side,) * 3, 1 + k % 2, dtype=np.uint8))
+                except BaseException as exc:
+                    print("failed", repr(exc).replace("\\n", " "), flush=True)
+                finally:
+                    os._exit(1)
+        elif word == "reap":
+            os.waitpid(int(arg), 0)
+            print("reaped", flush=True)
 """)
 
 
@@ -59,17 +71,28 @@ def test_killed_library_writes_leave_the_old_or_the_new_file(tmp_path: Path,
     root = tmp_path / "ds"
     _make(root, block_type)
     rng = np.random.default_rng(3)
-    for kill in range(12):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(block_type),
-                                  str(SIDE)], stdout=subprocess.PIPE, text=True)
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        time.sleep(float(rng.uniform(0.005, 0.08)))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=60)
-        with wkw.Dataset.open(root) as ds:
-            data = ds.read((0, 0, 0), (SIDE, SIDE, SIDE))
-        values = np.unique(data)
-        assert len(values) == 1 and int(values[0]) in (1, 2), f"kill {kill}: torn {values}"
+    server = subprocess.Popen([sys.executable, "-c", FORK_SERVER, str(root), str(SIDE)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for kill in range(12):
+            server.stdin.write("go\n")
+            server.stdin.flush()
+            line = server.stdout.readline()
+            assert line.startswith("ready "), f"the writer did not start: {line!r}"
+            pid = line.split()[1]
+            time.sleep(float(rng.uniform(0.005, 0.08)))
+            os.kill(int(pid), signal.SIGKILL)
+            server.stdin.write(f"reap {pid}\n")
+            server.stdin.flush()
+            assert server.stdout.readline().strip() == "reaped"
+            with wkw.Dataset.open(root) as ds:
+                data = ds.read((0, 0, 0), (SIDE, SIDE, SIDE))
+            values = np.unique(data)
+            assert len(values) == 1 and int(values[0]) in (1, 2), f"kill {kill}: torn {values}"
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
     # The temporaries the kills left are removed by the next write into the folder.
     with wkw.Dataset.open(root) as ds:
         ds.write((0, 0, 0), np.full((SIDE, SIDE, SIDE), 3, dtype=np.uint8))
@@ -109,15 +132,9 @@ def _run_demo(target: Path, **kwargs: object) -> subprocess.Popen[str]:
                             **kwargs)  # type: ignore[call-overload]
 
 
-def test_demo_dir_follows_the_umask(tmp_path: Path) -> None:
-    target = tmp_path / "demo"
-    child = _run_demo(target, preexec_fn=_umask(0o022))
-    _, err = child.communicate(timeout=300)
-    assert child.returncode == 0, err
-    assert _modes(target) == ({0o644}, {0o755})
-
-
 def test_killed_demo_runs_leave_nothing_the_next_run_keeps(tmp_path: Path) -> None:
+    """Killed ``demo DIR`` runs leave no temporaries a whole run keeps, and the whole run's
+    files and folders follow the umask."""
     target = tmp_path / "demo"
     for delay in (0.3, 0.8, 1.5):
         child = _run_demo(target)
@@ -129,10 +146,11 @@ def test_killed_demo_runs_leave_nothing_the_next_run_keeps(tmp_path: Path) -> No
         import shutil
 
         shutil.rmtree(target)
-    child = _run_demo(target)
+    child = _run_demo(target, preexec_fn=_umask(0o022))
     _, err = child.communicate(timeout=300)
     assert child.returncode == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]  # no temporaries left
+    assert _modes(target) == ({0o644}, {0o755})
 
 
 def test_screenshot_never_shows_a_torn_png(tmp_path: Path) -> None:

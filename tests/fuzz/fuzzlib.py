@@ -73,6 +73,23 @@ INTERESTING_U64 = [0, 1, 7, 8, 15, 16, 17, 255, 256, 4095, 4096, 65535, 65536, 2
 INTERESTING_U8 = [0, 1, 2, 3, 4, 7, 8, 9, 10, 11, 15, 16, 0x7F, 0x80, 0xF0, 0xFE, 0xFF]
 
 
+#: The generic byte mutations (``mutate_bytes``), by name; "in a region" is the bias towards
+#: a target's structure bytes, counted as a kind of its own.
+BYTE_KINDS = ("flip bits", "interesting byte", "interesting integer", "truncate",
+              "append garbage", "delete a range", "duplicate a range", "copy 8 bytes",
+              "random bytes")
+IN_REGION = "in a region"
+#: The structured mutations of JSON documents (``_json_mutate``), by name.
+JSON_KINDS = ("json: replace a value", "json: delete a node", "json: duplicate in a list",
+              "json: nest deeply", "json: a value as a string")
+_seen: set[str] | None = None  # the kinds the mutations made, while ``generate`` records
+
+
+def _made(kind: str) -> None:
+    if _seen is not None:
+        _seen.add(kind)
+
+
 def _span(rng: random.Random, n: int, lo: int, hi: int) -> int:
     hi = max(min(hi, n), lo + 1)
     return rng.randrange(lo, hi) if hi > lo else lo
@@ -92,7 +109,9 @@ def mutate_bytes(rng: random.Random, data: bytes, regions: list[tuple[int, int]]
         if regions and rng.random() < 0.5:
             lo, hi = rng.choice(regions)
             lo, hi = min(lo, n - 1), min(max(hi, lo + 1), n)
+            _made(IN_REGION)
         kind = rng.randrange(9)
+        _made(BYTE_KINDS[kind])
         at = _span(rng, n, lo, hi)
         if kind == 0:  # flip bits
             for _ in range(rng.randrange(1, 9)):
@@ -192,6 +211,7 @@ class Result:
 class Tally:
     counts: dict[str, int] = field(default_factory=lambda: {o: 0 for o in OUTCOMES})
     bad: list[Result] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)  #: the kinds of mutation made
 
     def add(self, r: Result) -> None:
         self.counts[r.outcome] += 1
@@ -292,10 +312,20 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
     return [results[k] for k in range(len(mutants))]
 
 
-def generate(target: Target, sample: Path, count: int, seed: int) -> list[bytes]:
+def generate(target: Target, sample: Path, count: int, seed: int,
+             kinds: set[str] | None = None) -> list[bytes]:
+    """``count`` mutants of the target's victim (the same for the same seed); the kinds of
+    mutation they were made with are added to ``kinds``."""
+    global _seen
     rng = random.Random(f"{target.name}:{seed}")
     original = (sample / target.victim).read_bytes()
-    return [target.mutate(rng, original) for _ in range(count)]
+    _seen = set()
+    try:
+        return [target.mutate(rng, original) for _ in range(count)]
+    finally:
+        if kinds is not None:
+            kinds |= _seen
+        _seen = None
 
 
 def cases(target: Target) -> list[tuple[str, bytes]]:
@@ -325,8 +355,10 @@ def fuzz(names: list[str] | None, count: int, seed: int, folder: Path,
     for name in names or [n for n in TARGETS if not n.startswith("_")]:
         target = TARGETS[name]
         sample = make_sample(target, folder)
-        mutants = [data for _, data in cases(target)] + generate(target, sample, count, seed)
         tally = Tally()
+        mutants = [data for _, data in cases(target)] + generate(target, sample, count, seed,
+                                                                 tally.kinds)
+        total.kinds |= tally.kinds
         for r in run_mutants(target, sample, mutants, folder):
             tally.add(r)
             total.add(r)
@@ -458,7 +490,9 @@ def _json_mutate(rng: random.Random, data: bytes) -> bytes:
         try:
             if kind == 0:
                 parent[key] = _json_values(rng)
+                _made(JSON_KINDS[0])
             elif kind == 1:
+                _made(JSON_KINDS[1])
                 if isinstance(parent, dict):
                     del parent[key]
                 else:
@@ -467,10 +501,13 @@ def _json_mutate(rng: random.Random, data: bytes) -> bytes:
                 walk(doc)
             elif kind == 2 and isinstance(parent, list):
                 parent.extend([parent[key]] * rng.choice((1, 2, 200)))
+                _made(JSON_KINDS[2])
             elif kind == 3:  # spliced into the text below (json cannot nest that deep)
                 parent[key] = f"__deep_{rng.choice((10, 63, 65, 500, 5000))}__"
+                _made(JSON_KINDS[3])
             else:
                 parent[key] = str(parent[key])
+                _made(JSON_KINDS[4])
         except (IndexError, KeyError):
             pass
     text = json.dumps(doc, allow_nan=True)

@@ -1,7 +1,9 @@
-"""The fuzzing harness in the suite: a few hundred mutants of every format the
-program reads, with fixed seeds, each read in a child process with a timeout; plus the fixed
-regression cases under ``cases/``.  No mutant may end in an untyped exception, a signal or a
-timeout.  ``python -m benchmarks.fuzz --count N`` runs any number (``fuzzlib`` says how)."""
+"""The fuzzing harness in the suite: a seeded sample of mutants of every format the program
+reads, each read in a child process with a timeout; plus the fixed regression cases under
+``cases/``.  No mutant may end in an untyped exception, a signal or a timeout.  The sample is
+small but made with every kind of mutation the target's mutator has (checked), so that each
+kind reaches each format on every run; ``python -m benchmarks.fuzz --count N`` runs any
+number (``fuzzlib`` says how)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,20 @@ from pathlib import Path
 import fuzzlib
 import pytest
 
-COUNT = 200
+COUNT = 60
 #: Mutants of a target read over HTTP or through the range cache (a server per read).
-REMOTE_COUNT = 30
+REMOTE_COUNT = 20
 SEED = 21
+
+
+def _kinds_wanted(target: fuzzlib.Target) -> set[str]:
+    """Every kind of mutation ``target``'s mutator can make."""
+    wanted = set(fuzzlib.BYTE_KINDS)  # the JSON mutator falls back to them, too
+    if target.mutate is fuzzlib._json_mutate:
+        wanted |= set(fuzzlib.JSON_KINDS)
+    if target.mutate in (fuzzlib._wkw_mutate, fuzzlib._header_mutate):
+        wanted.add(fuzzlib.IN_REGION)
+    return wanted
 
 
 def _explain(tally: fuzzlib.Tally) -> str:
@@ -29,6 +41,8 @@ def test_mutants_end_in_named_errors_or_data(name: str, tmp_path: Path) -> None:
     total, per = fuzzlib.fuzz([name], count, SEED, tmp_path)
     table = total.table()
     assert table["mutants"] == count + len(fuzzlib.cases(fuzzlib.TARGETS[name]))
+    missing = _kinds_wanted(fuzzlib.TARGETS[name]) - per[name].kinds
+    assert not missing, f"the sample of {count} lacks {sorted(missing)}: raise the count"
     assert (table["untyped"], table["signals"], table["timeouts"]) == (0, 0, 0), \
         _explain(total)
     if name in fuzzlib.CACHE_TARGETS:  # a damaged cached range: the server's data again

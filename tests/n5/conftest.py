@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from n5_writers import java_missing, source, write_java
+from once import once_per_run
 
 #: Compressions written by the Java program: (name, parameter as N5 Java takes it).
 JAVA_COMPRESSIONS = [("raw", 0), ("gzip", 6), ("zlib", 6), ("bzip2", 9), ("xz", 6),
@@ -22,12 +23,17 @@ def java_n5(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Datasets written by WriteN5.java with the real Java streams: ``{name: (path,
     array)}``.  Names: ``<compression>-<param>`` (uint16), ``dtype-<type>`` (lz4, and raw
     for ``dtype-raw-<type>``), ``varlength`` (xz, varlength headers), ``big-lz4``
-    (uint8, 64^3 chunks: several 64 KiB frames per chunk)."""
+    (uint8, 64^3 chunks: several 64 KiB frames per chunk).  Compiled and written once for the
+    run (the two modules that read them may be on different workers); read-only."""
     reason = java_missing()
     if reason:
         print(f"SKIP Java-written N5 fixtures: {reason}")
         pytest.skip(reason)
-    root = tmp_path_factory.mktemp("java-n5")
+    result: dict[str, Any] = once_per_run(tmp_path_factory, "java-n5", _write_java_n5)
+    return result
+
+
+def _write_java_n5(root: Path) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = []
     out: dict[str, Any] = {}
 
