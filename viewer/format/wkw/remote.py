@@ -164,7 +164,9 @@ class StoreWkwVolume(Volume):
                     return
                 store.prefetch(key, [(0, head)], keep=True)
 
-        _background().submit(ask)
+        pool = _background(self.executor)
+        if pool is not None:
+            pool.submit(ask)
 
     def _box_units(self, box: tuple[Vec3, Vec3]) -> list[Vec3]:
         """The grid positions of the units ``box`` touches (none past ``WARM_UNITS``)."""
