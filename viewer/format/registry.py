@@ -149,7 +149,7 @@ def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None,
     is first used, use it.  Its background work runs on ``executor`` (its owner's, who closes
     it; default: one made for the dataset and closed by ``Dataset.close``)."""
     owned = executor is None
-    service = executor if executor is not None else Executor(name="dataset")
+    service = executor if executor is not None else Executor()
     try:
         with using(config), using_executor(service):
             dataset = _open_dataset(path)
@@ -184,7 +184,7 @@ def open_volume(path: str | os.PathLike[str], layer: str | None = None,
     ``IndexError`` for an index past its axis.  Its background work runs on ``executor``
     (its owner's; default: one made for the volume and closed by its ``close``)."""
     owned = executor is None
-    service = executor if executor is not None else Executor(name="volume")
+    service = executor if executor is not None else Executor()
     dataset = open_dataset(path, config, service)
     try:
         chosen = select_mag(dataset, layer, mag)

@@ -255,7 +255,7 @@ class Volume(ABC):
         """The executor its background work runs on (see the module docstring)."""
         found = self._executor
         if found is None or found.closed:
-            made = _service.Executor(name="volume")
+            made = _service.Executor()
             self._executor, self._owns_executor = made, True
             return made
         return found
