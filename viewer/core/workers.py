@@ -131,4 +131,10 @@ class LoaderWorkers:
                     self._cond.wait(wait)
 
 
-__all__ = ["LoaderWorkers", "WorkSource", "DEFAULT_THREADS"]
+def shared_workers(executor: Executor, threads: int = DEFAULT_THREADS) -> LoaderWorkers:
+    """The loader group of ``executor`` (made on first use, closed by ``Executor.close``):
+    what a window's loaders of one dataset share."""
+    return executor.shared("loader-workers", lambda: LoaderWorkers(executor, threads))
+
+
+__all__ = ["LoaderWorkers", "WorkSource", "shared_workers", "DEFAULT_THREADS"]
