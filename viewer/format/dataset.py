@@ -98,7 +98,9 @@ class Mag:
         """The mag's volume, opened on first use (raises the ``FormatError`` that stops it)."""
         with self._lock:
             if self._volume is None:
-                self._volume = self._open_volume()
+                # (a format's ``_open_volume`` runs with the dataset's executor in effect)
+                with using_executor(self.executor):
+                    self._volume = self._open_volume()
             return self._volume
 
     def _open_volume(self) -> Volume:

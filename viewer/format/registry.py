@@ -22,6 +22,7 @@ from viewer.format.config import ReadConfig, using
 from viewer.format.dataset import Dataset, select_mag
 from viewer.format.errors import DatasetLayoutError, FormatError, UnsupportedFormatError
 from viewer.format.executor import Executor
+from viewer.format.executor import current as current_executor
 from viewer.format.executor import using as using_executor
 from viewer.format.store import is_url
 from viewer.format.volume import Volume
@@ -147,7 +148,10 @@ def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None,
     ``config`` (remote time-outs, cache, credentials mode, ...; default: the process default
     the program's edge set, ``viewer.format.config``): the stores it opens, now or when a mag
     is first used, use it.  Its background work runs on ``executor`` (its owner's, who closes
-    it; default: one made for the dataset and closed by ``Dataset.close``)."""
+    it; default: the one in effect, ``viewer.format.executor.current``, else one made for the
+    dataset and closed by ``Dataset.close``)."""
+    if executor is None:
+        executor = current_executor()  # an opening inside another's: the outer one's
     owned = executor is None
     service = executor if executor is not None else Executor()
     try:
@@ -182,7 +186,10 @@ def open_volume(path: str | os.PathLike[str], layer: str | None = None,
     ``config`` (as ``open_dataset``).  A ``FormatError`` when the path is none of the
     formats, ``KeyError`` naming what exists for an unknown layer, mag or axis,
     ``IndexError`` for an index past its axis.  Its background work runs on ``executor``
-    (its owner's; default: one made for the volume and closed by its ``close``)."""
+    (its owner's; default: the one in effect, else one made for the volume and closed by its
+    ``close``)."""
+    if executor is None:
+        executor = current_executor()  # an opening inside another's: the outer one's
     owned = executor is None
     service = executor if executor is not None else Executor()
     dataset = open_dataset(path, config, service)
