@@ -10,9 +10,10 @@ work was done.
 Each owner registers how to stop its threads (``at_shutdown``); ``shutdown()`` stops them all,
 in the order given: first what makes new work (requests on the wire are cancelled and the
 request loop stopped), then the executors still open, then what finishes work (the cache
-writer puts what it holds on disk).  The command line calls it before it returns its exit status; a library user
-may too.  Everything stopped starts again when it is next needed, so ``shutdown`` is safe to
-call more than once and in the middle of a program (tests).  Any thread but a pool's own.
+writer puts what it holds on disk).  The command line calls it before it returns its exit
+status; a library user may too.  Everything stopped starts again when it is next needed, so
+``shutdown`` is safe to call more than once and in the middle of a program (tests).  Any
+thread but a pool's own.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
 from viewer.core.cache import BlockCache
 from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.loader import Loader, LoaderStats
-from viewer.core.workers import DEFAULT_THREADS, shared_workers
 from viewer.core.slicing import Box3, PlaneSource
+from viewer.core.workers import DEFAULT_THREADS, shared_workers
 from viewer.format import Volume
 
 MIB = 1 << 20
