@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from viewer.format import bigmemory
 from viewer.format import executor as _service
+from viewer.format.description import UnitDescription
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -161,9 +162,10 @@ class StorageUnit(ABC):
     def release_pages(self) -> None:  # noqa: B027 - optional, not abstract
         """Drop memory held for pages read so far (see ``holds_pages``).  Default: nothing."""
 
-    def describe(self) -> dict[str, Any]:
-        """The unit's own header, for the inspector's Header tab: field -> value."""
-        return {}
+    def describe(self) -> UnitDescription:
+        """The unit's own header, for the inspector's Header tab and ``info``
+        (``viewer.format.description``).  Default: nothing said."""
+        return UnitDescription()
 
     def describe_chunk(self, index: int) -> dict[str, Any]:
         """Format-specific facts about one stored chunk (an N5 chunk header, lz4-java frames,

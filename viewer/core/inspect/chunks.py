@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format import FormatError, StorageUnit, Volume
+from viewer.format.description import UnitDescription
 
 Vec3 = tuple[int, int, int]
 
@@ -96,7 +97,7 @@ class UnitTable:
     ratio: npt.NDArray[np.float64]
     flags: FlagArray
     problems: list[FormatError]
-    description: dict[str, Any] = field(default_factory=dict)
+    description: UnitDescription = field(default_factory=UnitDescription)
     chunk_columns: tuple[str, ...] = ()
     source: StorageUnit | None = None
     volume: Volume | None = None
@@ -244,9 +245,9 @@ def unit_table(volume: Volume, position: Sequence[int], unit: StorageUnit) -> Un
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(nbytes > 0, volume.chunk_nbytes / np.maximum(nbytes, 1), np.inf)
     try:
-        description = dict(unit.describe())
+        description = unit.describe()
     except (FormatError, OSError) as exc:
-        description = {"error": str(exc)}
+        description = UnitDescription({"error": str(exc)})
     columns: tuple[str, ...] = ()
     first = np.flatnonzero(stored)
     if first.size:

@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.channels import ChannelStack
+from viewer.format.description import described
 from viewer.format.errors import (
     ChunkDecodeError,
     FileChangedError,
@@ -122,6 +123,7 @@ class N5Chunk(StorageUnit):
         if store.supports_prefetch and self._size > 0 and 0 in [int(i) for i in indices]:
             store.prefetch(self.key, [(0, self._size)])
 
+    @described
     def describe(self) -> dict[str, Any]:
         try:
             head = self.volume.store.read(self.key, 0, MAX_HEADER_BYTES)

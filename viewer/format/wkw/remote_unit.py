@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -390,6 +391,7 @@ class StoreWkwUnit(StorageUnit):
         self.store.prefetch(self.key, [(int(s), int(e - s))
                                        for s, e in zip(starts[ok], ends[ok], strict=True)])
 
+    @described
     def describe(self) -> dict[str, Any]:
         self._load()
         if self._absent:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import (
     DatasetLayoutError,
     FileChangedError,
@@ -116,6 +117,7 @@ class WkwUnit(StorageUnit):
     def will_need(self, indices: Sequence[int]) -> None:
         self.file.will_need(indices)
 
+    @described
     def describe(self) -> dict[str, Any]:
         """The header's fields (``block_type`` the number stored, as in ``info().header``); for
         the inspector also ``compression`` (the block type's name),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
@@ -188,6 +189,7 @@ class ZfpcUnit(StorageUnit):
         v.decode_chunk_into(index, stored, arr)
         return arr
 
+    @described
     def describe(self) -> dict[str, Any]:
         return self.volume.header_fields()
 
