@@ -72,10 +72,9 @@ IntArray = npt.NDArray[np.int64]
 #: Prefetch may fill at most this share of the budget left after the screen.
 PREFETCH_SHARE = 0.5
 #: After a change of the screen that left blocks to read, prefetch waits until the views have
-#: taken every plane complete (``plane``), at most this long.  Measured on 2 cores: prefetch
-#: batches running while the GUI thread assembles and draws the last visible blocks take the
-#: GIL and a core from it, and a jump whose blocks were all decoded after 30-50 ms finished
-#: drawing only after 70-80 ms.
+#: taken every plane complete (``plane``), at most this long: prefetch batches running while
+#: the GUI thread assembles and draws the last visible blocks take the GIL and a core from it
+#: and delay the jump's last drawing (figures in docs/performance.md).
 PREFETCH_HOLD_S = 0.15
 #: Blocks whose file another program was changing (``Status.CHANGING``) are read again this
 #: long after (the read itself already waited ``viewer.format.handles.SETTLE_NS`` for it).

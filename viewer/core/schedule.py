@@ -47,19 +47,19 @@ IntArray = npt.NDArray[np.int64]
 #: One ranked list of blocks: (priority, memo name, cache keys, block coordinates, prefetch?).
 Ranked = tuple[tuple[int, ...], tuple[Any, ...], list[BlockKey], IntArray, bool]
 
-#: Blocks per task for blocks on screen (2-3 ms of decoding: both workers share a plane, and
-#: the last task of a jump, which the screen waits for, is short).
+#: Blocks per task for blocks on screen (a short task: the workers share a plane, and the
+#: last task of a jump, which the screen waits for, is short; docs/performance.md).
 VISIBLE_BATCH = 32
-#: Blocks per prefetch task (~2 ms of decoding: a jump waits at most that long for a worker
-#: busy with prefetch; 64 measured a few ms slower per jump).
+#: Blocks per prefetch task (short: a jump waits at most one such task for a worker busy
+#: with prefetch; larger tasks made jumps slower, docs/performance.md).
 PREFETCH_BATCH = 24
 #: Units contributing at most ``batch size // SHARED_BATCH_DIVISOR`` blocks to a ranked list
 #: share batches with other such units; bigger ones get batches of their own.
 SHARED_BATCH_DIVISOR = 4
 #: A worker taking a task asks the storage ahead for the blocks of this many of the next
 #: queued tasks (``StorageUnit.will_need``): cold reads then overlap instead of faulting page
-#: by page.  Measured on the multires benchmark's cold zoom-out: the workers' wall time was
-#: ~4x their CPU time (waiting for pages) before.
+#: by page (the multires benchmark's cold zoom-out waited for pages most of its time before:
+#: docs/performance.md).
 LOOKAHEAD_TASKS = 16
 #: Priority of a planning task: after the screen, before the prefetch it plans.
 PLAN_PRIORITY = (2, -1)

@@ -190,8 +190,8 @@ _COORDS_KEPT = 8
 def chunk_coords(volume: Volume, num_chunks: int) -> npt.NDArray[np.int64]:
     """``(N, 3)`` positions inside a unit of chunk indices ``0..N-1`` (``Volume.chunk_local``),
     one read-only array per chunk order: volumes of one class and unit shape whose
-    ``chunk_local`` agrees on a few probe indices share it (a WKW file of 32,768 blocks costs
-    about 10 ms of Morton decoding otherwise, each time a dataset is opened)."""
+    ``chunk_local`` agrees on a few probe indices share it (a WKW file of 32,768 blocks
+    would cost its Morton decoding again each time a dataset is opened)."""
     n = int(num_chunks)
     probe = np.unique(np.asarray([0, 1, 2, 3, 5, 7, n // 3, n // 2, n - 2, n - 1],
                                  dtype=np.int64).clip(0, max(n - 1, 0)))

@@ -20,8 +20,7 @@ of at most ``WARM_UNITS`` units whose headers and jump tables together are at mo
 store's ``tables_ahead_bytes`` (the remote setting, 4 MiB) has them all fetched in the
 background (read-ahead never dropped, kept by the store's range cache).  A far jump then waits
 for no table: on the remote benchmark a jump to files not opened yet waited one round trip for
-their tables before it could ask for a block (the timeline: tables asked at 3 ms, there at
-35 ms, blocks asked then).
+their tables before it could ask for a block (the timeline is in docs/performance.md).
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ _FIELDS = struct.Struct("<3sBBBBBQ")
 
 @functools.lru_cache(maxsize=64)
 def _dtype_name(dtype: np.dtype[Any]) -> str:
-    return dtype.name  # numpy works this out anew each time (tens of µs a file)
+    return dtype.name  # numpy works this out anew each time (once per file is enough)
 
 
 def header_fields(raw: bytes) -> list[dict[str, Any]]:

@@ -369,8 +369,8 @@ class ZarrVolume(Volume):
         position are skipped, and so are chunks past the first along a non-spatial axis.  The
         keys are parsed in batches (``zarr.keys``): a batch costs a few numpy operations, not
         a match and an ``int`` per key, and the names of a flat array's folder are listed
-        unsorted and sorted in numpy, only the ones that name chunks (3.5-3.8x a
-        bare ``os.scandir`` walk before, about 2x now)."""
+        unsorted and sorted in numpy, only the ones that name chunks (figures in
+        docs/performance.md)."""
         meta = self.meta
         root = self.prefix.rstrip("/")
         key_head = meta.key_prefix + meta.separator \
