@@ -21,13 +21,9 @@ Two ways through a box read, by size (the numbers are the constants below):
   decoding and copying all release the GIL).  Raw XY planes are read with one pread per
   block (just the planes needed).
 
-Where the time of a full read goes (512^3 LZ4HC, 32^3 blocks, one thread, output already
-faulted in; measured with cProfile): decoding about half, the copy into the output about a
-sixth (it writes at about the memory's speed: a block's rows are 32 bytes, the output's 512),
-reading the stored bytes a tenth, Python bookkeeping a tenth.  A new output's first-touch page
-faults add about a third of the decoding time in the kernel.  The copy cannot be saved: LZ4
-decodes a block into contiguous memory, and a block's voxels are not contiguous in a
-``(C, X, Y, Z)`` array wider than one block.
+A full read's time goes mostly to decoding, then to the copy into the output (profile in
+docs/performance.md).  The copy cannot be saved: LZ4 decodes a block into contiguous memory,
+and a block's voxels are not contiguous in a ``(C, X, Y, Z)`` array wider than one block.
 
 Functions here take the file they read from (``BlockFile``: a ``wkw.File``); they use its
 descriptor, jump table and range checks, and never change it.  Stored bytes come from
@@ -53,14 +49,13 @@ from viewer.format.wkw.header import Header
 Vec3 = tuple[int, int, int]
 
 #: Decoded bytes of one slab of a read shared by the cores (at most: a read is cut into at
-#: least ``SHARED_CHUNKS`` slabs per thread).  Slabs of 2 MB, whose staging buffer stays in
-#: a core's cache between decoding and copy, were measured no faster on the shared 2-core
-#: machine (more Python work per byte, more hand-offs of the GIL).
+#: least ``SHARED_CHUNKS`` slabs per thread).  Smaller slabs, whose staging buffer would stay
+#: in a core's cache, cost more Python work per byte and more hand-offs of the GIL
+#: (docs/performance.md).
 STAGING_BYTES = 16 << 20
 #: A read of compressed blocks totalling at least this many bytes is shared by all cores
-#: (about 2 ms of decoding: below that, waking the pool's threads and the chance that one is
-#: descheduled in the middle of its share cost more than they save; a 64^3 box stays on the
-#: calling thread).
+#: (below that, waking the pool's threads and the chance that one is descheduled in the
+#: middle of its share cost more than they save; a 64^3 box stays on the calling thread).
 PARALLEL_BYTES = 2 << 20
 #: The same for a read by the native kernel (no Python between blocks: a second thread pays
 #: off sooner).
@@ -165,7 +160,7 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     if threads > 1 and g.compressed and blocks * bb <= ONE_BATCH_BYTES:
         # A plane or a medium box: the checks and the copy out are done once, by this
         # thread; the reading and decoding are shared a few blocks at a time (per-slab
-        # Python work would serialise on the GIL: measured slower for planes).
+        # Python work would serialise on the GIL).
         _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, shared=True)
         return
     if threads == 1 and not g.compressed and bhi[2] - blo[2] > 1 and (
@@ -242,7 +237,7 @@ def _read_shared(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[
             raise problem
     # The slabs of one layer of slabs (along z) write one stretch of out: when there are
     # enough layers, a thread takes a whole layer, so that no two threads fault in the same
-    # pages of a new output at once (measured: that tripled the kernel's time).
+    # pages of a new output at once (that costs the kernel far more: docs/performance.md).
     items: list[list[tuple[Vec3, Vec3]]] = []
     for bl, bh in batches:
         if items and items[-1][0][0][2] == bl[2]:
@@ -508,8 +503,7 @@ def _read_raw_columns(f: BlockFile, rows: npt.NDArray[np.uint8], lo: list[int], 
     blocks with one ``preadv``) into a staging buffer of two columns, then each column's
     part of the box copied into ``rows`` (``_byte_rows`` of the output) at once.  That
     buffer (32 blocks of 32 KB) stays in the core's cache, where one of the whole read
-    (8 MB for an XZ plane of 512^2) does not: an XZ plane took 1.8 ms one column at a time
-    against 2.4 ms reading every block into one buffer (the reference 1.5 ms).
+    (8 MB for an XZ plane of 512^2) does not (figures in docs/performance.md).
     The blocks' presence is checked up front (the lowest block missing is named), the
     file's identity once at the end."""
     h = f.header
@@ -628,7 +622,7 @@ def _byte_rows(out_t: npt.NDArray[Any]) -> npt.NDArray[np.uint8] | None:
 def _few_sources(f: BlockFile, blocks: list[Any], starts: list[int], ends: list[int]
                  ) -> tuple[list[int], npt.NDArray[np.uint8]]:
     """``File._sources`` for a few blocks, with plain ints (its numpy calls cost more than
-    the reading of a 64^3 box's 27 blocks takes, measured): the addresses of the stored bytes
+    the reading of a 64^3 box's 27 blocks takes): the addresses of the stored bytes
     of the blocks (their ranges checked; ``blocks`` as ``_read_few`` lists them, to name one
     in an error), read by one ``pread`` per run of blocks whose bytes lie within
     ``MERGE_GAP`` of each other into this thread's buffer, and the buffer."""
@@ -704,9 +698,9 @@ def _read_raw_planes(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: l
                      indices: npt.NDArray[np.int64]) -> None:
     """A batch of raw blocks (already checked to be in the file) of which the box needs
     only a few z planes each (an XY plane: one): read exactly those planes of each block
-    with one ``pread`` into a staging buffer, then one copy into ``out_t``.  Measured on
-    a 512^2 XY plane: 0.4 ms against 0.85 ms through a fresh mapping, whose page faults
-    map (and unmapping tears down) 16 pages around each plane of 1 KB."""
+    with one ``pread`` into a staging buffer, then one copy into ``out_t``: cheaper than a
+    fresh mapping, whose page faults map (and unmapping tears down) 16 pages around each
+    plane of 1 KB (docs/performance.md)."""
     h = f.header
     b = h.block_len
     bb = h.block_bytes
@@ -770,8 +764,8 @@ def _as_rows(a: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
     """``a`` (``(..., X, C)``) as an array of its rows along x, each one element of a void
     type (a view), when each row is contiguous in memory; else None.  Copying rows as
     elements makes numpy's innermost loop run over the blocks of a row of the output
-    instead of over the bytes of one block's row (measured: a quarter less time for the
-    copy of a slab of 32^3 uint8 blocks)."""
+    instead of over the bytes of one block's row (less time for the copy of a slab:
+    docs/performance.md)."""
     *lead, xr, c = a.shape
     item = a.dtype.itemsize
     row = xr * c * item
