@@ -348,7 +348,7 @@ def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int
     its slot of the staging buffer: the slots run x slowest, then y, then z, so that the
     blocks of one column along z lie one after the other and form one array of z planes.
     One numpy copy per column (``_copy_columns``; 9 for 27 blocks, where one per block cost
-    about 2.5 us of Python each).  Plain Python ints for the index arithmetic: for a
+    Python work each).  Plain Python ints for the index arithmetic: for a
     handful of blocks numpy's per-call overhead costs more than the arithmetic."""
     h = f.header
     if g is None:
@@ -456,8 +456,8 @@ def _copy_columns(out_t: npt.NDArray[Any], staging: npt.NDArray[np.uint8], lo: l
 
     When ``out_t``'s x rows are contiguous (an F-order ``out``, what ``Dataset.read``
     makes), each x row is copied as one element of a void type (a ``memcpy`` per row):
-    numpy copying the 32 bytes of a row element by element took 10.7 us for a 32^3 uint8
-    block, as rows 4.4 us.  Else by an ordinary numpy copy."""
+    cheaper than numpy copying the 32 bytes of a row element by element (docs/performance.md).
+    Else by an ordinary numpy copy."""
     b = g.block_len
     nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
     zs, ze = lo[2] - blo[2] * b, hi[2] - blo[2] * b  # the box along a column's z planes
@@ -610,7 +610,7 @@ def _byte_rows(out_t: npt.NDArray[Any]) -> npt.NDArray[np.uint8] | None:
     shape = (nz, ny, nx * c * item)
     if out_t.flags.c_contiguous or out_t.flags.f_contiguous:
         # Element 0 is the first byte of the memory (positive strides): a view made from
-        # the buffer itself (1 us, where ``as_strided`` takes 7).
+        # the buffer itself (cheaper than ``as_strided``).
         rows: npt.NDArray[np.uint8] = np.ndarray(shape, np.uint8, out_t, 0, (sz, sy, 1))
         return rows
     # Any other layout whose x rows are contiguous (a part of a larger array).
