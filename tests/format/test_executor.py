@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -92,3 +93,27 @@ def test_a_closed_executor_starts_nothing() -> None:
     with pytest.raises(RuntimeError):
         service.pool("read", 2)
     service.close()  # twice is fine
+
+
+def test_the_wkw_api_reads_on_an_executor_it_owns(path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wkw.Dataset`` (the reference binding's API, no ``Volume``) has an executor in effect
+    while it reads, and closes the one it made."""
+    from viewer.format import wkw as our_wkw
+
+    before = set(threading.enumerate())
+    seen: list[Executor | None] = []
+    real = pool.share
+
+    def spy(items: int, run: Callable[[int], None], threads: int) -> None:
+        seen.append(executor_mod.current())
+        real(items, run, threads)
+
+    monkeypatch.setattr(pool, "share", spy)
+    ds = our_wkw.Dataset.open(str(path))
+    ds.read((0, 0, 0), SHAPE)
+    own = ds._threads._own
+    assert own is not None and all(s is own for s in seen)
+    ds.close()
+    assert own.closed
+    assert set(threading.enumerate()) <= before

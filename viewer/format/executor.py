@@ -192,9 +192,9 @@ class Executor:
             pools, self._pools = list(self._pools.values()), {}
             threads, self._threads = list(self._threads), []
             self._granted = {}
-        for pool in pools:
-            pool.shutdown(wait=True, cancel_futures=True)
         me = threading.current_thread()
+        for pool in pools:  # (not waited for from one of its own threads: it cannot end)
+            pool.shutdown(wait=me not in list(pool._threads), cancel_futures=True)
         for t in threads:
             if t is not me:
                 t.join(10.0)
@@ -224,6 +224,41 @@ class Executor:
 
 
 _live: weakref.WeakSet[Executor] = weakref.WeakSet()
+
+
+class Owned:
+    """The executor of an object that reads but is no ``Volume`` (``wkw.Dataset``, as the
+    reference binding's API has it): the one in effect when the object was made, else one
+    of its own, made on first need and closed by ``close``."""
+
+    def __init__(self) -> None:
+        self._found = current()
+        self._own: Executor | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def in_effect(self) -> Iterator[None]:
+        """Its executor in effect for the block, unless one is already (a volume's read)."""
+        if _current.get() is not None:
+            yield
+            return
+        found = self._found
+        if found is None or found.closed:
+            with self._lock:
+                if self._own is None or self._own.closed:
+                    self._own = Executor()
+                found = self._own
+        token = _current.set(found)
+        try:
+            yield
+        finally:
+            _current.reset(token)
+
+    def close(self) -> None:
+        with self._lock:
+            own, self._own = self._own, None
+        if own is not None:
+            own.close()
 
 
 def current() -> Executor | None:
@@ -269,5 +304,5 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-__all__ = ["Executor", "current", "using", "live", "shutdown", "cores", "DEFAULT_MAX_THREADS",
-           "MAX_HELPERS", "REQUESTS", "WRITES", "THREADS"]
+__all__ = ["Executor", "Owned", "current", "using", "live", "shutdown", "cores",
+           "DEFAULT_MAX_THREADS", "MAX_HELPERS", "REQUESTS", "WRITES", "THREADS"]

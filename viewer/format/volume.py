@@ -60,6 +60,11 @@ from viewer.format.errors import (
 from viewer.format.store import is_url
 from viewer.format.unitcheck import SoundUnits
 
+#: The methods of a volume that run with its executor in effect (and open units that keep it).
+_VOLUME_WORK = ("read", "read_into", "read_units", "open_unit", "open_and_read")
+#: The methods of a unit that run with the executor it was opened with in effect.
+_UNIT_WORK = ("read_chunks", "read_stored", "problems")
+
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -100,6 +105,22 @@ class ChunkTable:
 class StorageUnit(ABC):
     """One storage unit opened for reading: a file or an object (or a byte range of one)
     holding the stored bytes of ``num_chunks`` chunks and, usually, an index of them."""
+
+    #: The executor in effect when the unit was opened (its volume's): its reads and checks
+    #: share their work with that executor's helpers (``viewer.format.executor``).
+    _executor: _service.Executor | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> StorageUnit:
+        obj = super().__new__(cls)
+        obj._executor = _service.current()
+        return obj
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _UNIT_WORK:
+            if name in cls.__dict__:
+                type.__setattr__(cls, name, _unit_in_effect(cls.__dict__[name]))
+
 
     #: File path or URL of the unit.
     path: str
@@ -246,7 +267,7 @@ class Volume(ABC):
         closes the executor the volume owns, whether or not the format calls the base."""
         super().__init_subclass__(**kwargs)
         wrapped = {name: _in_effect(cls.__dict__[name])
-                   for name in ("read", "read_into", "read_units") if name in cls.__dict__}
+                   for name in _VOLUME_WORK if name in cls.__dict__}
         if "close" in cls.__dict__:
             wrapped["close"] = _closing(cls.__dict__["close"])
         for name, method in wrapped.items():
@@ -598,6 +619,17 @@ def _in_effect(method: Any) -> Any:
     return run
 
 
+def _unit_in_effect(method: Any) -> Any:
+    @functools.wraps(method)
+    def run(self: StorageUnit, *args: Any, **kwargs: Any) -> Any:
+        found = self._executor
+        if found is None or found.closed or _service.current() is not None:
+            return method(self, *args, **kwargs)
+        with _service.using(found):
+            return method(self, *args, **kwargs)
+    return run
+
+
 def _closing(method: Any) -> Any:
     @functools.wraps(method)
     def close(self: Volume) -> None:
@@ -662,8 +694,10 @@ def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:
         raise errors[min(errors)]
 
 
-for _name in ("read", "read_into", "read_units"):
+for _name in _VOLUME_WORK:
     setattr(Volume, _name, _in_effect(Volume.__dict__[_name]))
+for _name in _UNIT_WORK:
+    setattr(StorageUnit, _name, _unit_in_effect(StorageUnit.__dict__[_name]))
 
 
 class UnitCache:
