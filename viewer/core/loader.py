@@ -135,8 +135,10 @@ class Loader:
     """Background ``PlaneSource`` over a ``Volume``: cache, priority queue, workers.
 
     ``layer`` and ``mag`` name the volume inside a shared ``cache`` (pass one cache to several
-    loaders to share one budget).  ``close_dataset``: close the volume in ``close()``, as the
-    synchronous source does.
+    loaders to share one budget).  ``workers``: a ``LoaderWorkers`` group shared with other
+    loaders (``viewer.core.workers``: a window's layers and mags), or how many threads a group
+    of its own runs (on the volume's executor, closed with the loader).  ``close_dataset``:
+    close the volume in ``close()``, as the synchronous source does.
     """
 
     def __init__(self, dataset: Volume, *, layer: Hashable = "", mag: Hashable = 1,
