@@ -23,11 +23,13 @@ from viewer.format import wkw
 CHILD = textwrap.dedent("""
     import gc, sys
     from viewer.format import wkw
+    from viewer.format import executor as service_mod
     from viewer.format import pool
 
-    locks = [("read pool", pool._lock)]
-    executor = pool.decode_pool()
-    locks.append(("executor", executor._shutdown_lock))
+    service = service_mod.Executor()
+    with service_mod.using(service):
+        executor = pool.decode_pool()
+    locks = [("executor service", service._lock), ("executor", executor._shutdown_lock)]
     try:
         from viewer.format import handles
         locks.append(("descriptor pool", handles._POOL.lock))

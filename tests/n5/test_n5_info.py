@@ -40,7 +40,7 @@ def test_chunk_table_is_the_file_size(dataset: Path) -> None:
         table = su.chunk_table()
         assert table.nbytes.tolist() == [size] and table.present.tolist() == [True]
         assert su.size == size == os.path.getsize(su.path)
-        head = su.describe()
+        head = su.describe().fields
         assert head["file_bytes"] == size and head["payload_bytes"] == size - 16
     assert v.open_unit((1, 0, 0)) is None
 

@@ -50,7 +50,7 @@ def test_chunk_rows_and_header_match_the_shard_files(pc: dict[str, Any]) -> None
         assert row["decoded_bytes"] == int(np.prod(box)) * 8
         assert row["cseg_blocks"] == int(np.prod([-(-b // k) for b, k in
                                                   zip(box, (8, 8, 4), strict=True)]))
-        desc = table.description
+        desc = table.description.fields
         index, chunks = w.hand_parse_shard(shard, 2, True)
         assert [(r["start"], r["end"]) for r in desc["shard_index"]] == index
         mine = sorted((c, o, s) for c, (mm, o, s) in chunks.items() if mm == m)

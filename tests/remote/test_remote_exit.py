@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Runs of the same command (bounded: each is a new interpreter).
 RUNS = 4
 #: Threads the format layer starts and ``shutdown`` ends.
-OWNED = ("wkw-remote-io", "wkw-remote-cache-writer", "format-read", "volume-read",
-         "wkw-remote-open", "zfpc")
+OWNED = ("wkw-remote-io", "wkw-remote-cache-writer", "wkw-read", "wkw-remote-open",
+         "wkw-loader")
 
 
 def test_info_of_a_damaged_remote_n5_exits_the_same_every_run(foreign: Path,

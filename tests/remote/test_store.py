@@ -391,12 +391,10 @@ def test_read_ahead_asked_in_pieces_joins_a_queued_request(
         http: RangeServer, data_root: Path) -> None:
     """Ranges of one object asked for one after another while a request of it near them is
     still queued (every slot busy) go out as that one request; a range far off as its own."""
-    from viewer.format.remote.store import _shared
-
     configure(merge_gap=1000, timeout_s=30)
     whole = _bytes(data_root)
     store = open_store(http.url)
-    slots = _shared()[0].limit
+    slots = store._pool.limit  # type: ignore[attr-defined]
     other = "ds/color/1/z0/y1/x0.wkw"
     http.fault_match = other
     http.hang = True

@@ -12,7 +12,9 @@ import pytest
 from toyformat import ToyVolume, write_toy
 
 from viewer.format import FormatError
+from viewer.format import executor as executor_mod
 from viewer.format import volume as volume_mod
+from viewer.format.executor import Executor
 
 
 @pytest.fixture
@@ -89,5 +91,6 @@ def test_a_large_read_runs_on_the_caller_and_a_helper_at_once(
         names.append(threading.current_thread().name)
         barrier.wait()
 
-    volume_mod._run_jobs(job, [(0,), (1,)])
-    assert len(names) == 2 and any(n.startswith("volume-read") for n in names), names
+    with Executor(name="test") as service, executor_mod.using(service):
+        volume_mod._run_jobs(job, [(0,), (1,)])
+    assert len(names) == 2 and any(n.startswith("test-read") for n in names), names

@@ -154,7 +154,7 @@ def test_description(files: dict[str, Path]) -> None:
         assert info.header["layer"] == "Dimensions_012LOD0"
         unit = vol.open_unit((0, 0, 0))
         assert unit is not None
-        head = unit.describe()
+        head = unit.describe().fields
         assert head["compression"] == "Wavelet" and head["chunks"] == 12
         assert len(head["adaptive_level_totals"]) == 17
         facts = unit.describe_chunk(0)

@@ -117,7 +117,7 @@ def test_index_entry_outside_the_shard(tmp_path: Path) -> None:
     f.write_bytes(bytes(raw))
     with open_volume(tmp_path / "a") as v:
         unit = v.open_unit((0, 0, 0))
-        assert unit is not None and unit.describe()["bad_entries"] == 1
+        assert unit is not None and unit.describe().fields["bad_entries"] == 1
         results = unit.read_chunks([2, 3])
         assert isinstance(results[1], JumpTableError) and results[1].chunk == (1, 1, 0)
         assert not isinstance(results[0], FormatError)

@@ -208,7 +208,7 @@ def test_shard_index_is_the_chunk_table(tmp_path: Path) -> None:
         # index 1 is (z=0, y=0, x=1): x voxels 8..16
         chunk1 = results[2]
         np.testing.assert_array_equal(chunk1[0], data[0:8, 0:8, 8:16].transpose(2, 1, 0))
-        facts = unit.describe()
+        facts = unit.describe().fields
         assert facts["index_checksum"] == "ok" and facts["chunks_absent"] == 1
         assert unit.describe_chunk(4)["present"] is False
         assert unit.describe_chunk(1)["stored_bytes"] == int(index[1, 1])

@@ -40,7 +40,7 @@ def test_tensorstore_zarr3(tmp_path: Path, index_location: str, channels: int,
         # the first inner chunk (x 0..8) lies before the data: absent, not stored
         unit = v.open_unit((0, 0, 0))
         assert unit is not None and not unit.chunk_table().present[0]
-        assert unit.describe()["index_location"] == index_location
+        assert unit.describe().fields["index_location"] == index_location
 
 
 def test_tensorstore_zarr2(tmp_path: Path) -> None:

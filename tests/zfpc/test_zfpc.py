@@ -170,7 +170,7 @@ def test_chunk_table_is_the_stream_index(tmp_path: Path) -> None:
         assert streams[0]["tolerance"] <= 0.5
         assert streams[0]["zfp_sizes"] == [12, 16]          # zfp's x is numpy's last axis
         assert streams[0]["ratio"] == pytest.approx(16 * 12 * 4 / sizes[3], rel=1e-3)
-        head = unit.describe()
+        head = unit.describe().fields
         assert head["magic"] == "zfpc" and head["streams"] == 10
         assert head["correlated"] == "xy" and head["zfp_type"] == "float32"
         assert vol.info().format == "zfpc"
@@ -350,7 +350,7 @@ def test_fortran_order_input(tmp_path: Path) -> None:
     with open_volume(path) as vol:
         np.testing.assert_array_equal(vol.read((0, 0, 0), vol.shape), _as_volume_array(data))
         unit = vol.open_unit((0, 0, 0))
-        assert unit is not None and unit.describe()["c_order"] is False
+        assert unit is not None and unit.describe().fields["c_order"] is False
 
 
 def test_info_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

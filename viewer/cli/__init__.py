@@ -78,8 +78,14 @@ def _main(args: list[str]) -> int:
         return 2
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]])
+        from viewer.format.executor import Executor, using
+
+        # The command's executor: every dataset it opens runs its background threads on it
+        # (``viewer.format.executor``); closed when the command ends.
+        service = Executor()
         try:
-            return int(module.main(args[1:]))
+            with using(service):
+                return int(module.main(args[1:]))
         except BrokenPipeError:
             # Whoever read our output stopped early (``| head``): not an error of ours.  Point
             # stdout at /dev/null so that the interpreter's final flush does not raise again.
@@ -91,6 +97,7 @@ def _main(args: list[str]) -> int:
             # not in the interpreter's finalization: the same exit status every time.
             from viewer.format import shutdown
 
+            service.close()
             shutdown()
     from viewer import app  # the window: imports Qt, so only when it is wanted
 

@@ -52,7 +52,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -99,7 +99,7 @@ BATCH_CHUNKS = 4096
 Vec3 = tuple[int, int, int]
 
 
-def _scalars(values: dict[str, Any]) -> dict[str, Any]:
+def _scalars(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items()
             if isinstance(v, (str, int, float, bool)) or v is None}
 
@@ -569,7 +569,7 @@ def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:
         if unit is None:
             return {}
         try:
-            desc = unit.describe()
+            desc = unit.describe().fields
         finally:
             volume.done_with(unit)
         return {k: v for k, v in _scalars(desc).items() if k in header}

@@ -71,8 +71,8 @@ RELEASE_EVERY = 256
 #: Read-ahead hints (``StorageUnit.will_need``) are given only while reads go to the disk: a
 #: batch during which the worker's thread had to read from the disk (its ``ru_inblock`` or
 #: ``ru_majflt`` grew: ``getrusage(RUSAGE_THREAD)``) turns them on for the next
-#: ``HINT_MEMORY`` batches.  On pages already in memory a hint is pure cost (5.7 us a
-#: block of ``MADV_WILLNEED`` on resident pages).  (Wall time against CPU time is no signal on
+#: ``HINT_MEMORY`` batches.  On pages already in memory a hint is pure cost (a
+#: ``MADV_WILLNEED`` per block on resident pages).  (Wall time against CPU time is no signal on
 #: a shared machine: there a worker waits for a core far more than for the disk.)
 HINT_MEMORY = 16
 
@@ -82,7 +82,8 @@ def open_units_limit() -> int:
     half the file descriptors the process may open beyond ``RESERVED_DESCRIPTORS``
     (``RLIMIT_NOFILE``), between ``MIN_OPEN_UNITS`` and ``MAX_OPEN_UNITS``.  A screen of a
     one-chunk-per-file format (N5, Zarr v2) touches several hundred units, and a limit below
-    that closed and reopened units every jump (128 cost 39 % of the workers' time)."""
+    that closed and reopened units every jump (a large share of the workers' time:
+    docs/performance.md)."""
     soft = 1024
     try:
         import resource
@@ -444,8 +445,8 @@ class ChunkReader:
     def _touched_locked(self, units: list[StorageUnit], blocks: int) -> list[StorageUnit]:
         """The units whose mapped pages to drop now: every unit read from (that may hold pages:
         its class overrides ``release_pages``), once every ``RELEASE_EVERY`` blocks read (a
-        ``madvise`` over a whole file per batch cost ~0.1 ms of a worker's time with the GIL
-        held).  Under ``_lock``."""
+        ``madvise`` over a whole file per batch costs a worker's time with the GIL held).
+        Under ``_lock``."""
         touched = self._touched
         for unit in units:
             touched[id(unit)] = unit

@@ -28,7 +28,7 @@ from viewer.format import config as read_config
 from viewer.format.config import ReadConfig
 
 #: Storage units per task, at least (a few files or shards: seconds of work, not
-#: milliseconds, so the scheduler's cost per task (~1 ms) stays small) ...
+#: milliseconds, so the scheduler's cost per task stays small) ...
 UNITS_PER_TASK = 4
 #: ... and at most (a large dataset is cut finer than ``TASKS_PER_WORKER``: progress in small
 #: steps, and a dead worker's tasks cost little to re-run; 100,000 files are ~1,600 tasks).
@@ -98,7 +98,8 @@ def _tune_allocator() -> None:
     Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``; glibc then keeps its
     mmap threshold fixed at 128 KiB, so every decoded chunk batch (megabytes, allocated and
     freed per unit) is a fresh ``mmap`` whose pages the kernel zeroes again: a 1-worker
-    compare spent ~30 % more CPU than the same code in this process.  Raising the mmap
+    compare spent more CPU than the same code in this process (docs/performance.md).
+    Raising the mmap
     threshold to 32 MiB (and the trim threshold to twice that, as glibc's own dynamic rule
     does) reuses the heap instead.  Once per process, glibc only; a no-op elsewhere."""
     global _tuned

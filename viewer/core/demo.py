@@ -14,8 +14,8 @@ mag) of 256 x 256 x 128 mag-1 voxels of ``EMVolume`` at an anisotropic voxel siz
 crosses file boundaries.  The build (``writer.write_synthetic_dataset``) generates each 128^3
 chunk once for both layers on two threads and derives the coarse mags from the chunks in memory;
 LZ4HC is encoded at level ``DEMO_LZ4HC_LEVEL`` rather than the reference's 9 (level 9 spent
-about 0.5 s of CPU per 128^3 of uint32 ids, half the build; the blocks are the same format and
-the segmentation still compresses about 35x).  It is written into a temporary folder that is
+about half the build's CPU; the blocks are the same format and the segmentation still
+compresses well: docs/performance.md).  It is written into a temporary folder that is
 renamed into place when complete (with a ``.complete`` marker): an interrupted build leaves no
 half dataset behind and is redone next time.  The noise is seeded by the box offset on a fixed
 grid, so the result is the same whoever builds it.

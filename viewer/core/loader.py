@@ -62,6 +62,7 @@ from viewer.core.cache import BlockCache, BlockKey, CacheStats
 from viewer.core.chunkio import ChunkReader, open_units_limit
 from viewer.core.schedule import Ranked, Scheduler, Taken
 from viewer.core.slicing import Box3, DataArrived, Plane, PlaneRequest
+from viewer.core.workers import LoaderWorkers
 from viewer.format import Volume
 
 log = logging.getLogger(__name__)
@@ -72,10 +73,9 @@ IntArray = npt.NDArray[np.int64]
 #: Prefetch may fill at most this share of the budget left after the screen.
 PREFETCH_SHARE = 0.5
 #: After a change of the screen that left blocks to read, prefetch waits until the views have
-#: taken every plane complete (``plane``), at most this long.  Measured on 2 cores: prefetch
-#: batches running while the GUI thread assembles and draws the last visible blocks take the
-#: GIL and a core from it, and a jump whose blocks were all decoded after 30-50 ms finished
-#: drawing only after 70-80 ms.
+#: taken every plane complete (``plane``), at most this long: prefetch batches running while
+#: the GUI thread assembles and draws the last visible blocks take the GIL and a core from it
+#: and delay the jump's last drawing (figures in docs/performance.md).
 PREFETCH_HOLD_S = 0.15
 #: Blocks whose file another program was changing (``Status.CHANGING``) are read again this
 #: long after (the read itself already waited ``viewer.format.handles.SETTLE_NS`` for it).
@@ -137,12 +137,15 @@ class Loader:
 
     ``layer`` and ``mag`` name the volume inside a shared ``cache`` (pass one cache to several
     loaders to share one budget); a volume with extra axes is named with its element of them
-    too (``cache_layer``), so loaders of several time points share a cache.
-    ``close_dataset``: close the volume in ``close()``, as the synchronous source does.
+    too (``cache_layer``), so loaders of several time points share a cache.  ``workers``: a
+    ``LoaderWorkers`` group shared with other loaders (``viewer.core.workers``: a window's
+    layers and mags), or how many threads a group of its own runs (on the volume's executor,
+    closed with the loader).  ``close_dataset``: close the volume in ``close()``, as the
+    synchronous source does.
     """
 
     def __init__(self, dataset: Volume, *, layer: Hashable = "", mag: Hashable = 1,
-                 workers: int = 2, cache: BlockCache | None = None,
+                 workers: int | LoaderWorkers = 2, cache: BlockCache | None = None,
                  budget_bytes: int | None = None, close_dataset: bool = True,
                  prefetch_enabled: bool = True) -> None:
         self.dataset = dataset
@@ -198,10 +201,15 @@ class Loader:
         self._signature: tuple[Any, ...] = ()
         self._signature_visible_held: tuple[Any, ...] = ()
 
-        self._workers = [threading.Thread(target=self._work, name=f"wkw-loader-{n}", daemon=True)
-                         for n in range(max(1, int(workers)))]
-        for t in self._workers:
-            t.start()
+        # Worker threads: the group given (shared with the owner's other loaders), else a
+        # group of its own on the volume's executor, closed with the loader.
+        if isinstance(workers, LoaderWorkers):
+            self._group, self._owns_group = workers, False
+        else:
+            self._group = LoaderWorkers(dataset.executor, max(1, int(workers)))
+            self._owns_group = True
+        self._sched.changed.listeners.append(self._group.wake)
+        self._group.attach(self)
 
     @property
     def open_units_limit(self) -> int:
@@ -349,8 +357,9 @@ class Loader:
             retry.join()
         self._io.stop()
         self._sched.stop()
-        for t in self._workers:
-            t.join()
+        self._group.detach(self)
+        if self._owns_group:
+            self._group.close()
         self._io.close()
         if self._owns_cache:
             self.cache.clear()
@@ -394,7 +403,7 @@ class Loader:
             prefetch_useful=useful,
             dropped_tasks=self._sched.dropped,
             generation=self._sched.generation,
-            workers=sum(t.is_alive() for t in self._workers),
+            workers=sum(t.is_alive() for t in self._group.threads),
             over_budget=c.pinned_over_budget,
             peak_cache_bytes=c.peak_used_bytes,
         )
@@ -405,7 +414,8 @@ class Loader:
 
     @property
     def threads(self) -> list[threading.Thread]:
-        return list(self._workers)
+        """The threads that work for it (its group's: shared with other loaders when given)."""
+        return self._group.threads
 
     # -- GUI thread ---------------------------------------------------------------------------
     def _note_motion(self, wanted: tuple[PlaneRequest, ...], cursor: Vec3) -> None:
@@ -448,37 +458,42 @@ class Loader:
             sched.enqueue_locked([((1, 99), (), keys, entry.layout.blocks[orphans], False)])
             sched.changed.notify_all()
 
-    # -- workers ------------------------------------------------------------------------------
-    def _work(self) -> None:
+    # -- workers (``viewer.core.workers.WorkSource``) ------------------------------------------
+    def next_rank(self) -> tuple[tuple[int, ...] | None, float | None]:
+        """The rank of its first ready task (see ``LoaderWorkers``).  Worker thread."""
+        return self._sched.next_rank()
+
+    def run_next(self) -> bool:
+        """Take its first ready task and run it.  Worker thread."""
         sched, io = self._sched, self._io
-        while True:
-            taken = sched.take(io.hinting)
-            if taken is None:
-                return
-            task = taken.task
-            if task.plan is not None:
-                ranked: list[Ranked] = []
-                try:
-                    plan = task.plan
-                    allowance = int((self.cache.budget_bytes - plan.visible_bytes)
-                                    * PREFETCH_SHARE)
-                    ranked = prefetch.rank(plan, self._keys, self._chunk, allowance,
-                                           self._block_nbytes)
-                except Exception:
-                    log.exception("prefetch planning failed")
-                finally:
-                    sched.planned(task, ranked)
-                continue
+        taken = sched.take_ready(io.hinting)
+        if taken is None:
+            return False
+        task = taken.task
+        if task.plan is not None:
+            ranked: list[Ranked] = []
             try:
-                if taken.ahead:
-                    io.hint(taken.ahead, lambda: sched.stopping)
-                self._read(taken)
-            except Exception:  # a worker must survive anything; the blocks stay missing
-                log.exception("loader task for file %s failed", task.file)
+                plan = task.plan
+                allowance = int((self.cache.budget_bytes - plan.visible_bytes)
+                                * PREFETCH_SHARE)
+                ranked = prefetch.rank(plan, self._keys, self._chunk, allowance,
+                                       self._block_nbytes)
+            except Exception:
+                log.exception("prefetch planning failed")
             finally:
-                sched.done(taken.keys)
-                with self._lock:
-                    self._finished += 1  # (a failed batch leaves its blocks to requeue)
+                sched.planned(task, ranked)
+            return True
+        try:
+            if taken.ahead:
+                io.hint(taken.ahead, lambda: sched.stopping)
+            self._read(taken)
+        except Exception:  # a worker must survive anything; the blocks stay missing
+            log.exception("loader task for file %s failed", task.file)
+        finally:
+            sched.done(taken.keys)
+            with self._lock:
+                self._finished += 1  # (a failed batch leaves its blocks to requeue)
+        return True
 
     def _read(self, taken: Taken) -> None:
         """Read a batch into the cache, count it and tell the listeners what is on screen."""

@@ -32,7 +32,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,19 +47,19 @@ IntArray = npt.NDArray[np.int64]
 #: One ranked list of blocks: (priority, memo name, cache keys, block coordinates, prefetch?).
 Ranked = tuple[tuple[int, ...], tuple[Any, ...], list[BlockKey], IntArray, bool]
 
-#: Blocks per task for blocks on screen (2-3 ms of decoding: both workers share a plane, and
-#: the last task of a jump, which the screen waits for, is short).
+#: Blocks per task for blocks on screen (a short task: the workers share a plane, and the
+#: last task of a jump, which the screen waits for, is short; docs/performance.md).
 VISIBLE_BATCH = 32
-#: Blocks per prefetch task (~2 ms of decoding: a jump waits at most that long for a worker
-#: busy with prefetch; 64 measured a few ms slower per jump).
+#: Blocks per prefetch task (short: a jump waits at most one such task for a worker busy
+#: with prefetch; larger tasks made jumps slower, docs/performance.md).
 PREFETCH_BATCH = 24
 #: Units contributing at most ``batch size // SHARED_BATCH_DIVISOR`` blocks to a ranked list
 #: share batches with other such units; bigger ones get batches of their own.
 SHARED_BATCH_DIVISOR = 4
 #: A worker taking a task asks the storage ahead for the blocks of this many of the next
 #: queued tasks (``StorageUnit.will_need``): cold reads then overlap instead of faulting page
-#: by page.  Measured on the multires benchmark's cold zoom-out: the workers' wall time was
-#: ~4x their CPU time (waiting for pages) before.
+#: by page (the multires benchmark's cold zoom-out waited for pages most of its time before:
+#: docs/performance.md).
 LOOKAHEAD_TASKS = 16
 #: Priority of a planning task: after the screen, before the prefetch it plans.
 PLAN_PRIORITY = (2, -1)
@@ -96,6 +96,20 @@ class Taken:
     ahead: list[tuple[Vec3, list[int]]]
 
 
+class _Changed(threading.Condition):
+    """The scheduler's condition, which also tells the worker groups serving it (``wake``):
+    their threads wait on a condition of their own, over many schedulers."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.listeners: list[Callable[[], None]] = []
+
+    def notify_all(self) -> None:
+        super().notify_all()
+        for wake in self.listeners:
+            wake()
+
+
 class Scheduler:
     """Priority queue, generations, in-flight blocks (see the module docstring).
 
@@ -106,7 +120,7 @@ class Scheduler:
         self.cache = cache
         self._bad_units = bad_units
         self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
+        self.changed = _Changed(self.lock)
         self._queue: list[tuple[tuple[int, ...], int, Task]] = []
         self._seq = itertools.count()
         self.generation = 0
@@ -251,40 +265,73 @@ class Scheduler:
                     if not self._queue:
                         self.changed.wait()
                         continue
-                    head = self._queue[0][2]
-                    if head.prefetch and self._hold_until:
-                        left = self._hold_until - time.monotonic()
-                        if left > 0:
-                            self.changed.wait(left)
-                            continue
-                        self._hold_until = 0.0
+                    left = self._held_for_locked()
+                    if left > 0:
+                        self.changed.wait(left)
+                        continue
                     break
                 if self._stopping:
                     return None
-                task = heapq.heappop(self._queue)[2]
-                if task.plan is not None:
-                    if task.generation != self.epoch:
-                        self.changed.notify_all()
-                        continue  # superseded before it was planned
-                    self._planning += 1
-                    return Taken(task, [], task.blocks, [])
-                keys = task.keys
-                self._queued.difference_update(keys)
-                in_flight = self._in_flight
-                present = self.cache.present(keys)
-                if True in present or not in_flight.isdisjoint(keys):
-                    rows = [k for k, (key, cached) in enumerate(zip(keys, present, strict=True))
-                            if not cached and key not in in_flight]
-                    if not rows:
-                        self.changed.notify_all()
-                        continue
-                    keys = [keys[k] for k in rows]
-                    blocks = task.blocks[rows]
-                else:
-                    blocks = task.blocks
-                in_flight.update(keys)
-                ahead = self._upcoming_locked() if lookahead else []
-                return Taken(task, keys, blocks, ahead)
+                taken = self._pop_locked(lookahead)
+                if taken is not None:
+                    return taken
+
+    def next_rank(self) -> tuple[tuple[int, ...] | None, float | None]:
+        """Without waiting: ``(rank, None)`` of the first task ready now, ``(None, seconds)``
+        until held prefetch may start, ``(None, None)`` when nothing is queued (or stopped)."""
+        with self.lock:
+            if self._stopping or not self._queue:
+                return None, None
+            left = self._held_for_locked()
+            if left > 0:
+                return None, left
+            return self._queue[0][0], None
+
+    def take_ready(self, lookahead: bool = False) -> Taken | None:
+        """As ``take``, without waiting: None when no task is ready now."""
+        with self.changed:
+            while not self._stopping and self._queue and self._held_for_locked() <= 0:
+                taken = self._pop_locked(lookahead)
+                if taken is not None:
+                    return taken
+            return None
+
+    def _held_for_locked(self) -> float:
+        """Seconds the first queued task waits yet (prefetch held), else 0."""
+        head = self._queue[0][2]
+        if head.prefetch and self._hold_until:
+            left = self._hold_until - time.monotonic()
+            if left > 0:
+                return left
+            self._hold_until = 0.0
+        return 0.0
+
+    def _pop_locked(self, lookahead: bool) -> Taken | None:
+        """Pop the first task; None when it was superseded or left with no block."""
+        task = heapq.heappop(self._queue)[2]
+        if task.plan is not None:
+            if task.generation != self.epoch:
+                self.changed.notify_all()
+                return None  # superseded before it was planned
+            self._planning += 1
+            return Taken(task, [], task.blocks, [])
+        keys = task.keys
+        self._queued.difference_update(keys)
+        in_flight = self._in_flight
+        present = self.cache.present(keys)
+        if True in present or not in_flight.isdisjoint(keys):
+            rows = [k for k, (key, cached) in enumerate(zip(keys, present, strict=True))
+                    if not cached and key not in in_flight]
+            if not rows:
+                self.changed.notify_all()
+                return None
+            keys = [keys[k] for k in rows]
+            blocks = task.blocks[rows]
+        else:
+            blocks = task.blocks
+        in_flight.update(keys)
+        ahead = self._upcoming_locked() if lookahead else []
+        return Taken(task, keys, blocks, ahead)
 
     def done(self, keys: list[BlockKey]) -> None:
         """The blocks ``keys`` (taken with ``take``) are read, or failed: no longer in

@@ -102,8 +102,8 @@ class Plane:
 
     @cached_property
     def complete(self) -> bool:
-        """Nothing on this plane is still waiting to load.  (Asked several times per repaint;
-        a scan of the status costs about 0.25 ms on an 800 x 800 view.)"""
+        """Nothing on this plane is still waiting to load.  (Asked several times per repaint,
+        and a scan of the status of a whole view is not free: worked out once.)"""
         return not bool(np.any(self.status == Status.PENDING))
 
 

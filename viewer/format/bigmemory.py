@@ -1,9 +1,9 @@
 """Memory for the arrays that big reads return, kept for the next read of about the same size.
 
 A read of a whole file (128 MiB for a 512^3 uint8 cube) writes into memory new to the process,
-and the kernel zeroes and maps every page at its first write: measured, the full LZ4HC read of
-``benchmarks.format`` spent 2.0-2.1x the bare decode's CPU with new memory and 1.7-1.8x with
-this module.  Compare's passes (``viewer.core.compare``) and scripts read box after
+and the kernel zeroes and maps every page at its first write, which costs the full LZ4HC read
+of ``benchmarks.format`` more CPU than with this module (figures in docs/performance.md).
+Compare's passes (``viewer.core.compare``) and scripts read box after
 box of one size and drop each before reading the next: ``empty`` hands such a read the memory
 of the array dropped last.
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import UnitDescription
 from viewer.format.volume import (
     ChunkResult,
     ChunkTable,
@@ -155,7 +156,7 @@ class ChannelUnit(StorageUnit):
     def will_need(self, indices: Sequence[int]) -> None:
         self.base.will_need(indices)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UnitDescription:
         return self.base.describe()
 
     def describe_chunk(self, index: int) -> dict[str, Any]:

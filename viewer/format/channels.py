@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.channel_view import ChannelView
+from viewer.format.description import described
 from viewer.format.errors import FormatError
 from viewer.format.volume import (
     ChunkResult,
@@ -292,9 +293,10 @@ class StackedUnit(StorageUnit):
             if p is not None:
                 p.will_need(self._part(k, indices))
 
+    @described
     def describe(self) -> dict[str, Any]:
         first = next(p for p in self.parts if p is not None)
-        out = dict(first.describe())
+        out = first.describe().as_dict()
         out["channel_units"] = [p.path if p is not None else None for p in self.parts]
         return out
 

@@ -28,6 +28,9 @@ import numpy.typing as npt
 
 from viewer.format.config import ReadConfig, effective, using
 from viewer.format.errors import DatasetLayoutError, FormatError
+from viewer.format.executor import Executor
+from viewer.format.executor import current as current_executor
+from viewer.format.executor import using as using_executor
 from viewer.format.geometry import BoundingBox, VoxelSize, mag_name, parse_mag
 from viewer.format.volume import Volume, check_index
 
@@ -65,6 +68,9 @@ class Mag:
         #: How the dataset it belongs to was opened: its volume is opened the same way, even
         #: when first used long after (``viewer.format.config``).
         self.read_config: ReadConfig = effective()
+        #: Whose threads its volume runs on: the executor in effect when the dataset was
+        #: opened (``viewer.format.executor``).
+        self.executor: Executor | None = current_executor()
         self._volume: Volume | None = None
         self._lock = threading.Lock()
         self._index: dict[str, int] = {}
@@ -75,7 +81,8 @@ class Mag:
         with self._lock:
             self._index = dict(index)
             if self._volume is not None:
-                self._volume = self._volume.at_index(_known(self._volume, self._index))
+                with using_executor(self.executor):
+                    self._volume = self._volume.at_index(_known(self._volume, self._index))
 
     @property
     def name(self) -> str:
@@ -91,15 +98,17 @@ class Mag:
         """The mag's volume, opened on first use (raises the ``FormatError`` that stops it)."""
         with self._lock:
             if self._volume is None:
-                self._volume = self._open_volume()
+                # (a format's ``_open_volume`` runs with the dataset's executor in effect)
+                with using_executor(self.executor):
+                    self._volume = self._open_volume()
             return self._volume
 
     def _open_volume(self) -> Volume:
         if self._opener is None:
             raise FormatError("no way to open this mag", self.path)
-        with using(self.read_config):
+        with using(self.read_config), using_executor(self.executor):
             volume = self._opener()
-        return volume.at_index(_known(volume, self._index)) if self._index else volume
+            return volume.at_index(_known(volume, self._index)) if self._index else volume
 
     def check(self) -> FormatError | None:
         """Open the mag now; the problem, if any, instead of raising it."""
@@ -265,6 +274,15 @@ class Dataset:
         #: The settings it was opened with (``viewer.format.config``): what a child process or
         #: a Dask worker reopening it is handed.
         self.read_config: ReadConfig = effective()
+        #: Whose threads its volumes run on (``viewer.format.executor``), and whether the
+        #: dataset owns it (closes it in ``close``).
+        self.executor: Executor | None = current_executor()
+        self._owns_executor = False
+
+    def own_executor(self, executor: Executor) -> None:
+        """Run on ``executor`` and close it with the dataset (``open_dataset`` hands the
+        dataset the executor it made for it)."""
+        self.executor, self._owns_executor = executor, True
 
     @property
     def voxel_size(self) -> tuple[float, float, float]:
@@ -327,8 +345,12 @@ class Dataset:
         return out
 
     def close(self) -> None:
+        """Close every opened volume, then the executor the dataset owns."""
         for layer in self.layers:
             layer.close()
+        if self._owns_executor and self.executor is not None:
+            self._owns_executor = False
+            self.executor.close()
 
     def __enter__(self) -> Dataset:
         return self

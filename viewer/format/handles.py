@@ -169,7 +169,7 @@ class _Pool:
         fd, h._fd = h._fd, None
         self.open.pop(id(h), None)
         if fd is not None:
-            try:  # noqa: SIM105 - contextlib.suppress costs 0.7 us, once per file read
+            try:  # noqa: SIM105 - contextlib.suppress costs more, once per file read
                 os.close(fd)
             except OSError:
                 pass

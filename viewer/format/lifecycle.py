@@ -1,17 +1,19 @@
 """An orderly end for the format layer's background threads.
 
-The format layer starts threads lazily, where they are first needed: the remote stores'
-request loop (an asyncio loop on a thread of its own, with the HTTP client's threads under
-it), the range cache's writer, the decode and read pools, the threads that fetch WKW jump
-tables ahead.  Left running, they meet the interpreter's finalization: a client thread that
-calls back into Python then may abort the process (exit status 134) after its work was done.
+The threads of reading run on executors their owners close (``viewer.format.executor``); what
+is left process-wide starts lazily, where it is first needed: the remote stores' request loop
+(an asyncio loop on a thread of its own, with the HTTP client's threads under it) and the
+range cache's writer.  Left running, they meet the interpreter's finalization: a client
+thread that calls back into Python then may abort the process (exit status 134) after its
+work was done.
 
 Each owner registers how to stop its threads (``at_shutdown``); ``shutdown()`` stops them all,
 in the order given: first what makes new work (requests on the wire are cancelled and the
-request loop stopped), then what finishes work (the cache writer puts what it holds on disk),
-then the pools.  The command line calls it before it returns its exit status; a library user
-may too.  Everything stopped starts again when it is next needed, so ``shutdown`` is safe to
-call more than once and in the middle of a program (tests).  Any thread but a pool's own.
+request loop stopped), then the executors still open, then what finishes work (the cache
+writer puts what it holds on disk).  The command line calls it before it returns its exit
+status; a library user may too.  Everything stopped starts again when it is next needed, so
+``shutdown`` is safe to call more than once and in the middle of a program (tests).  Any
+thread but a pool's own.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import atexit
 import logging
 import threading
 from collections.abc import Callable
+
+from viewer.format import executor
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,10 @@ def shutdown() -> None:
         except Exception:  # noqa: BLE001 - the other steps must still run
             log.exception("stopping %s failed", name)
 
+
+# The executors still open (a library user's that were never closed, the command's own):
+# after the requests on the wire were cancelled, so none of their threads waits on one.
+at_shutdown("executors", REQUESTS + 5, executor.shutdown)
 
 # A program that did not call ``shutdown`` (a library user) still ends in order: handlers run
 # before the interpreter finalizes, while the threads can still be stopped.

@@ -1,45 +1,40 @@
-"""One process-wide pool of threads for the formats' big reads: chunks decoded in parallel
-(zlib, zstd, blosc, lz4 release the GIL).  Shared, so that reading WKW, N5 and zarr arrays at
-once does not start a pool per format.
+"""Sharing a big read among threads: chunks decoded in parallel (zlib, zstd, blosc, lz4
+release the GIL) by the calling thread and the helpers of the executor in effect
+(``viewer.format.executor``: the reading volume's), so that reading WKW, N5 and zarr arrays
+at once uses one set of threads.
 
-A reader that uses it never waits for a pool thread to *start*: it works through its own
-share on the calling thread and takes over what the pool has not begun (``share``), so a read
-finishes even when every pool thread is busy with another read, or the machine gives the pool
-no core."""
+A reader that uses it never waits for a helper to *start*: it works through its own share on
+the calling thread and takes over what the helpers have not begun (``share``), so a read
+finishes even when every helper is busy with another read, or the machine gives them no
+core.  With no executor in effect the caller does it all."""
 
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from viewer.format import lifecycle
+from viewer.format import executor as _executor
 
-#: Most threads the pool runs (one per core up to this).
-MAX_THREADS = 8
-
-_pool: ThreadPoolExecutor | None = None
-_lock = threading.Lock()
+#: Most threads a read is shared among (``viewer.format.executor.MAX_HELPERS``).
+MAX_THREADS = _executor.MAX_HELPERS
 
 
 def cores() -> int:
     """Cores this process may run on (its CPU affinity where the system says)."""
+    return _executor.cores()
+
+
+def decode_pool() -> ThreadPoolExecutor | None:
+    """The helpers of the executor in effect (None: no executor in effect, or it closed)."""
+    service = _executor.current()
+    if service is None or service.closed:
+        return None
     try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def decode_pool() -> ThreadPoolExecutor:
-    """The shared pool (2 to ``MAX_THREADS`` threads, one per core), made on first use."""
-    global _pool
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(2, min(MAX_THREADS, cores())),
-                                       thread_name_prefix="format-read")
-        return _pool
+        return service.helpers()[0]
+    except RuntimeError:
+        return None
 
 
 def share(items: int, run: Callable[[int], None], threads: int) -> None:
@@ -68,6 +63,10 @@ def share(items: int, run: Callable[[int], None], threads: int) -> None:
                 raise
 
     pool = decode_pool()
+    if pool is None:
+        for k in range(items):
+            run(k)
+        return
     futures: list[Future[None]] = [pool.submit(work) for _ in range(helpers)]
     error: BaseException | None = None
     try:
@@ -82,29 +81,6 @@ def share(items: int, run: Callable[[int], None], threads: int) -> None:
             error = raised
     if error is not None:
         raise error
-
-
-def _forget_pool() -> None:
-    """In a forked child the pool's threads do not exist: make a new pool when needed."""
-    global _pool, _lock
-    _pool = None
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _stop_pool() -> None:
-    """``lifecycle.shutdown``: end the pool's threads (a new pool is made when needed)."""
-    global _pool
-    with _lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-lifecycle.at_shutdown("format.pool", lifecycle.POOLS, _stop_pool)
 
 
 __all__ = ["cores", "decode_pool", "share"]

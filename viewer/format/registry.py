@@ -21,6 +21,9 @@ from typing import Any
 from viewer.format.config import ReadConfig, using
 from viewer.format.dataset import Dataset, select_mag
 from viewer.format.errors import DatasetLayoutError, FormatError, UnsupportedFormatError
+from viewer.format.executor import Executor
+from viewer.format.executor import current as current_executor
+from viewer.format.executor import using as using_executor
 from viewer.format.store import is_url
 from viewer.format.volume import Volume
 
@@ -139,13 +142,28 @@ def _detect(p: str) -> FormatEntry:
     raise UnsupportedFormatError(f"not a dataset this program reads (it reads: {known})", p)
 
 
-def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None) -> Dataset:
+def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None,
+                 executor: Executor | None = None) -> Dataset:
     """The dataset at ``path``, whatever its format (see the module docstring), read with
     ``config`` (remote time-outs, cache, credentials mode, ...; default: the process default
     the program's edge set, ``viewer.format.config``): the stores it opens, now or when a mag
-    is first used, use it."""
-    with using(config):
-        return _open_dataset(path)
+    is first used, use it.  Its background work runs on ``executor`` (its owner's, who closes
+    it; default: the one in effect, ``viewer.format.executor.current``, else one made for the
+    dataset and closed by ``Dataset.close``)."""
+    if executor is None:
+        executor = current_executor()  # an opening inside another's: the outer one's
+    owned = executor is None
+    service = executor if executor is not None else Executor()
+    try:
+        with using(config), using_executor(service):
+            dataset = _open_dataset(path)
+    except BaseException:
+        if owned:
+            service.close()
+        raise
+    if owned:
+        dataset.own_executor(service)
+    return dataset
 
 
 def _open_dataset(path: str | os.PathLike[str]) -> Dataset:
@@ -161,20 +179,31 @@ def _open_dataset(path: str | os.PathLike[str]) -> Dataset:
 
 def open_volume(path: str | os.PathLike[str], layer: str | None = None,
                 mag: Any = None, index: Mapping[str, int] | None = None,
-                config: ReadConfig | None = None) -> Volume:
+                config: ReadConfig | None = None, executor: Executor | None = None) -> Volume:
     """One chunked array: ``layer`` by name (default: the first color layer), ``mag`` as
     ``(x, y, z)`` or ``"2-2-1"`` (default: the finest), ``index`` the element of each extra
     axis (``{"t": 3}``; default 0 on every one, see ``Volume.extra_axes``), read with
     ``config`` (as ``open_dataset``).  A ``FormatError`` when the path is none of the
     formats, ``KeyError`` naming what exists for an unknown layer, mag or axis,
-    ``IndexError`` for an index past its axis."""
-    dataset = open_dataset(path, config)
+    ``IndexError`` for an index past its axis.  Its background work runs on ``executor``
+    (its owner's; default: the one in effect, else one made for the volume and closed by its
+    ``close``)."""
+    if executor is None:
+        executor = current_executor()  # an opening inside another's: the outer one's
+    owned = executor is None
+    service = executor if executor is not None else Executor()
+    dataset = open_dataset(path, config, service)
     try:
         chosen = select_mag(dataset, layer, mag)
-        volume = chosen.volume.at_index(index or {})
+        with using_executor(service):
+            volume = chosen.volume.at_index(index or {})
     except BaseException:
         dataset.close()
+        if owned:
+            service.close()
         raise
+    if owned:
+        volume.own_executor(service)
     return volume
 
 

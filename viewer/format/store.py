@@ -244,8 +244,8 @@ class LocalStore(Store):
 
     def walk(self, key: str = "") -> Iterator[str]:
         """As ``Store.walk``, through ``os.scandir``: a folder's entries say whether they are
-        folders, so the walk costs no ``stat`` per object (a Zarr array of 20,480 chunk files
-        in nested folders: 14x a bare ``os.scandir`` walk before).  One generator
+        folders, so the walk costs no ``stat`` per object (a ``stat`` per object made it many
+        bare ``os.scandir`` walks: docs/performance.md).  One generator
         for the whole walk, a stack of the folders under way: a folder's files between two
         of its subfolders are handed on as one list, not through a generator per level."""
         stack = [(iter(_sorted_entries(self.location(key))), f"{key}/" if key else "")]

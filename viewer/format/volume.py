@@ -26,11 +26,16 @@ they come; ``read_chunks`` does both.  An absent chunk is ``None`` (it reads as
 ``fill_value``); a damaged one is its own ``FormatError``, never zeros.
 
 Threads: every method of a ``Volume`` and of an open ``StorageUnit`` may be called from any
-thread, concurrently (the loader's workers share them).
+thread, concurrently (the loader's workers share them).  A volume's background work runs on
+its ``executor`` (``viewer.format.executor``): the one in effect when it was made (its
+opener's), else one of its own, made on first need and closed by ``close``.  Its reads
+(``read``, ``read_into``, ``read_units``, as every format defines them) run with it in effect,
+so the format's helpers find it (``Volume.__init_subclass__``).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -42,7 +47,9 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import bigmemory, lifecycle
+from viewer.format import bigmemory
+from viewer.format import executor as _service
+from viewer.format.description import UnitDescription
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -52,6 +59,11 @@ from viewer.format.errors import (
 )
 from viewer.format.store import is_url
 from viewer.format.unitcheck import SoundUnits
+
+#: The methods of a volume that run with its executor in effect (and open units that keep it).
+_VOLUME_WORK = ("read", "read_into", "read_units", "open_unit", "open_and_read")
+#: The methods of a unit that run with the executor it was opened with in effect.
+_UNIT_WORK = ("read_chunks", "read_stored", "problems")
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
@@ -93,6 +105,22 @@ class ChunkTable:
 class StorageUnit(ABC):
     """One storage unit opened for reading: a file or an object (or a byte range of one)
     holding the stored bytes of ``num_chunks`` chunks and, usually, an index of them."""
+
+    #: The executor in effect when the unit was opened (its volume's): its reads and checks
+    #: share their work with that executor's helpers (``viewer.format.executor``).
+    _executor: _service.Executor | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> StorageUnit:
+        obj = super().__new__(cls)
+        obj._executor = _service.current()
+        return obj
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _UNIT_WORK:
+            if name in cls.__dict__:
+                type.__setattr__(cls, name, _unit_in_effect(cls.__dict__[name]))
+
 
     #: File path or URL of the unit.
     path: str
@@ -155,9 +183,10 @@ class StorageUnit(ABC):
     def release_pages(self) -> None:  # noqa: B027 - optional, not abstract
         """Drop memory held for pages read so far (see ``holds_pages``).  Default: nothing."""
 
-    def describe(self) -> dict[str, Any]:
-        """The unit's own header, for the inspector's Header tab: field -> value."""
-        return {}
+    def describe(self) -> UnitDescription:
+        """The unit's own header, for the inspector's Header tab and ``info``
+        (``viewer.format.description``).  Default: nothing said."""
+        return UnitDescription()
 
     def describe_chunk(self, index: int) -> dict[str, Any]:
         """Format-specific facts about one stored chunk (an N5 chunk header, lz4-java frames,
@@ -224,6 +253,46 @@ class Volume(ABC):
     #: pay: the loader reads their chunks with ``read_units``, each unit opened only for the
     #: read, many units per call.
     small_units: bool = False
+
+    _executor: _service.Executor | None = None
+    _owns_executor: bool = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Volume:
+        obj = super().__new__(cls)
+        obj._executor = _service.current()
+        return obj
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A format's reads run with the volume's executor in effect, and its ``close``
+        closes the executor the volume owns, whether or not the format calls the base."""
+        super().__init_subclass__(**kwargs)
+        wrapped = {name: _in_effect(cls.__dict__[name])
+                   for name in _VOLUME_WORK if name in cls.__dict__}
+        if "close" in cls.__dict__:
+            wrapped["close"] = _closing(cls.__dict__["close"])
+        for name, method in wrapped.items():
+            type.__setattr__(cls, name, method)
+
+    @property
+    def executor(self) -> _service.Executor:
+        """The executor its background work runs on (see the module docstring)."""
+        found = self._executor
+        if found is None or found.closed:
+            made = _service.Executor()
+            self._executor, self._owns_executor = made, True
+            return made
+        return found
+
+    def own_executor(self, executor: _service.Executor) -> None:
+        """Run on ``executor`` from now on and close it with the volume (``open_volume``
+        hands the volume the executor it made for it)."""
+        self._executor, self._owns_executor = executor, True
+
+    def _close_executor(self) -> None:
+        found, owned = self._executor, self._owns_executor
+        if owned and found is not None:
+            self._owns_executor = False
+            found.close()
 
     @property
     def over_network(self) -> bool:
@@ -532,8 +601,9 @@ class Volume(ABC):
         """The cursor moved on: stop the read-ahead of this volume's units except ``keep``
         (a volume whose store fetches ahead; the others have nothing to stop)."""
 
-    def close(self) -> None:  # noqa: B027 - most volumes hold nothing to release
-        """Release open files."""
+    def close(self) -> None:
+        """Release open files (and the executor the volume owns)."""
+        self._close_executor()
 
     def __enter__(self) -> Volume:
         return self
@@ -551,52 +621,43 @@ PARALLEL_CHUNKS = 16
 #: Chunks of one storage unit a thread takes at a time in a parallel read.
 JOB_CHUNKS = 64
 
-_pool: Any = None
-_pool_lock = threading.Lock()
 _in_pool = threading.local()
 
 
+
 def read_threads() -> int:
-    """Threads a large read decodes on: one per core."""
-    return max(1, os.cpu_count() or 1)
+    """Threads a large read decodes on: the caller and the helpers of the executor in effect
+    (one per core up to ``viewer.format.executor.MAX_HELPERS``)."""
+    return max(1, min(_service.MAX_HELPERS, _service.cores()))
 
 
-def _helpers() -> Any:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _pool = ThreadPoolExecutor(max(1, read_threads() - 1),
-                                       thread_name_prefix="volume-read",
-                                       initializer=_mark_helper)
-        return _pool
+def _in_effect(method: Any) -> Any:
+    @functools.wraps(method)
+    def run(self: Volume, *args: Any, **kwargs: Any) -> Any:
+        with _service.using(self.executor):
+            return method(self, *args, **kwargs)
+    return run
 
 
-def _mark_helper() -> None:
-    _in_pool.helper = True
+def _unit_in_effect(method: Any) -> Any:
+    @functools.wraps(method)
+    def run(self: StorageUnit, *args: Any, **kwargs: Any) -> Any:
+        found = self._executor
+        if found is None or found.closed or _service.current() is not None:
+            return method(self, *args, **kwargs)
+        with _service.using(found):
+            return method(self, *args, **kwargs)
+    return run
 
 
-def _forget_pool() -> None:
-    global _pool, _pool_lock
-    _pool = None
-    _pool_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _stop_pool() -> None:
-    """``lifecycle.shutdown``: end the helpers' threads (new ones are made when needed)."""
-    global _pool
-    with _pool_lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-lifecycle.at_shutdown("format.volume", lifecycle.POOLS, _stop_pool)
+def _closing(method: Any) -> Any:
+    @functools.wraps(method)
+    def close(self: Volume) -> None:
+        try:
+            method(self)
+        finally:
+            self._close_executor()
+    return close
 
 
 def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:
@@ -604,8 +665,18 @@ def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:
     (``parallel``, more than one job, more than one core, not already on a helper) on the
     calling thread and the helpers, each taking the next job.  The first job's exception (in
     ``jobs`` order) is raised once no job runs any more."""
-    helpers = read_threads() - 1
-    if not parallel or len(jobs) < 2 or helpers < 1 or getattr(_in_pool, "helper", False):
+    service = _service.current()
+    if not parallel or len(jobs) < 2 or service is None or service.closed \
+            or getattr(_in_pool, "helper", False):
+        for args in jobs:
+            job(*args)
+        return
+    try:
+        pool, helpers = service.helpers()
+    except RuntimeError:  # closed meanwhile
+        pool, helpers = None, 0
+    helpers = min(helpers, read_threads() - 1)
+    if pool is None or helpers < 1:
         for args in jobs:
             job(*args)
         return
@@ -624,7 +695,14 @@ def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:
                 errors[k] = exc
                 stop.set()
 
-    futures = [_helpers().submit(take) for _ in range(min(helpers, len(jobs) - 1))]
+    def help_out() -> None:
+        _in_pool.helper = True
+        try:
+            take()
+        finally:
+            _in_pool.helper = False
+
+    futures = [pool.submit(help_out) for _ in range(min(helpers, len(jobs) - 1))]
     try:
         take()
     finally:
@@ -634,6 +712,12 @@ def _run_jobs(job: Any, jobs: list[Any], parallel: bool = True) -> None:
                 fut.exception()  # never return while a helper still writes into out
     if errors:
         raise errors[min(errors)]
+
+
+for _name in _VOLUME_WORK:
+    setattr(Volume, _name, _in_effect(Volume.__dict__[_name]))
+for _name in _UNIT_WORK:
+    setattr(StorageUnit, _name, _unit_in_effect(StorageUnit.__dict__[_name]))
 
 
 class UnitCache:

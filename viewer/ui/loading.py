@@ -29,6 +29,7 @@ from viewer.core.cache import BlockCache
 from viewer.core.layered import LayeredSource, SourceLayer
 from viewer.core.loader import Loader, LoaderStats
 from viewer.core.slicing import Box3, PlaneSource
+from viewer.core.workers import DEFAULT_THREADS, shared_workers
 from viewer.format import Volume
 
 MIB = 1 << 20
@@ -188,7 +189,7 @@ class QtBackgroundLoading(QObject):
     its bridge and status section."""
 
     def __init__(self, window: LoadingHost, budget_bytes: int | None = None,
-                 workers: int = 2, parent: QObject | None = None) -> None:
+                 workers: int = DEFAULT_THREADS, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.window = window
         self.budget_bytes = budget_bytes
@@ -208,10 +209,10 @@ class QtBackgroundLoading(QObject):
         budget = self.loader.cache.budget_bytes if self.loader is not None \
             and self.loader.cache is not None else self.budget_bytes
         cache = BlockCache(budget)
-        workers = self.workers
-
         def part(dataset: Volume, layer: str, mag: tuple[int, int, int]) -> Loader:
-            return Loader(dataset, layer=layer, mag=mag, workers=workers, cache=cache)
+            # Every layer and mag of the dataset shares the worker threads of its executor.
+            return Loader(dataset, layer=layer, mag=mag, cache=cache,
+                          workers=shared_workers(dataset.executor, self.workers))
 
         source = LayeredSource(layers, part, cache=cache, on_close=on_close)
         bridge = QtLoadingBridge(source, self)

@@ -277,10 +277,11 @@ class QtMainWindow(QMainWindow):
 
     # -- the optional parts ------------------------------------------------------------------
     def add_background_loading(self, budget_bytes: int | None = None,
-                               workers: int = 2) -> QtBackgroundLoading:
+                               workers: int = 4) -> QtBackgroundLoading:
         """Read every dataset opened from now on in the background: a ``Loader`` per layer and
-        mag on one block cache of ``budget_bytes`` (``viewer.ui.loading``), whose status shows
-        in the status bar.  Without it planes are read at once on the GUI thread."""
+        mag on one block cache of ``budget_bytes`` (``viewer.ui.loading``), all on ``workers``
+        threads of the dataset's executor, whose status shows in the status bar.  Without it
+        planes are read at once on the GUI thread."""
         from viewer.ui.loading import QtBackgroundLoading
 
         if self.loading is None:

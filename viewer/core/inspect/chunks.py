@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format import FormatError, StorageUnit, Volume
+from viewer.format.description import UnitDescription
 
 Vec3 = tuple[int, int, int]
 
@@ -96,7 +97,7 @@ class UnitTable:
     ratio: npt.NDArray[np.float64]
     flags: FlagArray
     problems: list[FormatError]
-    description: dict[str, Any] = field(default_factory=dict)
+    description: UnitDescription = field(default_factory=UnitDescription)
     chunk_columns: tuple[str, ...] = ()
     source: StorageUnit | None = None
     volume: Volume | None = None
@@ -189,8 +190,8 @@ _COORDS_KEPT = 8
 def chunk_coords(volume: Volume, num_chunks: int) -> npt.NDArray[np.int64]:
     """``(N, 3)`` positions inside a unit of chunk indices ``0..N-1`` (``Volume.chunk_local``),
     one read-only array per chunk order: volumes of one class and unit shape whose
-    ``chunk_local`` agrees on a few probe indices share it (a WKW file of 32,768 blocks costs
-    about 10 ms of Morton decoding otherwise, each time a dataset is opened)."""
+    ``chunk_local`` agrees on a few probe indices share it (a WKW file of 32,768 blocks
+    would cost its Morton decoding again each time a dataset is opened)."""
     n = int(num_chunks)
     probe = np.unique(np.asarray([0, 1, 2, 3, 5, 7, n // 3, n // 2, n - 2, n - 1],
                                  dtype=np.int64).clip(0, max(n - 1, 0)))
@@ -244,9 +245,9 @@ def unit_table(volume: Volume, position: Sequence[int], unit: StorageUnit) -> Un
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(nbytes > 0, volume.chunk_nbytes / np.maximum(nbytes, 1), np.inf)
     try:
-        description = dict(unit.describe())
+        description = unit.describe()
     except (FormatError, OSError) as exc:
-        description = {"error": str(exc)}
+        description = UnitDescription({"error": str(exc)})
     columns: tuple[str, ...] = ()
     first = np.flatnonzero(stored)
     if first.size:

@@ -1,19 +1,12 @@
 """A storage unit's header, for people: the inspector's Header tab.
 
 Built from what every format offers (``viewer.format``): the volume's header
-(``Volume.info().header``, e.g. WKW's header.wkw) and the unit's own (``StorageUnit.describe()``).
-A format may put these keys in ``describe()`` for a richer display:
-
-- ``raw_header``: the unit's header bytes as stored, hex pairs (WKW: its 16 bytes);
-- ``header_fields``: ``[{name, first_byte, length, raw, meaning, concerns}]``, each field as
-  stored (``concerns``: the ``describe`` keys the field encodes that must agree with the
-  volume's header; a difference marks the field);
-- ``derived``: ``[(name, value)]``, geometry computed from the header.
-
-Without them every other scalar ``describe()`` entry is a field.  A key that the volume's
-header and the unit's description both hold (with ``header_fields``: that a field concerns)
-must agree: a difference is shown, and is a problem of the unit (``differences`` /
-``difference_problem``).
+(``Volume.info().header``, e.g. WKW's header.wkw) and the unit's own (``StorageUnit.describe()``,
+a ``viewer.format.description.UnitDescription``: its fields, raw header bytes, the fields as
+stored with their byte ranges, derived geometry).  Without ``header_fields`` every scalar
+field is shown as one.  A key that the volume's header and the unit's fields both hold (with
+``header_fields``: that a field concerns) must agree: a difference is shown, and is a problem
+of the unit (``differences`` / ``difference_problem``).
 
 A unit that does not open is shown with its error and, for a local file, its first bytes.
 Qt-free; any thread.
@@ -28,29 +21,10 @@ from typing import Any
 
 from viewer.core.inspect.chunks import UnitTable
 from viewer.format import DatasetLayoutError, FormatError, Volume
+from viewer.format.description import DISPLAY_KEYS, HeaderField, UnitDescription
 
 #: Bytes of a unit that does not open shown as its raw start.
 RAW_START_BYTES = 16
-#: ``describe()`` keys that carry display structure, not fields.
-DISPLAY_KEYS = ("raw_header", "header_fields", "derived")
-
-
-@dataclass(frozen=True)
-class HeaderField:
-    """One header field as stored: its byte range, the raw value and what it means."""
-
-    name: str
-    first_byte: int | None
-    length: int | None
-    raw: Any
-    meaning: str
-    concerns: tuple[str, ...] = ()
-
-    @property
-    def bytes_text(self) -> str:
-        if self.first_byte is None or self.length is None:
-            return ""
-        return f"{self.first_byte}..{self.first_byte + self.length - 1}"
 
 
 @dataclass(frozen=True)
@@ -89,28 +63,26 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) or value is None
 
 
-def differences(volume_header: Mapping[str, Any], description: Mapping[str, Any]
+def differences(volume_header: Mapping[str, Any], description: UnitDescription
                 ) -> dict[str, str]:
-    """Keys that the volume's header and a unit's description both hold, with different
-    values: key -> ``"volume vs unit"``.  When the description lists ``header_fields``, only
-    the keys they ``concern`` must agree (a unit may differ legitimately in others, e.g. where
-    its data start)."""
-    fields = description.get("header_fields")
-    keys: set[str] | None = None
-    if isinstance(fields, list):
-        keys = {str(c) for f in fields if isinstance(f, Mapping) for c in f.get("concerns", ())}
+    """Keys that the volume's header and a unit's fields both hold, with different values:
+    key -> ``"volume vs unit"``.  When the description lists ``header_fields``, only the keys
+    they ``concern`` must agree (a unit may differ legitimately in others, e.g. where its data
+    start)."""
+    listed = description.header_fields
+    keys = None if listed is None else {c for f in listed for c in f.concerns}
+    fields = description.fields
     out: dict[str, str] = {}
     for key, a in volume_header.items():
-        if key in DISPLAY_KEYS or key not in description or (keys is not None
-                                                               and key not in keys):
+        if key in DISPLAY_KEYS or key not in fields or (keys is not None and key not in keys):
             continue
-        b = description[key]
+        b = fields[key]
         if _scalar(a) and _scalar(b) and str(a) != str(b):
             out[key] = f"{a} vs {b}"
     return out
 
 
-def difference_problem(volume_header: Mapping[str, Any], description: Mapping[str, Any],
+def difference_problem(volume_header: Mapping[str, Any], description: UnitDescription,
                        path: str) -> FormatError | None:
     """The unit's disagreement with the volume's header as a problem (None: they agree)."""
     diffs = differences(volume_header, description)
@@ -121,19 +93,11 @@ def difference_problem(volume_header: Mapping[str, Any], description: Mapping[st
                               path, offset=0)
 
 
-def _fields(description: Mapping[str, Any]) -> tuple[HeaderField, ...]:
-    given = description.get("header_fields")
-    if isinstance(given, list):
-        out = []
-        for f in given:
-            if isinstance(f, Mapping):
-                out.append(HeaderField(str(f.get("name", "")), f.get("first_byte"),
-                                       f.get("length"), f.get("raw"),
-                                       str(f.get("meaning", "")),
-                                       tuple(str(c) for c in f.get("concerns", ()))))
-        return tuple(out)
-    return tuple(HeaderField(str(k), None, None, v, "") for k, v in description.items()
-                 if k not in DISPLAY_KEYS and _scalar(v))
+def _fields(description: UnitDescription) -> tuple[HeaderField, ...]:
+    if description.header_fields is not None:
+        return description.header_fields
+    return tuple(HeaderField(str(k), None, None, v, "") for k, v in description.fields.items()
+                 if _scalar(v))
 
 
 def _raw_start(path: str) -> bytes:
@@ -182,18 +146,8 @@ def header_report(volume: Volume, path: str, table: UnitTable | None,
             size = None
         return HeaderReport(path, raw, (), tuple(rows), error, size)
     desc = table.description
-    raw_hex = desc.get("raw_header")
-    raw = b""
-    if isinstance(raw_hex, str):
-        try:
-            raw = bytes.fromhex(raw_hex.replace(" ", ""))
-        except ValueError:
-            raw = b""
-    elif isinstance(raw_hex, (bytes, bytearray)):
-        raw = bytes(raw_hex)
-    derived = desc.get("derived")
-    if isinstance(derived, list):
-        rows.extend((str(name), str(value)) for name, value in derived)
+    rows.extend(desc.derived)
+    raw = desc.raw_header
     return HeaderReport(table.path, raw, _fields(desc), tuple(rows), error, table.size,
                         differences(volume_header, desc))
 

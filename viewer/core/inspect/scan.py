@@ -97,8 +97,8 @@ def stats_of_table(table: UnitTable, position: Vec3 | None, compression: str = "
 
 
 def compression_of(table: UnitTable, default: str) -> str:
-    value = table.description.get("compression", default)
-    return str(value) if value is not None else default
+    value = table.description.compression
+    return value if value is not None else default
 
 
 def error_row(path: str, position: Vec3 | None, error: FormatError) -> UnitStats:

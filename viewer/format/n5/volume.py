@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.channels import ChannelStack
+from viewer.format.description import described
 from viewer.format.errors import (
     ChunkDecodeError,
     FileChangedError,
@@ -78,8 +79,8 @@ Vec3 = tuple[int, int, int]
 
 #: Largest header a chunk may have (read first by the inspector).
 MAX_HEADER_BYTES = 4 + 4 * header.MAX_NDIM + 4
-def _executor() -> ThreadPoolExecutor:
-    """The formats' shared read pool (``viewer.format.pool``)."""
+def _executor() -> ThreadPoolExecutor | None:
+    """The read helpers of the executor in effect (``viewer.format.pool``), or None."""
     return decode_pool()
 
 
@@ -122,6 +123,7 @@ class N5Chunk(StorageUnit):
         if store.supports_prefetch and self._size > 0 and 0 in [int(i) for i in indices]:
             store.prefetch(self.key, [(0, self._size)])
 
+    @described
     def describe(self) -> dict[str, Any]:
         try:
             head = self.volume.store.read(self.key, 0, MAX_HEADER_BYTES)
@@ -515,8 +517,8 @@ class N5Volume(Volume):
                 self._place(out, off, lo, hi, unit, view)
                 return None
 
-            errors = [one(u) for u in units] if len(units) <= 1 else \
-                list(_executor().map(one, units))
+            pool = _executor() if len(units) > 1 else None
+            errors = [one(u) for u in units] if pool is None else list(pool.map(one, units))
         for err in errors:
             if err is not None:
                 raise err

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import ChunkDecodeError, FileChangedError, FormatError
 from viewer.format.precomputed import cseg
 from viewer.format.precomputed.codecs import ChunkCodec, CodecFailure
@@ -181,6 +182,7 @@ class ChunkFile(ChunkUnit):
                 out.append(self.error(f"cannot read: {exc.strerror or exc}"))
         return out
 
+    @described
     def describe(self) -> dict[str, Any]:
         return {"object": self.key, "stored_bytes": self.nbytes,
                 "chunk_encoding": self.volume.codec.describe(),
@@ -240,6 +242,7 @@ class ShardChunk(ChunkUnit):
         return self.volume.store.read_ranges_of(self.key, [(offset, nbytes)],
                                                 self.shard.version)[0]
 
+    @described
     def describe(self) -> dict[str, Any]:
         """The shard file's own structure for the Header tab: its shard index as fields (one
         per minishard: the byte range of its index; the first ``FIELDS_SHOWN``), the
@@ -372,6 +375,7 @@ class StraddlingChunk(StorageUnit):
                     a0[2] - corner[2]:a1[2] - corner[2]]
         return out
 
+    @described
     def describe(self) -> dict[str, Any]:
         return {"stored_chunks": len(self.parts),
                 "derived": [(f"stored chunk {'/'.join(map(str, p.pos))}",

@@ -20,8 +20,9 @@ the cache holds more than its budget.  Thread-safe.
 **Written behind** (``write_behind=True``, the remote store's cache): ``put`` keeps the bytes
 in memory and returns; a writer thread of the cache puts them on disk.  The request pool calls
 ``put`` on its one event loop for every answer, and writing there (a file per range) held every
-later answer back: on the remote benchmark's far jumps the loop spent 70 % of its time in
-those writes, and the answers of one jump reached the loader one after another over ~60 ms.
+later answer back: on the remote benchmark's far jumps the loop spent most of its time in
+those writes, and the answers of one jump reached the loader one after another (figures in
+docs/performance.md).
 The ranges fetched last (up to ``memory_bytes``, and every range not on disk yet) are also
 served from memory: read-ahead fetched a moment ago is read without opening a file.
 ``flush`` waits until everything put is on disk (the process's end waits for it too).  The

@@ -50,6 +50,9 @@ from typing import Any
 
 from viewer.format import lifecycle
 from viewer.format.errors import FormatError
+from viewer.format.executor import REQUESTS, Executor
+from viewer.format.executor import current as current_executor
+from viewer.format.executor import live as live_executors
 from viewer.format.handles import COARSE_WINDOW_NS, changing_error, settle_deadline
 from viewer.format.remote import config as _config
 from viewer.format.remote import diskcache, timeline
@@ -135,17 +138,16 @@ class _Counters:
 COUNTERS = _Counters()
 
 
-_pool: Pool | None = None
+#: The range cache (one per process: it indexes a folder every process of the user shares;
+#: its writer thread ends when it has nothing to write, and in ``lifecycle.shutdown``).
 _cache: RangeCache | None = None
 _shared_lock = threading.Lock()
 
 
-def _shared(cfg: _config.ReadConfig | None = None) -> tuple[Pool, RangeCache | None]:
-    global _pool, _cache
+def _range_cache(cfg: _config.ReadConfig | None = None) -> RangeCache | None:
+    global _cache
     cfg = cfg if cfg is not None else _config.current()
     with _shared_lock:
-        if _pool is None:
-            _pool = Pool(cfg.max_requests)
         want_dir = _config.cache_dir(cfg) if cfg.cache_bytes > 0 else None
         if want_dir is None:
             if _cache is not None:
@@ -155,15 +157,20 @@ def _shared(cfg: _config.ReadConfig | None = None) -> tuple[Pool, RangeCache | N
             _cache = RangeCache(want_dir, cfg.cache_bytes, write_behind=True)
         else:
             _cache.set_budget(cfg.cache_bytes)
-        return _pool, _cache
+        return _cache
 
 
-def _stop_requests() -> None:
-    """``lifecycle.shutdown``: cancel the requests on the wire and end the request loop."""
-    with _shared_lock:
-        pool = _pool
-    if pool is not None:
-        pool.close()
+def _shared(cfg: _config.ReadConfig | None = None, executor: Executor | None = None
+            ) -> tuple[Pool, RangeCache | None]:
+    """The request loop of ``executor`` (the one in effect; made on first use, closed with
+    the executor) and the range cache for ``cfg``."""
+    cfg = cfg if cfg is not None else _config.current()
+    service = executor if executor is not None else current_executor()
+    if service is None:
+        raise RuntimeError("no executor in effect for the remote requests")
+    limit = cfg.max_requests
+    pool = service.shared("remote.requests", lambda: Pool(limit), REQUESTS)
+    return pool, _range_cache(cfg)
 
 
 def _stop_cache_writer() -> None:
@@ -175,36 +182,44 @@ def _stop_cache_writer() -> None:
     diskcache.close_all()  # caches of other folders too: no writer outlives the shutdown
 
 
-lifecycle.at_shutdown("remote.requests", lifecycle.REQUESTS, _stop_requests)
 lifecycle.at_shutdown("remote.cache", lifecycle.WRITES, _stop_cache_writer)
 
-_stores: dict[tuple[str, _config.ReadConfig], RemoteStore] = {}
+
+class _Stores(dict[tuple[str, _config.ReadConfig], "RemoteStore"]):
+    """The remote stores of one executor, by URL and settings."""
+
+    def close(self) -> None:
+        self.clear()
 
 
 def open_remote_store(url: str, config: _config.ReadConfig | None = None) -> RemoteStore:
     """The store of ``url`` with ``config`` (default: the settings in effect, see
-    ``viewer.format.config.effective``): one per URL and settings in a process (its client,
-    connections and knowledge of missing objects are shared)."""
+    ``viewer.format.config.effective``): one per URL and settings on the executor in effect
+    (its client, connections and knowledge of missing objects are shared)."""
     cfg = config if config is not None else _config.current()
     key = (url.rstrip("/"), cfg)
+    service = current_executor()
+    if service is None:
+        return RemoteStore(url, cfg)
+    stores = service.shared("remote.stores", _Stores, REQUESTS)
     with _shared_lock:
-        found = _stores.get(key)
+        found = stores.get(key)
     if found is not None:
         return found
-    made = RemoteStore(url, cfg)
+    made = RemoteStore(url, cfg, service)
     with _shared_lock:
-        return _stores.setdefault(key, made)
+        return stores.setdefault(key, made)
 
 
 def stats() -> RemoteStats:
     """Counters of remote reading in this process (see ``RemoteStats``)."""
-    pool = _pool
-    return COUNTERS.snapshot(pool.queued() if pool is not None else 0)
+    pools = [e.find("remote.requests") for e in live_executors()]
+    return COUNTERS.snapshot(sum(p.queued() for p in pools if p is not None))
 
 
 def range_cache() -> RangeCache | None:
     """The on-disk range cache remote stores use now (None: disabled)."""
-    return _shared()[1]
+    return _range_cache()
 
 
 @dataclass(frozen=True)
@@ -221,14 +236,14 @@ class CacheInfo:
 def cache_info() -> CacheInfo:
     """Where the on-disk cache is, how much it holds and may hold (reads its folder once)."""
     cfg = _config.current()
-    cache = _shared()[1]
+    cache = _range_cache(cfg)
     return CacheInfo(_config.cache_dir(cfg), cache.used_bytes if cache is not None else 0,
                      cfg.cache_bytes, _config.cache_size_from_run())
 
 
 def clear_cache() -> None:
     """Delete every range the on-disk cache holds."""
-    cache = _shared()[1]
+    cache = _range_cache()
     if cache is not None:
         cache.clear()
 
@@ -237,8 +252,14 @@ def clear_cache() -> None:
 class RemoteStore(Store):
     """A ``Store`` rooted at a URL (see the module docstring)."""
 
-    def __init__(self, url: str, config: _config.ReadConfig | None = None) -> None:
+    def __init__(self, url: str, config: _config.ReadConfig | None = None,
+                 executor: Executor | None = None) -> None:
         self.root = url.rstrip("/")
+        #: Whose thread runs its requests: the one given, else the one in effect, else one
+        #: of its own (closed by ``close``).
+        found = executor if executor is not None else current_executor()
+        self._owns_executor = found is None
+        self.executor = found if found is not None else Executor()
         self.config = config if config is not None else _config.current()
         scheme, _, rest = self.root.partition("://")
         self.scheme = scheme.lower()
@@ -247,7 +268,7 @@ class RemoteStore(Store):
             raise UnsupportedFormatError(
                 f"unsupported URL scheme {scheme!r} (reads: http, https, s3, gs)", url)
         self._store = _make_store(self.scheme, self.root, rest, self.config)
-        self._pool, self._cache = _shared(self.config)
+        self._pool, self._cache = _shared(self.config, self.executor)
         self._lock = threading.Lock()
         #: key -> fetches queued or under way
         self._flying: dict[str, list[Job]] = {}
@@ -257,6 +278,13 @@ class RemoteStore(Store):
         self._versions: dict[str, str] = {}
         with COUNTERS.lock:
             COUNTERS.stores += 1
+
+    def close(self) -> None:
+        """Close the executor the store made for itself (a store opened outside any
+        opener); a store on its opener's executor ends with it."""
+        if self._owns_executor:
+            self._owns_executor = False
+            self.executor.close()
 
     def __repr__(self) -> str:
         return f"<RemoteStore {self.root!r}>"

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import (
     ChunkDecodeError,
     FileChangedError,
@@ -212,6 +213,7 @@ class VdsUnit(StorageUnit):
         out[dst] = v.decode_part(index, stored, region)
         return out
 
+    @described
     def describe(self) -> dict[str, Any]:
         v = self.volume
         f = v.file.container.files[v.layer]

@@ -12,8 +12,8 @@ is computed from the window of finer voxels it covers that lie inside the layer'
 
 Data made of whole windows with no mask take a shortcut with the same results: integer sums
 for ``mean`` ((2 sum + k) // 2k is floor(mean + 0.5) exactly) and, for ``mode``, the window's
-values sorted with element-wise min/max and the longest run of equal values (2-5x faster on
-128^3 chunks than the general path's float64 sums and k x k comparisons).
+values sorted with element-wise min/max and the longest run of equal values (cheaper than
+the general path's float64 sums and k x k comparisons; figures in docs/performance.md).
 
 Work goes file by file of the coarse mag (each file is written once, whole), reading the finer
 mag in slabs, so memory stays near one coarse file (clipped to the bounding box) plus a slab.

@@ -272,7 +272,7 @@ class _SyntheticJob:
         if self.progress is not None:
             self.progress(0, files)
         # Each worker's BLAS calls (the volume's smooth fields) on one thread: two workers, each
-        # with OpenBLAS threads of its own, crowd two cores (A/B: about 1.5x the wall time).
+        # with OpenBLAS threads of its own, would crowd the cores (docs/performance.md).
         init = _single_threaded_blas if self.workers > 1 else None
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="synthetic",
                                 initializer=init) as pool:

@@ -5,10 +5,10 @@
   addresses; numpy's ``.ctypes.data`` costs a microsecond per call).
 * ``new_block``: memory of its own for one decoded block, recycled from blocks whose arrays
   are gone (``BlockMemory``).  Memory new to the process costs a page fault per 4 KiB at its
-  first write (~2.5 us each on the machine measured); after the block cache dropped many
-  blocks at once (a far jump with the cache emptied, a dataset closed) the allocator gives
-  their pages back to the system, and every block decoded next faulted its pages in again
-  (~20 us of a 32 KiB block, more than decoding it).
+  first write; after the block cache dropped many blocks at once (a far jump with the cache
+  emptied, a dataset closed) the allocator gives their pages back to the system, and every
+  block decoded next faulted its pages in again, at more than decoding it costs (figures in
+  docs/performance.md).
 * ``decode_whole``: one whole LZ4 block by address (liblz4, the GIL released).
 """
 
@@ -61,7 +61,7 @@ def new_block(nbytes: int) -> tuple[Any, int]:
     if kind is None:
         kind = _block_memory_type(nbytes)
     # (try/except, not ``contextlib.suppress``: this runs once per block read, and the
-    # context manager costs 0.7 us, a tenth of the Python work around a block's decoding.)
+    # context manager is a noticeable share of the Python work around a block's decoding.)
     try:
         inner = kind.free.pop()
     except IndexError:  # none free (or another thread took the last one)
@@ -84,7 +84,7 @@ class BlockMemory(ctypes.Array[ctypes.c_char]):
     inner: npt.NDArray[np.uint8]
 
     def __del__(self) -> None:
-        try:  # noqa: SIM105 - contextlib.suppress costs 0.7 us, once per block
+        try:  # noqa: SIM105 - contextlib.suppress costs more, once per block
             self.free.append(self.inner)
         except Exception:  # noqa: BLE001 - at shutdown: nothing to keep, nothing to say
             pass

@@ -21,13 +21,9 @@ Two ways through a box read, by size (the numbers are the constants below):
   decoding and copying all release the GIL).  Raw XY planes are read with one pread per
   block (just the planes needed).
 
-Where the time of a full read goes (512^3 LZ4HC, 32^3 blocks, one thread, output already
-faulted in; measured with cProfile): decoding about half, the copy into the output about a
-sixth (it writes at about the memory's speed: a block's rows are 32 bytes, the output's 512),
-reading the stored bytes a tenth, Python bookkeeping a tenth.  A new output's first-touch page
-faults add about a third of the decoding time in the kernel.  The copy cannot be saved: LZ4
-decodes a block into contiguous memory, and a block's voxels are not contiguous in a
-``(C, X, Y, Z)`` array wider than one block.
+A full read's time goes mostly to decoding, then to the copy into the output (profile in
+docs/performance.md).  The copy cannot be saved: LZ4 decodes a block into contiguous memory,
+and a block's voxels are not contiguous in a ``(C, X, Y, Z)`` array wider than one block.
 
 Functions here take the file they read from (``BlockFile``: a ``wkw.File``); they use its
 descriptor, jump table and range checks, and never change it.  Stored bytes come from
@@ -53,14 +49,13 @@ from viewer.format.wkw.header import Header
 Vec3 = tuple[int, int, int]
 
 #: Decoded bytes of one slab of a read shared by the cores (at most: a read is cut into at
-#: least ``SHARED_CHUNKS`` slabs per thread).  Slabs of 2 MB, whose staging buffer stays in
-#: a core's cache between decoding and copy, were measured no faster on the shared 2-core
-#: machine (more Python work per byte, more hand-offs of the GIL).
+#: least ``SHARED_CHUNKS`` slabs per thread).  Smaller slabs, whose staging buffer would stay
+#: in a core's cache, cost more Python work per byte and more hand-offs of the GIL
+#: (docs/performance.md).
 STAGING_BYTES = 16 << 20
 #: A read of compressed blocks totalling at least this many bytes is shared by all cores
-#: (about 2 ms of decoding: below that, waking the pool's threads and the chance that one is
-#: descheduled in the middle of its share cost more than they save; a 64^3 box stays on the
-#: calling thread).
+#: (below that, waking the pool's threads and the chance that one is descheduled in the
+#: middle of its share cost more than they save; a 64^3 box stays on the calling thread).
 PARALLEL_BYTES = 2 << 20
 #: The same for a read by the native kernel (no Python between blocks: a second thread pays
 #: off sooner).
@@ -162,7 +157,7 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     if threads > 1 and g.compressed and blocks * bb <= ONE_BATCH_BYTES:
         # A plane or a medium box: the checks and the copy out are done once, by this
         # thread; the reading and decoding are shared a few blocks at a time (per-slab
-        # Python work would serialise on the GIL: measured slower for planes).
+        # Python work would serialise on the GIL).
         _read_batch(f, out_t, lo, hi, shift, blo, bhi, few=False, shared=True)
         return
     if threads == 1 and not g.compressed and bhi[2] - blo[2] > 1 and (
@@ -289,7 +284,7 @@ def _read_shared(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[
             raise problem
     # The slabs of one layer of slabs (along z) write one stretch of out: when there are
     # enough layers, a thread takes a whole layer, so that no two threads fault in the same
-    # pages of a new output at once (measured: that tripled the kernel's time).
+    # pages of a new output at once (that costs the kernel far more: docs/performance.md).
     items: list[list[tuple[Vec3, Vec3]]] = []
     for bl, bh in batches:
         if items and items[-1][0][0][2] == bl[2]:
@@ -400,7 +395,7 @@ def _read_few(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: list[int
     its slot of the staging buffer: the slots run x slowest, then y, then z, so that the
     blocks of one column along z lie one after the other and form one array of z planes.
     One numpy copy per column (``_copy_columns``; 9 for 27 blocks, where one per block cost
-    about 2.5 us of Python each).  Plain Python ints for the index arithmetic: for a
+    Python work each).  Plain Python ints for the index arithmetic: for a
     handful of blocks numpy's per-call overhead costs more than the arithmetic."""
     h = f.header
     if g is None:
@@ -508,8 +503,8 @@ def _copy_columns(out_t: npt.NDArray[Any], staging: npt.NDArray[np.uint8], lo: l
 
     When ``out_t``'s x rows are contiguous (an F-order ``out``, what ``Dataset.read``
     makes), each x row is copied as one element of a void type (a ``memcpy`` per row):
-    numpy copying the 32 bytes of a row element by element took 10.7 us for a 32^3 uint8
-    block, as rows 4.4 us.  Else by an ordinary numpy copy."""
+    cheaper than numpy copying the 32 bytes of a row element by element (docs/performance.md).
+    Else by an ordinary numpy copy."""
     b = g.block_len
     nbx, nby, nbz = bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2]
     zs, ze = lo[2] - blo[2] * b, hi[2] - blo[2] * b  # the box along a column's z planes
@@ -555,8 +550,7 @@ def _read_raw_columns(f: BlockFile, rows: npt.NDArray[np.uint8], lo: list[int], 
     blocks with one ``preadv``) into a staging buffer of two columns, then each column's
     part of the box copied into ``rows`` (``_byte_rows`` of the output) at once.  That
     buffer (32 blocks of 32 KB) stays in the core's cache, where one of the whole read
-    (8 MB for an XZ plane of 512^2) does not: an XZ plane took 1.8 ms one column at a time
-    against 2.4 ms reading every block into one buffer (the reference 1.5 ms).
+    (8 MB for an XZ plane of 512^2) does not (figures in docs/performance.md).
     The blocks' presence is checked up front (the lowest block missing is named), the
     file's identity once at the end."""
     h = f.header
@@ -663,7 +657,7 @@ def _byte_rows(out_t: npt.NDArray[Any]) -> npt.NDArray[np.uint8] | None:
     shape = (nz, ny, nx * c * item)
     if out_t.flags.c_contiguous or out_t.flags.f_contiguous:
         # Element 0 is the first byte of the memory (positive strides): a view made from
-        # the buffer itself (1 us, where ``as_strided`` takes 7).
+        # the buffer itself (cheaper than ``as_strided``).
         rows: npt.NDArray[np.uint8] = np.ndarray(shape, np.uint8, out_t, 0, (sz, sy, 1))
         return rows
     # Any other layout whose x rows are contiguous (a part of a larger array).
@@ -675,7 +669,7 @@ def _byte_rows(out_t: npt.NDArray[Any]) -> npt.NDArray[np.uint8] | None:
 def _few_sources(f: BlockFile, blocks: list[Any], starts: list[int], ends: list[int]
                  ) -> tuple[list[int], npt.NDArray[np.uint8]]:
     """``File._sources`` for a few blocks, with plain ints (its numpy calls cost more than
-    the reading of a 64^3 box's 27 blocks takes, measured): the addresses of the stored bytes
+    the reading of a 64^3 box's 27 blocks takes): the addresses of the stored bytes
     of the blocks (their ranges checked; ``blocks`` as ``_read_few`` lists them, to name one
     in an error), read by one ``pread`` per run of blocks whose bytes lie within
     ``MERGE_GAP`` of each other into this thread's buffer, and the buffer."""
@@ -751,9 +745,9 @@ def _read_raw_planes(f: BlockFile, out_t: npt.NDArray[Any], lo: list[int], hi: l
                      indices: npt.NDArray[np.int64]) -> None:
     """A batch of raw blocks (already checked to be in the file) of which the box needs
     only a few z planes each (an XY plane: one): read exactly those planes of each block
-    with one ``pread`` into a staging buffer, then one copy into ``out_t``.  Measured on
-    a 512^2 XY plane: 0.4 ms against 0.85 ms through a fresh mapping, whose page faults
-    map (and unmapping tears down) 16 pages around each plane of 1 KB."""
+    with one ``pread`` into a staging buffer, then one copy into ``out_t``: cheaper than a
+    fresh mapping, whose page faults map (and unmapping tears down) 16 pages around each
+    plane of 1 KB (docs/performance.md)."""
     h = f.header
     b = h.block_len
     bb = h.block_bytes
@@ -817,8 +811,8 @@ def _as_rows(a: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
     """``a`` (``(..., X, C)``) as an array of its rows along x, each one element of a void
     type (a view), when each row is contiguous in memory; else None.  Copying rows as
     elements makes numpy's innermost loop run over the blocks of a row of the output
-    instead of over the bytes of one block's row (measured: a quarter less time for the
-    copy of a slab of 32^3 uint8 blocks)."""
+    instead of over the bytes of one block's row (less time for the copy of a slab:
+    docs/performance.md)."""
     *lead, xr, c = a.shape
     item = a.dtype.itemsize
     row = xr * c * item

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format import bigmemory
+from viewer.format import executor as _executor
 from viewer.format.errors import DatasetLayoutError, FileChangedError, FormatError, HeaderError
 from viewer.format.handles import OPEN_FLAGS
 from viewer.format.wkw import boxread, nativebox, writer
@@ -52,6 +53,8 @@ class Dataset:
         #: The last file header found to agree with header.wkw (files of one dataset share
         #: one parsed ``Header``: the check is then an identity test).
         self._agreed: Header | None = None
+        #: Whose threads share its large reads (``viewer.format.executor``).
+        self._threads = _executor.Owned()
 
     # -- opening and creating -----------------------------------------------------------------
     @classmethod
@@ -114,6 +117,7 @@ class Dataset:
         for f in files:
             if f is not None:
                 f.close()
+        self._threads.close()
 
     def __enter__(self) -> Dataset:
         return self
@@ -217,13 +221,15 @@ class Dataset:
         # Not zeroed: the files' cubes tile the box, a present file writes every voxel of its
         # part and the parts of absent files are zeroed below (saves clearing memory twice).
         out = bigmemory.empty((h.num_channels, *shape), h.dtype)  # a big one: memory reused
-        self._read_into(out, offset, zero_absent=True)
+        with self._threads.in_effect():
+            self._read_into(out, offset, zero_absent=True)
         return out
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """Read the box at ``offset`` the size of ``out`` (``(C, X, Y, Z)``, F order) into it.
         Absent files leave their part of ``out`` untouched."""
-        self._read_into(out, offset, zero_absent=False)
+        with self._threads.in_effect():
+            self._read_into(out, offset, zero_absent=False)
 
     def _read_into(self, out: npt.NDArray[Any], offset: Sequence[int], zero_absent: bool
                    ) -> None:

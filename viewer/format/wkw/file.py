@@ -21,9 +21,9 @@ size and shares large reads among all cores; the checks of every block (``valida
 ``filecheck``.  Why not a mapping (the reader once mapped files): a file truncated
 by another process while it is mapped kills the reading process with SIGBUS, which no Python
 code can catch; a short ``pread`` is an ordinary error.  Unmapping also cost the helper thread
-about 0.5 ms per plane and made closing depend on that thread.  The copy out of the page
-cache that ``pread`` costs is about what the page faults and unmapping of a mapping cost
-(``python -m benchmarks.format``, README).
+time on every plane and made closing depend on that thread.  The copy out of the page cache
+that ``pread`` costs is about what the page faults and unmapping of a mapping cost
+(``python -m benchmarks.format``; figures in docs/performance.md).
 
 The descriptor belongs to the handle pool (``viewer.format.handles``): the number of open
 files is bounded by ``RLIMIT_NOFILE``, and a file whose descriptor the pool closed is opened
@@ -123,8 +123,8 @@ class File:
         self._ranges_i64: npt.NDArray[np.int64] | None = (
             jump_table.view(np.int64) if jump_table is not None else None)
         self._closed = handle is None
-        # The header's numbers as plain attributes (its properties cost ~1 us each, per block;
-        # worked out once per parsed header).
+        # The header's numbers as plain attributes (its properties would be worked out again
+        # per block; these once per parsed header).
         (self._num_blocks, self._block_bytes, self._compressed, self._data_offset, self._bound,
          self._dtype, self._block_shape, self._block_strides) = numbers or numbers_of(header)
 

@@ -20,8 +20,7 @@ of at most ``WARM_UNITS`` units whose headers and jump tables together are at mo
 store's ``tables_ahead_bytes`` (the remote setting, 4 MiB) has them all fetched in the
 background (read-ahead never dropped, kept by the store's range cache).  A far jump then waits
 for no table: on the remote benchmark a jump to files not opened yet waited one round trip for
-their tables before it could ask for a block (the timeline: tables asked at 3 ms, there at
-35 ms, blocks asked then).
+their tables before it could ask for a block (the timeline is in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -164,7 +163,9 @@ class StoreWkwVolume(Volume):
                     return
                 store.prefetch(key, [(0, head)], keep=True)
 
-        _background().submit(ask)
+        pool = _background(self.executor)
+        if pool is not None:
+            pool.submit(ask)
 
     def _box_units(self, box: tuple[Vec3, Vec3]) -> list[Vec3]:
         """The grid positions of the units ``box`` touches (none past ``WARM_UNITS``)."""

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import lifecycle
+from viewer.format.description import described
 from viewer.format.errors import (
     BlockDecodeError,
     DatasetLayoutError,
@@ -41,6 +41,7 @@ from viewer.format.errors import (
     HeaderError,
     JumpTableError,
 )
+from viewer.format.executor import Executor
 from viewer.format.handles import changing_error, settle_deadline
 from viewer.format.remote import timeline
 from viewer.format.store import Store
@@ -62,6 +63,11 @@ class UnitHost(Protocol):
     store: Store
     header: Header
 
+    @property
+    def executor(self) -> Executor:
+        """Whose threads wait for tables ahead (the volume's, ``Volume.executor``)."""
+        ...
+
     def hint_dropped(self, key: str, asked_at: float) -> bool:
         """Whether a hint for ``key`` given at ``asked_at`` is of no use any more."""
         ...
@@ -72,29 +78,19 @@ CHANGED_PAUSE_S = 0.02
 #: The dataset's header file (a unit's header must agree with it).
 HEADER_FILE = "header.wkw"
 
-_opener_lock = threading.Lock()
-_opener: ThreadPoolExecutor | None = None
+#: Threads (of the volume's executor) that wait for jump tables on behalf of read-ahead.
+OPEN_THREADS = 8
 
 
-def _background() -> ThreadPoolExecutor:
-    """Threads that wait for jump tables on behalf of ``will_need`` (never the loader's)."""
-    global _opener
-    with _opener_lock:
-        if _opener is None:
-            _opener = ThreadPoolExecutor(8, thread_name_prefix="wkw-remote-open")
-        return _opener
-
-
-def _stop_background() -> None:
-    """``lifecycle.shutdown``: before the request loop stops, so no waiter is left behind."""
-    global _opener
-    with _opener_lock:
-        pool, _opener = _opener, None
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-lifecycle.at_shutdown("wkw.remote-open", lifecycle.REQUESTS - 1, _stop_background)
+def _background(executor: Executor) -> ThreadPoolExecutor | None:
+    """Threads of ``executor`` that wait for jump tables on behalf of ``will_need`` (never the
+    loader's); None once it closed (nothing is fetched ahead any more)."""
+    if executor.closed:
+        return None
+    try:
+        return executor.pool("remote-open", OPEN_THREADS)
+    except RuntimeError:
+        return None
 
 
 def _remote_error(exc: OSError, path: str, block: int | None = None,
@@ -383,7 +379,9 @@ class StoreWkwUnit(StorageUnit):
         if self._loaded:
             self._prefetch_blocks(wanted)
         else:
-            _background().submit(self._load_then_prefetch, wanted, time.monotonic())
+            pool = _background(self.volume.executor)
+            if pool is not None:
+                pool.submit(self._load_then_prefetch, wanted, time.monotonic())
 
     def _load_then_prefetch(self, indices: list[int], asked_at: float) -> None:
         """A hint for a unit whose jump table was not there yet: the blocks' ranges once it
@@ -411,6 +409,7 @@ class StoreWkwUnit(StorageUnit):
         self.store.prefetch(self.key, [(int(s), int(e - s))
                                        for s, e in zip(starts[ok], ends[ok], strict=True)])
 
+    @described
     def describe(self) -> dict[str, Any]:
         self._load()
         if self._absent:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import (
     DatasetLayoutError,
     FileChangedError,
@@ -125,6 +126,7 @@ class WkwUnit(StorageUnit):
     def will_need(self, indices: Sequence[int]) -> None:
         self.file.will_need(indices)
 
+    @described
     def describe(self) -> dict[str, Any]:
         """The header's fields (``block_type`` the number stored, as in ``info().header``); for
         the inspector also ``compression`` (the block type's name),
@@ -165,7 +167,7 @@ _FIELDS = struct.Struct("<3sBBBBBQ")
 
 @functools.lru_cache(maxsize=64)
 def _dtype_name(dtype: np.dtype[Any]) -> str:
-    return dtype.name  # numpy works this out anew each time (tens of µs a file)
+    return dtype.name  # numpy works this out anew each time (once per file is enough)
 
 
 def header_fields(raw: bytes) -> list[dict[str, Any]]:

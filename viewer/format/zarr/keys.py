@@ -1,7 +1,7 @@
 """Chunk keys to grid positions, many at once (the listing of a Zarr array).
 
-A listing of 20,480 chunk files took 3.2-3.8x a bare ``os.scandir`` walk when every key was
-matched by a regular expression and its numbers converted with ``int`` one by one; here the keys
+Matching every key with a regular expression and converting its numbers with ``int`` one by
+one made a listing cost several bare ``os.scandir`` walks (docs/performance.md); here the keys
 of a batch are joined into one byte string and parsed with a few numpy operations over its bytes.
 
 The rule (``parse_keys``): a key names a position when it is ``head`` followed by ``ndim``

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from viewer.format.description import described
 from viewer.format.errors import (
     ChecksumError,
     ChunkDecodeError,
@@ -163,6 +164,7 @@ class ChunkUnit(UnitBase):
             return read_failure(exc, ChunkDecodeError, "cannot read", self.path,
                                 chunk=self.volume.chunk_position(self.unit, 0))
 
+    @described
     def describe(self) -> dict[str, Any]:
         return {"key": self.key, "stored_bytes": self._size,
                 "codecs": self.volume.meta.codec.describe()}
@@ -335,6 +337,7 @@ class ShardUnit(UnitBase):
     def _entry_offset(self, index: int) -> int:
         return self.index_offset + 16 * index
 
+    @described
     def describe(self) -> dict[str, Any]:
         spec = self.volume.meta.sharding
         assert spec is not None

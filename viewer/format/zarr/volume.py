@@ -79,8 +79,8 @@ FIRST_BATCH, MAX_BATCH = 256, 16384
 #: strings first, then parsed in batches).
 FLAT_SORT_MAX = 1 << 18
 
-def _executor() -> ThreadPoolExecutor:
-    """The formats' shared read pool (``viewer.format.pool``)."""
+def _executor() -> ThreadPoolExecutor | None:
+    """The read helpers of the executor in effect (``viewer.format.pool``), or None."""
     return decode_pool()
 
 
@@ -369,8 +369,8 @@ class ZarrVolume(Volume):
         position are skipped, and so are chunks past the first along a non-spatial axis.  The
         keys are parsed in batches (``zarr.keys``): a batch costs a few numpy operations, not
         a match and an ``int`` per key, and the names of a flat array's folder are listed
-        unsorted and sorted in numpy, only the ones that name chunks (3.5-3.8x a
-        bare ``os.scandir`` walk before, about 2x now)."""
+        unsorted and sorted in numpy, only the ones that name chunks (figures in
+        docs/performance.md)."""
         meta = self.meta
         root = self.prefix.rstrip("/")
         key_head = meta.key_prefix + meta.separator \
@@ -513,10 +513,12 @@ class ZarrVolume(Volume):
                 out[full, p[0]:q[0], p[1]:q[1], p[2]:q[2]] = \
                     chunk[full, a[0]:b[0], a[1]:b[1], a[2]:b[2]]
 
-        if len(tasks) == 1:
-            run(tasks[0])
+        pool = _executor() if len(tasks) > 1 else None
+        if pool is None:
+            for t in tasks:
+                run(t)
         else:
-            futures: list[Future[None]] = [_executor().submit(run, t) for t in tasks]
+            futures: list[Future[None]] = [pool.submit(run, t) for t in tasks]
             for f in futures:
                 f.result()
         if errors:

@@ -19,14 +19,13 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import lifecycle
+from viewer.format.description import described
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
@@ -36,6 +35,7 @@ from viewer.format.errors import (
     read_failure,
 )
 from viewer.format.handles import changing_error, identity, settle, settle_deadline
+from viewer.format.pool import decode_pool
 from viewer.format.store import LocalStore, Store, file_version, split, version_changed
 from viewer.format.volume import (
     ChunkTable,
@@ -49,31 +49,6 @@ from viewer.format.volume import (
 from viewer.format.zfpc import container
 from viewer.format.zfpc.container import DIM_NAMES, HEADER_SIZE, Header
 from viewer.format.zfpc.zfp import ZfpError, decode_into, decode_padded, parse_header
-
-_WORKERS = min(4, os.cpu_count() or 1)
-_pool_lock = threading.Lock()
-_pool_instance: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    """Threads shared by every zfpc read of many streams (created on first use)."""
-    global _pool_instance
-    with _pool_lock:
-        if _pool_instance is None:
-            _pool_instance = ThreadPoolExecutor(_WORKERS, thread_name_prefix="zfpc")
-        return _pool_instance
-
-
-def _stop_pool() -> None:
-    """``lifecycle.shutdown``: end the threads (a new pool is made when needed)."""
-    global _pool_instance
-    with _pool_lock:
-        pool, _pool_instance = _pool_instance, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-lifecycle.at_shutdown("format.zfpc", lifecycle.POOLS, _stop_pool)
 
 
 @dataclass(frozen=True)
@@ -214,6 +189,7 @@ class ZfpcUnit(StorageUnit):
         v.decode_chunk_into(index, stored, arr)
         return arr
 
+    @described
     def describe(self) -> dict[str, Any]:
         return self.volume.header_fields()
 
@@ -545,9 +521,10 @@ class ZfpcVolume(Volume):
                                 for a, b in zip(s_lo - g, s_hi - g, strict=True))
                     out[(slice(None), *dst)] = chunk[(slice(None), *src)]
 
-            if len(jobs) > 1 and _WORKERS > 1:
+            pool = decode_pool() if len(jobs) > 1 else None
+            if pool is not None:
                 # libzfp runs without the GIL: the chunks (disjoint parts of out) in parallel
-                for _ in _pool().map(one, jobs):
+                for _ in pool.map(one, jobs):
                     pass
             else:
                 for job in jobs:
