@@ -246,6 +246,11 @@ class N5Volume(Volume):
         return 0 <= int(unit[0]) < g[0] and 0 <= int(unit[1]) < g[1] and \
             0 <= int(unit[2]) < g[2]
 
+    def chunk_folder(self) -> str:
+        """The local folder of the chunk files with a separator after it: a chunk file's
+        path is this and its grid position joined with the separator (a local store)."""
+        return self._chunk_folder
+
     def unit_path(self, unit: Vec3) -> str:
         return self.store.location(self.chunk_key(unit))
 
