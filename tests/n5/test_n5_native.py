@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +261,8 @@ def test_a_chunk_file_the_kernel_leaves_is_the_same_on_both_paths(
     shutil.copytree(root / "ts-gzip-int16", path)
     f = path / "1" / "1" / "0"
     raw = f.read_bytes()
-    changed = {"mode-object": lambda: struct.pack(">HI", 2, 5) + raw[16:],
+    changed: dict[str, Callable[[], bytes]] = {
+               "mode-object": lambda: struct.pack(">HI", 2, 5) + raw[16:],
                "mode-unknown": lambda: _header(raw, mode=7),
                "ndim": lambda: _header(raw, dims=(16, 8, 8, 1)),
                "ndim-zero": lambda: _header(raw, ndim=0),

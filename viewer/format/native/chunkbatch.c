@@ -379,3 +379,50 @@ int64_t zk_n5_read(const zk_codecs *codecs, const zk_n5 *s, const int64_t *jobs,
     free(path);
     return taken;
 }
+
+/* Ranges of one file read as one version of it (``store.read_file_ranges`` without the
+ * Python per range): open, fstat, not modified within the racy window, a wait for writes in
+ * progress, each range pread into ``buf`` one after another (got[k]: the bytes it gave,
+ * fewer only at the end of the file), fstat again with the same identity, close.  ident:
+ * the file's identity (device, inode, size, modification and change times) for the caller's
+ * version check.  Returns ZK_OK, ZK_ABSENT (no such file) or ZK_UNREAD (anything else: the
+ * caller reads on its Python path, which waits, retries and raises). */
+int64_t zk_read_ranges(const char *path, const int64_t *ranges, int64_t n, char *buf,
+                       int64_t *got, int64_t racy_ns, int64_t coarse_ns, int64_t *ident) {
+    zk_n5 s;
+    s.racy_ns = racy_ns;
+    s.coarse_ns = coarse_ns;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return (errno == ENOENT || errno == ENOTDIR) ? ZK_ABSENT : ZK_UNREAD;
+    struct stat a, b;
+    int64_t r = ZK_UNREAD;
+    if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode) || !settled(&s, &a)) goto done;
+#ifdef SEEK_DATA
+    lseek(fd, 0, SEEK_DATA);
+#endif
+    char *at = buf;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = ranges[2 * k], len = ranges[2 * k + 1], have = 0;
+        if (off < 0 || len < 0) goto done;
+        while (have < len) {
+            ssize_t m = pread(fd, at + have, (size_t)(len - have), (off_t)(off + have));
+            if (m < 0 && errno == EINTR) continue;
+            if (m < 0) goto done;
+            if (m == 0) break;
+            have += m;
+        }
+        got[k] = have;
+        at += len;
+    }
+    if (fstat(fd, &b) == 0 && same_file(&a, &b)) {
+        ident[0] = (int64_t)a.st_dev;
+        ident[1] = (int64_t)a.st_ino;
+        ident[2] = (int64_t)a.st_size;
+        ident[3] = stat_ns(&a.st_mtim);
+        ident[4] = stat_ns(&a.st_ctim);
+        r = ZK_OK;
+    }
+done:
+    close(fd);
+    return r;
+}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,17 +90,23 @@ def _address(lib: Any, name: str) -> int | None:
         return None
 
 
-def _load() -> tuple[Any, _Codecs, frozenset[int], Any] | None:
+def _load() -> tuple[Any, _Codecs, frozenset[int], Any, Any] | None:
     lib = native.LIBRARY
     if lib is None:
         return None
+    files: Any
+    ranges: Any
     try:
         files = lib.zk_n5_read  # absent from a library built before it: then not used
         files.argtypes = [ctypes.POINTER(_Codecs), ctypes.POINTER(N5Spec), ctypes.c_void_p,
                           ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
         files.restype = ctypes.c_int64
+        ranges = lib.zk_read_ranges
+        ranges.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                           ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        ranges.restype = ctypes.c_int64
     except AttributeError:
-        files = None
+        files = ranges = None
     fn = lib.zk_decode
     fn.argtypes = [ctypes.POINTER(_Codecs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                    ctypes.c_int64, ctypes.c_void_p]
@@ -122,7 +129,7 @@ def _load() -> tuple[Any, _Codecs, frozenset[int], Any] | None:
         codecs |= {GZIP_MEMBERS, GZIP, ZLIB}
     if all((c.zstd_new, c.zstd_free, c.zstd, c.zstd_is_error, c.zstd_content, c.zstd_frame)):
         codecs.add(ZSTD)
-    return fn, c, frozenset(codecs), files
+    return fn, c, frozenset(codecs), files, ranges
 
 
 _LOADED = _load()
@@ -144,7 +151,7 @@ def read_n5_files(spec: N5Spec, jobs: npt.NDArray[np.int64], threads: int
     taken in turn by ``threads`` calls at once (the calling thread and pool threads); the
     status of each job.  Call only where ``reads_n5_files`` and the codec is ``usable``."""
     assert _LOADED is not None and _LOADED[3] is not None
-    _, codecs, _, files = _LOADED
+    _, codecs, _, files, _ = _LOADED
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     n = len(jobs)
     status = np.full(n, UNREAD, dtype=np.int64)
@@ -159,6 +166,36 @@ def read_n5_files(spec: N5Spec, jobs: npt.NDArray[np.int64], threads: int
 
     pool.share(min(threads, n), run, threads)
     return status
+
+
+def read_ranges(path: str, ranges: Sequence[tuple[int, int]], racy_ns: int, coarse_ns: int
+                ) -> tuple[list[memoryview], tuple[int, int, int, int, int]] | None:
+    """``(offset, length)`` ranges of the file at ``path`` read by the kernel in one call as
+    one version of it (settled, no write in progress, the same identity after the reads), as
+    views of one buffer (shorter only at the end of the file), with the file's identity
+    (``handles.identity``); None where the kernel is not built or left the file to the
+    Python path (``store.read_file_ranges``: missing, racy, changed, unreadable)."""
+    if _LOADED is None or _LOADED[4] is None:
+        return None
+    spans = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if len(spans) and int(spans.min()) < 0:
+        return None
+    buf = bytearray(int(spans[:, 1].sum()))
+    got = np.zeros(len(spans), dtype=np.int64)
+    ident = np.zeros(5, dtype=np.int64)
+    address = np.frombuffer(buf, dtype=np.uint8).ctypes.data if len(buf) else 0
+    if _LOADED[4](os.fsencode(path), spans.ctypes.data, len(spans), address, got.ctypes.data,
+                  racy_ns, coarse_ns, ident.ctypes.data) != OK:
+        return None
+    whole = memoryview(buf)
+    views: list[memoryview] = []
+    at = 0
+    for (_, n), have in zip(spans.tolist(), got.tolist(), strict=True):
+        views.append(whole[at:at + have])
+        at += n
+    dev, ino, size, mtime, ctime = ident.tolist()
+    # device and inode numbers are unsigned: as the 64-bit pattern the kernel gave
+    return views, (dev % (1 << 64), ino % (1 << 64), size, mtime, ctime)
 
 
 class Batch:
@@ -188,7 +225,7 @@ class Batch:
         """Decode and place every job; the status of each (``OK``: its box is in the
         output; anything else: the output is untouched there)."""
         assert _LOADED is not None
-        fn, codecs, _, _ = _LOADED
+        fn, codecs, _, _, _ = _LOADED
         n = len(self.rows)
         status = np.zeros(n, dtype=np.int64)
         if n == 0:
@@ -202,4 +239,4 @@ class Batch:
 
 __all__ = ["ABSENT", "Batch", "FAILED", "GZIP", "GZIP_MEMBERS", "JOB_FIELDS", "MEMORY",
            "N5Spec", "N5_FIELDS", "N5_MAX_NDIM", "OK", "RAW", "REFUSED", "UNREAD", "ZLIB",
-           "ZSTD", "read_n5_files", "reads_n5_files", "usable"]
+           "ZSTD", "read_n5_files", "read_ranges", "reads_n5_files", "usable"]
