@@ -124,7 +124,7 @@ def read_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArr
     ``[lo, hi)`` of each; the error of each unit (None: read, or absent), in ``units`` order.
     Call only where ``usable``.  On a local disk the kernel reads the chunk files too
     (``read_files_into``)."""
-    if volume.small_units and chunks.reads_n5_files():
+    if volume.small_units and reads_files():
         return read_files_into(volume, out, off, lo, hi, units)
     groups = [units[k:k + GROUP] for k in range(0, len(units), GROUP)]
     errors: list[list[FormatError | None]] = [[] for _ in groups]
@@ -158,6 +158,50 @@ def spec(volume: N5Volume, out: npt.NDArray[Any]) -> chunks.N5Spec:
     s.dst_stride[:] = [st[0], st[3], st[2], st[1]]  # c, z, y, x: x innermost (stored fastest)
     s.racy_ns, s.coarse_ns = handles.RACY_WINDOW_NS, handles.COARSE_WINDOW_NS
     return s
+
+
+def reads_files() -> bool:
+    """True when the kernel reads the chunk files itself (``read_files_into``,
+    ``read_whole_chunks``)."""
+    return chunks.reads_n5_files()
+
+
+#: ``read_whole_chunks``' answer for a file the kernel left to the Python path.
+LEFT = "left"
+
+
+def read_whole_chunks(volume: N5Volume, units: Sequence[Vec3]
+                      ) -> list[npt.NDArray[Any] | None | str]:
+    """Whole chunks of a local dataset, each file read, checked and decoded by the kernel in
+    one call on this thread: per unit the chunk as ``decode_chunk`` gives it (an edge chunk
+    padded with the fill value), None for a missing file, or ``LEFT``: a file the kernel left
+    to the Python path (which reads it again and says what is wrong).  Call only where
+    ``usable`` and ``reads_files``."""
+    if not units:
+        return []
+    c = [int(v) for v in volume.chunk_shape]
+    nc = volume.num_channels
+    arrays = [np.empty((nc, *c), dtype=volume.dtype, order="F") for _ in units]
+    n = len(units)
+    grid = np.asarray(units, dtype=np.int64).reshape(n, 3)
+    first = grid * np.asarray(c, dtype=np.int64)
+    jobs = np.empty((n, chunks.N5_FIELDS), dtype=np.int64)
+    jobs[:, 0:3] = grid
+    jobs[:, 3] = [a.ctypes.data for a in arrays]
+    jobs[:, 4:7] = first
+    jobs[:, 7:10] = first
+    jobs[:, 10:13] = first + np.asarray(c, dtype=np.int64)
+    # a chunk at the dataset's far edge may be stored truncated: the rest is the fill value
+    dims = [int(d) for d in volume.attrs.dimensions[:3]]
+    block = [int(b) for b in volume.attrs.block_size[:3]]
+    edge = np.zeros(n, dtype=np.bool_)
+    for i in range(min(volume.attrs.ndim, 3)):
+        edge |= (grid[:, i] + 1) * block[i] > dims[i]
+    for k in np.flatnonzero(edge).tolist():
+        arrays[k][...] = volume.fill_value
+    status = chunks.read_n5_files(spec(volume, arrays[0]), jobs, 1).tolist()
+    return [a if s == chunks.OK else None if s == chunks.ABSENT else LEFT
+            for a, s in zip(arrays, status, strict=True)]
 
 
 def read_files_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
@@ -251,5 +295,5 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArra
     return results
 
 
-__all__ = ["CODECS", "ENABLED", "GROUP", "decode_chunks", "read_files_into", "read_into", "spec",
-           "usable"]
+__all__ = ["CODECS", "ENABLED", "GROUP", "LEFT", "decode_chunks", "read_files_into", "read_into",
+           "read_whole_chunks", "reads_files", "spec", "usable"]

@@ -282,7 +282,18 @@ class N5Volume(Volume):
         in_grid = self.in_grid
         native = nativeread.usable(self, None)
         pending: list[tuple[list[ChunkResult], int, Vec3, bytes, str, tuple[int, ...]]] = []
-        for pos, indices in jobs:
+        # the kernel reads, checks and decodes the files of the usual jobs (chunk 0 alone)
+        whole = [k for k, (pos, indices) in enumerate(jobs)
+                 if len(indices) == 1 and indices[0] == 0 and in_grid(pos)] \
+            if native and nativeread.reads_files() else []
+        done = dict(zip(whole, nativeread.read_whole_chunks(self, [jobs[k][0] for k in whole]),
+                        strict=True))
+        for k, (pos, indices) in enumerate(jobs):
+            if k in done:
+                got = done[k]
+                if got is None or isinstance(got, np.ndarray):
+                    out.append(None if got is None else [got])
+                    continue
             if not in_grid(pos):
                 out.append(None)
                 continue
