@@ -29,6 +29,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,7 +46,7 @@ from viewer.format.errors import (
     read_failure,
 )
 from viewer.format.handles import changing_error, settle_deadline
-from viewer.format.pool import cores, share
+from viewer.format.pool import decode_pool
 from viewer.format.store import LocalStore, ObjectStat, Store, read_file_whole
 from viewer.format.volume import (
     ChunkResult,
@@ -77,6 +78,11 @@ FIRST_BATCH, MAX_BATCH = 256, 16384
 #: The most names of a flat array's folder parsed and sorted in one batch (more: sorted as
 #: strings first, then parsed in batches).
 FLAT_SORT_MAX = 1 << 18
+
+def _executor() -> ThreadPoolExecutor:
+    """The formats' shared read pool (``viewer.format.pool``)."""
+    return decode_pool()
+
 
 class ZarrVolume(Volume):
     """One zarr array (see the module docstring).  ``store`` holds the array at ``prefix``
@@ -463,9 +469,6 @@ class ZarrVolume(Volume):
         order = np.argsort(flat_u, kind="stable")
         tasks: list[tuple[StorageUnit, list[int], list[int]]] = []
         bounds = np.flatnonzero(np.diff(flat_u[order])) + 1
-        threads = max(2, cores())
-        # a read of fewer than BATCH chunks per thread is still shared by every thread
-        batch = max(1, min(BATCH, -(-len(order) // threads)))
         for rows in np.split(order, bounds):
             u = tuple(int(v) for v in units[rows[0]])
             unit = self.open_unit((u[0], u[1], u[2]))
@@ -473,8 +476,8 @@ class ZarrVolume(Volume):
                 continue
             rows_l = rows.tolist()
             idx_l = indices[rows].tolist()
-            for s in range(0, len(rows_l), batch):
-                tasks.append((unit, rows_l[s:s + batch], idx_l[s:s + batch]))
+            for s in range(0, len(rows_l), BATCH):
+                tasks.append((unit, rows_l[s:s + BATCH], idx_l[s:s + BATCH]))
         if not tasks:
             return
         # every chunk's source and destination boxes, computed at once
@@ -510,7 +513,12 @@ class ZarrVolume(Volume):
                 out[full, p[0]:q[0], p[1]:q[1], p[2]:q[2]] = \
                     chunk[full, a[0]:b[0], a[1]:b[1], a[2]:b[2]]
 
-        share(len(tasks), lambda k: run(tasks[k]), threads)
+        if len(tasks) == 1:
+            run(tasks[0])
+        else:
+            futures: list[Future[None]] = [_executor().submit(run, t) for t in tasks]
+            for f in futures:
+                f.result()
         if errors:
             raise errors[min(errors)]
 
