@@ -1,7 +1,11 @@
 """N5 reads through the native chunk kernel against the Python path: the same voxels (data
 written by tensorstore and z5py, big-endian types, padded and truncated edge chunks) and the
 same error, word for word, for every damaged chunk (bytes deleted inside the stream, the gzip
-trailer's CRC32 and length, zlib's Adler-32).  The kernel's cases skip where it was not built
+trailer's CRC32 and length, zlib's Adler-32; headers that disagree with the dataset; a file
+missing, a folder where a chunk file should be, a file just written).  On a local disk the
+kernel reads the chunk files too: the racy window is shortened to nothing here (both paths
+read it from ``handles``), so that a file just damaged is read by the kernel, not left to the
+Python path as a file still being written.  The kernel's cases skip where it was not built
 or libdeflate is absent."""
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,7 @@ import numpy as np
 import pytest
 from n5_writers import source, write_tensorstore, write_z5py
 
-from viewer.format import FormatError, open_volume
+from viewer.format import FormatError, handles, open_volume
 from viewer.format.n5 import nativeread
 from viewer.format.native import chunks
 
@@ -48,6 +53,24 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     except ImportError:
         pass
     return root, arrays
+
+
+@pytest.fixture(autouse=True)
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> dict[int, int]:
+    """No racy window, and the statuses of the chunk files the kernel read (by status)."""
+    monkeypatch.setattr(handles, "RACY_WINDOW_NS", 0)
+    monkeypatch.setattr(handles, "COARSE_WINDOW_NS", 0)
+    seen: dict[int, int] = {}
+    read = chunks.read_n5_files
+
+    def spy(*args: Any) -> Any:
+        status = read(*args)
+        for s in status.tolist():
+            seen[s] = seen.get(s, 0) + 1
+        return status
+
+    monkeypatch.setattr(chunks, "read_n5_files", spy)
+    return seen
 
 
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch, lo: Any, size: Any
@@ -192,3 +215,104 @@ def test_small_units_decode_the_same_chunks_and_errors(
             assert isinstance(a, np.ndarray) and a.flags.f_contiguous
             np.testing.assert_array_equal(a, b)
     assert any(isinstance(r, list) and isinstance(r[0], FormatError) for r in got[0])
+
+
+needs_files = pytest.mark.skipif(not chunks.reads_n5_files(),
+                                 reason="the kernel does not read N5 chunk files")
+
+
+def _header(raw: bytes, mode: int | None = None, dims: tuple[int, ...] | None = None,
+            ndim: int | None = None, count: int | None = None) -> bytes:
+    """The chunk file ``raw`` (a default-mode header of three axes) with its header changed."""
+    old = struct.unpack_from(">3I", raw, 4)
+    dims = dims if dims is not None else old
+    head = struct.pack(">HH", 0 if mode is None else mode, len(dims) if ndim is None else ndim)
+    head += struct.pack(f">{len(dims)}I", *dims)
+    if mode == 1:
+        head += struct.pack(">I", count if count is not None else int(np.prod(dims)))
+    return head + raw[16:]
+
+
+@needs_kernel
+@needs_files
+def test_the_kernel_reads_the_files_itself(written: tuple[Path, dict[str, Any]],
+                                            settled_at_once: dict[int, int],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole read of settled files: every chunk file read, checked and decoded by the
+    kernel (none left to the Python path; the chunks tensorstore did not write are absent)."""
+    root, arrays = written
+    native, python = _both(root / "ts-gzip-int16", monkeypatch, (0, 0, 0), SHAPE)
+    np.testing.assert_array_equal(native, python)
+    assert set(settled_at_once) == {chunks.OK, chunks.ABSENT}
+
+
+@needs_kernel
+@needs_files
+@pytest.mark.parametrize("damage", [
+    "mode-object", "mode-unknown", "ndim", "ndim-zero", "dims", "varlength-count",
+    "header-cut", "empty", "folder", "missing", "varlength-ok"])
+def test_a_chunk_file_the_kernel_leaves_is_the_same_on_both_paths(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path, damage: str,
+        settled_at_once: dict[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Headers that disagree with the dataset, a short file, a folder at a chunk file's path,
+    a missing file: the same voxels or the same error, word for word, on both paths."""
+    root, arrays = written
+    path = tmp_path / damage
+    shutil.copytree(root / "ts-gzip-int16", path)
+    f = path / "1" / "1" / "0"
+    raw = f.read_bytes()
+    changed: dict[str, Callable[[], bytes]] = {
+               "mode-object": lambda: struct.pack(">HI", 2, 5) + raw[16:],
+               "mode-unknown": lambda: _header(raw, mode=7),
+               "ndim": lambda: _header(raw, dims=(16, 8, 8, 1)),
+               "ndim-zero": lambda: _header(raw, ndim=0),
+               "dims": lambda: _header(raw, dims=(16, 8, 4)),
+               "varlength-count": lambda: _header(raw, mode=1, count=5),
+               "varlength-ok": lambda: _header(raw, mode=1),
+               "header-cut": lambda: raw[:10],
+               "empty": lambda: b""}
+    if damage == "folder":
+        f.unlink()
+        f.mkdir()
+    elif damage == "missing":
+        f.unlink()
+    else:
+        f.write_bytes(changed[damage]())
+    for lo, size in (((16, 8, 0), (16, 8, 1)), ((0, 0, 0), SHAPE)):
+        native, python = _both(path, monkeypatch, lo, size)
+        if isinstance(python, FormatError):
+            assert type(native) is type(python)
+            assert (str(native), native.chunk, native.path, native.offset) == \
+                (str(python), python.chunk, python.path, python.offset)
+        else:
+            np.testing.assert_array_equal(native, python)
+    if damage in ("missing", "varlength-ok"):
+        assert not isinstance(python, FormatError)
+        want = arrays["int16"].copy()
+        if damage == "missing":
+            want[16:32, 8:16, 0:8] = 0
+        np.testing.assert_array_equal(python[0], want)
+        assert chunks.UNREAD not in settled_at_once
+        assert (chunks.ABSENT in settled_at_once) == (damage == "missing") or \
+            damage == "varlength-ok"
+    else:
+        assert chunks.UNREAD in settled_at_once
+
+
+@needs_kernel
+@needs_files
+def test_a_file_just_written_is_left_to_the_python_path(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path,
+        settled_at_once: dict[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file modified within the racy window is not read by the kernel: the Python path
+    waits for it to settle and reads it, the same voxels."""
+    root, arrays = written
+    monkeypatch.setattr(handles, "RACY_WINDOW_NS", 50_000_000)
+    path = tmp_path / "fresh"
+    shutil.copytree(root / "ts-gzip-int16", path)
+    f = path / "0" / "0" / "0"
+    f.write_bytes(f.read_bytes())
+    monkeypatch.setattr(nativeread, "ENABLED", True)
+    got = open_volume(path).read((0, 0, 0), BLOCK)
+    np.testing.assert_array_equal(got[0], arrays["int16"][:16, :8, :8])
+    assert settled_at_once == {chunks.UNREAD: 1}

@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from viewer.format import handles
 from viewer.format.config import ReadConfig
 from viewer.format.errors import FileChangedError, FormatError, UnsupportedFormatError
 from viewer.format.handles import (
@@ -31,6 +32,7 @@ from viewer.format.handles import (
     settle_deadline,
     wait_for_writers,
 )
+from viewer.format.native import chunks
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,13 @@ class Store(ABC):
         version than the index (the caller reads the index again).  ``version`` None, or a
         store that cannot tell versions apart (the default): ``read_ranges``."""
         return self.read_ranges(key, ranges)
+
+    def read_ranges_packed(self, key: str, ranges: Sequence[tuple[int, int]],
+                           version: str | None) -> list[bytes | memoryview]:
+        """``read_ranges_of``, the ranges possibly as views of one buffer: what a read of
+        many small ranges of one object takes (a shard's chunks).  Default:
+        ``read_ranges_of``."""
+        return list(self.read_ranges_of(key, ranges, version))
 
     def stat(self, key: str) -> ObjectStat | None:
         """The object's size and version (see ``ObjectStat``), None when there is no such
@@ -215,6 +224,23 @@ class LocalStore(Store):
         if not stat.S_ISREG(st.st_mode):
             return None
         return ObjectStat(st.st_size, _version(identity(st)))
+
+    def read_ranges_packed(self, key: str, ranges: Sequence[tuple[int, int]],
+                           version: str | None) -> list[bytes | memoryview]:
+        """As ``read_ranges_of`` (the checks of ``read_file_ranges``), several ranges read by
+        the native kernel in one call into one buffer where it is built: no Python per
+        range.  A file the kernel leaves (missing, racy, changed during the read) is read
+        by ``read_file_ranges``, which waits, reads again or raises."""
+        path = self.location(key)
+        if len(ranges) > 1:
+            got = chunks.read_ranges(path, ranges, handles.RACY_WINDOW_NS,
+                                     handles.COARSE_WINDOW_NS)
+            if got is not None:
+                views, ident = got
+                if version is not None and _version(ident) != version:
+                    raise version_changed(path)
+                return list(views)
+        return list(read_file_ranges(path, ranges, version))
 
     def read_whole(self, key: str) -> bytes:
         """The whole file as one version of it, with no ``stat`` before: see

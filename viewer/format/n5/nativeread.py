@@ -12,13 +12,14 @@ the error a read without the kernel raises (or decodes a stream the kernel leave
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import pool
+from viewer.format import handles, pool
 from viewer.format.errors import FormatError
 from viewer.format.n5.attributes import DatasetAttributes
 from viewer.format.n5.header import ChunkHeader
@@ -38,7 +39,9 @@ class N5Volume(Protocol):
     num_channels: int
     channel_offset: int
     fill_value: int | float
+    small_units: bool
 
+    def chunk_folder(self) -> str: ...
     def read_chunk_bytes(self, unit: Vec3) -> StoredResult: ...
     def grid_position(self, unit: Sequence[int]) -> tuple[int, ...]: ...
     def unit_path(self, unit: Vec3) -> str: ...
@@ -119,7 +122,10 @@ def read_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArr
               hi: IntArray, units: Sequence[Vec3]) -> list[FormatError | None]:
     """Read the chunks ``units`` into ``out`` (whose first voxel is at ``off``), the box
     ``[lo, hi)`` of each; the error of each unit (None: read, or absent), in ``units`` order.
-    Call only where ``usable``."""
+    Call only where ``usable``.  On a local disk the kernel reads the chunk files too
+    (``read_files_into``)."""
+    if volume.small_units and reads_files():
+        return read_files_into(volume, out, off, lo, hi, units)
     groups = [units[k:k + GROUP] for k in range(0, len(units), GROUP)]
     errors: list[list[FormatError | None]] = [[] for _ in groups]
 
@@ -128,6 +134,106 @@ def read_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArr
 
     pool.share(len(groups), run, max(2, pool.cores()))
     return [e for group in errors for e in group]
+
+
+def spec(volume: N5Volume, out: npt.NDArray[Any]) -> chunks.N5Spec:
+    """The kernel's view of ``volume``'s chunk files, read into ``out``."""
+    attrs = volume.attrs
+    stored_dtype = np.dtype(attrs.stored_dtype)
+    s = chunks.N5Spec()
+    s.folder = os.fsencode(volume.chunk_folder())
+    s.ndim = attrs.ndim
+    position = volume.grid_position((0, 0, 0))
+    for i in range(attrs.ndim):
+        s.block[i] = int(attrs.block_size[i])
+        s.dims[i] = int(attrs.dimensions[i])
+        s.tail[i] = int(position[i])
+    s.channel_axis = -1 if attrs.channel_axis is None else attrs.channel_axis
+    s.channels = volume.num_channels
+    s.chunk[:] = [int(v) for v in volume.chunk_shape]
+    s.codec = CODECS[attrs.compression.type]
+    s.itemsize = stored_dtype.itemsize
+    s.swap = int(stored_dtype.itemsize > 1 and not stored_dtype.isnative)
+    st = out.strides
+    s.dst_stride[:] = [st[0], st[3], st[2], st[1]]  # c, z, y, x: x innermost (stored fastest)
+    s.racy_ns, s.coarse_ns = handles.RACY_WINDOW_NS, handles.COARSE_WINDOW_NS
+    return s
+
+
+def reads_files() -> bool:
+    """True when the kernel reads the chunk files itself (``read_files_into``,
+    ``read_whole_chunks``)."""
+    return chunks.reads_n5_files()
+
+
+#: ``read_whole_chunks``' answer for a file the kernel left to the Python path.
+LEFT = "left"
+
+
+def read_whole_chunks(volume: N5Volume, units: Sequence[Vec3]
+                      ) -> list[npt.NDArray[Any] | None | str]:
+    """Whole chunks of a local dataset, each file read, checked and decoded by the kernel in
+    one call on this thread: per unit the chunk as ``decode_chunk`` gives it (an edge chunk
+    padded with the fill value), None for a missing file, or ``LEFT``: a file the kernel left
+    to the Python path (which reads it again and says what is wrong).  Call only where
+    ``usable`` and ``reads_files``."""
+    if not units:
+        return []
+    c = [int(v) for v in volume.chunk_shape]
+    nc = volume.num_channels
+    arrays = [np.empty((nc, *c), dtype=volume.dtype, order="F") for _ in units]
+    n = len(units)
+    grid = np.asarray(units, dtype=np.int64).reshape(n, 3)
+    first = grid * np.asarray(c, dtype=np.int64)
+    jobs = np.empty((n, chunks.N5_FIELDS), dtype=np.int64)
+    jobs[:, 0:3] = grid
+    jobs[:, 3] = [a.ctypes.data for a in arrays]
+    jobs[:, 4:7] = first
+    jobs[:, 7:10] = first
+    jobs[:, 10:13] = first + np.asarray(c, dtype=np.int64)
+    # a chunk at the dataset's far edge may be stored truncated: the rest is the fill value
+    dims = [int(d) for d in volume.attrs.dimensions[:3]]
+    block = [int(b) for b in volume.attrs.block_size[:3]]
+    edge = np.zeros(n, dtype=np.bool_)
+    for i in range(min(volume.attrs.ndim, 3)):
+        edge |= (grid[:, i] + 1) * block[i] > dims[i]
+    for k in np.flatnonzero(edge).tolist():
+        arrays[k][...] = volume.fill_value
+    status = chunks.read_n5_files(spec(volume, arrays[0]), jobs, 1).tolist()
+    return [a if s == chunks.OK else None if s == chunks.ABSENT else LEFT
+            for a, s in zip(arrays, status, strict=True)]
+
+
+def read_files_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
+                    hi: IntArray, units: Sequence[Vec3]) -> list[FormatError | None]:
+    """``read_into`` with the chunk files read by the kernel as well: one call per thread
+    reads, checks, decodes and places them all, each thread taking the next file.  A file
+    the kernel leaves (missing is kept: absent) is read again here, on the Python path, which
+    raises what is wrong with it."""
+    n = len(units)
+    jobs = np.empty((n, chunks.N5_FIELDS), dtype=np.int64)
+    jobs[:, 0:3] = np.asarray(units, dtype=np.int64).reshape(n, 3)
+    jobs[:, 3] = out.ctypes.data
+    jobs[:, 4:7] = off
+    jobs[:, 7:10] = lo
+    jobs[:, 10:13] = hi
+    status = chunks.read_n5_files(spec(volume, out), jobs, max(2, pool.cores()))
+    results: list[FormatError | None] = [None] * n
+    for i in np.flatnonzero((status != chunks.OK) & (status != chunks.ABSENT)).tolist():
+        unit = units[i]
+        stored = volume.read_chunk_bytes(unit)
+        if stored is None:
+            continue
+        if isinstance(stored, FormatError):
+            results[i] = stored
+            continue
+        try:
+            view = volume._decode_view(unit, stored, volume.unit_path(unit))
+        except FormatError as exc:
+            results[i] = exc
+            continue
+        volume._place(out, off, lo, hi, unit, view)
+    return results
 
 
 def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArray,
@@ -189,4 +295,5 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArra
     return results
 
 
-__all__ = ["CODECS", "ENABLED", "GROUP", "decode_chunks", "read_into", "usable"]
+__all__ = ["CODECS", "ENABLED", "GROUP", "LEFT", "decode_chunks", "read_files_into", "read_into",
+           "read_whole_chunks", "reads_files", "spec", "usable"]

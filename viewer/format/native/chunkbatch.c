@@ -178,3 +178,251 @@ int64_t zk_decode(const zk_codecs *codecs, const zk_job *jobs, int64_t n, int64_
     free(scratch);
     return failed;
 }
+
+/* ---- N5 chunk files read, checked and decoded in one call ------------------------------
+ *
+ * Per chunk what the Python path does around the decode: the file's path made from the
+ * dataset's folder and the chunk's grid position, the file opened and read whole as one
+ * version (``read_file_whole``: fstat, a regular file, not modified within the racy window,
+ * a wait for writes in progress, one pread of its size, fstat again with the same identity),
+ * the N5 header parsed and checked against the dataset, then the chunk decoded whole and its
+ * part of the box placed.  Anything out of the ordinary (a file missing is the only one kept
+ * here: ZK_ABSENT) is left to the Python path, which reads the file again and says what is
+ * wrong: this code words no error, so the two paths cannot differ in what they raise.
+ *
+ * Several threads may call zk_n5_read on the same jobs at once: each takes the next job from
+ * the shared counter ``next`` until none is left. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ZK_MAX_NDIM 32
+enum { ZK_ABSENT = 4, ZK_UNREAD = 5 };
+
+/* The dataset and the read, shared by every job (as ``chunks.N5Spec`` lays it out). */
+typedef struct {
+    const char *folder;          /* the dataset's folder with a separator after it */
+    int64_t ndim;                /* N5 axes */
+    int64_t block[ZK_MAX_NDIM];  /* blockSize */
+    int64_t dims[ZK_MAX_NDIM];   /* dimensions */
+    int64_t tail[ZK_MAX_NDIM];   /* grid positions of the axes past x, y, z */
+    int64_t channel_axis;        /* -1: none */
+    int64_t channels;            /* channels placed from each block (its first ones) */
+    int64_t chunk[3];            /* the volume's chunk shape, x y z */
+    int64_t codec, itemsize, swap;
+    int64_t dst_stride[4];       /* c, z, y, x */
+    int64_t racy_ns, coarse_ns;  /* the racy windows (handles.RACY_WINDOW_NS, COARSE_...) */
+} zk_n5;
+
+/* A job: unit (x y z), the output's address, the grid voxel it holds first (x y z), and the
+ * box [lo, hi) of voxels wanted. */
+enum { ZK_N5_FIELDS = 13 };
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int64_t stat_ns(const struct timespec *t) {
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* handles.racy_wait_ns == 0 */
+static int settled(const zk_n5 *s, const struct stat *st) {
+    int64_t m = stat_ns(&st->st_mtim), c = stat_ns(&st->st_ctim);
+    int64_t newest = m > c ? m : c;
+    int coarse = m % 1000000000 == 0 && c % 1000000000 == 0;
+    int64_t window = coarse ? s->coarse_ns : s->racy_ns, now = now_ns();
+    if (newest - now > window) return 1;
+    return newest + window - now <= 0;
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size
+           && stat_ns(&a->st_mtim) == stat_ns(&b->st_mtim)
+           && stat_ns(&a->st_ctim) == stat_ns(&b->st_ctim);
+}
+
+/* The file read whole into *buf (grown as needed); its length, or -ZK_ABSENT / -ZK_UNREAD. */
+static int64_t read_whole(const zk_n5 *s, const char *path, char **buf, size_t *room) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return (errno == ENOENT || errno == ENOTDIR) ? -ZK_ABSENT : -ZK_UNREAD;
+    struct stat a, b;
+    int64_t got = -ZK_UNREAD;
+    if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode) || !settled(s, &a)) goto done;
+#ifdef SEEK_DATA
+    lseek(fd, 0, SEEK_DATA); /* waits for a write in progress (handles.wait_for_writers) */
+#endif
+    size_t n = (size_t)a.st_size;
+    if (n > *room) {
+        char *more = realloc(*buf, n);
+        if (!more) goto done;
+        *buf = more;
+        *room = n;
+    }
+    size_t at = 0;
+    while (at < n) {
+        ssize_t r = pread(fd, *buf + at, n - at, (off_t)at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        at += (size_t)r;
+    }
+    if (at == n && fstat(fd, &b) == 0 && same_file(&a, &b)) got = (int64_t)n;
+done:
+    close(fd);
+    return got;
+}
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* One chunk file: its status. */
+static int n5_one(const zk_codecs *codecs, contexts *x, const zk_n5 *s, const int64_t *job,
+                  char **buf, size_t *room, char *scratch, char *path, size_t path_room) {
+    const int64_t *unit = job, *first = job + 4, *lo = job + 7, *hi = job + 10;
+    int64_t nd = s->ndim, naxes = nd < 3 ? nd : 3, pos[ZK_MAX_NDIM];
+    for (int64_t i = 0; i < nd; i++) pos[i] = i < naxes ? unit[i] : s->tail[i];
+    int w = snprintf(path, path_room, "%s", s->folder);
+    for (int64_t i = 0; i < nd && w > 0 && (size_t)w < path_room; i++)
+        w += snprintf(path + w, path_room - (size_t)w, i ? "/%lld" : "%lld",
+                      (long long)pos[i]);
+    if (w <= 0 || (size_t)w >= path_room) return ZK_UNREAD;
+    int64_t n = read_whole(s, path, buf, room);
+    if (n < 0) return (int)-n;
+    const unsigned char *h = (const unsigned char *)*buf;
+    /* header.parse and N5Volume.check_header: anything they would refuse is left to them */
+    if (n < 4) return ZK_UNREAD;
+    unsigned mode = (unsigned)h[0] << 8 | h[1], ndim = (unsigned)h[2] << 8 | h[3];
+    if (mode > 1 || (int64_t)ndim != nd) return ZK_UNREAD;
+    int64_t size = 4 + 4 * nd + (mode == 1 ? 4 : 0);
+    if (n < size) return ZK_UNREAD;
+    int64_t d[ZK_MAX_NDIM], count = 1;
+    int clipped = 1, full = 1;
+    for (int64_t i = 0; i < nd; i++) {
+        d[i] = be32(h + 4 + 4 * i);
+        int64_t c = s->dims[i] - pos[i] * s->block[i];
+        if (c > s->block[i]) c = s->block[i];
+        clipped &= d[i] == c;
+        full &= d[i] == s->block[i];
+        count *= d[i];
+    }
+    if (!clipped && !full) return ZK_UNREAD;
+    if (mode == 1 && (int64_t)be32(h + 4 + 4 * nd) != count) return ZK_UNREAD;
+    int64_t channels = s->channel_axis >= 0 ? d[s->channel_axis] : 1;
+    if (channels < s->channels) return ZK_UNREAD;
+    int64_t st[3] = {d[0], d[1], nd >= 3 ? d[2] : 1}, cnt[3], src_at = 0, dst_at = 0;
+    int64_t isz = s->itemsize, step[3] = {isz, d[0] * isz, d[0] * st[1] * isz};
+    int empty = 0;
+    for (int i = 0; i < 3; i++) {
+        int64_t g = unit[i] * s->chunk[i];
+        int64_t a = g > lo[i] ? g : lo[i], b = g + s->chunk[i];
+        if (hi[i] < b) b = hi[i];
+        if (g + st[i] < b) b = g + st[i];
+        cnt[i] = b - a;
+        if (cnt[i] <= 0) empty = 1;
+        src_at += (a - g) * step[i];
+        dst_at += (a - first[i]) * s->dst_stride[3 - i];
+    }
+    zk_job j;
+    j.src = *buf + size;
+    j.src_len = n - size;
+    j.codec = s->codec;
+    j.expected = count * isz;
+    j.dst = (char *)(intptr_t)job[3] + dst_at;
+    j.src_off = src_at;
+    /* a box the stored block does not reach is still decoded: its checksums are checked */
+    int64_t c4[4] = {s->channels, cnt[2], cnt[1], cnt[0]};
+    int64_t s4[4] = {step[2] * st[2], step[2], step[1], step[0]};
+    for (int i = 0; i < 4; i++) {
+        j.count[i] = empty ? 0 : c4[i];
+        j.src_stride[i] = s4[i];
+        j.dst_stride[i] = s->dst_stride[i];
+    }
+    int r;
+    if (j.codec == ZK_RAW) r = j.src_len == j.expected ? ZK_OK : ZK_FAILED;
+    else if (j.codec == ZK_ZSTD) r = unzstd(codecs, x, &j, scratch);
+    else r = inflate_members(codecs, x, &j, scratch);
+    if (r == ZK_OK) place(&j, j.codec == ZK_RAW ? j.src : scratch, isz, s->swap);
+    return r;
+}
+
+/* Take jobs (``n`` rows of ZK_N5_FIELDS) from the shared counter ``next`` until none is left;
+ * status[k] as for zk_decode, or ZK_ABSENT (no such file: its box untouched), ZK_UNREAD (left
+ * to the Python path).  Returns the number of jobs this call took. */
+int64_t zk_n5_read(const zk_codecs *codecs, const zk_n5 *s, const int64_t *jobs, int64_t n,
+                   int64_t *next, int64_t *status) {
+    int64_t room = s->itemsize, taken = 0;
+    for (int64_t i = 0; i < s->ndim; i++) room *= s->block[i];
+    if (s->ndim < 1 || s->ndim > ZK_MAX_NDIM) return 0;
+    char *scratch = s->codec != ZK_RAW ? malloc((size_t)room) : NULL, *buf = NULL;
+    size_t buf_room = 0, path_room = strlen(s->folder) + 21 * ZK_MAX_NDIM + 1;
+    char *path = malloc(path_room);
+    contexts x = {NULL, NULL};
+    for (;;) {
+        int64_t k = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+        if (k >= n) break;
+        taken++;
+        status[k] = (!path || (s->codec != ZK_RAW && !scratch))
+                        ? ZK_MEMORY
+                        : n5_one(codecs, &x, s, jobs + k * ZK_N5_FIELDS, &buf, &buf_room,
+                                 scratch, path, path_room);
+    }
+    if (x.deflate) codecs->deflate_free(x.deflate);
+    if (x.zstd) codecs->zstd_free(x.zstd);
+    free(scratch);
+    free(buf);
+    free(path);
+    return taken;
+}
+
+/* Ranges of one file read as one version of it (``store.read_file_ranges`` without the
+ * Python per range): open, fstat, not modified within the racy window, a wait for writes in
+ * progress, each range pread into ``buf`` one after another (got[k]: the bytes it gave,
+ * fewer only at the end of the file), fstat again with the same identity, close.  ident:
+ * the file's identity (device, inode, size, modification and change times) for the caller's
+ * version check.  Returns ZK_OK, ZK_ABSENT (no such file) or ZK_UNREAD (anything else: the
+ * caller reads on its Python path, which waits, retries and raises). */
+int64_t zk_read_ranges(const char *path, const int64_t *ranges, int64_t n, char *buf,
+                       int64_t *got, int64_t racy_ns, int64_t coarse_ns, int64_t *ident) {
+    zk_n5 s;
+    s.racy_ns = racy_ns;
+    s.coarse_ns = coarse_ns;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return (errno == ENOENT || errno == ENOTDIR) ? ZK_ABSENT : ZK_UNREAD;
+    struct stat a, b;
+    int64_t r = ZK_UNREAD;
+    if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode) || !settled(&s, &a)) goto done;
+#ifdef SEEK_DATA
+    lseek(fd, 0, SEEK_DATA);
+#endif
+    char *at = buf;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = ranges[2 * k], len = ranges[2 * k + 1], have = 0;
+        if (off < 0 || len < 0) goto done;
+        while (have < len) {
+            ssize_t m = pread(fd, at + have, (size_t)(len - have), (off_t)(off + have));
+            if (m < 0 && errno == EINTR) continue;
+            if (m < 0) goto done;
+            if (m == 0) break;
+            have += m;
+        }
+        got[k] = have;
+        at += len;
+    }
+    if (fstat(fd, &b) == 0 && same_file(&a, &b)) {
+        ident[0] = (int64_t)a.st_dev;
+        ident[1] = (int64_t)a.st_ino;
+        ident[2] = (int64_t)a.st_size;
+        ident[3] = stat_ns(&a.st_mtim);
+        ident[4] = stat_ns(&a.st_ctim);
+        r = ZK_OK;
+    }
+done:
+    close(fd);
+    return r;
+}

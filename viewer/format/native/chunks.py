@@ -19,25 +19,48 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import native
+from viewer.format import native, pool
 
 RAW, GZIP_MEMBERS, GZIP, ZLIB, ZSTD = range(5)
-#: Status of a job: decoded and placed; not decoded (damaged); left to Python; no memory.
-OK, FAILED, REFUSED, MEMORY = range(4)
+#: Status of a job: decoded and placed; not decoded (damaged); left to Python; no memory;
+#: (files read by the kernel) no such file; the file left to Python (its read or header).
+OK, FAILED, REFUSED, MEMORY, ABSENT, UNREAD = range(6)
 #: Fields of a job row (int64 each, pointers as integers), as ``zk_job`` lays them out.
 JOB_FIELDS = 18
+#: Fields of an N5 file job: unit (x y z), output address, the output's first voxel (x y z),
+#: the box's low and high corners (x y z each).
+N5_FIELDS = 13
+#: Most N5 axes the kernel's file reads take (``header.MAX_NDIM``).
+N5_MAX_NDIM = 32
 
 
 class _Codecs(ctypes.Structure):
     _fields_ = [(name, ctypes.c_void_p) for name in (
         "deflate_new", "deflate_free", "gzip", "zlib", "zstd_new", "zstd_free", "zstd",
         "zstd_is_error", "zstd_content", "zstd_frame")]
+
+
+class N5Spec(ctypes.Structure):
+    """An N5 dataset and a read of its chunk files (``zk_n5``): ``folder`` with a separator
+    after it, N5 ``ndim``, ``block`` sizes and ``dims``, grid positions ``tail`` of the axes
+    past z, the ``channel_axis`` (-1: none) and the ``channels`` placed, the volume's
+    ``chunk`` shape, codec, element size, byte swap, the output's strides (c, z, y, x) and
+    the racy windows of ``viewer.format.handles``."""
+
+    _fields_ = [("folder", ctypes.c_char_p), ("ndim", ctypes.c_int64),
+                ("block", ctypes.c_int64 * N5_MAX_NDIM), ("dims", ctypes.c_int64 * N5_MAX_NDIM),
+                ("tail", ctypes.c_int64 * N5_MAX_NDIM), ("channel_axis", ctypes.c_int64),
+                ("channels", ctypes.c_int64), ("chunk", ctypes.c_int64 * 3),
+                ("codec", ctypes.c_int64), ("itemsize", ctypes.c_int64),
+                ("swap", ctypes.c_int64), ("dst_stride", ctypes.c_int64 * 4),
+                ("racy_ns", ctypes.c_int64), ("coarse_ns", ctypes.c_int64)]
 
 
 def _library(short: str, names: Sequence[str]) -> Any:
@@ -67,10 +90,23 @@ def _address(lib: Any, name: str) -> int | None:
         return None
 
 
-def _load() -> tuple[Any, _Codecs, frozenset[int]] | None:
+def _load() -> tuple[Any, _Codecs, frozenset[int], Any, Any] | None:
     lib = native.LIBRARY
     if lib is None:
         return None
+    files: Any
+    ranges: Any
+    try:
+        files = lib.zk_n5_read  # absent from a library built before it: then not used
+        files.argtypes = [ctypes.POINTER(_Codecs), ctypes.POINTER(N5Spec), ctypes.c_void_p,
+                          ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+        files.restype = ctypes.c_int64
+        ranges = lib.zk_read_ranges
+        ranges.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                           ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        ranges.restype = ctypes.c_int64
+    except AttributeError:
+        files = ranges = None
     fn = lib.zk_decode
     fn.argtypes = [ctypes.POINTER(_Codecs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                    ctypes.c_int64, ctypes.c_void_p]
@@ -93,7 +129,7 @@ def _load() -> tuple[Any, _Codecs, frozenset[int]] | None:
         codecs |= {GZIP_MEMBERS, GZIP, ZLIB}
     if all((c.zstd_new, c.zstd_free, c.zstd, c.zstd_is_error, c.zstd_content, c.zstd_frame)):
         codecs.add(ZSTD)
-    return fn, c, frozenset(codecs)
+    return fn, c, frozenset(codecs), files, ranges
 
 
 _LOADED = _load()
@@ -102,6 +138,64 @@ _LOADED = _load()
 def usable(codec: int) -> bool:
     """True when the kernel was built and the library of ``codec`` loaded."""
     return _LOADED is not None and codec in _LOADED[2]
+
+
+def reads_n5_files() -> bool:
+    """True when the kernel reads N5 chunk files itself (``read_n5_files``)."""
+    return _LOADED is not None and _LOADED[3] is not None
+
+
+def read_n5_files(spec: N5Spec, jobs: npt.NDArray[np.int64], threads: int
+                  ) -> npt.NDArray[np.int64]:
+    """Read, check, decode and place the N5 chunk files of ``jobs`` (rows of ``N5_FIELDS``),
+    taken in turn by ``threads`` calls at once (the calling thread and pool threads); the
+    status of each job.  Call only where ``reads_n5_files`` and the codec is ``usable``."""
+    assert _LOADED is not None and _LOADED[3] is not None
+    _, codecs, _, files, _ = _LOADED
+    jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+    n = len(jobs)
+    status = np.full(n, UNREAD, dtype=np.int64)
+    if n == 0:
+        return status
+    counter = np.zeros(1, dtype=np.int64)
+    args = (ctypes.byref(codecs), ctypes.byref(spec), jobs.ctypes.data, n,
+            counter.ctypes.data, status.ctypes.data)
+
+    def run(_: int) -> None:
+        files(*args)
+
+    pool.share(min(threads, n), run, threads)
+    return status
+
+
+def read_ranges(path: str, ranges: Sequence[tuple[int, int]], racy_ns: int, coarse_ns: int
+                ) -> tuple[list[memoryview], tuple[int, int, int, int, int]] | None:
+    """``(offset, length)`` ranges of the file at ``path`` read by the kernel in one call as
+    one version of it (settled, no write in progress, the same identity after the reads), as
+    views of one buffer (shorter only at the end of the file), with the file's identity
+    (``handles.identity``); None where the kernel is not built or left the file to the
+    Python path (``store.read_file_ranges``: missing, racy, changed, unreadable)."""
+    if _LOADED is None or _LOADED[4] is None:
+        return None
+    spans = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if len(spans) and int(spans.min()) < 0:
+        return None
+    buf = bytearray(int(spans[:, 1].sum()))
+    got = np.zeros(len(spans), dtype=np.int64)
+    ident = np.zeros(5, dtype=np.int64)
+    address = np.frombuffer(buf, dtype=np.uint8).ctypes.data if len(buf) else 0
+    if _LOADED[4](os.fsencode(path), spans.ctypes.data, len(spans), address, got.ctypes.data,
+                  racy_ns, coarse_ns, ident.ctypes.data) != OK:
+        return None
+    whole = memoryview(buf)
+    views: list[memoryview] = []
+    at = 0
+    for (_, n), have in zip(spans.tolist(), got.tolist(), strict=True):
+        views.append(whole[at:at + have])
+        at += n
+    dev, ino, size, mtime, ctime = ident.tolist()
+    # device and inode numbers are unsigned: as the 64-bit pattern the kernel gave
+    return views, (dev % (1 << 64), ino % (1 << 64), size, mtime, ctime)
 
 
 class Batch:
@@ -131,7 +225,7 @@ class Batch:
         """Decode and place every job; the status of each (``OK``: its box is in the
         output; anything else: the output is untouched there)."""
         assert _LOADED is not None
-        fn, codecs, _ = _LOADED
+        fn, codecs, _, _, _ = _LOADED
         n = len(self.rows)
         status = np.zeros(n, dtype=np.int64)
         if n == 0:
@@ -143,5 +237,6 @@ class Batch:
         return status
 
 
-__all__ = ["Batch", "FAILED", "GZIP", "GZIP_MEMBERS", "JOB_FIELDS", "MEMORY", "OK", "RAW",
-           "REFUSED", "ZLIB", "ZSTD", "usable"]
+__all__ = ["ABSENT", "Batch", "FAILED", "GZIP", "GZIP_MEMBERS", "JOB_FIELDS", "MEMORY",
+           "N5Spec", "N5_FIELDS", "N5_MAX_NDIM", "OK", "RAW", "REFUSED", "UNREAD", "ZLIB",
+           "ZSTD", "read_n5_files", "read_ranges", "reads_n5_files", "usable"]

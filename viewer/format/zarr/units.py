@@ -314,7 +314,7 @@ class ShardUnit(UnitBase):
         g_hi = np.maximum.reduceat(ends, g_first)
         ranges = [(int(a), int(b - a)) for a, b in zip(g_lo, g_hi, strict=True)]
         try:
-            blobs = self.volume.store.read_ranges_of(self.key, ranges, seen.version)
+            blobs = self.volume.store.read_ranges_packed(self.key, ranges, seen.version)
         except OSError as exc:
             for k in want.tolist():
                 i = int(idx[k])
