@@ -319,6 +319,7 @@ class QtMainWindow(QMainWindow):
         if self.source is not None:
             self.source.close()
             self.source = None
+        self.opening.close()
 
     # -- building ----------------------------------------------------------------------------
     def _placeholder_panel(self) -> QWidget:

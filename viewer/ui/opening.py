@@ -22,6 +22,7 @@ from viewer.core import extent
 from viewer.core.layered import SourceLayer, source_layers
 from viewer.core.state import Vec3
 from viewer.format import Dataset, Volume
+from viewer.format.executor import Executor
 from viewer.ui import remote as remote_ui
 
 #: How long opening waits for the file scan before it shows a provisional extent (a dataset of
@@ -90,6 +91,25 @@ class QtDatasetOpener(QObject):
         self.extent_listing: Callable[[Volume], Any] | None = None
         self._bridge = QtExtentBridge(self)
         self._bridge.extent_found.connect(self._on_extent_found)  # on the GUI thread
+        self._executor: Executor | None = None
+
+    @property
+    def executor(self) -> Executor:
+        """The background threads of every dataset this window opens (its loaders' workers,
+        parallel decodes, the remote stores and their requests), owned by the window: a
+        dataset opened again finds its stores' sizes and listings still known.  Made on first
+        use, closed by ``close``."""
+        if self._executor is None or self._executor.closed:
+            self._executor = Executor(name="window")
+        return self._executor
+
+    def close(self) -> None:
+        """Stop the extent scan and the window's background threads (after the datasets that
+        use them were closed)."""
+        self.stop()
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
 
     @property
     def scanning(self) -> bool:
@@ -100,7 +120,7 @@ class QtDatasetOpener(QObject):
              waiting: Callable[[float], bool] | None = None) -> Opening:
         """Open ``path``; raises (after closing what it opened) when nothing can be shown.
         ``waiting``: see ``viewer.ui.remote.open_dataset`` (a URL's progress and cancel)."""
-        opened = remote_ui.open_dataset(path, waiting)  # on a thread, the window answering
+        opened = remote_ui.open_dataset(path, waiting, self.executor)  # on a thread
         try:
             return self._open_layers(opened, pos)
         except BaseException:

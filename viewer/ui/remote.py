@@ -44,6 +44,7 @@ from viewer.format import (
     set_remote_cache_mb,
 )
 from viewer.format.dataset import Dataset
+from viewer.format.executor import Executor
 from viewer.ui import settings
 
 STATUS_INTERVAL_MS = 500
@@ -59,13 +60,15 @@ class OpeningCancelled(Exception):
     """The person stopped opening a URL (Esc) before it answered."""
 
 
-def open_dataset(path: str, waiting: Callable[[float], bool] | None = None) -> Dataset:
+def open_dataset(path: str, waiting: Callable[[float], bool] | None = None,
+                 executor: Executor | None = None) -> Dataset:
     """``registry.open_dataset``; for a URL on a thread, the window staying responsive.
     ``waiting(seconds)`` is called about every 20 ms while a URL is being opened (say so on
     screen); when it returns False, ``OpeningCancelled`` is raised at once and whatever the
     thread opens later is closed.  A local path opens on a thread too (detection reads a few
     files, and the first open imports the formats: a tenth of a second or more that the
-    window would not answer for), looked at every ``LOCAL_TICK_MS``."""
+    window would not answer for), looked at every ``LOCAL_TICK_MS``.  ``executor``: the
+    opener's, which the dataset runs its background work on (default: one of its own)."""
     remote = is_url(path)
     done = threading.Event()
     box: dict[str, Any] = {}
@@ -73,7 +76,7 @@ def open_dataset(path: str, waiting: Callable[[float], bool] | None = None) -> D
 
     def work() -> None:
         try:
-            opened = registry.open_dataset(path)
+            opened = registry.open_dataset(path, executor=executor)
             mags = [m for layer in opened.layers for m in layer.mags] if remote else []
             if mags:
                 with ThreadPoolExecutor(min(8, len(mags))) as pool:
