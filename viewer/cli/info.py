@@ -52,13 +52,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from viewer.cli import chunk_list, interrupt
 from viewer.cli.index_arg import add_index_argument, index_of
 from viewer.cli.listed import ListedCheck
+from viewer.cli.listed import batches as listed_batches
 from viewer.cli.streaming import JsonStream, SizeStats
 from viewer.cli.units import (
     SoundRun,
@@ -472,17 +473,6 @@ def batch_units(volume: Volume) -> int:
     return max(1, min(BATCH_UNITS, BATCH_CHUNKS // max(1, math.prod(volume.unit_shape))))
 
 
-def _batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
-    batch: list[Vec3] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def _checker(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespace,
              root: str) -> Callable[[list[Vec3]], list[UnitReport | SoundRun]]:
     """The check of a batch of units on a worker: ``check_batch``, sound runs rendered."""
@@ -536,7 +526,7 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
         per_batch, ahead = _in_flight(volume, threads)
 
         check = _checker(volume, facts, args, root)
-        batches = _batches(volume.units_to_check(), per_batch)
+        batches = listed_batches(volume.units_to_check(), per_batch)
         # Decoding, and the system calls of a batched check, release the GIL (the structure
         # check of small local units runs in forked processes instead: ``_listed_check``).
         for reports in ordered_map(check, batches, threads=threads, ahead=ahead):

@@ -64,7 +64,8 @@ def _tasks_of(parts: Sequence[Hashable], counts: Sequence[int], per_batch: int
         yield task
 
 
-def _batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
+def batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
+    """``items`` in lists of ``size`` (the last may be shorter), taken as they come."""
     batch: list[Vec3] = []
     for item in items:
         batch.append(item)
@@ -143,7 +144,7 @@ class ListedCheck:
         counts = self.counts
         tasks: Iterator[tuple[str, Any]]
         if counts is None or max(counts, default=0) > SLICED_BATCHES * self._per_batch:
-            tasks = (("batch", b) for b in _batches(self.volume.units_to_check(),
+            tasks = (("batch", b) for b in batches(self.volume.units_to_check(),
                                                     self._per_batch))
         else:
             tasks = (("check", t) for t in _tasks_of(self.parts, counts, self._per_batch))

@@ -10,6 +10,8 @@
  *
  * Failures are reported, never worded here: the status names the kind, the block (Morton
  * index) and its byte range, and the caller builds the same error its Python path builds.
+ * (Over 600 lines: the box read, the read by path and the one-block files share the checks and
+ * the copy; the seam to split along is the two path-based entry points.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
