@@ -40,6 +40,11 @@ KEEPS_CHANGING = textwrap.dedent("""
         fd = os.open(path, os.O_WRONLY)
         os.pwrite(fd, data, 0)
         os.close(fd)
+        # dated a little ahead (a file server's clock 90 ms fast, within the racy window): the
+        # file stays unsettled ~190 ms after each write, so a writer held up by a busy machine
+        # between its writes still never lets it settle
+        ahead = time.time_ns() + 90_000_000
+        os.utime(path, ns=(ahead, ahead))
         time.sleep(0.02)
 """)
 
