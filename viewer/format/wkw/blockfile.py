@@ -13,6 +13,10 @@ import numpy.typing as npt
 from viewer.format.errors import BlockDecodeError, FormatError
 from viewer.format.wkw.header import Header
 
+#: Stored bytes of blocks closer than this in a file are read by one ``pread`` (every reader
+#: of blocks: ``File``, ``boxread``, ``shareddecode``, ``nativebox``).
+MERGE_GAP = 4096
+
 
 class BlockFile(Protocol):
     """What reading and checking blocks needs of their file (``wkw.File`` is one): its

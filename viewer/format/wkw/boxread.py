@@ -43,7 +43,7 @@ from viewer.format import pool
 from viewer.format.errors import FormatError
 from viewer.format.handles import readinto_fd
 from viewer.format.wkw import buffers, lz4block, morton, nativebox, shareddecode
-from viewer.format.wkw.blockfile import BlockFile
+from viewer.format.wkw.blockfile import MERGE_GAP, BlockFile
 from viewer.format.wkw.header import Header
 
 Vec3 = tuple[int, int, int]
@@ -78,8 +78,6 @@ RAW_PREAD_PLANES = 4
 DECODE_THREADS = min(pool.cores(), pool.MAX_THREADS)
 #: Batches of at most this many blocks are copied out block by block, larger ones by one gather.
 PER_BLOCK_COPY = 48
-#: Stored bytes of blocks closer than this are read by one pread (as ``File._sources``).
-MERGE_GAP = 4096
 
 _PREADV: Any = getattr(os, "preadv", None)
 _LZ4_WHOLE = lz4block.whole_decoder()
@@ -136,8 +134,7 @@ def read_into(f: BlockFile, out: npt.NDArray[Any], offset: Sequence[int],
     if native and _kernel_takes(g, blocks, blo, bhi):
         rows = _byte_rows(out_t)
         if rows is not None:
-            nativebox.read(f, rows, lo, hi, shift, _native_threads(g, blocks, lo, hi, blo, bhi),
-                           MERGE_GAP)
+            nativebox.read(f, rows, lo, hi, shift, _native_threads(g, blocks, lo, hi, blo, bhi))
             return
     # Bytes decoded (compressed) or read (raw) per block: a read one block layer thick
     # (an XY plane) needs each block only up to (raw: from and up to) its z planes.

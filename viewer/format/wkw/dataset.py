@@ -399,10 +399,11 @@ def _sorted_dir(path: str, prefix: str, suffix: str = "") -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-__all__ = ["Dataset", "HEADER_FILE", "FormatError", "HeaderError"]
-
-
 def _closed_file(path: str, known: Remembered) -> File:
     """A closed ``File`` of the version ``known`` (``nativebox.read_path`` words a damaged
     block's error as the file's own methods do)."""
     return File(path, None, known[1], known[0][2], known[3], known[2])
+
+
+__all__ = ["Dataset", "HEADER_FILE", "FormatError", "HeaderError"]
+

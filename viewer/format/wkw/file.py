@@ -74,6 +74,7 @@ from viewer.format.handles import (
     wait_for_writers,
 )
 from viewer.format.wkw import boxread, buffers, filecheck, lz4block, nativebox
+from viewer.format.wkw.blockfile import MERGE_GAP
 from viewer.format.wkw.blockmemory import (
     FIRST_BYTES,
     decode_whole,
@@ -91,8 +92,6 @@ from viewer.format.wkw.header import (
     parse_header,
 )
 
-#: Neighbouring byte ranges closer than this are fetched with one read.
-MERGE_GAP = 4096
 #: Upper bound of one merged read.
 MAX_RUN_BYTES = 8 << 20
 #: ``posix_fadvise`` is available (read-ahead hints).
@@ -539,7 +538,7 @@ class File:
         # where one large buffer would be fresh pages (faulted in, unmapped) on every call.
         memory = [new_block(bb) for _ in range(len(good))]
         if len(good) and native and nativebox.usable(h.is_compressed):
-            status = nativebox.read_blocks(self, idx[good], [a for _, a in memory], MERGE_GAP)
+            status = nativebox.read_blocks(self, idx[good], [a for _, a in memory])
             for j, k in enumerate(good.tolist()):
                 problem = None if status is None else nativebox.block_error(self, status[j])
                 if problem is not None and not isinstance(problem, FormatError):

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from viewer.format import native, pool
 from viewer.format.handles import COARSE_WINDOW_NS, RACY_WINDOW_NS, Identity
 from viewer.format.wkw import lz4block, morton
-from viewer.format.wkw.blockfile import BlockFile
+from viewer.format.wkw.blockfile import MERGE_GAP, BlockFile
 from viewer.format.wkw.header import HEADER_SIZE, Header, Numbers
 
 #: What ``file.remembered`` gives of a file opened before: its identity, header, numbers and
@@ -56,8 +56,6 @@ _OK, _RANGE, _DECODE, _SHORT, _OS, _MEMORY, _RETRY = range(7)
 
 #: Blocks a thread takes at a time from a shared read (neighbours in the file: fewer preads).
 GROUP = 8
-#: Stored bytes of blocks closer than this are read by one pread (``boxread.MERGE_GAP``).
-MERGE_GAP = 4096
 
 
 def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any, Any, Any] | None:
@@ -101,7 +99,7 @@ def usable(compressed: bool) -> bool:
 
 
 def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Sequence[int],
-         shift: Sequence[int], threads: int, merge_gap: int) -> None:
+         shift: Sequence[int], threads: int) -> None:
     """Read the box ``[lo, hi)`` (file voxels, clipped to the file) of ``f`` into ``rows``
     (the output as ``(Z, Y, X * bytes per voxel)`` bytes, x rows contiguous), file voxel
     ``v`` landing at output voxel ``v + shift``; on ``threads`` threads (the calling one and
@@ -109,7 +107,7 @@ def read(f: BlockFile, rows: npt.NDArray[np.uint8], lo: Sequence[int], hi: Seque
     block.  Call only where ``usable``."""
     assert _FUNCTIONS is not None
     new, work, free = _FUNCTIONS[:3]
-    box = _box(f, merge_gap)
+    box = _box_of(f.header, f.file_size, f._ranges_i64)
     box.lo[:], box.hi[:], box.shift[:] = lo, hi, shift
     box.out, box.stride_y, box.stride_z = rows.ctypes.data, rows.strides[1], rows.strides[0]
     status = _Status()
@@ -214,7 +212,7 @@ def _ident(ident: Sequence[int]) -> _Ident:
     return out
 
 
-def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int], merge_gap: int
+def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int]
                 ) -> npt.NDArray[np.int64] | None:
     """Whole blocks ``indices`` (in range) decoded or read into the memory at ``dst[k]``
     (``block_bytes`` each), in one call.  None when all went well; else one row per block,
@@ -226,7 +224,7 @@ def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int], me
     idx = np.ascontiguousarray(indices, dtype=np.int64)
     addresses = np.asarray(dst, dtype=np.uint64)
     status = np.zeros((n, 8), dtype=np.int64)
-    box = _box(f, merge_gap)
+    box = _box_of(f.header, f.file_size, f._ranges_i64)
     with f._reading() as fd:
         box.fd = fd
         failed = listed(ctypes.byref(box), idx.ctypes.data, n, addresses.ctypes.data,
@@ -249,13 +247,6 @@ def block_error(f: BlockFile, row: npt.NDArray[np.int64]) -> Exception | None:
     if kind == _SHORT:
         return f._short(block, start, end)
     return OSError(error, os.strerror(error), f.path)
-
-
-def _box(f: BlockFile, merge_gap: int) -> _Box:
-    """The kernel's description of ``f`` (the box and the output left for the caller)."""
-    box = _box_of(f.header, f.file_size, f._ranges_i64)
-    box.merge_gap = merge_gap
-    return box
 
 
 def _box_of(h: Header, file_size: int, table: npt.NDArray[Any] | None) -> _Box:

@@ -72,6 +72,7 @@ class UnitHost(Protocol):
         """Whether a hint for ``key`` given at ``asked_at`` is of no use any more."""
         ...
 
+
 #: Seconds between two reads of a file found changed (its table and blocks read anew).
 CHANGED_PAUSE_S = 0.02
 

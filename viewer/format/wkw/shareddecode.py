@@ -21,13 +21,11 @@ from viewer.format import pool
 from viewer.format.errors import FormatError
 from viewer.format.handles import readinto_fd
 from viewer.format.wkw import buffers, lz4block
-from viewer.format.wkw.blockfile import BlockFile
+from viewer.format.wkw.blockfile import MERGE_GAP, BlockFile
 
 #: Blocks an item holds at least (the runs it reads, whole): small, so that when a thread is
 #: descheduled in the middle of its item the others wait for little.
 ITEM_BLOCKS = 8
-#: Stored bytes of blocks closer than this are read by one pread (as ``File._sources``).
-MERGE_GAP = 4096
 
 
 def read_and_decode(f: BlockFile, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
