@@ -114,7 +114,8 @@ class Executor:
         """The pool of threads that help a large read decode, and how many it has (one per
         core, two at least, up to ``MAX_HELPERS``)."""
         pool = self.pool("read", max(2, min(MAX_HELPERS, cores())))
-        return pool, pool._max_workers
+        with self._lock:
+            return pool, self._granted.get("read", 1)
 
     def thread(self, name: str, target: Callable[[], None]) -> threading.Thread:
         """Start a thread of its own for ``target`` (a worker loop that ends when its owner
@@ -201,8 +202,8 @@ class Executor:
         _live.discard(self)
 
     def _forget_after_fork(self) -> None:
-        """In a forked child its threads do not exist: forget them (new ones are made when
-        needed), keep what it shares only when it holds no thread either."""
+        """In a forked child its threads do not exist: forget them and what it shares (the
+        request loop runs on one), so new ones are made when needed."""
         self._lock = threading.Lock()
         self._pools = {}
         self._threads = []

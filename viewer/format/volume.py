@@ -121,7 +121,6 @@ class StorageUnit(ABC):
             if name in cls.__dict__:
                 type.__setattr__(cls, name, _unit_in_effect(cls.__dict__[name]))
 
-
     #: File path or URL of the unit.
     path: str
     #: Chunks the unit holds (``prod(volume.unit_shape)``).
@@ -622,7 +621,6 @@ PARALLEL_CHUNKS = 16
 JOB_CHUNKS = 64
 
 _in_pool = threading.local()
-
 
 
 def read_threads() -> int:

@@ -222,18 +222,24 @@ def read_files_into(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: 
     for i in np.flatnonzero((status != chunks.OK) & (status != chunks.ABSENT)).tolist():
         unit = units[i]
         stored = volume.read_chunk_bytes(unit)
-        if stored is None:
-            continue
-        if isinstance(stored, FormatError):
+        if stored is None or isinstance(stored, FormatError):
             results[i] = stored
             continue
-        try:
-            view = volume._decode_view(unit, stored, volume.unit_path(unit))
-        except FormatError as exc:
-            results[i] = exc
-            continue
-        volume._place(out, off, lo, hi, unit, view)
+        results[i] = _on_python_path(volume, out, off, lo, hi, unit, stored,
+                                     volume.unit_path(unit))
     return results
+
+
+def _on_python_path(volume: N5Volume, out: npt.NDArray[Any], off: IntArray, lo: IntArray,
+                    hi: IntArray, unit: Vec3, stored: bytes | memoryview, path: str
+                    ) -> FormatError | None:
+    """A chunk the kernel left, decoded and placed by the Python path; its error, or None."""
+    try:
+        view = volume._decode_view(unit, stored, path)
+    except FormatError as exc:
+        return exc
+    volume._place(out, off, lo, hi, unit, view)
+    return None
 
 
 def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArray,
@@ -253,9 +259,7 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArra
     again: list[tuple[int, bytes | memoryview, str]] = []
     for i, unit in enumerate(units):
         stored = volume.read_chunk_bytes(unit)
-        if stored is None:
-            continue
-        if isinstance(stored, FormatError):
+        if stored is None or isinstance(stored, FormatError):
             results[i] = stored
             continue
         grid = volume.grid_position(unit)
@@ -285,13 +289,7 @@ def _group(volume: N5Volume, out: npt.NDArray[Any], off_: IntArray, lo_: IntArra
     status = batch.run()
     again.extend(job for job, s in zip(jobs, status.tolist(), strict=True) if s != chunks.OK)
     for i, stored, path in again:
-        unit = units[i]
-        try:
-            view = volume._decode_view(unit, stored, path)
-        except FormatError as exc:
-            results[i] = exc
-            continue
-        volume._place(out, off_, lo_, hi_, unit, view)
+        results[i] = _on_python_path(volume, out, off_, lo_, hi_, units[i], stored, path)
     return results
 
 
