@@ -276,7 +276,8 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
     except KeyboardInterrupt:
         return interrupt.status()
     try:
-        return _write_report(dataset, path, args, out, err, mag, volume, info, facts, listed)
+        return _write_report(dataset, path, args, out, err, mag, volume, info, facts, root,
+                             listed)
     finally:
         if listed is not None:
             listed.close()
@@ -284,15 +285,15 @@ def _report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
 
 def _write_report(dataset: Dataset, path: str, args: argparse.Namespace, out: TextIO,
                   err: TextIO, mag: Mag, volume: Volume, info: VolumeInfo,
-                  facts: inspect.VolumeFacts, listed: ListedCheck | None) -> int:
-    """``_report`` once the volume is chosen (and, with ``listed``, its workers started)."""
+                  facts: inspect.VolumeFacts, root: str, listed: ListedCheck | None) -> int:
+    """``_report`` once the volume is chosen (and, with ``listed``, its workers started);
+    ``root``: what text paths are relative to."""
     header, compression = _scalars(dict(info.header)), info.compression
     names = {each.name for each in dataset.layers}
     layer = dataset.layer(mag.layer) if mag.layer in names else None
     several = (dataset.format != volume.format or len(dataset.layers) > 1
                or any(len(each.mags) > 1 for each in dataset.layers))
     is_file = dataset.kind == "file"
-    root = "" if is_file or is_url(volume.path) else volume.path
     progress = _Progress(err)
     problems: list[dict[str, Any]] = [problem_fields(p) for p in dataset.problems]
     problems.extend(problem_fields(p) for p in volume.problems())

@@ -123,20 +123,23 @@ class ForkedWorkers:
 
     def close(self) -> None:
         """Let the workers finish and wait for them."""
-        global _forked
-        if not self._ended:
-            self._ended = True
-            _forked = None
-            self._pool.close()
-            self._pool.join()
+        self._end(at_once=False)
 
     def terminate(self) -> None:
         """End the workers now."""
+        self._end(at_once=True)
+
+    def _end(self, at_once: bool) -> None:
         global _forked
-        if not self._ended:
-            self._ended = True
-            _forked = None
+        if self._ended:
+            return
+        self._ended = True
+        _forked = None
+        if at_once:
             self._pool.terminate()
+        else:
+            self._pool.close()
+            self._pool.join()
 
 
 def ordered_map_forked(fn: Callable[[T], R], items: Iterable[T], processes: int,
