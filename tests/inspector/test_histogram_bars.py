@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QPoint, Qt
 
+from viewer.core.advise import human_bytes
 from viewer.ui.inspector.histogram_bars import QtHistogramBars
 
 
 def test_a_click_names_the_bin_under_it(qtbot) -> None:
-    bars = QtHistogramBars("size", "count", "B")
+    bars = QtHistogramBars("size", "count", human_bytes)
     qtbot.addWidget(bars)
     bars.resize(448, 200)
     bars.set_bars(np.linspace(0.0, 400.0, 5), np.asarray([3, 0, 7, 1], np.int64))

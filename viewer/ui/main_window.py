@@ -57,6 +57,7 @@ from viewer.core import state as st
 from viewer.core.layered import LayeredSource, SourceLayer, source_layers
 from viewer.core.slicing import Box3, Plane
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ, Vec3, ViewerState
+from viewer.core.workers import DEFAULT_THREADS
 from viewer.format import Dataset, FileChangedError, FormatError, Volume
 from viewer.render.plane import Rendered
 from viewer.ui import collector, gil
@@ -277,7 +278,7 @@ class QtMainWindow(QMainWindow):
 
     # -- the optional parts ------------------------------------------------------------------
     def add_background_loading(self, budget_bytes: int | None = None,
-                               workers: int = 4) -> QtBackgroundLoading:
+                               workers: int = DEFAULT_THREADS) -> QtBackgroundLoading:
         """Read every dataset opened from now on in the background: a ``Loader`` per layer and
         mag on one block cache of ``budget_bytes`` (``viewer.ui.loading``), all on ``workers``
         threads of the dataset's executor, whose status shows in the status bar.  Without it

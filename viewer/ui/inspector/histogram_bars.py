@@ -5,6 +5,8 @@ this costs a paint of a few dozen rectangles.  GUI thread only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 from PySide6.QtCore import QRectF, Qt, Signal
@@ -16,14 +18,6 @@ BAR_COLOR = QColor(90, 140, 220)
 MARGINS = (48, 8, 12, 34)
 
 
-def _si(value: float, unit: str) -> str:
-    """``value`` with an SI prefix (``12.3 kB``)."""
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
 class QtHistogramBars(QWidget):
     """Bars of ``counts`` over ``edges`` (``set_bars``); a click on the bars' area says which
     bin it fell in (``bin_clicked``; -1 left of the first edge, ``len(counts)`` past the
@@ -32,10 +26,12 @@ class QtHistogramBars(QWidget):
     #: The person clicked at the x of this bin.
     bin_clicked = Signal(int)
 
-    def __init__(self, x_label: str = "", y_label: str = "", unit: str = "",
+    def __init__(self, x_label: str = "", y_label: str = "",
+                 value_text: Callable[[float], str] = "{:.3g}".format,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.x_label, self.y_label, self.unit = x_label, y_label, unit
+        #: The axes' titles, and how a value of the edges is written below the bars.
+        self.x_label, self.y_label, self.value_text = x_label, y_label, value_text
         self.edges: npt.NDArray[np.float64] = np.zeros(0)
         self.counts: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self.setMinimumHeight(160)
@@ -97,7 +93,7 @@ class QtHistogramBars(QWidget):
                                     (1.0, Qt.AlignmentFlag.AlignRight)):
                     x = area.left() + frac * area.width() - 120 * frac
                     painter.drawText(QRectF(x, area.bottom() + 2, 120, h), align,
-                                     _si(edges[0] + frac * span, self.unit))
+                                     self.value_text(edges[0] + frac * span))
                 painter.drawText(QRectF(area.left(), area.bottom() + 2 + h, area.width(), h),
                                  Qt.AlignmentFlag.AlignHCenter, self.x_label)
             if top > 0 and len(edges) >= 2:

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QSplitter, QVBoxLayout, QWidget
 
 from viewer.core import inspect
+from viewer.core.advise import human_bytes
 from viewer.ui.inspector.histogram_bars import QtHistogramBars
 from viewer.ui.inspector.host import InspectorHost
 from viewer.ui.inspector.state import InspectorState
@@ -36,7 +37,7 @@ class QtSizesTab(QSplitter):
         self.hist_scope.addItems(["current unit", "whole volume"])
         self.hist_scope.currentIndexChanged.connect(lambda _i: self.refresh())
         v.addWidget(self.hist_scope)
-        self.hist_plot = QtHistogramBars("stored chunk size", "chunks", "B")
+        self.hist_plot = QtHistogramBars("stored chunk size", "chunks", human_bytes)
         self.hist_plot.bin_clicked.connect(self.list_histogram_bin)
         v.addWidget(self.hist_plot, 1)
         self.hist_list = QtTargetList(host)

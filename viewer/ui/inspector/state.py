@@ -59,7 +59,6 @@ class InspectorState:
         self.unit_positions.update(positions)
         if positions:
             self._position_batches.append(tuple(positions))
-        if positions:
             arr = np.asarray(positions, dtype=np.int64)
             lo, hi = arr.min(axis=0), arr.max(axis=0)
             if self.unit_box is not None:
