@@ -150,10 +150,7 @@ def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None,
     is first used, use it.  Its background work runs on ``executor`` (its owner's, who closes
     it; default: the one in effect, ``viewer.format.executor.current``, else one made for the
     dataset and closed by ``Dataset.close``)."""
-    if executor is None:
-        executor = current_executor()  # an opening inside another's: the outer one's
-    owned = executor is None
-    service = executor if executor is not None else Executor()
+    service, owned = _executor_for(executor)
     try:
         with using(config), using_executor(service):
             dataset = _open_dataset(path)
@@ -164,6 +161,14 @@ def open_dataset(path: str | os.PathLike[str], config: ReadConfig | None = None,
     if owned:
         dataset.own_executor(service)
     return dataset
+
+
+def _executor_for(given: Executor | None) -> tuple[Executor, bool]:
+    """The executor an opening runs on, and whether it was made for it (the opened object
+    then owns it): the one given, else the one in effect (an opening inside another's), else
+    a new one."""
+    found = given if given is not None else current_executor()
+    return (found, False) if found is not None else (Executor(), True)
 
 
 def _open_dataset(path: str | os.PathLike[str]) -> Dataset:
@@ -188,10 +193,7 @@ def open_volume(path: str | os.PathLike[str], layer: str | None = None,
     ``IndexError`` for an index past its axis.  Its background work runs on ``executor``
     (its owner's; default: the one in effect, else one made for the volume and closed by its
     ``close``)."""
-    if executor is None:
-        executor = current_executor()  # an opening inside another's: the outer one's
-    owned = executor is None
-    service = executor if executor is not None else Executor()
+    service, owned = _executor_for(executor)
     dataset = open_dataset(path, config, service)
     try:
         chosen = select_mag(dataset, layer, mag)
