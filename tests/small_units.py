@@ -9,11 +9,14 @@ local volumes are read as small units (``Volume.read_units``):
 - ``check_a_file_that_keeps_changing``, ``check_damaged_chunk``: both ways of reading a chunk
   (``read_units``, a kept unit's ``read_chunks``) give the same typed error;
 - ``check_loader_looks``: through the loader, every chunk's voxels, an absent chunk's look and a
-  damaged chunk's look.
+  damaged chunk's look;
+- ``info_output``: ``wkw-viewer info`` run in this process, its exit status and what it printed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 
@@ -129,3 +132,13 @@ def check_loader_looks(root: Path, z: int, size: tuple[int, int], truth: np.ndar
         assert loader._io.state((0, 0, 1)) is UNKNOWN  # read, not kept open
     finally:
         loader.close()
+
+
+def info_output(*args: str) -> tuple[int, str]:
+    """``wkw-viewer info ARGS`` run in this process: its exit status and its standard output."""
+    from viewer.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["info", *args])
+    return code, out.getvalue()

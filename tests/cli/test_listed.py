@@ -5,18 +5,17 @@ datasets written by the reference ``wkw``, with parts cut into slices of a batch
 
 from __future__ import annotations
 
-import io
 import json
 import multiprocessing
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import wkw as reference
+from small_units import info_output
 
-from viewer.cli import info, listed, main
+from viewer.cli import info, listed
 from viewer.core.parallel import ForkedWorkers, can_fork
 from viewer.format import Volume, handles, open_volume
 from viewer.format.wkw.volume import WkwVolume
@@ -87,16 +86,6 @@ def test_tasks_cover_every_unit_once_in_order(per_batch: int, counts: list[int],
     assert list(listed._tasks_of(parts, counts, per_batch)) == expected
 
 
-def _info(*args: str) -> tuple[int, str]:
-    out, saved = io.StringIO(), sys.stdout
-    sys.stdout = out
-    try:
-        code = main(["info", *args])
-    finally:
-        sys.stdout = saved
-    return code, out.getvalue()
-
-
 @needs_fork
 @pytest.mark.parametrize("as_json", [True, False])
 @pytest.mark.parametrize(("batch", "sliced"), [(1024, 8), (2, 8), (2, 1)])
@@ -104,7 +93,7 @@ def test_forked_listing_prints_what_one_process_prints(
         sparse: str, monkeypatch: pytest.MonkeyPatch, as_json: bool, batch: int,
         sliced: int) -> None:
     flags = ("--json",) if as_json else ()
-    alone = _info(sparse, "--quick", "--threads", "1", *flags)
+    alone = info_output(sparse, "--quick", "--threads", "1", *flags)
     monkeypatch.setattr(info, "BATCH_UNITS", batch)  # with 2: parts cut into slices
     # With 1: a part of 7 files is too big for slices, the parent lists and hands out batches.
     monkeypatch.setattr(listed, "SLICED_BATCHES", sliced)
@@ -121,7 +110,7 @@ def test_forked_listing_prints_what_one_process_prints(
         original(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(listed.ListedCheck, "__init__", spy)
-    forked = _info(sparse, "--quick", "--threads", "2", *flags)
+    forked = info_output(sparse, "--quick", "--threads", "2", *flags)
     assert used and forked == alone and alone[0] == 1
     if as_json:
         doc = json.loads(alone[1])
@@ -159,7 +148,7 @@ def test_a_volume_of_one_part_is_listed_by_the_parent(tmp_path: Path) -> None:
     finally:
         volume.close()
     time.sleep(handles.RACY_WINDOW_NS / 1e9 + 0.05)
-    alone = _info(str(root), "--quick", "--json", "--threads", "1")
-    forked = _info(str(root), "--quick", "--json", "--threads", "2")
+    alone = info_output(str(root), "--quick", "--json", "--threads", "1")
+    forked = info_output(str(root), "--quick", "--json", "--threads", "2")
     assert forked == alone and len(json.loads(alone[1])["files"]) == 12
     assert not multiprocessing.active_children()

@@ -6,7 +6,6 @@ is ever taken as sound, and ``info``'s whole output is the same with the batch t
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import time
@@ -17,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 import wkw as reference
+from small_units import info_output
 
-from viewer.cli import main
 from viewer.cli.units import SoundRun, UnitReport, check_batch, check_unit
 from viewer.core import inspect
 from viewer.format import Volume, fileheads, handles, open_volume
@@ -169,24 +168,14 @@ def test_batch_reports_equal_the_one_by_one_check(name: str, request: pytest.Fix
     assert sound == {f["path"] for f in fields} - damaged
 
 
-def _info(*args: str) -> tuple[int, str]:
-    out, saved = io.StringIO(), sys.stdout
-    sys.stdout = out
-    try:
-        code = main(["info", *args])
-    finally:
-        sys.stdout = saved
-    return code, out.getvalue()
-
-
 @pytest.mark.parametrize("flags", [("--json", "--chunks"), (), ("--json", "--threads", "2")])
 def test_info_quick_prints_what_the_one_by_one_check_prints(
         one_block: tuple[str, set[str]], monkeypatch: pytest.MonkeyPatch,
         flags: tuple[str, ...]) -> None:
     root, _ = one_block
-    batched = _info(root, "--quick", *flags)
+    batched = info_output(root, "--quick", *flags)
     monkeypatch.setattr(WkwVolume, "sound_units", Volume.sound_units)
-    assert _info(root, "--quick", *flags) == batched
+    assert info_output(root, "--quick", *flags) == batched
     assert batched[0] == 1
 
 
