@@ -36,6 +36,11 @@ class Dropped(Exception):
     it finished: nobody waited for it, nothing of it was kept."""
 
 
+class Closed(Exception):
+    """The pool was closed (its executor closed) before the request finished, or when it was
+    asked for: a closed pool sends nothing more."""
+
+
 class JobOwner(Protocol):
     """What the pool asks of a job's store."""
 
@@ -85,22 +90,12 @@ class Pool:
         self._seq = itertools.count()
         self._lock = threading.Lock()
         self._running = 0
-        self._closed = True
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread()
-        with self._lock:
-            self._start_locked()
-
-    def _start_locked(self) -> None:
-        """A new event loop on a new thread (at first, and after ``close``)."""
-        if not self._loop.is_closed() and not self._closed:
-            return
-        if self._loop.is_closed() or self._thread.is_alive():  # (an old loop still ending)
-            self._loop = asyncio.new_event_loop()
+        #: Jobs sent and not settled yet (on the loop; read by ``close`` once it has ended).
+        self._on_wire: set[Job] = set()
         self._closed = False
-        loop = self._loop
-        self._thread = threading.Thread(target=self._serve, args=(loop,), name="wkw-remote-io",
-                                        daemon=True)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, args=(self._loop,),
+                                        name="wkw-remote-io", daemon=True)
         self._thread.start()
 
     @staticmethod
@@ -108,16 +103,11 @@ class Pool:
         asyncio.set_event_loop(loop)
         loop.run_forever()
 
-    def _live_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._closed:
-                self._start_locked()
-            return self._loop
-
     def close(self, timeout: float = 5.0) -> None:
-        """Stop: requests on the wire are cancelled, queued ones dropped (their waiters see
-        ``Dropped``), the loop and its thread end (waited for up to ``timeout`` seconds).
-        The next ``submit`` starts a new loop.  Any thread but the loop's."""
+        """Stop for good: requests on the wire are cancelled, queued ones dropped (a waiter
+        sees ``Closed``), the loop and its thread end (waited for up to ``timeout`` seconds).
+        A later ``submit`` is settled at once with ``Closed``: a pool that started again
+        would run a thread its closed owner no longer ends.  Any thread but the loop's."""
         with self._lock:
             if self._closed:
                 return
@@ -126,26 +116,39 @@ class Pool:
             queued = [entry[-1] for entry in self._heap]
             self._heap.clear()
 
-        def stop() -> None:
-            for task in asyncio.all_tasks(loop):
+        async def end() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
                 task.cancel()  # ``_go`` settles each job's future as its task ends
-            loop.call_soon(loop.stop)
+            if tasks:
+                await asyncio.wait(tasks, timeout=timeout / 2)
+            loop.stop()
 
-        loop.call_soon_threadsafe(stop)
+        loop.call_soon_threadsafe(loop.create_task, end())
         thread.join(timeout)
-        if not thread.is_alive():
+        ended = not thread.is_alive()
+        if ended:
             loop.close()
             self._running = 0
-        for job in queued:  # the loop no longer runs: settled here
+        # What the loop did not settle (a request whose cancellation did not end in time;
+        # jobs still queued) is settled here, once the loop no longer runs.
+        for job in (list(self._on_wire) if ended else []) + queued:
+            job.store._forget(job)
             if not job.future.done():
-                job.future.set_exception(Dropped())
+                job.future.set_exception(Closed())
 
     def submit(self, job: Job, priority: int) -> None:
         seq = next(self._seq)
         with self._lock:
-            place = 0 if priority == READ else -self._place
-            heapq.heappush(self._heap, (priority, place, seq, job))
-        self._live_loop().call_soon_threadsafe(self._pump)
+            closed = self._closed
+            if not closed:
+                place = 0 if priority == READ else -self._place
+                heapq.heappush(self._heap, (priority, place, seq, job))
+                self._loop.call_soon_threadsafe(self._pump)
+        if closed:
+            job.store._forget(job)
+            if not job.future.done():
+                job.future.set_exception(Closed())
 
     def new_place(self) -> None:
         """The cursor moved on: read-ahead asked for from now on goes before older."""
@@ -187,6 +190,7 @@ class Pool:
             if verdict != "start":
                 continue  # queued twice (raised to READ priority), or dropped: settled there
             self._running += 1
+            self._on_wire.add(job)
             timeline.mark("sent", job.key, job.start, job.end, note=f"{self._running} running",
                           job=job)
             job.task = self._loop.create_task(self._go(job))
@@ -198,7 +202,7 @@ class Pool:
             timeline.mark("cancelled", job.key, job.start, job.end, job=job)
             job.store._forget(job)
             if not job.future.done():
-                job.future.set_exception(Dropped())
+                job.future.set_exception(Closed() if self._closed else Dropped())
             return b""
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
             timeline.mark("failed", job.key, job.start, job.end, note=type(exc).__name__, job=job)
@@ -208,6 +212,7 @@ class Pool:
             return b""
         finally:
             self._running -= 1
+            self._on_wire.discard(job)
             self._loop.call_soon(self._pump)
         timeline.mark("done", job.key, job.start, job.end, len(data), job=job)
         job.store._forget(job)
@@ -216,4 +221,4 @@ class Pool:
         return data
 
 
-__all__ = ["Pool", "Job", "JobOwner", "Dropped", "READ", "PREFETCH", "STALE_PREFETCH_S"]
+__all__ = ["Pool", "Job", "JobOwner", "Dropped", "Closed", "READ", "PREFETCH", "STALE_PREFETCH_S"]

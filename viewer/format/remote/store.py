@@ -63,7 +63,7 @@ from viewer.format.remote.errors import (
     RemoteIOError,
     describe,
 )
-from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Dropped, Job, Pool
+from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Closed, Dropped, Job, Pool
 from viewer.format.store import ObjectStat, Store, version_changed
 
 SCHEMES = ("http", "https", "s3", "gs", "gcs")
@@ -276,6 +276,10 @@ class RemoteStore(Store):
         self._sizes: dict[str, int] = {}
         #: key -> the object's version (``version_tag``) as the last answer gave it
         self._versions: dict[str, str] = {}
+        #: Keys whose last answer came from a file modified within the racy window: a request
+        #: of one that then fails (a body cut short as the file shrank) is asked again as a
+        #: racy answer would be, and named ``FileChangingError`` if the file never settles.
+        self._racy_keys: set[str] = set()
         with COUNTERS.lock:
             COUNTERS.stores += 1
 
@@ -371,6 +375,10 @@ class RemoteStore(Store):
         if self.scheme in RACY_SCHEMES:
             data.racy_ns = racy_answer_ns(meta.get("last_modified"))
         with self._lock:
+            if data.racy_ns:
+                self._racy_keys.add(key)
+            else:
+                self._racy_keys.discard(key)
             if isinstance(size, int):
                 self._sizes[key] = size
             if etag is not None:
@@ -399,8 +407,12 @@ class RemoteStore(Store):
         if not isinstance(exc, Exception):
             return exc, None  # KeyboardInterrupt and the like: as they are
         message, status = describe(exc)
-        if status == 416:  # the range starts past the end: an empty read, as pread
-            return None, None
+        if status == 416:  # the range starts past the end: an empty read, as pread ...
+            known = self.known_size(key)
+            if known is None or start >= known:
+                return None, None
+            # ... unless an earlier answer said the object reaches past it: it shrank since.
+            return version_changed(url), None
         if end is None:  # a whole object (a chunk file): no range to name
             return RemoteIOError(f"{message} (reading the whole object from byte {start})",
                                  url, status), message
@@ -603,7 +615,11 @@ class RemoteStore(Store):
         if missing:
             return [FileNotFoundError(2, "no such object (HTTP 404)", url)
                     for _ in ranges], tags, racy
-        size = self.known_size(key)
+        # Ranges are clipped at the object's end only when that size is of the version asked
+        # for: the last answer may be of another one (a replaced object), and clipping by its
+        # size would hand the reader fewer bytes of the right version.
+        size = self.known_size(key) if version is None or self._known_version(key) == version \
+            else None
         todo: list[tuple[int, int, int]] = []
         for i, (off, n) in enumerate(ranges):
             end = off + max(int(n), 0)
@@ -629,8 +645,14 @@ class RemoteStore(Store):
                 except Dropped:  # defensive: a job waited for is never dropped; ask again
                     job = self._schedule(key, [(off, end)], READ)[0]
                     continue
+                except Closed:
+                    out[i] = RemoteIOError("not read: its executor was closed", url,
+                                           byte_range=(off, end))
+                    break
                 except RemoteError as exc:
                     out[i] = exc.for_range(off, end)  # this range, not the merged request's
+                    if self._was_racy(key):
+                        racy[i] = COARSE_WINDOW_NS // 4
                     break
                 except (OSError, FormatError) as exc:
                     out[i] = exc
@@ -649,6 +671,14 @@ class RemoteStore(Store):
                                        byte_range=(off, end))
         timeline.mark("waited", key, todo[0][1], todo[-1][2])
         return out, tags, racy
+
+    def _known_version(self, key: str) -> str | None:
+        with self._lock:
+            return self._versions.get(key)
+
+    def _was_racy(self, key: str) -> bool:
+        with self._lock:
+            return key in self._racy_keys
 
     def _cache_get(self, url: str, start: int, end: int, version: str | None
                    ) -> tuple[bytes, str | None] | None:
@@ -706,8 +736,14 @@ class RemoteStore(Store):
                 raise FileNotFoundError(2, "no such object (HTTP 404)", self.location(key))
         deadline = 0
         while True:
-            data = self._request(key, offset, None)
-            wait = data.racy_ns if isinstance(data, _Answer) else 0
+            try:
+                data = self._request(key, offset, None)
+            except RemoteError:
+                if not self._was_racy(key):
+                    raise
+                data, wait = b"", COARSE_WINDOW_NS // 4  # see ``_racy_keys``
+            else:
+                wait = data.racy_ns if isinstance(data, _Answer) else 0
             if not wait:
                 return data
             deadline = deadline or settle_deadline()
