@@ -1,10 +1,11 @@
 """The remote store when the object under a read changes (another program rewrites or replaces
 the file on the server), and when its executor is closed: the bytes asked for are of the
 version asked for, or the read names the change; a closed store's requests end with a named
-error and start no thread."""
+error and start no thread; a store dropped unclosed ends its thread."""
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -74,3 +75,17 @@ def test_a_closed_executors_store_names_the_stop_and_starts_no_thread(
     with pytest.raises(RemoteIOError, match="executor was closed"):
         store.read_ranges(KEY, [(100, 8)])
     assert not store._pool._thread.is_alive()  # noqa: SLF001 - no request loop again
+
+
+def test_a_store_dropped_unclosed_ends_its_request_thread(
+        served: tuple[Path, RangeServer]) -> None:
+    """A library user's store that was never closed: its own executor and request loop go
+    when it is collected, and so does the loop's thread."""
+    _, srv = served
+    store = RemoteStore(srv.url)  # no executor in effect: it makes its own
+    assert store.read_ranges(KEY, [(0, 8)]) == [LONG[:8]]
+    thread = store._pool._thread  # noqa: SLF001
+    del store
+    gc.collect()
+    thread.join(10.0)
+    assert not thread.is_alive()

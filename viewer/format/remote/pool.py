@@ -1,5 +1,5 @@
 """The request pool of the remote stores: requests on one asyncio event loop (its own thread),
-at most ``limit`` on the wire, over every ``RemoteStore`` of the process.
+at most ``limit`` on the wire, for the remote stores of one executor.
 
 Reads someone waits for (``READ``) go before read-ahead (``PREFETCH``), in the order asked;
 read-ahead of the newest place first (``new_place``: the cursor moved on, older hints are for
@@ -16,10 +16,12 @@ request is (``_request_async``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import threading
 import time
+import weakref
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -97,11 +99,16 @@ class Pool:
         self._thread = threading.Thread(target=self._serve, args=(self._loop,),
                                         name="wkw-remote-io", daemon=True)
         self._thread.start()
+        # A pool whose owner was dropped unclosed (a store a library user never closed) ends
+        # its loop when it is collected: its thread refers to the loop, never to the pool.
+        weakref.finalize(self, _stop_soon, self._loop)
+        _open.add(self)
 
     @staticmethod
     def _serve(loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
         loop.run_forever()
+        loop.close()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop for good: requests on the wire are cancelled, queued ones dropped (a waiter
@@ -128,8 +135,8 @@ class Pool:
         thread.join(timeout)
         ended = not thread.is_alive()
         if ended:
-            loop.close()
             self._running = 0
+        _open.discard(self)
         # What the loop did not settle (a request whose cancellation did not end in time;
         # jobs still queued) is settled here, once the loop no longer runs.
         for job in (list(self._on_wire) if ended else []) + queued:
@@ -221,4 +228,22 @@ class Pool:
         return data
 
 
-__all__ = ["Pool", "Job", "JobOwner", "Dropped", "Closed", "READ", "PREFETCH", "STALE_PREFETCH_S"]
+#: Pools not closed yet, so that ``close_all`` also reaches those whose owner is gone.
+_open: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+
+def _stop_soon(loop: asyncio.AbstractEventLoop) -> None:
+    if not loop.is_closed():
+        with contextlib.suppress(RuntimeError):  # closed meanwhile
+            loop.call_soon_threadsafe(loop.stop)
+
+
+def close_all() -> None:
+    """Close every pool still open (``lifecycle.shutdown``), including one whose owner was
+    dropped unclosed but not collected yet."""
+    for pool in list(_open):
+        pool.close()
+
+
+__all__ = ["close_all", "Pool", "Job", "JobOwner", "Dropped", "Closed", "READ", "PREFETCH",
+           "STALE_PREFETCH_S"]

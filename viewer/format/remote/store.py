@@ -63,7 +63,16 @@ from viewer.format.remote.errors import (
     RemoteIOError,
     describe,
 )
-from viewer.format.remote.pool import PREFETCH, READ, STALE_PREFETCH_S, Closed, Dropped, Job, Pool
+from viewer.format.remote.pool import (
+    PREFETCH,
+    READ,
+    STALE_PREFETCH_S,
+    Closed,
+    Dropped,
+    Job,
+    Pool,
+)
+from viewer.format.remote.pool import close_all as pool_close_all
 from viewer.format.store import ObjectStat, Store, version_changed
 
 SCHEMES = ("http", "https", "s3", "gs", "gcs")
@@ -183,6 +192,9 @@ def _stop_cache_writer() -> None:
 
 
 lifecycle.at_shutdown("remote.cache", lifecycle.WRITES, _stop_cache_writer)
+# After the executors (which close their own pools in order): a pool whose executor was
+# dropped unclosed.
+lifecycle.at_shutdown("remote.pools", lifecycle.REQUESTS + 6, pool_close_all)
 
 
 class _Stores(dict[tuple[str, _config.ReadConfig], "RemoteStore"]):
