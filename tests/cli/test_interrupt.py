@@ -163,3 +163,36 @@ def test_sigterm_ends_info_cleanly(many: tuple[Path, Path]) -> None:
 def test_window_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
     code, _, err = _interrupt((str(many[0]),), moment)
     _check_interrupted(code, err, "wkw-viewer")
+
+
+FINALIZER = """
+import os, signal, sys, time, weakref
+from viewer.cli import interrupt
+interrupt.install("t")
+class A:
+    pass
+def spin():
+    os.kill(os.getpid(), signal.SIGINT)
+    end = time.monotonic() + 0.2
+    while time.monotonic() < end:  # the handler runs here, inside the finaliser
+        pass
+a = A()
+weakref.finalize(a, spin)
+try:
+    del a
+    time.sleep(0.5)
+    print("not interrupted")
+except KeyboardInterrupt:
+    sys.exit(interrupt.status())
+"""
+
+
+def test_a_signal_inside_a_finaliser_is_not_lost() -> None:
+    """Python ignores an exception raised in a finaliser (prints it and goes on): a signal
+    that lands in one still ends the command in order, with no traceback."""
+    done = subprocess.run([sys.executable, "-c", FINALIZER], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert "not interrupted" not in done.stdout
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, \
+        done.stderr
+    assert done.returncode == 130 and done.stderr.strip() == "t: interrupted", done.stderr

@@ -44,6 +44,8 @@ class _State:
         self.lock = threading.Lock()
         self.on_signal: Callable[[], None] | None = None
         self.installed = False
+        #: The first signal came where raising would be lost; it is being delivered again.
+        self.deferred = False
 
 
 _state = _State()
@@ -112,14 +114,42 @@ def _isatty(fd: int) -> bool:
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    if _state.signum is not None:
+    if _state.signum is not None and not _state.deferred:
         return  # the first signal's way out is under way
     _state.signum = signum
     callback = _state.on_signal
     if callback is not None:
         callback()
         return
+    if _swallowed_in(frame):
+        # Raised here it would be printed as "Exception ignored" and lost: the signal is
+        # delivered again a moment later, in the code that follows.
+        _state.deferred = True
+        threading.Thread(target=_deliver_again, args=(signum,), name="interrupt-again",
+                         daemon=True).start()
+        return
+    _state.deferred = False
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _swallowed_in(frame: FrameType | None) -> bool:
+    """The main thread was interrupted where Python ignores an exception (prints it and goes
+    on): inside a finaliser, a weak reference's callback or the import system's lock
+    clean-up, at any depth."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or (
+                code.co_name == "cb" and code.co_filename.startswith("<frozen importlib")) \
+                or os.path.basename(code.co_filename) in ("weakref.py", "_weakrefset.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(signum: int) -> None:
+    time.sleep(0.02)
+    with contextlib.suppress(OSError, ValueError):
+        signal.pthread_kill(threading.main_thread().ident or 0, signum)
 
 
 def _watch(read_fd: int) -> None:
