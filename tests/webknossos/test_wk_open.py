@@ -360,6 +360,35 @@ def test_dataset_without_properties_file_infers_layers_and_says_so(tmp_path: Pat
     assert ds.layers[1].category == "segmentation"
 
 
+def test_layer_and_mag_folders_found_through_links_not_files(tmp_path: Path) -> None:
+    """The registry's look at a folder without a properties file: a layer folder and a mag
+    folder reached through symbolic links are found; a file named like a mag, or named like
+    a layer, is not a folder."""
+    from viewer.format import registry
+
+    data = wk4.model(np.uint8, (16, 16, 16), 3)
+    store = tmp_path / "elsewhere"
+    wk4.write_mag(store / "mag1", data, (0, 0, 0), reference=True)
+    layer = store / "layer"
+    layer.mkdir()
+    (layer / "1").symlink_to(store / "mag1", target_is_directory=True)
+    (layer / "2").write_bytes(b"a file named like a mag")
+    root = tmp_path / "dataset"
+    root.mkdir()
+    (root / "a-file").write_bytes(b"not a layer")
+    (root / "color").symlink_to(layer, target_is_directory=True)
+    assert registry.detect(layer).name == "webknossos"
+    assert registry.detect(root).name == "webknossos"
+    ds = WkDataset(root)
+    assert [lay.name for lay in ds.layers] == ["color"]
+    assert ds.layers[0].mag_vectors == [(1, 1, 1)]
+    np.testing.assert_array_equal(ds.layers[0].read(1, (0, 0, 0), (16, 16, 16))[0], data)
+    (layer / "1").unlink()
+    (layer / "1").write_bytes(b"now a file")
+    with pytest.raises(FormatError):
+        registry.detect(root)
+
+
 def test_not_a_dataset_at_all(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetLayoutError):

@@ -8,7 +8,7 @@ import os
 
 from viewer.format.dataset import Dataset
 from viewer.format.registry import FormatEntry, register
-from viewer.format.webknossos.dataset import WkDataset, _mag_subfolders
+from viewer.format.webknossos.dataset import WkDataset, _is_dir, _mag_subfolders
 from viewer.format.webknossos.properties import PROPERTIES_FILE
 
 
@@ -19,13 +19,14 @@ def detect(path: str) -> bool:
         return False
     if os.path.isfile(os.path.join(path, PROPERTIES_FILE)) or _mag_subfolders(path):
         return True
-    # A dataset folder without its properties file: layer folders inside.
+    # A dataset folder without its properties file: layer folders inside (among its first
+    # entries by name; a listing's types spare a stat of each).
     try:
-        entries = sorted(os.listdir(path))[:64]
+        with os.scandir(path) as listing:
+            entries = sorted((e.name, _is_dir(e)) for e in listing)[:64]
     except OSError:
         return False
-    return any(os.path.isdir(os.path.join(path, e)) and _mag_subfolders(os.path.join(path, e))
-               for e in entries)
+    return any(is_dir and _mag_subfolders(os.path.join(path, name)) for name, is_dir in entries)
 
 
 def open_dataset(path: str) -> Dataset:
