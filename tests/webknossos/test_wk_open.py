@@ -389,6 +389,52 @@ def test_layer_and_mag_folders_found_through_links_not_files(tmp_path: Path) -> 
         registry.detect(root)
 
 
+@pytest.mark.parametrize("kind", ["n5-dataset", "zarr2-array", "zarr3-array", "n5-group",
+                                  "zarr3-group"])
+def test_another_formats_array_is_not_looked_through_for_layers(tmp_path: Path,
+                                                                 kind: str) -> None:
+    """A folder that is an N5 dataset or a zarr array is that array, even with a layer folder
+    inside (its subfolders are chunk folders, not looked through); a group of those formats
+    holding a layer folder is still a dataset of inferred layers."""
+    from viewer.format import open_volume, registry
+
+    ts = pytest.importorskip("tensorstore")
+    root = tmp_path / kind
+    array = np.arange(8 * 6 * 4, dtype=np.uint8).reshape(8, 6, 4)
+    kv = {"driver": "file", "path": str(root)}
+    if kind == "n5-dataset":
+        spec = {"driver": "n5", "kvstore": kv, "metadata": {
+            "dimensions": [8, 6, 4], "blockSize": [4, 4, 4], "dataType": "uint8",
+            "compression": {"type": "raw"}}}
+    elif kind == "zarr2-array":
+        spec = {"driver": "zarr", "kvstore": kv, "metadata": {
+            "shape": [4, 6, 8], "chunks": [4, 4, 4], "dtype": "|u1", "compressor": None}}
+    elif kind == "zarr3-array":
+        spec = {"driver": "zarr3", "kvstore": kv, "metadata": {
+            "shape": [4, 6, 8], "chunk_grid": {"name": "regular",
+                                               "configuration": {"chunk_shape": [4, 4, 4]}},
+            "data_type": "uint8"}}
+    if kind.endswith("group"):
+        root.mkdir()
+        name = "attributes.json" if kind == "n5-group" else "zarr.json"
+        doc = {"n5": "4.0.0"} if kind == "n5-group" else {"zarr_format": 3,
+                                                          "node_type": "group"}
+        (root / name).write_text(json.dumps(doc))
+    else:
+        t = ts.open({**spec, "create": True}).result()
+        t[...] = array if kind == "n5-dataset" else array.transpose(2, 1, 0)
+    data = wk4.model(np.uint8, (16, 16, 16), 4)
+    wk4.write_mag(root / "color" / "1", data, (0, 0, 0), reference=True)
+    found = registry.detect(root).name
+    if kind.endswith("group"):
+        assert found == "webknossos"
+        assert [lay.name for lay in WkDataset(root).layers] == ["color"]
+    else:
+        assert found == kind.split("-")[0].replace("zarr2", "zarr").replace("zarr3", "zarr")
+        with open_volume(root) as volume:
+            np.testing.assert_array_equal(volume.read((0, 0, 0), (8, 6, 4))[0], array)
+
+
 def test_not_a_dataset_at_all(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetLayoutError):
