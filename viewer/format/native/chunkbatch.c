@@ -186,7 +186,9 @@ int64_t zk_decode(const zk_codecs *codecs, const zk_job *jobs, int64_t n, int64_
  * version (``read_file_whole``: fstat, a regular file, not modified within the racy window,
  * a wait for writes in progress, one pread of its size, fstat again with the same identity),
  * the N5 header parsed and checked against the dataset, then the chunk decoded whole and its
- * part of the box placed.  Anything out of the ordinary (a file missing is the only one kept
+ * part of the box placed.  A raw chunk (no checksum to reach) is read in part instead: its
+ * header, its size checked against the header's block, then the bytes its box needs.
+ * Anything out of the ordinary (a file missing is the only one kept
  * here: ZK_ABSENT) is left to the Python path, which reads the file again and says what is
  * wrong: this code words no error, so the two paths cannot differ in what they raise.
  *
