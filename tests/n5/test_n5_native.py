@@ -248,6 +248,41 @@ def test_the_kernel_reads_the_files_itself(written: tuple[Path, dict[str, Any]],
 
 @needs_kernel
 @needs_files
+@pytest.mark.parametrize("change", ["none", "varlength", "cut-2", "extra-2", "cut-header"])
+def test_a_raw_chunk_read_in_part_is_checked_whole(
+        written: tuple[Path, dict[str, Any]], tmp_path: Path, change: str,
+        settled_at_once: dict[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A raw chunk carries no checksum: the kernel reads its header and only the bytes a
+    box needs (one slice for an XY plane), but the file's size must still be the header's
+    block, so a file cut or grown past the slice read is the same error on both paths, and
+    a varlength header (four bytes longer) moves the slice read with it."""
+    root, arrays = written
+    path = tmp_path / change
+    shutil.copytree(root / "ts-raw-int16", path)
+    f = path / "1" / "1" / "0"
+    raw = f.read_bytes()
+    f.write_bytes({"none": raw, "varlength": _header(raw, mode=1), "cut-2": raw[:-2],
+                   "extra-2": raw + b"\0\0", "cut-header": raw[:14]}[change])
+    want = arrays["int16"]
+    # XY planes at the chunk's first and last slice, an XZ and a YZ plane through it
+    for lo, size in (((16, 8, 0), (16, 8, 1)), ((0, 0, 7), (40, 24, 1)),
+                     ((10, 12, 0), (30, 1, 20)), ((20, 0, 0), (1, 24, 20))):
+        settled_at_once.clear()
+        native, python = _both(path, monkeypatch, lo, size)
+        if change in ("none", "varlength"):
+            assert set(settled_at_once) == {chunks.OK}, "the kernel left a file it reads"
+            np.testing.assert_array_equal(native, python)
+            hi = [a + b for a, b in zip(lo, size, strict=True)]
+            np.testing.assert_array_equal(native[0], want[lo[0]:hi[0], lo[1]:hi[1],
+                                                          lo[2]:hi[2]])
+        else:
+            assert isinstance(native, FormatError), f"{change}: the kernel returned voxels"
+            assert type(native) is type(python) and str(native) == str(python)
+            assert native.chunk == (1, 1, 0)
+
+
+@needs_kernel
+@needs_files
 @pytest.mark.parametrize("damage", [
     "mode-object", "mode-unknown", "ndim", "ndim-zero", "dims", "varlength-count",
     "header-cut", "empty", "folder", "missing", "varlength-ok"])

@@ -360,6 +360,81 @@ def test_dataset_without_properties_file_infers_layers_and_says_so(tmp_path: Pat
     assert ds.layers[1].category == "segmentation"
 
 
+def test_layer_and_mag_folders_found_through_links_not_files(tmp_path: Path) -> None:
+    """The registry's look at a folder without a properties file: a layer folder and a mag
+    folder reached through symbolic links are found; a file named like a mag, or named like
+    a layer, is not a folder."""
+    from viewer.format import registry
+
+    data = wk4.model(np.uint8, (16, 16, 16), 3)
+    store = tmp_path / "elsewhere"
+    wk4.write_mag(store / "mag1", data, (0, 0, 0), reference=True)
+    layer = store / "layer"
+    layer.mkdir()
+    (layer / "1").symlink_to(store / "mag1", target_is_directory=True)
+    (layer / "2").write_bytes(b"a file named like a mag")
+    root = tmp_path / "dataset"
+    root.mkdir()
+    (root / "a-file").write_bytes(b"not a layer")
+    (root / "color").symlink_to(layer, target_is_directory=True)
+    assert registry.detect(layer).name == "webknossos"
+    assert registry.detect(root).name == "webknossos"
+    ds = WkDataset(root)
+    assert [lay.name for lay in ds.layers] == ["color"]
+    assert ds.layers[0].mag_vectors == [(1, 1, 1)]
+    np.testing.assert_array_equal(ds.layers[0].read(1, (0, 0, 0), (16, 16, 16))[0], data)
+    (layer / "1").unlink()
+    (layer / "1").write_bytes(b"now a file")
+    with pytest.raises(FormatError):
+        registry.detect(root)
+
+
+@pytest.mark.parametrize("kind", ["n5-dataset", "zarr2-array", "zarr3-array", "n5-group",
+                                  "zarr3-group"])
+def test_another_formats_array_is_not_looked_through_for_layers(tmp_path: Path,
+                                                                 kind: str) -> None:
+    """A folder that is an N5 dataset or a zarr array is that array, even with a layer folder
+    inside (its subfolders are chunk folders, not looked through); a group of those formats
+    holding a layer folder is still a dataset of inferred layers."""
+    from viewer.format import open_volume, registry
+
+    ts = pytest.importorskip("tensorstore")
+    root = tmp_path / kind
+    array = np.arange(8 * 6 * 4, dtype=np.uint8).reshape(8, 6, 4)
+    kv = {"driver": "file", "path": str(root)}
+    if kind == "n5-dataset":
+        spec = {"driver": "n5", "kvstore": kv, "metadata": {
+            "dimensions": [8, 6, 4], "blockSize": [4, 4, 4], "dataType": "uint8",
+            "compression": {"type": "raw"}}}
+    elif kind == "zarr2-array":
+        spec = {"driver": "zarr", "kvstore": kv, "metadata": {
+            "shape": [4, 6, 8], "chunks": [4, 4, 4], "dtype": "|u1", "compressor": None}}
+    elif kind == "zarr3-array":
+        spec = {"driver": "zarr3", "kvstore": kv, "metadata": {
+            "shape": [4, 6, 8], "chunk_grid": {"name": "regular",
+                                               "configuration": {"chunk_shape": [4, 4, 4]}},
+            "data_type": "uint8"}}
+    if kind.endswith("group"):
+        root.mkdir()
+        name = "attributes.json" if kind == "n5-group" else "zarr.json"
+        doc = {"n5": "4.0.0"} if kind == "n5-group" else {"zarr_format": 3,
+                                                          "node_type": "group"}
+        (root / name).write_text(json.dumps(doc))
+    else:
+        t = ts.open({**spec, "create": True}).result()
+        t[...] = array if kind == "n5-dataset" else array.transpose(2, 1, 0)
+    data = wk4.model(np.uint8, (16, 16, 16), 4)
+    wk4.write_mag(root / "color" / "1", data, (0, 0, 0), reference=True)
+    found = registry.detect(root).name
+    if kind.endswith("group"):
+        assert found == "webknossos"
+        assert [lay.name for lay in WkDataset(root).layers] == ["color"]
+    else:
+        assert found == kind.split("-")[0].replace("zarr2", "zarr").replace("zarr3", "zarr")
+        with open_volume(root) as volume:
+            np.testing.assert_array_equal(volume.read((0, 0, 0), (8, 6, 4))[0], array)
+
+
 def test_not_a_dataset_at_all(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetLayoutError):

@@ -186,7 +186,9 @@ int64_t zk_decode(const zk_codecs *codecs, const zk_job *jobs, int64_t n, int64_
  * version (``read_file_whole``: fstat, a regular file, not modified within the racy window,
  * a wait for writes in progress, one pread of its size, fstat again with the same identity),
  * the N5 header parsed and checked against the dataset, then the chunk decoded whole and its
- * part of the box placed.  Anything out of the ordinary (a file missing is the only one kept
+ * part of the box placed.  A raw chunk (no checksum to reach) is read in part instead: its
+ * header, its size checked against the header's block, then the bytes its box needs.
+ * Anything out of the ordinary (a file missing is the only one kept
  * here: ZK_ABSENT) is left to the Python path, which reads the file again and says what is
  * wrong: this code words no error, so the two paths cannot differ in what they raise.
  *
@@ -247,60 +249,72 @@ static int same_file(const struct stat *a, const struct stat *b) {
            && stat_ns(&a->st_ctim) == stat_ns(&b->st_ctim);
 }
 
-/* The file read whole into *buf (grown as needed); its length, or -ZK_ABSENT / -ZK_UNREAD. */
-static int64_t read_whole(const zk_n5 *s, const char *path, char **buf, size_t *room) {
+/* Room for n bytes in *buf (grown as needed); 0 when there is no memory for it. */
+static int reserve(char **buf, size_t *room, size_t n) {
+    if (n <= *room) return 1;
+    char *more = realloc(*buf, n);
+    if (!more) return 0;
+    *buf = more;
+    *room = n;
+    return 1;
+}
+
+/* n bytes at offset at of the file into dst; 1 when all of them came. */
+static int read_at(int fd, char *dst, size_t n, size_t at) {
+    size_t have = 0;
+    while (have < n) {
+        ssize_t r = pread(fd, dst + have, n - have, (off_t)(at + have));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        have += (size_t)r;
+    }
+    return 1;
+}
+
+/* The chunk file opened as one version of it (``read_file_whole``): a regular file, not
+ * modified within the racy window, no write in progress.  Its descriptor, or -ZK_ABSENT /
+ * -ZK_UNREAD; *a: its identity, checked again by ``same_file`` after the reads. */
+static int open_settled(const zk_n5 *s, const char *path, struct stat *a) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return (errno == ENOENT || errno == ENOTDIR) ? -ZK_ABSENT : -ZK_UNREAD;
-    struct stat a, b;
-    int64_t got = -ZK_UNREAD;
-    if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode) || !settled(s, &a)) goto done;
+    if (fstat(fd, a) != 0 || !S_ISREG(a->st_mode) || !settled(s, a)) {
+        close(fd);
+        return -ZK_UNREAD;
+    }
 #ifdef SEEK_DATA
     lseek(fd, 0, SEEK_DATA); /* waits for a write in progress (handles.wait_for_writers) */
 #endif
-    size_t n = (size_t)a.st_size;
-    if (n > *room) {
-        char *more = realloc(*buf, n);
-        if (!more) goto done;
-        *buf = more;
-        *room = n;
-    }
-    size_t at = 0;
-    while (at < n) {
-        ssize_t r = pread(fd, *buf + at, n - at, (off_t)at);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        at += (size_t)r;
-    }
-    if (at == n && fstat(fd, &b) == 0 && same_file(&a, &b)) got = (int64_t)n;
-done:
-    close(fd);
-    return got;
+    return fd;
 }
 
 static uint32_t be32(const unsigned char *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* One chunk file: its status. */
-static int n5_one(const zk_codecs *codecs, contexts *x, const zk_n5 *s, const int64_t *job,
-                  char **buf, size_t *room, char *scratch, char *path, size_t path_room) {
+/* The longest N5 chunk header: mode, ndim, a size per axis, the varlength count. */
+#define ZK_N5_HEAD_MAX (4 + 4 * ZK_MAX_NDIM + 4)
+
+/* One chunk file, open as fd (size bytes), read and decoded: its status, and on ZK_OK the
+ * job *j whose box is then placed from *data.  A compressed chunk is read whole and decoded
+ * whole, so that every checksum its stream carries is checked.  A raw chunk carries none:
+ * its size is checked against its header and only its header and the bytes the box needs
+ * are read (an XY plane reads one slice of each chunk it cuts). */
+static int n5_file(const zk_codecs *codecs, contexts *x, const zk_n5 *s, const int64_t *job,
+                   const int64_t *pos, int fd, size_t size, char **buf, size_t *room,
+                   char *scratch, zk_job *out, const char **data) {
     const int64_t *unit = job, *first = job + 4, *lo = job + 7, *hi = job + 10;
-    int64_t nd = s->ndim, naxes = nd < 3 ? nd : 3, pos[ZK_MAX_NDIM];
-    for (int64_t i = 0; i < nd; i++) pos[i] = i < naxes ? unit[i] : s->tail[i];
-    int w = snprintf(path, path_room, "%s", s->folder);
-    for (int64_t i = 0; i < nd && w > 0 && (size_t)w < path_room; i++)
-        w += snprintf(path + w, path_room - (size_t)w, i ? "/%lld" : "%lld",
-                      (long long)pos[i]);
-    if (w <= 0 || (size_t)w >= path_room) return ZK_UNREAD;
-    int64_t n = read_whole(s, path, buf, room);
-    if (n < 0) return (int)-n;
+    int raw = s->codec == ZK_RAW;
+    size_t n = raw && size > ZK_N5_HEAD_MAX ? ZK_N5_HEAD_MAX : size;
+    if (!reserve(buf, room, n ? n : 1)) return ZK_MEMORY;
+    if (!read_at(fd, *buf, n, 0)) return ZK_UNREAD;
     const unsigned char *h = (const unsigned char *)*buf;
+    int64_t nd = s->ndim;
     /* header.parse and N5Volume.check_header: anything they would refuse is left to them */
     if (n < 4) return ZK_UNREAD;
     unsigned mode = (unsigned)h[0] << 8 | h[1], ndim = (unsigned)h[2] << 8 | h[3];
     if (mode > 1 || (int64_t)ndim != nd) return ZK_UNREAD;
-    int64_t size = 4 + 4 * nd + (mode == 1 ? 4 : 0);
-    if (n < size) return ZK_UNREAD;
+    int64_t head = 4 + 4 * nd + (mode == 1 ? 4 : 0);
+    if ((int64_t)n < head) return ZK_UNREAD;
     int64_t d[ZK_MAX_NDIM], count = 1;
     int clipped = 1, full = 1;
     for (int64_t i = 0; i < nd; i++) {
@@ -329,8 +343,8 @@ static int n5_one(const zk_codecs *codecs, contexts *x, const zk_n5 *s, const in
         dst_at += (a - first[i]) * s->dst_stride[3 - i];
     }
     zk_job j;
-    j.src = *buf + size;
-    j.src_len = n - size;
+    j.src = NULL;
+    j.src_len = 0;
     j.codec = s->codec;
     j.expected = count * isz;
     j.dst = (char *)(intptr_t)job[3] + dst_at;
@@ -343,11 +357,54 @@ static int n5_one(const zk_codecs *codecs, contexts *x, const zk_n5 *s, const in
         j.src_stride[i] = s4[i];
         j.dst_stride[i] = s->dst_stride[i];
     }
-    int r;
-    if (j.codec == ZK_RAW) r = j.src_len == j.expected ? ZK_OK : ZK_FAILED;
-    else if (j.codec == ZK_ZSTD) r = unzstd(codecs, x, &j, scratch);
-    else r = inflate_members(codecs, x, &j, scratch);
-    if (r == ZK_OK) place(&j, j.codec == ZK_RAW ? j.src : scratch, isz, s->swap);
+    if (raw) {
+        /* the payload holds exactly the block's elements (codecs.decompress's raw check) */
+        if ((int64_t)size - head != j.expected) return ZK_FAILED;
+        int64_t span = 0; /* from the box's first element to the end of its last */
+        if (!empty) {
+            for (int i = 0; i < 4; i++) span += (j.count[i] - 1) * j.src_stride[i];
+            span += isz;
+        }
+        if (!reserve(buf, room, span ? (size_t)span : 1)) return ZK_MEMORY;
+        if (!read_at(fd, *buf, (size_t)span, (size_t)(head + src_at))) return ZK_UNREAD;
+        j.src_off = 0;
+        *out = j;
+        *data = *buf;
+        return ZK_OK;
+    }
+    if (!reserve(buf, room, size ? size : 1)) return ZK_MEMORY;
+    if (size > n && !read_at(fd, *buf + n, size - n, n)) return ZK_UNREAD;
+    j.src = *buf + head;
+    j.src_len = (int64_t)size - head;
+    int r = j.codec == ZK_ZSTD ? unzstd(codecs, x, &j, scratch)
+                               : inflate_members(codecs, x, &j, scratch);
+    *out = j;
+    *data = scratch;
+    return r;
+}
+
+/* One chunk file: its path made, the file opened, read and placed as one version of it
+ * (the same identity after the reads, else left to the Python path); its status. */
+static int n5_one(const zk_codecs *codecs, contexts *x, const zk_n5 *s, const int64_t *job,
+                  char **buf, size_t *room, char *scratch, char *path, size_t path_room) {
+    int64_t nd = s->ndim, naxes = nd < 3 ? nd : 3, pos[ZK_MAX_NDIM];
+    for (int64_t i = 0; i < nd; i++) pos[i] = i < naxes ? job[i] : s->tail[i];
+    int w = snprintf(path, path_room, "%s", s->folder);
+    for (int64_t i = 0; i < nd && w > 0 && (size_t)w < path_room; i++)
+        w += snprintf(path + w, path_room - (size_t)w, i ? "/%lld" : "%lld",
+                      (long long)pos[i]);
+    if (w <= 0 || (size_t)w >= path_room) return ZK_UNREAD;
+    struct stat a, b;
+    int fd = open_settled(s, path, &a);
+    if (fd < 0) return -fd;
+    zk_job j;
+    const char *data = NULL;
+    int r = n5_file(codecs, x, s, job, pos, fd, (size_t)a.st_size, buf, room, scratch, &j,
+                    &data);
+    if (r == ZK_OK && !(fstat(fd, &b) == 0 && same_file(&a, &b))) r = ZK_UNREAD;
+    close(fd);
+    /* placed only once the file proved the same after the reads */
+    if (r == ZK_OK) place(&j, data, s->itemsize, s->swap);
     return r;
 }
 

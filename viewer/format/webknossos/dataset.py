@@ -134,19 +134,34 @@ class WkDataset(Dataset):
 
 
 def _mag_subfolders(path: str) -> list[str]:
+    """The subfolders of ``path`` named as mags that hold ``header.wkw``, in listing order.
+    The registry asks this of every folder it is shown (and of each subfolder), N5 and zarr
+    datasets' chunk folders among them: files are skipped by the listing's type (no
+    ``stat``), and a folder's name is parsed only once it holds ``header.wkw`` (one ``stat``
+    is cheaper than parsing a name)."""
     try:
-        entries = os.listdir(path)
+        with os.scandir(path) as listing:
+            entries = [e.name for e in listing if _is_dir(e)]
     except OSError:
         return []
     out = []
     for entry in entries:
+        if not is_mag_folder(os.path.join(path, entry)):
+            continue
         try:
             parse_mag(entry)
         except ValueError:
             continue
-        if is_mag_folder(os.path.join(path, entry)):
-            out.append(entry)
+        out.append(entry)
     return out
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether a listed entry is a folder (following a link, as ``os.path.isdir``)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def open_dataset(path: str | os.PathLike[str]) -> WkDataset:
