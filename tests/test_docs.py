@@ -116,11 +116,26 @@ def expected_status(command: str) -> int:
 
 @cache
 def help_text(subcommand: str) -> str:
-    argv = [sys.executable, "-m", "viewer", *([subcommand] if subcommand else []), "--help"]
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    """What ``wkw-viewer [SUBCOMMAND] --help`` prints, taken in this process (the command line
+    is ``main(argv)``; no interpreter start per subcommand), 80 columns wide as in a pipe."""
+    from viewer import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = cli.main([*([subcommand] if subcommand else []), "--help"])
+            except SystemExit as exit_:  # argparse ends --help this way
+                status = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
+    assert status == 0, err.getvalue()
+    return out.getvalue()
 
 
 def check_flags(command: str, where: str) -> None:
