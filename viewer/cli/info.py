@@ -483,7 +483,8 @@ def _checker(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Namespac
         for report in reports:
             if isinstance(report, SoundRun):
                 report.render(args.json, root, _size)
-                report.paths = []  # in the text now: not sent back from a worker
+                # In the text now: not sent back from a worker.
+                report.paths, report.positions = [], report.positions[:0]
         return reports
 
     return check

@@ -1,15 +1,19 @@
 """``info``'s check of a local volume of many small units on forked worker processes that list
-the units themselves.
+the units themselves, once.
 
 With one process listing (and, for a volume whose extent is the box of its units, listing a
 second time for that box) and the workers checking, the listing is work no worker count
 shortens.  Here the parent lists only the folders (``Volume.listing_parts``); the workers,
-forked once, first work out each folder's unit count and box (``Volume.note_listed_box``
-then spares the parent its own pass), then list and check slices of folders of about one
-batch each.  The reports come back in listing order, the same as from the parent's listing.
-A volume whose listing is one part (a format that does not cut it), or that has a part of
-very many units, is listed by the parent and checked in batches by the same workers, as
-before.
+forked once, list the folders in groups and send back each folder's unit count, the box of
+their units (``Volume.note_listed_box`` then spares the parent its own pass) and the units
+themselves as one small integer array a group.  The parent keeps those arrays (a few bytes a
+unit, up to ``KEPT_UNITS`` units) and hands them out again in runs of one batch: every unit
+is listed once and checked once, by whichever worker is free, and the parent does no Python
+work per unit.  The reports come back in listing order, the same as from the parent's
+listing.  Folders past ``KEPT_UNITS`` are listed a second time by the workers, in slices of
+about one batch (a folder of very many units: by the parent, in batches); a volume whose
+listing is one part (a format that does not cut it) is listed by the parent and checked in
+batches by the same workers.
 
 ``ListedCheck(volume, check, processes, per_batch, ahead)`` forks the workers and runs the
 first pass; ``reports()`` yields the reports; ``close()`` ends the workers (at once if the
@@ -22,14 +26,21 @@ import itertools
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from viewer.core.parallel import ForkedWorkers
 from viewer.format import Volume
 
 R = TypeVar("R")
 Vec3 = tuple[int, int, int]
-#: Parts counted per task of the first pass (folders are small: a task per few of them would
+Units = npt.NDArray[np.signedinteger[Any]]
+#: Parts listed per task of the first pass (folders are small: a task per few of them would
 #: cost more to hand out than to do).
 PARTS_PER_COUNT = 64
+#: Units whose listing the parent keeps from the first pass, at most (12 bytes a unit): the
+#: units past it are listed again by the workers that check them.
+KEPT_UNITS = 1 << 20
 #: A part of more units than a batch is checked in slices of at least a batch and at most
 #: this many slices (each slice lists the part again).
 MAX_SLICES = 8
@@ -64,6 +75,34 @@ def _tasks_of(parts: Sequence[Hashable], counts: Sequence[int], per_batch: int
         yield task
 
 
+def runs_of(listings: Iterable[Units], per_batch: int) -> Iterator[Units]:
+    """The rows of ``listings`` (``(K, 3)`` arrays, one after the other) in runs of
+    ``per_batch`` (the last may be shorter), in order."""
+    held: list[Units] = []
+    count = 0
+    for units in listings:
+        start = 0
+        while start < len(units):
+            take = min(per_batch - count, len(units) - start)
+            held.append(units[start:start + take])
+            count += take
+            start += take
+            if count >= per_batch:
+                yield held[0] if len(held) == 1 else np.concatenate(held)
+                held, count = [], 0
+    if count:
+        yield held[0] if len(held) == 1 else np.concatenate(held)
+
+
+def _compact(units: list[Vec3]) -> Units:
+    """``units`` as a ``(K, 3)`` array, of 32-bit integers where they fit."""
+    array = np.array(units, dtype=np.int64).reshape(-1, 3)
+    info = np.iinfo(np.int32)
+    if len(array) and info.min <= int(array.min()) and int(array.max()) <= info.max:
+        return array.astype(np.int32)
+    return array
+
+
 def batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
     """``items`` in lists of ``size`` (the last may be shorter), taken as they come."""
     batch: list[Vec3] = []
@@ -86,6 +125,9 @@ class ListedCheck:
         self._per_batch = max(1, per_batch)
         self._ahead = ahead
         self.parts = list(volume.listing_parts())
+        #: The first pass's listings kept, group by group (the first ``len(kept)`` groups of
+        #: ``PARTS_PER_COUNT`` parts).
+        self.kept: list[Units] = []
         self._workers = ForkedWorkers(self._work, processes)
         try:
             #: Units of each part (None: the volume is listed here, see ``reports``).
@@ -95,42 +137,51 @@ class ListedCheck:
             raise
 
     def _work(self, task: tuple[str, Any]) -> Any:
-        """In a worker: count (and box) parts, or list and check slices of parts."""
+        """In a worker: list parts (their counts, box and units), or check units given, or
+        list and check slices of parts."""
         kind, what = task
-        if kind == "count":
+        if kind == "list":
             counts: list[int] = []
-            lo: list[int] | None = None
-            hi: list[int] | None = None
+            units: list[Vec3] = []
             for part in what:
-                units = list(self.volume.iter_units_in(part))
-                counts.append(len(units))
-                if not units:
-                    continue
-                axes = list(zip(*units, strict=True))
-                a, b = [min(v) for v in axes], [max(v) for v in axes]
-                lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
-                hi = b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)]
-            return counts, lo, hi
-        if kind == "batch":
+                before = len(units)
+                units.extend(self.volume.iter_units_in(part))
+                counts.append(len(units) - before)
+            listing = _compact(units)
+            if not len(listing):
+                return counts, None, None, listing
+            return (counts, listing.min(axis=0).tolist(), listing.max(axis=0).tolist(),
+                    listing)
+        positions: list[Vec3]
+        if kind == "units":
+            positions = [(a, b, c) for a, b, c in what.tolist()]
+        elif kind == "batch":
             return self._check(what)
-        positions: list[Vec3] = []
-        for part, start, stop in what:
-            positions.extend(itertools.islice(self.volume.iter_units_in(part), start, stop))
+        else:
+            positions = []
+            for part, start, stop in what:
+                positions.extend(itertools.islice(self.volume.iter_units_in(part), start,
+                                                  stop))
         out: list[Any] = []
         for first in range(0, len(positions), self._per_batch):
             out.extend(self._check(positions[first:first + self._per_batch]))
         return out
 
     def _count(self) -> list[int]:
-        """The first pass: each part's unit count; the box of all their units goes to the
-        volume."""
+        """The first pass: each part's unit count and the units themselves (kept up to
+        ``KEPT_UNITS``); the box of all their units goes to the volume."""
         groups = [self.parts[i:i + PARTS_PER_COUNT]
                   for i in range(0, len(self.parts), PARTS_PER_COUNT)]
         counts: list[int] = []
         lo: list[int] | None = None
         hi: list[int] | None = None
-        for part_counts, a, b in self._workers.map(("count", g) for g in groups):
+        kept, keeping = 0, True
+        for part_counts, a, b, listing in self._workers.map(("list", g) for g in groups):
             counts.extend(part_counts)
+            keeping = keeping and kept + len(listing) <= KEPT_UNITS
+            if keeping:
+                self.kept.append(listing)
+                kept += len(listing)
             if a is None or b is None:
                 continue
             lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
@@ -139,15 +190,31 @@ class ListedCheck:
             self.volume.note_listed_box(lo, hi)
         return counts
 
+    def _tasks(self, counts: list[int], kept: list[Units]) -> Iterator[tuple[str, Any]]:
+        """The check's tasks in listing order: runs of the ``kept`` units, then slices of the
+        parts past them (or, where a part is too big for slices, batches of the parent's
+        listing of those parts)."""
+        yield from (("units", run) for run in runs_of(kept, self._per_batch))
+        rest = len(kept) * PARTS_PER_COUNT
+        if rest >= len(self.parts):
+            return
+        parts, left = self.parts[rest:], counts[rest:]
+        if max(left, default=0) <= SLICED_BATCHES * self._per_batch:
+            yield from (("check", t) for t in _tasks_of(parts, left, self._per_batch))
+            return
+        listing = (u for part in parts for u in self.volume.iter_units_in(part))
+        yield from (("batch", b) for b in batches(listing, self._per_batch))
+
     def reports(self) -> Generator[Any, None, None]:
         """Every unit's reports, in listing order (the ``check`` results concatenated)."""
         counts = self.counts
         tasks: Iterator[tuple[str, Any]]
-        if counts is None or max(counts, default=0) > SLICED_BATCHES * self._per_batch:
+        if counts is None:
             tasks = (("batch", b) for b in batches(self.volume.units_to_check(),
                                                     self._per_batch))
         else:
-            tasks = (("check", t) for t in _tasks_of(self.parts, counts, self._per_batch))
+            tasks = self._tasks(counts, self.kept)
+        self.kept = []
         for reports in self._workers.map(tasks, self._ahead):
             yield from reports
 
@@ -155,4 +222,5 @@ class ListedCheck:
         self._workers.terminate()
 
 
-__all__ = ["ListedCheck", "PARTS_PER_COUNT", "MAX_SLICES", "SLICED_BATCHES"]
+__all__ = ["ListedCheck", "PARTS_PER_COUNT", "KEPT_UNITS", "MAX_SLICES", "SLICED_BATCHES",
+           "runs_of"]
