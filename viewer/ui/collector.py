@@ -17,7 +17,13 @@ freezes what is alive then (``gc.freeze``: the modules, Qt's wrappers, the windo
 full collections that follow look at what was made since, not at the whole program (a frozen
 object is never collected; what start-up made is kept for the life of the process anyway).
 Reference counting frees everything that is not in a cycle at once, as before; only cycles
-wait for the timer.
+wait for the timer.  A full collection that leaves more than ``FREEZE_OVER`` objects alive (the
+rows of a scan of 100,000 units) freezes them too: walking them all again would hold the GUI
+thread longer than a frame's worth of time at each full collection that follows, and they
+live as long as their volume is inspected.  ``thaw()`` (the inspector calls it when it drops
+a volume's rows) gives them back to the oldest generation, so that the next full collection
+looks at everything once more (and frees whatever cycles died among them meanwhile) and
+freezes again what still lives.
 ``collect_if_due()`` does one such step now (the test suite calls it between tests, when no
 event loop runs).
 
@@ -44,8 +50,11 @@ MAX_DEFER_MS = 1000
 _installed: _GuiThreadCollector | None = None
 
 
-#: Objects in the oldest generation after the last full collection (``collect_if_due``).
+#: Objects in the oldest generation after the last full collection (``collect_if_due``),
+#: those frozen since included.
 _long_lived = 0
+#: A full collection that leaves more objects than this alive freezes them.
+FREEZE_OVER = 50_000
 
 
 def collect_if_due() -> int:
@@ -69,8 +78,32 @@ def collect_if_due() -> int:
         return 0
     found = gc.collect(due)
     if due == 2:
-        _long_lived = len(gc.get_objects(generation=2))
+        alive = len(gc.get_objects(generation=2))
+        _long_lived = alive + _frozen
+        if alive > FREEZE_OVER:
+            _freeze(alive)
     return found
+
+
+#: Objects ``collect_if_due`` froze (the start-up freeze not counted).
+_frozen = 0
+
+
+def _freeze(count: int) -> None:
+    global _frozen
+    gc.freeze()
+    _frozen += count
+
+
+def thaw() -> None:
+    """Give the objects frozen after full collections back to the oldest generation (the
+    start-up's too: the next full collection looks at everything, then freezes what lives);
+    call it when many long-lived objects were let go (a volume's scan rows).  Nothing when
+    ``collect_if_due`` froze none."""
+    global _frozen
+    if _frozen:
+        _frozen = 0
+        gc.unfreeze()
 
 
 class _GuiThreadCollector(QObject):
@@ -137,5 +170,5 @@ def installed() -> bool:
     return _installed is not None
 
 
-__all__ = ["INTERVAL_MS", "MAX_DEFER_MS", "collect_if_due", "collect_on_gui_thread", "defer_while",
-           "installed"]
+__all__ = ["FREEZE_OVER", "INTERVAL_MS", "MAX_DEFER_MS", "collect_if_due", "collect_on_gui_thread",
+           "defer_while", "installed", "thaw"]
