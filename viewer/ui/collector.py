@@ -54,7 +54,7 @@ _installed: _GuiThreadCollector | None = None
 #: those frozen since included.
 _long_lived = 0
 #: A full collection that leaves more objects than this alive freezes them.
-FREEZE_OVER = 50_000
+FREEZE_OVER = 20_000
 
 
 def collect_if_due() -> int:
