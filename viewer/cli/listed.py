@@ -103,6 +103,36 @@ def _compact(units: list[Vec3]) -> Units:
     return array
 
 
+#: What ``list_parts`` finds: each part's unit count, the lowest and highest unit position
+#: (None: no unit) and the units (``(K, 3)``) in listing order.
+Listing = tuple[list[int], list[int] | None, list[int] | None, Units]
+
+
+def list_parts(volume: Volume, parts: Sequence[Hashable]) -> Listing:
+    """List ``parts`` of ``volume``'s listing (``Volume.iter_units_in``), one after the
+    other: a worker's share of the first pass (here, or on a cluster's worker)."""
+    counts: list[int] = []
+    units: list[Vec3] = []
+    for part in parts:
+        before = len(units)
+        units.extend(volume.iter_units_in(part))
+        counts.append(len(units) - before)
+    listing = _compact(units)
+    if not len(listing):
+        return counts, None, None, listing
+    return counts, listing.min(axis=0).tolist(), listing.max(axis=0).tolist(), listing
+
+
+def fold_box(lo: list[int] | None, hi: list[int] | None, listing: Listing
+             ) -> tuple[list[int] | None, list[int] | None]:
+    """The box ``lo``..``hi`` grown by that of ``listing``."""
+    _, a, b, _ = listing
+    if a is None or b is None:
+        return lo, hi
+    return (a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)],
+            b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)])
+
+
 def batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
     """``items`` in lists of ``size`` (the last may be shorter), taken as they come."""
     batch: list[Vec3] = []
@@ -141,17 +171,7 @@ class ListedCheck:
         list and check slices of parts."""
         kind, what = task
         if kind == "list":
-            counts: list[int] = []
-            units: list[Vec3] = []
-            for part in what:
-                before = len(units)
-                units.extend(self.volume.iter_units_in(part))
-                counts.append(len(units) - before)
-            listing = _compact(units)
-            if not len(listing):
-                return counts, None, None, listing
-            return (counts, listing.min(axis=0).tolist(), listing.max(axis=0).tolist(),
-                    listing)
+            return list_parts(self.volume, what)
         positions: list[Vec3]
         if kind == "units":
             positions = [(a, b, c) for a, b, c in what.tolist()]
@@ -176,16 +196,14 @@ class ListedCheck:
         lo: list[int] | None = None
         hi: list[int] | None = None
         kept, keeping = 0, True
-        for part_counts, a, b, listing in self._workers.map(("list", g) for g in groups):
+        for found in self._workers.map(("list", g) for g in groups):
+            part_counts, _, _, listing = found
             counts.extend(part_counts)
             keeping = keeping and kept + len(listing) <= KEPT_UNITS
             if keeping:
                 self.kept.append(listing)
                 kept += len(listing)
-            if a is None or b is None:
-                continue
-            lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
-            hi = b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)]
+            lo, hi = fold_box(lo, hi, found)
         if lo is not None and hi is not None:
             self.volume.note_listed_box(lo, hi)
         return counts
@@ -222,5 +240,5 @@ class ListedCheck:
         self._workers.terminate()
 
 
-__all__ = ["ListedCheck", "PARTS_PER_COUNT", "KEPT_UNITS", "MAX_SLICES", "SLICED_BATCHES",
-           "runs_of"]
+__all__ = ["ListedCheck", "Listing", "PARTS_PER_COUNT", "KEPT_UNITS", "MAX_SLICES",
+           "SLICED_BATCHES", "fold_box", "list_parts", "runs_of"]
