@@ -96,7 +96,8 @@ def runs_of(listings: Iterable[Units], per_batch: int) -> Iterator[Units]:
 
 def _compact(units: list[Vec3]) -> Units:
     """``units`` as a ``(K, 3)`` array, of 32-bit integers where they fit."""
-    array = np.array(units, dtype=np.int64).reshape(-1, 3)
+    array = np.fromiter(itertools.chain.from_iterable(units), np.int64,
+                        3 * len(units)).reshape(-1, 3)
     info = np.iinfo(np.int32)
     if len(array) and info.min <= int(array.min()) and int(array.max()) <= info.max:
         return array.astype(np.int32)
@@ -174,7 +175,7 @@ class ListedCheck:
             return list_parts(self.volume, what)
         positions: list[Vec3]
         if kind == "units":
-            positions = [(a, b, c) for a, b, c in what.tolist()]
+            positions = list(map(tuple, what.tolist()))
         elif kind == "batch":
             return self._check(what)
         else:
