@@ -201,3 +201,12 @@ def test_two_workers_list_each_folder_once_and_check_each_unit_once(
     # are listed once; the others again for the check (once a slice).
     assert [listings[repr(p)] == 1 for p in parts] == [k < once for k in range(len(parts))]
     assert not multiprocessing.active_children()
+
+
+def test_a_listing_is_kept_in_the_narrowest_integers_it_fits() -> None:
+    small = listed._compact([(0, 1, 2), (32_767, -5, 3)])
+    wide = listed._compact([(0, 1, 2), (40_000, 0, 0)])
+    huge = listed._compact([(2**40, 0, 0)])
+    assert (small.dtype, wide.dtype, huge.dtype) == (np.int16, np.int32, np.int64)
+    assert small.tolist() == [[0, 1, 2], [32_767, -5, 3]] and huge.tolist() == [[2**40, 0, 0]]
+    assert listed._compact([]).shape == (0, 3)

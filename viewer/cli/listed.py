@@ -38,8 +38,9 @@ Units = npt.NDArray[np.signedinteger[Any]]
 #: Parts listed per task of the first pass (folders are small: a task per few of them would
 #: cost more to hand out than to do).
 PARTS_PER_COUNT = 64
-#: Units whose listing the parent keeps from the first pass, at most (12 bytes a unit): the
-#: units past it are listed again by the workers that check them.
+#: Units whose listing the parent keeps from the first pass, at most (6 bytes a unit where
+#: their positions fit 16 bits, else 12 or 24): the units past it are listed again by the
+#: workers that check them.
 KEPT_UNITS = 1 << 20
 #: A part of more units than a batch is checked in slices of at least a batch and at most
 #: this many slices (each slice lists the part again).
@@ -95,12 +96,17 @@ def runs_of(listings: Iterable[Units], per_batch: int) -> Iterator[Units]:
 
 
 def _compact(units: list[Vec3]) -> Units:
-    """``units`` as a ``(K, 3)`` array, of 32-bit integers where they fit."""
+    """``units`` as a ``(K, 3)`` array of the narrowest integers they fit (16 bits for the
+    positions of most unit grids)."""
     array = np.fromiter(itertools.chain.from_iterable(units), np.int64,
                         3 * len(units)).reshape(-1, 3)
-    info = np.iinfo(np.int32)
-    if len(array) and info.min <= int(array.min()) and int(array.max()) <= info.max:
-        return array.astype(np.int32)
+    if not len(array):
+        return array
+    low, high = int(array.min()), int(array.max())
+    for dtype in (np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return array.astype(dtype)
     return array
 
 
