@@ -584,6 +584,9 @@ def _cluster_listing(runner: ClusterRunner, volume: Volume, path: str, layer: st
     shares = [PartsShare(path, layer, mag, tuple(parts[i:i + PARTS_PER_COUNT]), index)
               for i in range(0, len(parts), PARTS_PER_COUNT)]
     found: dict[int, Listing] = dict(runner.map(list_share, shares, key="info-list"))
+    if len(found) < len(shares):
+        raise SchedulerError(f"the cluster listed {len(found)} of {len(shares)} groups of "
+                             f"folders of {path}")
     lo: list[int] | None = None
     hi: list[int] | None = None
     positions: list[Vec3] = []
