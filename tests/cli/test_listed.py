@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -88,13 +91,16 @@ def test_tasks_cover_every_unit_once_in_order(per_batch: int, counts: list[int],
 
 @needs_fork
 @pytest.mark.parametrize("as_json", [True, False])
-@pytest.mark.parametrize(("batch", "sliced"), [(1024, 8), (2, 8), (2, 1)])
+@pytest.mark.parametrize(("batch", "sliced", "kept"), [
+    (1024, 8, listed.KEPT_UNITS), (2, 8, listed.KEPT_UNITS), (2, 8, 0), (2, 1, 0)])
 def test_forked_listing_prints_what_one_process_prints(
         sparse: str, monkeypatch: pytest.MonkeyPatch, as_json: bool, batch: int,
-        sliced: int) -> None:
+        sliced: int, kept: int) -> None:
     flags = ("--json",) if as_json else ()
     alone = info_output(sparse, "--quick", "--threads", "1", *flags)
-    monkeypatch.setattr(info, "BATCH_UNITS", batch)  # with 2: parts cut into slices
+    monkeypatch.setattr(info, "BATCH_UNITS", batch)
+    # With none kept, the workers list again: with 2, parts cut into slices.
+    monkeypatch.setattr(listed, "KEPT_UNITS", kept)
     # With 1: a part of 7 files is too big for slices, the parent lists and hands out batches.
     monkeypatch.setattr(listed, "SLICED_BATCHES", sliced)
 
@@ -152,3 +158,55 @@ def test_a_volume_of_one_part_is_listed_by_the_parent(tmp_path: Path) -> None:
     forked = info_output(str(root), "--quick", "--json", "--threads", "2")
     assert forked == alone and len(json.loads(alone[1])["files"]) == 12
     assert not multiprocessing.active_children()
+
+
+@needs_fork
+@pytest.mark.parametrize(("kept", "once"), [(listed.KEPT_UNITS, 6), (12, 2), (0, 0)])
+def test_two_workers_list_each_folder_once_and_check_each_unit_once(
+        sparse: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int,
+        once: int) -> None:
+    """Every unit reaches a check exactly once, in listing order; with the listing kept (all
+    of it, or the first groups of folders) no folder is listed twice by the workers, and the
+    parent lists none."""
+    log = tmp_path / "listed.log"
+    original = WkwVolume.iter_units_in
+
+    def logged(self: WkwVolume, part: object) -> Iterator[tuple[int, int, int]]:
+        with open(log, "a") as fh:  # one short line a call: appends from two processes
+            fh.write(f"{os.getpid()} {part!r}\n")
+        return original(self, part)
+
+    monkeypatch.setattr(WkwVolume, "iter_units_in", logged)
+    monkeypatch.setattr(listed, "KEPT_UNITS", kept)
+    monkeypatch.setattr(listed, "PARTS_PER_COUNT", 2)  # three groups of folders
+    volume = open_volume(sparse)
+    try:
+        assert isinstance(volume, WkwVolume)
+        parts = list(volume.listing_parts())
+        expected = [u for part in parts for u in original(volume, part)]
+        check = listed.ListedCheck(volume, lambda batch: [tuple(u) for u in batch], 2,
+                                   per_batch=4, ahead=4)
+        try:
+            got = list(check.reports())
+        finally:
+            check.close()
+    finally:
+        volume.close()
+    assert got == expected
+    calls = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    assert str(os.getpid()) not in {pid for pid, _ in calls}
+    listings = Counter(part for _, part in calls)
+    assert set(listings) == {repr(p) for p in parts}
+    # The folders of the groups kept (all six by default; the first two, 8 units, within 12)
+    # are listed once; the others again for the check (once a slice).
+    assert [listings[repr(p)] == 1 for p in parts] == [k < once for k in range(len(parts))]
+    assert not multiprocessing.active_children()
+
+
+def test_a_listing_is_kept_in_the_narrowest_integers_it_fits() -> None:
+    small = listed._compact([(0, 1, 2), (32_767, -5, 3)])
+    wide = listed._compact([(0, 1, 2), (40_000, 0, 0)])
+    huge = listed._compact([(2**40, 0, 0)])
+    assert (small.dtype, wide.dtype, huge.dtype) == (np.int16, np.int32, np.int64)
+    assert small.tolist() == [[0, 1, 2], [32_767, -5, 3]] and huge.tolist() == [[2**40, 0, 0]]
+    assert listed._compact([]).shape == (0, 3)

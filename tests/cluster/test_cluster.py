@@ -285,3 +285,22 @@ def test_cancel_ends_a_scan_on_the_cluster(tmp_path: Path, runner: Any) -> None:
     finally:
         volume.close()
     assert scan.cancelled and not any(b.finished for b in batches)
+
+
+def test_info_on_the_cluster_lists_the_files_on_its_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files of a dataset cut into folders are listed by the cluster's workers, which
+    find their box too: here only the folders are listed; the report is the local one."""
+    from viewer.format.wkw.volume import WkwVolume
+
+    root = damaged_dataset(tmp_path / "ds")
+    code, local = run_info(str(root), "--chunks")
+
+    def no_walk(self: WkwVolume) -> None:
+        raise AssertionError("the files were listed here")
+
+    monkeypatch.setattr(WkwVolume, "iter_units", no_walk)
+    monkeypatch.setattr(WkwVolume, "_files_box", no_walk)
+    rcode, remote = run_info(str(root), "--chunks", "--scheduler", "local:2")
+    assert (rcode, remote) == (code, local)
+    assert len(local["files"]) == 16

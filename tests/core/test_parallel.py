@@ -143,3 +143,20 @@ def test_ctrl_c_during_a_forked_map_ends_everything_with_130(tmp_path: Any) -> N
             time.sleep(0.01)
         else:
             pytest.fail(f"worker {pid} still runs")
+
+
+@needs_fork
+def test_forked_results_of_a_batch_report_fit_in_the_result_pipe() -> None:
+    """The workers' result pipe holds a batch's report text (hundreds of kB), so a worker
+    writes its result at once instead of 64 kB at a time while holding the pipe's lock."""
+    import fcntl
+
+    from viewer.core.parallel import RESULT_PIPE_BYTES, ForkedWorkers
+
+    workers = ForkedWorkers(lambda n: b"x" * n, 2)
+    try:
+        writer = workers._pool._outqueue._writer  # noqa: SLF001 - the pipe it sized
+        assert fcntl.fcntl(writer.fileno(), fcntl.F_GETPIPE_SZ) >= RESULT_PIPE_BYTES
+        assert [len(r) for r in workers.map([300_000, 5, 600_000])] == [300_000, 5, 600_000]
+    finally:
+        workers.close()

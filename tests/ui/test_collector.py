@@ -141,6 +141,7 @@ def test_full_collections_wait_for_a_quarter_of_the_long_lived(monkeypatch) -> N
         assert gc.get_stats()[2]["collections"] - full <= 1  # the first one only
         assert collector._long_lived >= len(keep)  # noqa: SLF001 - what the rule counts
     finally:
+        collector.thaw()
         gc.set_threshold(*thresholds)
         if was_enabled:
             gc.enable()
@@ -189,3 +190,48 @@ def test_a_due_collection_waits_for_loading_views_at_most_max_defer(qtbot) -> No
     finally:
         installed.busy = others
         installed.deferred_since = None
+
+
+def test_many_survivors_of_a_full_collection_are_frozen_until_thawed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """More than ``FREEZE_OVER`` objects in the oldest generation after a collection (a
+    scan's rows) are frozen: the full collections after it do not walk them; ``thaw`` gives
+    them back, and a cycle that died among them meanwhile is collected by the next full
+    collection."""
+    was_enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
+    gc.disable()
+    monkeypatch.setattr(collector, "FREEZE_OVER", 20_000)
+    monkeypatch.setattr(collector, "_long_lived", 0)
+    monkeypatch.setattr(collector, "_frozen", 0)
+    monkeypatch.setattr(collector, "_thawed", False)
+    frozen_before = gc.get_freeze_count()
+    try:
+        keep = [[k] for k in range(40_000)]  # long-lived, tracked
+        witness = _Witness()
+        _Witness.died_on.clear()
+        gc.set_threshold(50, 1, 1)
+        made: list[list[int]] = []
+        for _ in range(20):  # past the youngest threshold each time: older ones come due
+            made.extend([k] for k in range(60))
+            collector.collect_if_due()
+            if gc.get_freeze_count() > frozen_before:
+                break
+        assert gc.get_freeze_count() - frozen_before >= len(keep)
+        assert len(gc.get_objects(generation=2)) < 1000  # what the next full one walks
+        del witness  # a cycle among the frozen: not collected while frozen
+        gc.collect()
+        assert not _Witness.died_on
+        collector.thaw()
+        assert gc.get_freeze_count() == 0
+        for _ in range(40):  # the middle collections freeze nothing until a full one ran
+            made.extend([k] for k in range(60))
+            collector.collect_if_due()
+            if _Witness.died_on:
+                break
+        assert _Witness.died_on == [threading.get_ident()]
+        assert gc.get_freeze_count() >= len(keep)  # what lives is frozen again
+    finally:
+        collector.thaw()
+        gc.set_threshold(*thresholds)
+        if was_enabled:
+            gc.enable()

@@ -1,15 +1,19 @@
 """``info``'s check of a local volume of many small units on forked worker processes that list
-the units themselves.
+the units themselves, once.
 
 With one process listing (and, for a volume whose extent is the box of its units, listing a
 second time for that box) and the workers checking, the listing is work no worker count
 shortens.  Here the parent lists only the folders (``Volume.listing_parts``); the workers,
-forked once, first work out each folder's unit count and box (``Volume.note_listed_box``
-then spares the parent its own pass), then list and check slices of folders of about one
-batch each.  The reports come back in listing order, the same as from the parent's listing.
-A volume whose listing is one part (a format that does not cut it), or that has a part of
-very many units, is listed by the parent and checked in batches by the same workers, as
-before.
+forked once, list the folders in groups and send back each folder's unit count, the box of
+their units (``Volume.note_listed_box`` then spares the parent its own pass) and the units
+themselves as one small integer array a group.  The parent keeps those arrays (a few bytes a
+unit, up to ``KEPT_UNITS`` units) and hands them out again in runs of one batch: every unit
+is listed once and checked once, by whichever worker is free, and the parent does no Python
+work per unit.  The reports come back in listing order, the same as from the parent's
+listing.  Folders past ``KEPT_UNITS`` are listed a second time by the workers, in slices of
+about one batch (a folder of very many units: by the parent, in batches); a volume whose
+listing is one part (a format that does not cut it) is listed by the parent and checked in
+batches by the same workers.
 
 ``ListedCheck(volume, check, processes, per_batch, ahead)`` forks the workers and runs the
 first pass; ``reports()`` yields the reports; ``close()`` ends the workers (at once if the
@@ -22,14 +26,22 @@ import itertools
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from viewer.core.parallel import ForkedWorkers
 from viewer.format import Volume
 
 R = TypeVar("R")
 Vec3 = tuple[int, int, int]
-#: Parts counted per task of the first pass (folders are small: a task per few of them would
+Units = npt.NDArray[np.signedinteger[Any]]
+#: Parts listed per task of the first pass (folders are small: a task per few of them would
 #: cost more to hand out than to do).
 PARTS_PER_COUNT = 64
+#: Units whose listing the parent keeps from the first pass, at most (6 bytes a unit where
+#: their positions fit 16 bits, else 12 or 24): the units past it are listed again by the
+#: workers that check them.
+KEPT_UNITS = 1 << 20
 #: A part of more units than a batch is checked in slices of at least a batch and at most
 #: this many slices (each slice lists the part again).
 MAX_SLICES = 8
@@ -64,6 +76,70 @@ def _tasks_of(parts: Sequence[Hashable], counts: Sequence[int], per_batch: int
         yield task
 
 
+def runs_of(listings: Iterable[Units], per_batch: int) -> Iterator[Units]:
+    """The rows of ``listings`` (``(K, 3)`` arrays, one after the other) in runs of
+    ``per_batch`` (the last may be shorter), in order."""
+    held: list[Units] = []
+    count = 0
+    for units in listings:
+        start = 0
+        while start < len(units):
+            take = min(per_batch - count, len(units) - start)
+            held.append(units[start:start + take])
+            count += take
+            start += take
+            if count >= per_batch:
+                yield held[0] if len(held) == 1 else np.concatenate(held)
+                held, count = [], 0
+    if count:
+        yield held[0] if len(held) == 1 else np.concatenate(held)
+
+
+def _compact(units: list[Vec3]) -> Units:
+    """``units`` as a ``(K, 3)`` array of the narrowest integers they fit (16 bits for the
+    positions of most unit grids)."""
+    array = np.fromiter(itertools.chain.from_iterable(units), np.int64,
+                        3 * len(units)).reshape(-1, 3)
+    if not len(array):
+        return array
+    low, high = int(array.min()), int(array.max())
+    for dtype in (np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return array.astype(dtype)
+    return array
+
+
+#: What ``list_parts`` finds: each part's unit count, the lowest and highest unit position
+#: (None: no unit) and the units (``(K, 3)``) in listing order.
+Listing = tuple[list[int], list[int] | None, list[int] | None, Units]
+
+
+def list_parts(volume: Volume, parts: Sequence[Hashable]) -> Listing:
+    """List ``parts`` of ``volume``'s listing (``Volume.iter_units_in``), one after the
+    other: a worker's share of the first pass (here, or on a cluster's worker)."""
+    counts: list[int] = []
+    units: list[Vec3] = []
+    for part in parts:
+        before = len(units)
+        units.extend(volume.iter_units_in(part))
+        counts.append(len(units) - before)
+    listing = _compact(units)
+    if not len(listing):
+        return counts, None, None, listing
+    return counts, listing.min(axis=0).tolist(), listing.max(axis=0).tolist(), listing
+
+
+def fold_box(lo: list[int] | None, hi: list[int] | None, listing: Listing
+             ) -> tuple[list[int] | None, list[int] | None]:
+    """The box ``lo``..``hi`` grown by that of ``listing``."""
+    _, a, b, _ = listing
+    if a is None or b is None:
+        return lo, hi
+    return (a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)],
+            b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)])
+
+
 def batches(items: Iterable[Vec3], size: int) -> Iterator[list[Vec3]]:
     """``items`` in lists of ``size`` (the last may be shorter), taken as they come."""
     batch: list[Vec3] = []
@@ -86,6 +162,9 @@ class ListedCheck:
         self._per_batch = max(1, per_batch)
         self._ahead = ahead
         self.parts = list(volume.listing_parts())
+        #: The first pass's listings kept, group by group (the first ``len(kept)`` groups of
+        #: ``PARTS_PER_COUNT`` parts).
+        self.kept: list[Units] = []
         self._workers = ForkedWorkers(self._work, processes)
         try:
             #: Units of each part (None: the volume is listed here, see ``reports``).
@@ -95,59 +174,72 @@ class ListedCheck:
             raise
 
     def _work(self, task: tuple[str, Any]) -> Any:
-        """In a worker: count (and box) parts, or list and check slices of parts."""
+        """In a worker: list parts (their counts, box and units), or check units given, or
+        list and check slices of parts."""
         kind, what = task
-        if kind == "count":
-            counts: list[int] = []
-            lo: list[int] | None = None
-            hi: list[int] | None = None
-            for part in what:
-                units = list(self.volume.iter_units_in(part))
-                counts.append(len(units))
-                if not units:
-                    continue
-                axes = list(zip(*units, strict=True))
-                a, b = [min(v) for v in axes], [max(v) for v in axes]
-                lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
-                hi = b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)]
-            return counts, lo, hi
-        if kind == "batch":
+        if kind == "list":
+            return list_parts(self.volume, what)
+        positions: list[Vec3]
+        if kind == "units":
+            positions = list(map(tuple, what.tolist()))
+        elif kind == "batch":
             return self._check(what)
-        positions: list[Vec3] = []
-        for part, start, stop in what:
-            positions.extend(itertools.islice(self.volume.iter_units_in(part), start, stop))
+        else:
+            positions = []
+            for part, start, stop in what:
+                positions.extend(itertools.islice(self.volume.iter_units_in(part), start,
+                                                  stop))
         out: list[Any] = []
         for first in range(0, len(positions), self._per_batch):
             out.extend(self._check(positions[first:first + self._per_batch]))
         return out
 
     def _count(self) -> list[int]:
-        """The first pass: each part's unit count; the box of all their units goes to the
-        volume."""
+        """The first pass: each part's unit count and the units themselves (kept up to
+        ``KEPT_UNITS``); the box of all their units goes to the volume."""
         groups = [self.parts[i:i + PARTS_PER_COUNT]
                   for i in range(0, len(self.parts), PARTS_PER_COUNT)]
         counts: list[int] = []
         lo: list[int] | None = None
         hi: list[int] | None = None
-        for part_counts, a, b in self._workers.map(("count", g) for g in groups):
+        kept, keeping = 0, True
+        for found in self._workers.map(("list", g) for g in groups):
+            part_counts, _, _, listing = found
             counts.extend(part_counts)
-            if a is None or b is None:
-                continue
-            lo = a if lo is None else [min(u, v) for u, v in zip(lo, a, strict=True)]
-            hi = b if hi is None else [max(u, v) for u, v in zip(hi, b, strict=True)]
+            keeping = keeping and kept + len(listing) <= KEPT_UNITS
+            if keeping:
+                self.kept.append(listing)
+                kept += len(listing)
+            lo, hi = fold_box(lo, hi, found)
         if lo is not None and hi is not None:
             self.volume.note_listed_box(lo, hi)
         return counts
+
+    def _tasks(self, counts: list[int], kept: list[Units]) -> Iterator[tuple[str, Any]]:
+        """The check's tasks in listing order: runs of the ``kept`` units, then slices of the
+        parts past them (or, where a part is too big for slices, batches of the parent's
+        listing of those parts)."""
+        yield from (("units", run) for run in runs_of(kept, self._per_batch))
+        rest = len(kept) * PARTS_PER_COUNT
+        if rest >= len(self.parts):
+            return
+        parts, left = self.parts[rest:], counts[rest:]
+        if max(left, default=0) <= SLICED_BATCHES * self._per_batch:
+            yield from (("check", t) for t in _tasks_of(parts, left, self._per_batch))
+            return
+        listing = (u for part in parts for u in self.volume.iter_units_in(part))
+        yield from (("batch", b) for b in batches(listing, self._per_batch))
 
     def reports(self) -> Generator[Any, None, None]:
         """Every unit's reports, in listing order (the ``check`` results concatenated)."""
         counts = self.counts
         tasks: Iterator[tuple[str, Any]]
-        if counts is None or max(counts, default=0) > SLICED_BATCHES * self._per_batch:
+        if counts is None:
             tasks = (("batch", b) for b in batches(self.volume.units_to_check(),
                                                     self._per_batch))
         else:
-            tasks = (("check", t) for t in _tasks_of(self.parts, counts, self._per_batch))
+            tasks = self._tasks(counts, self.kept)
+        self.kept = []
         for reports in self._workers.map(tasks, self._ahead):
             yield from reports
 
@@ -155,4 +247,5 @@ class ListedCheck:
         self._workers.terminate()
 
 
-__all__ = ["ListedCheck", "PARTS_PER_COUNT", "MAX_SLICES", "SLICED_BATCHES"]
+__all__ = ["ListedCheck", "Listing", "PARTS_PER_COUNT", "KEPT_UNITS", "MAX_SLICES",
+           "SLICED_BATCHES", "fold_box", "list_parts", "runs_of"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import multiprocessing.pool
 import os
 import signal
 from collections import deque
@@ -66,6 +67,9 @@ def can_fork() -> bool:
 
 #: The function the forked workers call (set in the parent before they are forked).
 _forked: Callable[[Any], Any] | None = None
+#: Bytes the pipe that carries the workers' results holds (Linux's default most a process
+#: may ask for): a result of a few hundred kB (a batch's report text) is written at once.
+RESULT_PIPE_BYTES = 1 << 20
 
 
 def _call_forked(item: Any) -> Any:
@@ -101,6 +105,7 @@ class ForkedWorkers:
             _forked = None
             raise
         self._ended = False
+        _widen_result_pipe(self._pool)
 
     def map(self, items: Iterable[Any], ahead: int | None = None) -> Iterator[Any]:
         """``map(fn, items)`` in the workers, in order, at most ``ahead`` items in work or
@@ -140,6 +145,21 @@ class ForkedWorkers:
         else:
             self._pool.close()
             self._pool.join()
+
+
+def _widen_result_pipe(pool: multiprocessing.pool.Pool) -> None:
+    """Let the pool's result pipe hold ``RESULT_PIPE_BYTES``.  At the default 64 kB a worker
+    sending a larger result waits for the parent to read each 64 kB, holding the lock every
+    worker writes its results under: the workers take turns instead of working.  The pipe is
+    the pool's own (``multiprocessing`` names no way to size it); where it cannot be resized
+    it stays as it is."""
+    try:
+        import fcntl
+
+        writer = pool._outqueue._writer  # type: ignore[attr-defined]
+        fcntl.fcntl(writer.fileno(), fcntl.F_SETPIPE_SZ, RESULT_PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass
 
 
 def ordered_map_forked(fn: Callable[[T], R], items: Iterable[T], processes: int,

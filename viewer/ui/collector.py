@@ -17,7 +17,14 @@ freezes what is alive then (``gc.freeze``: the modules, Qt's wrappers, the windo
 full collections that follow look at what was made since, not at the whole program (a frozen
 object is never collected; what start-up made is kept for the life of the process anyway).
 Reference counting frees everything that is not in a cycle at once, as before; only cycles
-wait for the timer.
+wait for the timer.  Once the oldest generation holds more than ``FREEZE_OVER`` objects after a
+collection (the rows of a scan of 100,000 units arriving), they are frozen too: a full
+collection walking them all would hold the GUI thread for longer than a frame, and they live
+as long as their volume is inspected.  It is looked at after each middle or full collection,
+so no full collection walks much more than ``FREEZE_OVER`` objects.  ``thaw()`` (the
+inspector calls it when it drops a volume's rows) gives them back to the oldest generation,
+so that the next full collection looks at everything once more (and frees whatever cycles
+died among them meanwhile) and what still lives is frozen again.
 ``collect_if_due()`` does one such step now (the test suite calls it between tests, when no
 event loop runs).
 
@@ -44,8 +51,11 @@ MAX_DEFER_MS = 1000
 _installed: _GuiThreadCollector | None = None
 
 
-#: Objects in the oldest generation after the last full collection (``collect_if_due``).
+#: Objects in the oldest generation after the last full collection (``collect_if_due``),
+#: those frozen since included.
 _long_lived = 0
+#: More objects than this in the oldest generation after a collection are frozen.
+FREEZE_OVER = 20_000
 
 
 def collect_if_due() -> int:
@@ -54,7 +64,7 @@ def collect_if_due() -> int:
     the interpreter, a full collection waits until the objects made since the last one could
     be a quarter of those that lived through it: a window holding the rows of 100,000 units
     would otherwise walk them all every few seconds, a stall that grows with the dataset."""
-    global _long_lived
+    global _long_lived, _thawed
     counts = gc.get_count()
     thresholds = gc.get_threshold()
     due = -1
@@ -68,9 +78,39 @@ def collect_if_due() -> int:
     if due < 0:
         return 0
     found = gc.collect(due)
-    if due == 2:
-        _long_lived = len(gc.get_objects(generation=2))
+    if due >= 1:
+        alive = len(gc.get_objects(generation=2))
+        if due == 2:
+            _long_lived = alive + _frozen
+            _thawed = False
+        if alive > FREEZE_OVER and not _thawed:
+            _freeze(alive)
+            _long_lived = max(_long_lived, _frozen)
     return found
+
+
+#: Objects ``collect_if_due`` froze (the start-up freeze not counted).
+_frozen = 0
+#: ``thaw`` was called and no full collection ran since: nothing is frozen until one did
+#: (it frees the cycles that died among what was frozen).
+_thawed = False
+
+
+def _freeze(count: int) -> None:
+    global _frozen
+    gc.freeze()
+    _frozen += count
+
+
+def thaw() -> None:
+    """Give the objects ``collect_if_due`` froze back to the oldest generation (the
+    start-up's too) and let the next full collection come as soon as the thresholds say:
+    it looks at everything once, then what lives is frozen again.  Call it when many
+    long-lived objects were let go (a volume's scan rows).  Nothing when none was frozen."""
+    global _frozen, _thawed, _long_lived
+    if _frozen:
+        _frozen, _thawed, _long_lived = 0, True, 0
+        gc.unfreeze()
 
 
 class _GuiThreadCollector(QObject):
@@ -137,5 +177,5 @@ def installed() -> bool:
     return _installed is not None
 
 
-__all__ = ["INTERVAL_MS", "MAX_DEFER_MS", "collect_if_due", "collect_on_gui_thread", "defer_while",
-           "installed"]
+__all__ = ["FREEZE_OVER", "INTERVAL_MS", "MAX_DEFER_MS", "collect_if_due", "collect_on_gui_thread",
+           "defer_while", "installed", "thaw"]

@@ -53,6 +53,7 @@ from PySide6.QtWidgets import (
 
 from viewer.core import advise, inspect
 from viewer.format import Dataset, FormatError, Mag, Volume, mag_name, parse_mag
+from viewer.ui import collector
 from viewer.ui.inspector.byte_layout_tab import QtByteLayoutTab
 from viewer.ui.inspector.files_tab import QtFilesTab
 from viewer.ui.inspector.header_tab import QtHeaderTab
@@ -384,6 +385,9 @@ class QtInspectorPanel(QWidget):
         self.jump_tab.clear()
         self.sizes_tab.volume_changed()
         self.overlays.reset()
+        # The rows of the volume before are let go: what the collector froze with them (see
+        # ``viewer.ui.collector``) is looked at again.
+        collector.thaw()
         if volume is None:
             self.title.setText("no dataset")
             st.volume_header = {}
