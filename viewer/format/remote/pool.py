@@ -165,11 +165,9 @@ class Pool:
     def abort(self, job: Job) -> None:
         """Stop ``job`` (already marked dropped under its store's lock), queued or on the
         wire; any thread."""
-        with self._lock:
-            closed = self._closed
-        if closed:  # nothing runs: settled by ``close``
-            return
-        self._loop.call_soon_threadsafe(self._abort, job)
+        with self._lock:  # (the loop ends only after ``close`` set ``_closed``)
+            if not self._closed:  # else nothing runs: settled by ``close``
+                self._loop.call_soon_threadsafe(self._abort, job)
 
     def queued(self) -> int:
         with self._lock:
