@@ -52,13 +52,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from viewer.cli import chunk_list, interrupt
 from viewer.cli.index_arg import add_index_argument, index_of
-from viewer.cli.listed import PARTS_PER_COUNT, ListedCheck, Listing, fold_box, list_parts
+from viewer.cli.listed import ListedCheck, cluster_listing
 from viewer.cli.listed import batches as listed_batches
 from viewer.cli.streaming import JsonStream, SizeStats
 from viewer.cli.units import (
@@ -538,7 +538,7 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
     next_share = 0
     with ClusterRunner(args.scheduler) as runner:
         runner.check_paths([path])
-        positions = _cluster_listing(runner, volume, path, layer, mag)
+        positions = cluster_listing(runner, volume, path, layer, mag)
         per_task = units_per_task(len(positions), runner.workers)
         shares = [UnitShare(path, layer, mag, tuple(part), not args.quick, args.chunks,
                             tuple(volume.extra_index.items()))
@@ -548,54 +548,6 @@ def _unit_reports(volume: Volume, facts: inspect.VolumeFacts, args: argparse.Nam
             while next_share in done:
                 yield from done.pop(next_share)
                 next_share += 1
-
-
-@dataclass(frozen=True)
-class PartsShare:
-    """A task of the listing on a cluster: the array (by path, layer and mag) and parts of
-    its listing (``Volume.listing_parts``) to list."""
-
-    path: str
-    layer: str
-    mag: Vec3
-    parts: tuple[Hashable, ...]
-    index: tuple[tuple[str, int], ...] = ()
-
-
-def list_share(share: PartsShare) -> Listing:
-    """The listing of the parts of ``share`` (the task a cluster worker runs)."""
-    volume = open_volume(share.path, share.layer, share.mag, dict(share.index))
-    try:
-        return list_parts(volume, share.parts)
-    finally:
-        volume.close()
-
-
-def _cluster_listing(runner: ClusterRunner, volume: Volume, path: str, layer: str,
-                     mag: Vec3) -> list[Vec3]:
-    """The units to check, listed by the cluster's workers where the listing is cut into
-    parts (a WKW dataset's folders: here only the folders are listed), with the box of
-    their units given to the volume (its extent, where that is the units' box, is then not
-    listed here either); else listed here."""
-    parts = list(volume.listing_parts())
-    if len(parts) <= 1 or not volume.lists_units:
-        return list(volume.units_to_check())
-    index = tuple(volume.extra_index.items())
-    shares = [PartsShare(path, layer, mag, tuple(parts[i:i + PARTS_PER_COUNT]), index)
-              for i in range(0, len(parts), PARTS_PER_COUNT)]
-    found: dict[int, Listing] = dict(runner.map(list_share, shares, key="info-list"))
-    if len(found) < len(shares):
-        raise SchedulerError(f"the cluster listed {len(found)} of {len(shares)} groups of "
-                             f"folders of {path}")
-    lo: list[int] | None = None
-    hi: list[int] | None = None
-    positions: list[Vec3] = []
-    for k in range(len(shares)):
-        lo, hi = fold_box(lo, hi, found[k])
-        positions.extend((a, b, c) for a, b, c in found.pop(k)[3].tolist())
-    if lo is not None and hi is not None:
-        volume.note_listed_box(lo, hi)
-    return positions
 
 
 def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:
@@ -617,6 +569,6 @@ def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:
 
 
 # ``check_unit`` and the helpers moved to ``units`` stay importable from here.
-__all__ = ["main", "check_share", "UnitShare", "PartsShare", "list_share", "UnitReport",
+__all__ = ["main", "check_share", "UnitShare", "UnitReport",
            "SoundRun", "check_unit", "check_batch", "problem_fields", "size_summary",
            "chunks_meeting", "geometry"]

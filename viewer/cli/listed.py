@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from viewer.core.cluster import ClusterRunner, SchedulerError
 from viewer.core.parallel import ForkedWorkers
-from viewer.format import Volume
+from viewer.format import Volume, open_volume
 
 R = TypeVar("R")
 Vec3 = tuple[int, int, int]
@@ -247,5 +249,54 @@ class ListedCheck:
         self._workers.terminate()
 
 
+@dataclass(frozen=True)
+class PartsShare:
+    """A task of the listing on a cluster: the array (by path, layer and mag) and parts of
+    its listing (``Volume.listing_parts``) to list."""
+
+    path: str
+    layer: str
+    mag: Vec3
+    parts: tuple[Hashable, ...]
+    index: tuple[tuple[str, int], ...] = ()
+
+
+def list_share(share: PartsShare) -> Listing:
+    """The listing of the parts of ``share`` (the task a cluster worker runs)."""
+    volume = open_volume(share.path, share.layer, share.mag, dict(share.index))
+    try:
+        return list_parts(volume, share.parts)
+    finally:
+        volume.close()
+
+
+def cluster_listing(runner: ClusterRunner, volume: Volume, path: str, layer: str,
+                     mag: Vec3) -> list[Vec3]:
+    """The units to check, listed by the cluster's workers where the listing is cut into
+    parts (a WKW dataset's folders: here only the folders are listed), with the box of
+    their units given to the volume (its extent, where that is the units' box, is then not
+    listed here either); else listed here."""
+    parts = list(volume.listing_parts())
+    if len(parts) <= 1 or not volume.lists_units:
+        return list(volume.units_to_check())
+    index = tuple(volume.extra_index.items())
+    shares = [PartsShare(path, layer, mag, tuple(parts[i:i + PARTS_PER_COUNT]), index)
+              for i in range(0, len(parts), PARTS_PER_COUNT)]
+    found: dict[int, Listing] = dict(runner.map(list_share, shares, key="info-list"))
+    if len(found) < len(shares):
+        raise SchedulerError(f"the cluster listed {len(found)} of {len(shares)} groups of "
+                             f"folders of {path}")
+    lo: list[int] | None = None
+    hi: list[int] | None = None
+    positions: list[Vec3] = []
+    for k in range(len(shares)):
+        lo, hi = fold_box(lo, hi, found[k])
+        positions.extend((a, b, c) for a, b, c in found.pop(k)[3].tolist())
+    if lo is not None and hi is not None:
+        volume.note_listed_box(lo, hi)
+    return positions
+
+
 __all__ = ["ListedCheck", "Listing", "PARTS_PER_COUNT", "KEPT_UNITS", "MAX_SLICES",
-           "SLICED_BATCHES", "fold_box", "list_parts", "runs_of"]
+           "SLICED_BATCHES", "PartsShare", "cluster_listing", "fold_box", "list_parts",
+           "list_share", "runs_of"]
