@@ -569,6 +569,5 @@ def _unit_header(volume: Volume, header: dict[str, Any]) -> dict[str, Any]:
 
 
 # ``check_unit`` and the helpers moved to ``units`` stay importable from here.
-__all__ = ["main", "check_share", "UnitShare", "UnitReport",
-           "SoundRun", "check_unit", "check_batch", "problem_fields", "size_summary",
-           "chunks_meeting", "geometry"]
+__all__ = ["main", "check_share", "UnitShare", "UnitReport", "SoundRun", "check_unit",
+           "check_batch", "problem_fields", "size_summary", "chunks_meeting", "geometry"]

@@ -271,7 +271,7 @@ def list_share(share: PartsShare) -> Listing:
 
 
 def cluster_listing(runner: ClusterRunner, volume: Volume, path: str, layer: str,
-                     mag: Vec3) -> list[Vec3]:
+                    mag: Vec3) -> list[Vec3]:
     """The units to check, listed by the cluster's workers where the listing is cut into
     parts (a WKW dataset's folders: here only the folders are listed), with the box of
     their units given to the volume (its extent, where that is the units' box, is then not

@@ -153,13 +153,11 @@ def _widen_result_pipe(pool: multiprocessing.pool.Pool) -> None:
     worker writes its results under: the workers take turns instead of working.  The pipe is
     the pool's own (``multiprocessing`` names no way to size it); where it cannot be resized
     it stays as it is."""
-    try:
+    with contextlib.suppress(ImportError, AttributeError, OSError):
         import fcntl
 
         writer = pool._outqueue._writer  # type: ignore[attr-defined]
         fcntl.fcntl(writer.fileno(), fcntl.F_SETPIPE_SZ, RESULT_PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):
-        pass
 
 
 def ordered_map_forked(fn: Callable[[T], R], items: Iterable[T], processes: int,

@@ -76,6 +76,9 @@ from viewer.format.remote.pool import close_all as pool_close_all
 from viewer.format.store import ObjectStat, Store, version_changed
 
 SCHEMES = ("http", "https", "s3", "gs", "gcs")
+#: How long a request that failed for an object whose last answer was racy waits before it
+#: is asked again (``RemoteStore._racy_keys``).
+RACY_FAILURE_WAIT_NS = COARSE_WINDOW_NS // 4
 #: Schemes whose server may serve a file while another program writes it in place (a web
 #: server in front of a folder): their answers follow the racy-timestamp rule.  An object
 #: store (S3, GCS) replaces an object whole, so none of its answers is half written.
@@ -664,7 +667,7 @@ class RemoteStore(Store):
                 except RemoteError as exc:
                     out[i] = exc.for_range(off, end)  # this range, not the merged request's
                     if self._was_racy(key):
-                        racy[i] = COARSE_WINDOW_NS // 4
+                        racy[i] = RACY_FAILURE_WAIT_NS
                     break
                 except (OSError, FormatError) as exc:
                     out[i] = exc
@@ -753,7 +756,7 @@ class RemoteStore(Store):
             except RemoteError:
                 if not self._was_racy(key):
                     raise
-                data, wait = b"", COARSE_WINDOW_NS // 4  # see ``_racy_keys``
+                data, wait = b"", RACY_FAILURE_WAIT_NS
             else:
                 wait = data.racy_ns if isinstance(data, _Answer) else 0
             if not wait:

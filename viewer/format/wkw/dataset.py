@@ -406,4 +406,3 @@ def _closed_file(path: str, known: Remembered) -> File:
 
 
 __all__ = ["Dataset", "HEADER_FILE", "FormatError", "HeaderError"]
-
