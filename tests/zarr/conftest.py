@@ -1,10 +1,14 @@
 """The zarr tests' helpers (``fixtures.py``, ``truth.py``) under names of their own,
 ``zarr_test_fixtures`` and ``zarr_test_truth`` (another test folder may have a ``fixtures``
-module too)."""
+module too), and the conversion pair that the conversion and compare modules both read."""
 
 import importlib.util
 import sys
 from pathlib import Path
+
+import numpy as np
+import pytest
+from once import once_per_run
 
 for _name, _file in (("zarr_test_truth", "truth.py"), ("zarr_test_fixtures", "fixtures.py")):
     if _name not in sys.modules:
@@ -13,3 +17,26 @@ for _name, _file in (("zarr_test_truth", "truth.py"), ("zarr_test_fixtures", "fi
         _module = importlib.util.module_from_spec(_spec)
         sys.modules[_name] = _module
         _spec.loader.exec_module(_module)
+
+
+def _write_converted(root: Path) -> tuple[Path, Path]:
+    fixtures = sys.modules["zarr_test_fixtures"]
+    color = fixtures.sample((1, 90, 70, 40), "uint8", seed=7)
+    seg = (fixtures.sample((1, 90, 70, 40), "uint32", seed=8) % 500).astype(np.uint32)
+    src = Path(fixtures.write_webknossos_dataset(root / "wkw", {"color": ("wkw", color),
+                                                                "segmentation": ("wkw", seg)},
+                                                 downsample=True))
+    dst = Path(fixtures.wk_dataset_to_zarr3(src, root / "zarr3", shard_len=64, chunk_len=32))
+    return src, dst
+
+
+@pytest.fixture(scope="session")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A WKW webKnossos dataset written by the ``webknossos`` package (two layers, mags 1, 2,
+    4) and its zarr3 conversion (tensorstore, shards of 64^3 holding chunks of 32^3), written
+    once for the run: the tests only read them (a test that changes one changes a copy)."""
+    pytest.importorskip("tensorstore", reason="tensorstore (test extra) is not installed")
+    pytest.importorskip("webknossos", reason="webknossos (test extra) is not installed")
+    result: tuple[Path, Path] = once_per_run(tmp_path_factory, "zarr-converted",
+                                             _write_converted)
+    return result

@@ -11,29 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from zarr_test_fixtures import (
-    sample,
-    wk_dataset_to_zarr3,
     wkw_mag_bounds,
     wkw_to_zarr3,
-    write_webknossos_dataset,
 )
 
 from viewer.format import match_mags, open_dataset, open_volume
 
 pytest.importorskip("tensorstore", reason="tensorstore (test extra) is not installed")
 pytest.importorskip("webknossos", reason="webknossos (test extra) is not installed")
-
-
-@pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("conv")
-    color = sample((1, 90, 70, 40), "uint8", seed=7)
-    seg = (sample((1, 90, 70, 40), "uint32", seed=8) % 500).astype(np.uint32)
-    src = Path(write_webknossos_dataset(root / "wkw", {"color": ("wkw", color),
-                                                       "segmentation": ("wkw", seg)},
-                                        downsample=True))
-    dst = Path(wk_dataset_to_zarr3(src, root / "zarr3", shard_len=64, chunk_len=32))
-    return src, dst
 
 
 def _pairs_equal(src: Path, dst: Path) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
