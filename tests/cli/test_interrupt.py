@@ -5,7 +5,8 @@ prints a document that reads as a complete report.
 Each run is a real process (``python -m viewer``).  "Right after the start" is the moment the
 program's own handlers are in place (SIGTERM caught, read from /proc), before the heavy imports
 of the command; the other moments are a marker in the output or a delay.  Only outcomes are
-asserted, never how long anything took.
+asserted, never how long anything took.  The runs go on a few at a time (``runs``), so that
+their waits overlap; each test asserts on its own run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -121,47 +123,87 @@ def _check_json(out: bytes) -> None:
     assert doc.get("interrupted") is True, out[-300:]
 
 
+def _scenarios(a: Path, b: Path, demo: Path,
+               ) -> dict[tuple[str, str | float], tuple[tuple[str, ...], str | float, int]]:
+    """Every interrupted run of the module, by (test, moment): the command, the moment, the
+    signal.  The longest waits first, so that the runs that overlap them start at once."""
+    info_json = ("info", "--json", "--chunks", str(a))
+    return {
+        ("window", 4.0): ((str(a),), 4.0, signal.SIGINT),
+        ("info-json", 2.0): (info_json, 2.0, signal.SIGINT),
+        ("demo", 1.5): (("demo", str(demo)), 1.5, signal.SIGINT),
+        ("info-text", 1.0): (("info", str(a)), 1.0, signal.SIGINT),
+        ("compare", 1.0): (("compare", "--json", str(a), str(b)), 1.0, signal.SIGINT),
+        ("digest", 1.0): (("digest", "--json", str(a)), 1.0, signal.SIGINT),
+        ("info-json", 0.8): (info_json, 0.8, signal.SIGINT),
+        ("sigterm", 0.8): (("info", "--json", str(a)), 0.8, signal.SIGTERM),
+        ("info-text", "start"): (("info", str(a)), "start", signal.SIGINT),
+        ("info-text", "line"): (("info", str(a)), "line", signal.SIGINT),
+        ("info-json", "start"): (info_json, "start", signal.SIGINT),
+        ("compare", "start"): (("compare", "--json", str(a), str(b)), "start", signal.SIGINT),
+        ("digest", "start"): (("digest", "--json", str(a)), "start", signal.SIGINT),
+        ("window", "start"): ((str(a),), "start", signal.SIGINT),
+    }
+
+
+Runs = dict[tuple[str, str | float], Future[tuple[int, bytes, bytes]]]
+
+#: How many interrupted runs go on at once: their waits overlap instead of adding up.
+RUNS_AT_ONCE = 4
+
+
+@pytest.fixture(scope="module")
+def runs(many: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every run of ``_scenarios``, started together (at most ``RUNS_AT_ONCE`` at a time,
+    each its own process interrupted at its own moment): a test takes its own outcome (a run
+    that failed fails only its test)."""
+    demo = tmp_path_factory.mktemp("interrupt-demo") / "demo"
+    with ThreadPoolExecutor(RUNS_AT_ONCE) as pool:
+        yield {key: pool.submit(_interrupt, args, moment, signum)
+               for key, (args, moment, signum) in _scenarios(*many, demo).items()}
+
+
 @pytest.mark.parametrize("moment", ["start", "line", 1.0])
-def test_info_text_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
-    code, _, err = _interrupt(("info", str(many[0])), moment)
+def test_info_text_interrupted(runs: Runs, moment: str | float) -> None:
+    code, _, err = runs["info-text", moment].result()
     _check_interrupted(code, err, "wkw-viewer info")
 
 
 @pytest.mark.parametrize("moment", ["start", 0.8, 2.0])
-def test_info_json_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
-    code, out, err = _interrupt(("info", "--json", "--chunks", str(many[0])), moment)
+def test_info_json_interrupted(runs: Runs, moment: str | float) -> None:
+    code, out, err = runs["info-json", moment].result()
     _check_interrupted(code, err, "wkw-viewer info")
     _check_json(out)
 
 
 @pytest.mark.parametrize("moment", ["start", 1.0])
-def test_compare_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
-    code, out, err = _interrupt(("compare", "--json", str(many[0]), str(many[1])), moment)
+def test_compare_interrupted(runs: Runs, moment: str | float) -> None:
+    code, out, err = runs["compare", moment].result()
     _check_interrupted(code, err, "wkw-viewer compare")
     _check_json(out)
 
 
 @pytest.mark.parametrize("moment", ["start", 1.0])
-def test_digest_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
-    code, out, err = _interrupt(("digest", "--json", str(many[0])), moment)
+def test_digest_interrupted(runs: Runs, moment: str | float) -> None:
+    code, out, err = runs["digest", moment].result()
     _check_interrupted(code, err, "wkw-viewer digest")
     _check_json(out)
 
 
-def test_demo_interrupted(tmp_path: Path) -> None:
-    code, _, err = _interrupt(("demo", str(tmp_path / "demo")), 1.5)
+def test_demo_interrupted(runs: Runs) -> None:
+    code, _, err = runs["demo", 1.5].result()
     _check_interrupted(code, err, "wkw-viewer demo")
 
 
-def test_sigterm_ends_info_cleanly(many: tuple[Path, Path]) -> None:
-    code, out, err = _interrupt(("info", "--json", str(many[0])), 0.8, signal.SIGTERM)
+def test_sigterm_ends_info_cleanly(runs: Runs) -> None:
+    code, out, err = runs["sigterm", 0.8].result()
     _check_interrupted(code, err, "wkw-viewer info", signal.SIGTERM)
     _check_json(out)
 
 
 @pytest.mark.parametrize("moment", ["start", 4.0])
-def test_window_interrupted(many: tuple[Path, Path], moment: str | float) -> None:
-    code, _, err = _interrupt((str(many[0]),), moment)
+def test_window_interrupted(runs: Runs, moment: str | float) -> None:
+    code, _, err = runs["window", moment].result()
     _check_interrupted(code, err, "wkw-viewer")
 
 
