@@ -156,7 +156,9 @@ def _comparable(doc: Any) -> Any:
     return doc
 
 
-def test_compare_on_the_cluster_equals_the_local_run(tmp_path: Path) -> None:
+def test_compare_on_the_cluster_equals_the_local_run(tmp_path: Path, runner: Any) -> None:
+    """On the module's cluster, by its address (``local:N`` from the command line is the info
+    test's)."""
     a = damaged_dataset(tmp_path / "a")
     b = tmp_path / "b"
     import shutil
@@ -169,7 +171,7 @@ def test_compare_on_the_cluster_equals_the_local_run(tmp_path: Path) -> None:
         os.remove(ds.file_path(0, 3, 0))  # a file only A has
     code, local = run_compare(str(a), str(b))
     assert code == 1 and local["mismatching_blocks"]
-    rcode, remote = run_compare(str(a), str(b), "--scheduler", "local:2")
+    rcode, remote = run_compare(str(a), str(b), "--scheduler", runner.address)
     assert rcode == code
     assert _comparable(remote) == _comparable(local)
 
@@ -288,9 +290,10 @@ def test_cancel_ends_a_scan_on_the_cluster(tmp_path: Path, runner: Any) -> None:
 
 
 def test_info_on_the_cluster_lists_the_files_on_its_workers(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The files of a dataset cut into folders are listed by the cluster's workers, which
-    find their box too: here only the folders are listed; the report is the local one."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: Any) -> None:
+    """The files of a dataset cut into folders are listed by the cluster's workers (the
+    module's cluster, by its address), which find their box too: here only the folders are
+    listed; the report is the local one."""
     from viewer.format.wkw.volume import WkwVolume
 
     root = damaged_dataset(tmp_path / "ds")
@@ -301,6 +304,6 @@ def test_info_on_the_cluster_lists_the_files_on_its_workers(
 
     monkeypatch.setattr(WkwVolume, "iter_units", no_walk)
     monkeypatch.setattr(WkwVolume, "_files_box", no_walk)
-    rcode, remote = run_info(str(root), "--chunks", "--scheduler", "local:2")
+    rcode, remote = run_info(str(root), "--chunks", "--scheduler", runner.address)
     assert (rcode, remote) == (code, local)
     assert len(local["files"]) == 16
