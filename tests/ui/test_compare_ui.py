@@ -29,16 +29,25 @@ def _ramp(n: int = 64) -> np.ndarray:
     return ((x + 2 * y + 3 * z) % 200).astype(np.uint8)
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> tuple[Path, Path]:
-    """A (LZ4HC) and B (raw) of a 64^3 ramp; B has CHANGED raised by DELTA."""
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A (LZ4HC) and B (raw) of a 64^3 ramp; B has CHANGED raised by DELTA (written once for
+    the module: the tests only read them)."""
+    root = tmp_path_factory.mktemp("pair")
     data = _ramp()
     b = data.copy()
     b[CHANGED] += DELTA
-    a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
-    b_path = write_dataset(tmp_path / "B", b, block_len=8, file_len=4,
+    a_path = write_dataset(root / "A", data, block_len=8, file_len=4)
+    b_path = write_dataset(root / "B", b, block_len=8, file_len=4,
                            block_type=wkw.BLOCK_TYPE_RAW)
     return a_path, b_path
+
+
+@pytest.fixture(scope="module")
+def ramp_128(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 128^3 ramp (LZ4HC), the A of the cancel and screen-box tests (read only)."""
+    return write_dataset(tmp_path_factory.mktemp("ramp128") / "A", _ramp(128), block_len=8,
+                         file_len=4)
 
 
 def _compare(window, a_path, b_path, pos=None, zoom=None, start=True):
@@ -229,9 +238,10 @@ def _compare_threads() -> list[threading.Thread]:
             if t.name.startswith(("wkw-compare", "wkw-loader"))]
 
 
-def test_cancel_stops_the_comparison_and_closing_joins_every_thread(qtbot, window, tmp_path):
+def test_cancel_stops_the_comparison_and_closing_joins_every_thread(qtbot, window, tmp_path,
+                                                                     ramp_128):
     data = _ramp(128)
-    a_path = write_dataset(tmp_path / "A", data, block_len=8, file_len=4)
+    a_path = ramp_128
     b_path = write_dataset(tmp_path / "B", data, block_len=8, file_len=4,
                            block_type=wkw.BLOCK_TYPE_RAW)
     c = _compare(window, a_path, b_path, start=False)
@@ -273,8 +283,8 @@ def test_a_b_that_cannot_be_opened_is_a_message(qtbot, window, pair, tmp_path):
     assert c.mode == c.A_ONLY
 
 
-def test_compare_only_the_box_on_screen(qtbot, window, tmp_path):
-    a_path = write_dataset(tmp_path / "A", _ramp(128), block_len=8, file_len=4)
+def test_compare_only_the_box_on_screen(qtbot, window, tmp_path, ramp_128):
+    a_path = ramp_128
     b_path = write_dataset(tmp_path / "B", _ramp(128)[:, :, ::-1].copy(), block_len=8,
                            file_len=4)
     c = _compare(window, a_path, b_path, pos=(4, 4, 4), zoom=16.0, start=False)
