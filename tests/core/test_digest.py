@@ -32,8 +32,19 @@ def _write(root: Path, data: np.ndarray, block_type: int, block_len: int, file_l
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``wkw-viewer digest`` in a process of its own (the program's entry point)."""
     return subprocess.run([sys.executable, "-m", "viewer", "digest", *args],
                           capture_output=True, text=True, timeout=300)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """``wkw-viewer digest`` through the command line's ``main`` in this process (the
+    command's work and exit status without a child's start-up): status and stdout."""
+    from viewer.cli import main
+
+    capsys.readouterr()
+    code = main(["digest", *args])
+    return code, capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")
@@ -65,28 +76,30 @@ def test_a_re_encoding_in_other_chunks_has_the_same_digests(
 
 
 def test_one_changed_voxel_is_named_by_its_region(pair: tuple[Path, Path, np.ndarray],
-                                                  tmp_path: Path) -> None:
+                                                  tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     a, _, data = pair
     changed = data.copy()
     changed[100, 70, 60] += 1  # dataset voxel (110, 70, 65): region (64, 64, 64)
     c = _write(tmp_path / "changed", changed, wkw.BLOCK_TYPE_LZ4, 8, 4, (10, 0, 5))
     listing = tmp_path / "a.json"
-    run = _cli(str(a), "--json", "-o", str(listing))
-    assert run.returncode == 0, run.stderr
-    run = _cli("--check", str(listing), str(c), "--json")
-    assert run.returncode == 1, run.stderr
-    report = json.loads(run.stdout)
+    code, _ = _run(capsys, str(a), "--json", "-o", str(listing))
+    assert code == 0
+    code, out = _run(capsys, "--check", str(listing), str(c), "--json")
+    assert code == 1
+    report = json.loads(out)
     assert report["equal"] is False and report["differing"] == [[64, 64, 64]]
-    run = _cli("--check", str(listing), str(c))
-    assert "region 64,64,64 (64^3 voxels from there) differs" in run.stdout
+    _, out = _run(capsys, "--check", str(listing), str(c))
+    assert "region 64,64,64 (64^3 voxels from there) differs" in out
 
 
-def test_cannot_open_is_exit_2(pair: tuple[Path, Path, np.ndarray], tmp_path: Path) -> None:
+def test_cannot_open_is_exit_2(pair: tuple[Path, Path, np.ndarray], tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
     a, _, _ = pair
-    assert _cli(str(tmp_path / "missing")).returncode == 2
+    assert _run(capsys, str(tmp_path / "missing"))[0] == 2
     (tmp_path / "junk.txt").write_text("not a digest list\n")
-    assert _cli("--check", str(tmp_path / "junk.txt"), str(a)).returncode == 2
-    assert _cli("--check", str(tmp_path / "none.txt"), str(a)).returncode == 2
+    assert _run(capsys, "--check", str(tmp_path / "junk.txt"), str(a))[0] == 2
+    assert _run(capsys, "--check", str(tmp_path / "none.txt"), str(a))[0] == 2
 
 
 def test_the_digest_is_of_the_documented_bytes() -> None:
