@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,80 +32,27 @@ def dataset(tmp_path_factory) -> str:
     return root
 
 
-#: Every driver run started, so that a run waits for the others on its X server to end.
-STARTED: list[DriverRun] = []
-
-
-class DriverRun:
-    """The driver started on ``display`` (its output into files, so that it never waits on a
-    full pipe); ``report()`` waits for it and gives its report (pictures at
-    ``folder/name-N.png``)."""
-
-    def __init__(self, display: str, dataset: str, folder: Path, name: str,
-                 *extra: str) -> None:
-        self.display = display
-        self.out_json = folder / f"{name}.json"
-        self.err_path = folder / f"{name}.stderr"
-        env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
-        env.update(DISPLAY=display, QT_QPA_PLATFORM="xcb", WKW_VIEWER_NO_SETTINGS="1",
-                   PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", ""))
-                                              if p))  # this checkout's program
-        with open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen([sys.executable, str(DRIVER), dataset,
-                                          str(self.out_json), str(folder / name), *extra],
-                                         env=env, stdout=subprocess.DEVNULL, stderr=err)
-        STARTED.append(self)
-
-    def report(self) -> dict[str, Any]:
-        self.wait()
-        err = self.err_path.read_text(errors="replace")
-        assert self.proc.returncode == 0 and self.out_json.exists(), err[-3000:]
-        found: dict[str, Any] = json.loads(self.out_json.read_text())
-        assert "error" not in found, (found, err[-3000:])
-        return found
-
-    def wait(self) -> None:
-        """Wait for the driver to end (killed after the time ``report`` allows)."""
-        try:
-            self.proc.wait(timeout=240)
-        finally:
-            self.stop()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def first_window(display: str, dataset: str, folder: Path, name: str,
                  *extra: str) -> dict[str, Any]:
-    """Run the driver on ``display`` once every other run there ended (one window per
-    screen): its report (pictures at ``folder/name-N.png``)."""
-    for other in STARTED:
-        if other.display == display:
-            other.wait()
-    return DriverRun(display, dataset, folder, name, *extra).report()
+    """Run the driver on ``display``: its report (pictures at ``folder/name-N.png``)."""
+    out_json = folder / f"{name}.json"
+    env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
+    env.update(DISPLAY=display, QT_QPA_PLATFORM="xcb", WKW_VIEWER_NO_SETTINGS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", ""))
+                                          if p))  # this checkout's program
+    done = subprocess.run([sys.executable, str(DRIVER), dataset, str(out_json),
+                           str(folder / name), *extra], env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0 and out_json.exists(), done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(out_json.read_text())
+    assert "error" not in report, (report, done.stderr[-3000:])
+    return report
 
 
-SIZES = [(1280, 800), (1024, 700)]
-
-
-@pytest.fixture(scope="module")
-def windows(x_screens, dataset, tmp_path_factory) -> Iterator[dict[tuple[int, int], DriverRun]]:
-    """The driver started on every screen size of ``SIZES`` at once (each on an X server of
-    its own; their settling waits overlap): size -> its run.  The remote test, on a
-    1024 x 700 server too, starts once the run there ended (``first_window``)."""
-    folder = tmp_path_factory.mktemp("first-windows")
-    runs = {size: DriverRun(x_screens(*size), dataset, folder, f"window-{size[0]}x{size[1]}")
-            for size in SIZES}
-    yield runs
-    for run in runs.values():  # one no test waited for (a test deselected)
-        run.stop()
-
-
-@pytest.mark.parametrize("size", SIZES)
-def test_first_window_fits_its_screen_every_tab_reached_no_text_cut(windows, size):
-    report = windows[size].report()
+@pytest.mark.parametrize("size", [(1280, 800), (1024, 700)])
+def test_first_window_fits_its_screen_every_tab_reached_no_text_cut(x_screens, dataset,
+                                                                      tmp_path, size):
+    report = first_window(x_screens(*size), dataset, tmp_path, "window")
     assert report["platform"] == "xcb" and report["exit"] == 0
     ax, ay, aw, ah = report["available"]
     fx, fy, fw, fh = report["frame"]
