@@ -46,6 +46,7 @@ from viewer.format.errors import (
     read_failure,
 )
 from viewer.format.handles import changing_error, settle_deadline
+from viewer.format.native import chunks
 from viewer.format.pool import decode_pool
 from viewer.format.store import LocalStore, ObjectStat, Store, read_file_whole
 from viewer.format.volume import (
@@ -467,13 +468,14 @@ class ZarrVolume(Volume):
         flat_u = np.ravel_multi_index(tuple((units - units.min(axis=0)).T),
                                       tuple(units.max(axis=0) - units.min(axis=0) + 1))
         order = np.argsort(flat_u, kind="stable")
-        tasks: list[tuple[StorageUnit, list[int], list[int]]] = []
+        tasks: list[tuple[UnitBase, list[int], list[int]]] = []
         bounds = np.flatnonzero(np.diff(flat_u[order])) + 1
         for rows in np.split(order, bounds):
             u = tuple(int(v) for v in units[rows[0]])
             unit = self.open_unit((u[0], u[1], u[2]))
             if unit is None:
                 continue
+            assert isinstance(unit, UnitBase)  # this array's units, as open_unit makes them
             rows_l = rows.tolist()
             idx_l = indices[rows].tolist()
             for s in range(0, len(rows_l), BATCH):
@@ -484,20 +486,34 @@ class ZarrVolume(Volume):
         g = grid * c
         s_lo = np.maximum(g, lo)
         s_hi = np.minimum(g + c, hi)
-        src_lo, src_hi = (s_lo - g).tolist(), (s_hi - g).tolist()
-        dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
+        src_lo_a, src_hi_a, dst_lo_a = s_lo - g, s_hi - g, s_lo - off
+        src_lo, src_hi = src_lo_a.tolist(), src_hi_a.tolist()
+        dst_lo, dst_hi = dst_lo_a.tolist(), (s_hi - off).tolist()
         full = slice(None)
         errors: dict[int, FormatError] = {}
         decode = self.decode_chunk
 
         lay = self.native_layout() if out.dtype == self.dtype else None
+        channels = self.num_channels
 
-        def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
+        def run(task: tuple[UnitBase, list[int], list[int]]) -> None:
             unit, rows, idx = task
-            stored = unit.read_stored(idx)
+            stored: Sequence[StoredResult]
             if lay is not None:
-                rows, idx, stored = self._native_into(lay, out, rows, idx, stored, errors,
-                                                      src_lo, src_hi, dst_lo)
+                # every chunk read decoded and placed in one native call; the Python path
+                # below decodes what it left (damage: the Python path words the error)
+                spans = unit.read_stored_spans(idx)
+                read = np.flatnonzero(spans.address)
+                at = np.asarray(rows, dtype=np.int64)[read]
+                status = nativeread.decode_into(lay, out, channels, spans.address[read],
+                                                spans.length[read], src_lo_a[at],
+                                                src_hi_a[at], dst_lo_a[at])
+                left = set(read[status != chunks.OK].tolist())
+                stored = [spans.stored(k) if k in left else
+                          None if spans.address[k] else spans.results[k]
+                          for k in range(len(rows))]
+            else:
+                stored = unit.read_stored(idx)
             for row, index, s in zip(rows, idx, stored, strict=True):
                 if s is None:
                     continue
@@ -505,7 +521,7 @@ class ZarrVolume(Volume):
                     errors[row] = s
                     continue
                 try:
-                    chunk = decode(s, unit, index)  # type: ignore[arg-type]
+                    chunk = decode(s, unit, index)
                 except FormatError as exc:
                     errors[row] = exc
                     continue
@@ -533,26 +549,6 @@ class ZarrVolume(Volume):
             self._native = nativeread.layout(self.meta.codec, self.axes, self.dtype)
             self._native_asked = True
         return self._native
-
-    def _native_into(self, lay: nativeread.Layout, out: npt.NDArray[Any], rows: list[int],
-                     idx: list[int], stored: list[StoredResult], errors: dict[int, FormatError],
-                     src_lo: list[list[int]], src_hi: list[list[int]], dst_lo: list[list[int]]
-                     ) -> tuple[list[int], list[int], list[StoredResult]]:
-        """The chunks of one task decoded and placed by the native kernel (read errors into
-        ``errors``); the rows, indices and stored bytes of those it left to the Python
-        path."""
-        keep = [k for k, s in enumerate(stored)
-                if s is not None and not isinstance(s, FormatError)]
-        for k, s in enumerate(stored):
-            if isinstance(s, FormatError):
-                errors[rows[k]] = s
-        todo = [s for s in stored if s is not None and not isinstance(s, FormatError)]
-        left = nativeread.decode_into(lay, out, self.num_channels, todo,
-                                      [src_lo[rows[k]] for k in keep],
-                                      [src_hi[rows[k]] for k in keep],
-                                      [dst_lo[rows[k]] for k in keep])
-        back = [keep[j] for j in left]
-        return [rows[k] for k in back], [idx[k] for k in back], [stored[k] for k in back]
 
     # -- description ------------------------------------------------------------------------------
     def info(self) -> VolumeInfo:
