@@ -186,8 +186,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 BUNDLE_ENV = "WKW_VIEWER_TEST_BUNDLE_BUILD"
 #: The longest the bundle's tests wait for its build.
 BUNDLE_BUILD_TIMEOUT_S = 900.0
+#: The build runs at the lowest CPU priority: the tests come first and it takes the time they
+#: leave (waits, child processes starting), as it has until the bundle's tests, which run last.
 _BUILD_SCRIPT = """
 import os, subprocess, sys
+os.nice(19)
 work, spec = sys.argv[1], sys.argv[2]
 with open(os.path.join(work, "build.log"), "w") as log:
     rc = subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level",
