@@ -128,14 +128,15 @@ def _collect_cycles_between_tests() -> Iterator[None]:
 #: The modules that take longest (their setup included), longest first: they start first.
 #: A module not listed keeps its place after them; an entry that names no module is ignored.
 LONGEST_FIRST = (
+    "tests/conformance/test_matrix.py",
     "tests/test_typing.py",
-    "tests/fuzz/test_fuzz.py",
     "tests/display/test_first_window.py",
+    "tests/fuzz/test_fuzz.py",
     "tests/ui/test_qt_pin.py",
     "tests/zarr/test_zarr_compare.py",
     "tests/cluster/test_cluster.py",
     "tests/faults/test_atomic_writes.py",
-    "tests/conformance/test_matrix.py",
+    "tests/extents/test_store_matrix.py",
     "tests/format/test_conformance.py",
     "tests/advise/test_writers.py",
     "tests/test_docs.py",
