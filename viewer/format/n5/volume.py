@@ -501,7 +501,15 @@ class N5Volume(Volume):
         Absent chunks leave their part untouched; the first damaged chunk's error is raised
         once every chunk is done.  Every chunk is decoded whole, whatever part of it the box
         needs: a decode that stopped at the slices it needs would never reach the checksum at
-        the end of the stream, and could return damaged voxels with no error."""
+        the end of the stream, and could return damaged voxels with no error.
+
+        It replaces the shared ``Volume.read_into`` (``open_unit``, ``read_chunks``, a copy):
+        where the native kernel takes the compression it reads a local dataset's chunk files
+        itself, decodes them and copies each straight into ``out`` with the byte swap, one call
+        per thread (``nativeread``); on the Python path a chunk file is read with no ``stat``
+        first and its block, as stored (an edge truncated, big-endian), copied into ``out``
+        once, where the shared path would first pad and swap it into a chunk of its own
+        (figures: docs/performance.md, n5)."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         shape = np.asarray(self.attrs.shape, dtype=np.int64)  # the array's, not the extent

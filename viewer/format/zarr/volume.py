@@ -449,7 +449,13 @@ class ZarrVolume(Volume):
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """Read the box at ``offset`` the size of ``out`` into it: the chunks it touches,
         grouped by storage unit, decoded on the read pool straight into ``out``.  The first
-        damaged chunk (in grid order) raises its error."""
+        damaged chunk (in grid order) raises its error.
+
+        It replaces the shared ``Volume.read_into`` (``read_chunks``, then a copy): a task's
+        stored bytes are read at once (a local shard's ranges by the native kernel in one
+        call), and where the kernel takes the codecs its chunks are decoded and placed
+        straight into ``out`` in one call, not decoded into chunks of their own and copied
+        (figures: docs/performance.md, zarr)."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         c = np.asarray(self.chunk_shape, dtype=np.int64)
