@@ -35,7 +35,7 @@ class _Batches(ToyVolume):
         self._count = threading.Lock()
 
     def read_batch(self, jobs: Sequence[tuple[tuple[int, int, int], Sequence[int]]],
-                   units: UnitTable, hint: bool = False) -> list[UnitRead] | None:
+                   units: UnitTable[StorageUnit], hint: bool = False) -> list[UnitRead] | None:
         with self._count:
             self.batches += 1
         return super().read_batch(jobs, units, hint)

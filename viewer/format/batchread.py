@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
+
+import numpy.typing as npt
 
 from viewer.format.errors import (
     BlockDecodeError,
@@ -40,12 +42,14 @@ from viewer.format.errors import (
     read_failure,
 )
 
-if TYPE_CHECKING:
-    from viewer.format.volume import ChunkResult, StorageUnit, UnitRead, Volume
-
 Vec3 = tuple[int, int, int]
 #: A job of a batch: a unit's grid position and the indices of its chunks to read.
 Job = tuple[Vec3, Sequence[int]]
+#: A decoded chunk ``(C, cx, cy, cz)`` (Fortran order), ``None`` (absent), or its error.
+ChunkResult = npt.NDArray[Any] | FormatError | None
+#: What a batch read found of one unit: its chunks (as ``read_chunks`` returns them),
+#: ``None`` (the unit is absent) or the unit's ``FormatError`` (unreadable).
+UnitRead = list[ChunkResult] | FormatError | None
 
 
 class Unknown(enum.Enum):
@@ -61,7 +65,21 @@ class Unknown(enum.Enum):
 UNKNOWN: Final = Unknown.UNKNOWN
 
 
-class UnitTable(Protocol):
+class OpenUnit(Protocol):
+    """What a batch read uses of an open storage unit (``viewer.format.volume.StorageUnit``)."""
+
+    path: str
+
+    def read_chunks(self, indices: Sequence[int]) -> list[ChunkResult]: ...
+
+    def will_need(self, indices: Sequence[int]) -> None: ...
+
+
+U = TypeVar("U", bound=OpenUnit)
+U_co = TypeVar("U_co", bound=OpenUnit, covariant=True)
+
+
+class UnitTable(Protocol[U]):
     """A reader's table of the storage units it opened (the loader's ``ChunkReader``): what
     ``Volume.read_batch`` looks up, remembers and forgets.  Any thread, concurrently."""
 
@@ -70,24 +88,38 @@ class UnitTable(Protocol):
         """The reader is closing: a unit closed under a read ends the batch."""
         ...
 
-    def state(self, unit: Vec3) -> StorageUnit | FormatError | None | Unknown:
+    def state(self, unit: Vec3) -> U | FormatError | None | Unknown:
         """What is known of the unit at ``unit``: ``UNKNOWN`` (not opened yet), the open unit,
         its ``FormatError`` (unreadable) or None (absent)."""
         ...
 
-    def remember(self, unit: Vec3, state: StorageUnit | FormatError | None
-                 ) -> StorageUnit | FormatError | None:
+    def remember(self, unit: Vec3, state: U | FormatError | None) -> U | FormatError | None:
         """Keep what opening the unit at ``unit`` found (an open unit is kept open, and may
         close others it keeps), and return it."""
         ...
 
-    def forget(self, unit: Vec3, old: StorageUnit) -> None:
+    def forget(self, unit: Vec3, old: U) -> None:
         """Forget ``old``, the unit at ``unit`` that another program rewrote (if it is still
         the one kept), without closing it (other reads may still use it)."""
         ...
 
 
-def open_state(volume: Volume, unit: Vec3) -> StorageUnit | FormatError | None:
+class UnitReader(Protocol[U_co]):
+    """What a batch read uses of a volume (``viewer.format.volume.Volume``)."""
+
+    def unit_path(self, unit: Vec3) -> str: ...
+
+    def open_unit(self, unit: Vec3) -> U_co | None: ...
+
+    def open_and_read(self, unit: Vec3, indices: Sequence[int]
+                      ) -> tuple[U_co | None, list[ChunkResult]]: ...
+
+    def read_units(self, jobs: Sequence[Job]) -> list[UnitRead]: ...
+
+    def forget_unit(self, unit: Vec3) -> None: ...
+
+
+def open_state(volume: UnitReader[U], unit: Vec3) -> U | FormatError | None:
     """The unit at ``unit`` opened (``Volume.open_unit``), None when absent, or its
     ``FormatError`` when it is unreadable (a system error opening it is a
     ``DatasetLayoutError`` naming its path)."""
@@ -99,12 +131,12 @@ def open_state(volume: Volume, unit: Vec3) -> StorageUnit | FormatError | None:
         return DatasetLayoutError(f"cannot open: {exc.strerror or exc}", volume.unit_path(unit))
 
 
-def resolve(volume: Volume, units: UnitTable, unit: Vec3) -> StorageUnit | FormatError | None:
+def resolve(volume: UnitReader[U], units: UnitTable[U], unit: Vec3) -> U | FormatError | None:
     """Open the unit at ``unit`` and remember what was found in ``units``."""
     return units.remember(unit, open_state(volume, unit))
 
 
-def read_kept(volume: Volume, jobs: Sequence[Job], units: UnitTable, hint: bool
+def read_kept(volume: UnitReader[U], jobs: Sequence[Job], units: UnitTable[U], hint: bool
               ) -> list[UnitRead] | None:
     """``Volume.read_batch`` with every unit opened once and kept in ``units`` (see the
     module docstring).  ``hint``: a unit not open yet is opened first and asked for its chunks
@@ -131,7 +163,7 @@ def read_kept(volume: Volume, jobs: Sequence[Job], units: UnitTable, hint: bool
     return out
 
 
-def read_unkept(volume: Volume, jobs: Sequence[Job], units: UnitTable, hint: bool
+def read_unkept(volume: UnitReader[U], jobs: Sequence[Job], units: UnitTable[U], hint: bool
                 ) -> list[UnitRead] | None:
     """``Volume.read_batch`` of a volume whose units are not kept (``small_units``): the
     jobs of units ``units`` does not know, read with one ``Volume.read_units`` call, only the
@@ -155,12 +187,12 @@ def read_unkept(volume: Volume, jobs: Sequence[Job], units: UnitTable, hint: boo
     return out
 
 
-def _open_read(volume: Volume, units: UnitTable, pos: Vec3, indices: Sequence[int]
-               ) -> tuple[StorageUnit | FormatError | None, list[ChunkResult] | None]:
+def _open_read(volume: UnitReader[U], units: UnitTable[U], pos: Vec3, indices: Sequence[int]
+               ) -> tuple[U | FormatError | None, list[ChunkResult] | None]:
     """Open the unit at ``pos`` and read ``indices`` from it at once
     (``Volume.open_and_read``), and remember it: ``(its state, the chunks read or None when
     they are still to be read)``."""
-    state: StorageUnit | FormatError | None
+    state: U | FormatError | None
     results: list[ChunkResult] | None = None
     try:
         state, results = volume.open_and_read(pos, indices)
@@ -179,7 +211,7 @@ def _open_read(volume: Volume, units: UnitTable, pos: Vec3, indices: Sequence[in
         else None
 
 
-def _read_unit(volume: Volume, units: UnitTable, pos: Vec3, unit: StorageUnit,
+def _read_unit(volume: UnitReader[U], units: UnitTable[U], pos: Vec3, unit: U,
                indices: Sequence[int]) -> list[ChunkResult] | None:
     """``unit.read_chunks(indices)``, every failure turned into the chunks' errors (None:
     the reader stopped, the unit closed under it)."""
@@ -207,5 +239,5 @@ def _read_unit(volume: Volume, units: UnitTable, pos: Vec3, unit: StorageUnit,
         return [BlockDecodeError(str(exc), unit.path, block=i) for i in indices]
 
 
-__all__ = ["UnitTable", "UNKNOWN", "Unknown", "Job", "open_state", "resolve", "read_kept",
-           "read_unkept"]
+__all__ = ["UnitTable", "UnitReader", "OpenUnit", "UNKNOWN", "Unknown", "Job", "ChunkResult",
+           "UnitRead", "open_state", "resolve", "read_kept", "read_unkept"]

@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from viewer.format import batchread, bigmemory
 from viewer.format import executor as _service
+from viewer.format.batchread import ChunkResult, UnitRead
 from viewer.format.description import UnitDescription
 from viewer.format.errors import (
     BlockDecodeError,
@@ -67,13 +68,8 @@ _UNIT_WORK = ("read_chunks", "read_stored", "problems")
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-#: A decoded chunk ``(C, cx, cy, cz)`` (Fortran order), ``None`` (absent), or its error.
-ChunkResult = npt.NDArray[Any] | FormatError | None
 #: The stored bytes of a chunk, ``None`` (absent), or the error met reading them.
 StoredResult = bytes | memoryview | FormatError | None
-#: What ``Volume.read_units`` found of one unit: its chunks (as ``read_chunks`` returns them),
-#: ``None`` (the unit is absent) or the unit's ``FormatError`` (unreadable).
-UnitRead = list[ChunkResult] | FormatError | None
 
 
 @dataclass(frozen=True)
@@ -370,7 +366,8 @@ class Volume(ABC):
         return opened, opened.read_chunks(indices)
 
     def read_batch(self, jobs: Sequence[tuple[Vec3, Sequence[int]]],
-                   units: batchread.UnitTable, hint: bool = False) -> list[UnitRead] | None:
+                   units: batchread.UnitTable[StorageUnit], hint: bool = False
+                   ) -> list[UnitRead] | None:
         """The chunks of a batch of storage units for a reader that keeps a table of the units
         it opened (``units``: the loader's), the one way the loader reads
         (``viewer.format.batchread``): per job ``(unit, chunk indices)``, in order, what
