@@ -165,6 +165,8 @@ class ForkedWorkers:
         finished = False
         try:
             while True:
+                if sent > taken:  # results already there free their workers for more
+                    self._receive(given, done, timeout=0)
                 while more and sent - taken < window:
                     worker = min(range(n), key=given.__getitem__)
                     if given[worker] >= WORKER_DEPTH:
@@ -192,10 +194,12 @@ class ForkedWorkers:
             if not finished:
                 self.terminate()
 
-    def _receive(self, given: list[int], done: dict[int, tuple[bool, Any]]) -> None:
-        """Wait for at least one result (or a worker's end, an error when it held items)."""
+    def _receive(self, given: list[int], done: dict[int, tuple[bool, Any]],
+                 timeout: float | None = None) -> None:
+        """Take the results there are, waiting for at least one (at most ``timeout``
+        seconds); a worker that ended while it held items is an error."""
         sentinels = {w.sentinel: k for k, w in enumerate(self._workers)}
-        ready = wait([*self._results, *sentinels])
+        ready = wait([*self._results, *sentinels], timeout)
         for k, conn in enumerate(self._results):
             if conn in ready:
                 try:
