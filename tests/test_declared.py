@@ -10,6 +10,7 @@ modules named here read the environment."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "viewer"
@@ -49,10 +50,17 @@ def _modules() -> list[Path]:
     return sorted(ROOT.rglob("*.py"))
 
 
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module at ``path`` (parsed once for all the tests here)."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+@functools.cache
 def _probes(path: Path) -> list[tuple[int, str, str]]:
     """``(line, object, attribute)`` of each ``getattr``/``hasattr`` with a literal name."""
     found: list[tuple[int, str, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _nodes(path):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
             name = node.args[1]
@@ -94,7 +102,7 @@ def _environment_uses(path: Path) -> list[int]:
     ``os.putenv``, ``os.unsetenv``, or those names imported from ``os``)."""
     names = ("environ", "environb", "getenv", "putenv", "unsetenv")
     lines: list[int] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _nodes(path):
         attribute = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
             and node.value.id == "os" and node.attr in names
         imported = isinstance(node, ast.ImportFrom) and node.module == "os" \

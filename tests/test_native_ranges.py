@@ -31,9 +31,11 @@ def shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_same_bytes_as_the_python_path(shard: Path) -> None:
     store = LocalStore(str(shard.parent))
     want = read_file_ranges(str(shard), RANGES)
-    got = store.read_ranges_packed("shard", RANGES, file_version(os.stat(shard)))
+    packed = store.read_ranges_packed("shard", RANGES, file_version(os.stat(shard)))
+    got = [packed.view(i) for i in range(len(RANGES))]
     assert [bytes(g) for g in got] == want
     assert [len(g) for g in got] == [10, 300, 0, 1240, 0]
+    assert packed.length.tolist() == [10, 300, 0, 1240, 0]
     if native.available():
         assert chunks.read_ranges(str(shard), RANGES, 0, 0) is not None  # the kernel read it
 
@@ -63,5 +65,6 @@ def test_a_file_just_written_is_left_to_the_python_path(
     assert chunks.read_ranges(str(shard), RANGES, handles.RACY_WINDOW_NS,
                               handles.COARSE_WINDOW_NS) is None
     store = LocalStore(str(shard.parent))
-    got = store.read_ranges_packed("shard", RANGES, None)
+    packed = store.read_ranges_packed("shard", RANGES, None)
+    got = [packed.view(i) for i in range(len(RANGES))]
     assert [bytes(g) for g in got] == read_file_ranges(str(shard), RANGES)

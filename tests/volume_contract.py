@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from viewer.format import FormatError, Volume
+from viewer.format import FormatError, StorageUnit, Volume
+from viewer.format.batchread import UNKNOWN, Unknown
 
 
 class VolumeContract:
@@ -130,6 +131,41 @@ class VolumeContract:
             assert isinstance(got, list)
             _assert_same_chunks(got, want)
 
+    def test_read_batch_agrees(self, contract_volume: Volume) -> None:
+        """``read_batch`` (the loader's one way in) gives what ``read_chunks`` gives, an
+        absent unit included, and keeps the units open in the reader's table unless the
+        volume's units are small (``small_units``); a second read finds them there."""
+        v = contract_volume
+        units = sorted(set(v.iter_units()))[:4]
+        jobs: list[tuple[Any, list[int]]] = []
+        expected: list[list[Any]] = []
+        for unit in units:
+            su = v.open_unit(unit)
+            assert su is not None
+            indices = np.flatnonzero(su.chunk_table().present)[:5].tolist()
+            expected.append(su.read_chunks(indices))
+            v.done_with(su)
+            jobs.append((unit, indices))
+        far = tuple(max(u[k] for u in units) + 50 for k in range(3))
+        absent = v.open_unit(far)  # None, or (a remote store) a unit of absent chunks
+        far_read = None if absent is None else absent.read_chunks([0])
+        table = _Table()
+        try:
+            for hint in (False, True):  # the second time: the units known, hinted first
+                got = v.read_batch([*jobs, (far, [0])], table, hint)
+                assert got is not None and len(got) == len(jobs) + 1
+                assert got[-1] == far_read
+                for found, want in zip(got, expected, strict=False):
+                    assert isinstance(found, list)
+                    _assert_same_chunks(found, want)
+                kept = [table.state(unit) for unit in units]
+                if v.small_units:
+                    assert all(k is UNKNOWN for k in kept)
+                else:
+                    assert all(isinstance(k, StorageUnit) for k in kept)
+        finally:
+            table.close(v)
+
     def test_damaged_chunk_is_its_error(self, contract_damaged: Any) -> None:
         v, chunk = contract_damaged
         units, indices = v.locate(np.asarray([chunk], dtype=np.int64))
@@ -179,3 +215,30 @@ def _assert_same_chunks(got: list[Any], want: list[Any]) -> None:
         else:
             assert isinstance(a, np.ndarray)
             np.testing.assert_array_equal(a, b)
+
+
+class _Table:
+    """The least table of open units a reader keeps (``batchread.UnitTable``), as the
+    loader's ``ChunkReader`` is one."""
+
+    stopping = False
+
+    def __init__(self) -> None:
+        self.states: dict[Any, StorageUnit | FormatError | None] = {}
+
+    def state(self, unit: Any) -> StorageUnit | FormatError | None | Unknown:
+        return self.states.get(unit, UNKNOWN)
+
+    def remember(self, unit: Any, state: StorageUnit | FormatError | None
+                 ) -> StorageUnit | FormatError | None:
+        self.states[unit] = state
+        return state
+
+    def forget(self, unit: Any, old: StorageUnit) -> None:
+        if self.states.get(unit) is old:
+            del self.states[unit]
+
+    def close(self, volume: Volume) -> None:
+        for state in self.states.values():
+            if isinstance(state, StorageUnit):
+                volume.done_with(state)

@@ -147,16 +147,52 @@ def test_ctrl_c_during_a_forked_map_ends_everything_with_130(tmp_path: Any) -> N
 
 @needs_fork
 def test_forked_results_of_a_batch_report_fit_in_the_result_pipe() -> None:
-    """The workers' result pipe holds a batch's report text (hundreds of kB), so a worker
-    writes its result at once instead of 64 kB at a time while holding the pipe's lock."""
+    """Each worker's result pipe holds a batch's report text (hundreds of kB), so a worker
+    writes its result at once instead of 64 kB at a time."""
     import fcntl
 
     from viewer.core.parallel import RESULT_PIPE_BYTES, ForkedWorkers
 
     workers = ForkedWorkers(lambda n: b"x" * n, 2)
     try:
-        writer = workers._pool._outqueue._writer  # noqa: SLF001 - the pipe it sized
-        assert fcntl.fcntl(writer.fileno(), fcntl.F_GETPIPE_SZ) >= RESULT_PIPE_BYTES
+        for reader in workers._results:  # noqa: SLF001 - the pipes it sized
+            assert fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ) >= RESULT_PIPE_BYTES
         assert [len(r) for r in workers.map([300_000, 5, 600_000])] == [300_000, 5, 600_000]
     finally:
         workers.close()
+
+
+@needs_fork
+def test_forked_map_runs_no_helper_thread_in_the_parent() -> None:
+    """The parent's calling thread hands out the items and takes the results itself: no
+    thread of the parent competes with it for the interpreter lock."""
+    from viewer.core.parallel import ForkedWorkers
+
+    before = threading.active_count()
+    counts: list[int] = []
+    workers = ForkedWorkers(lambda n: n + 1, 2)
+    try:
+        for value in workers.map(range(30), ahead=6):
+            counts.append(threading.active_count())
+            assert value == len(counts)
+    finally:
+        workers.close()
+    assert set(counts) == {before}
+
+
+@needs_fork
+def test_a_forked_worker_that_dies_is_an_error_not_a_hang() -> None:
+    import multiprocessing
+    import os
+
+    def work(n: int) -> int:
+        if n == 5:
+            os._exit(3)
+        return n
+
+    got: list[int] = []
+    with pytest.raises(RuntimeError, match="ended"):
+        for n in ordered_map_forked(work, range(40), processes=2, ahead=4):
+            got.append(n)
+    assert got == list(range(len(got))) and len(got) <= 5
+    assert not multiprocessing.active_children()

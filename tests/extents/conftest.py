@@ -28,6 +28,7 @@ for _name, _file in (("extents_writers", _here / "writers.py"),
         _spec.loader.exec_module(_module)
 
 import extents_writers as w  # noqa: E402
+from once import once_per_run  # noqa: E402
 from range_server import RangeServer  # noqa: E402
 
 from viewer import environment  # noqa: E402
@@ -65,17 +66,51 @@ def _pyramid(data: np.ndarray, origin: Vec3 = (0, 0, 0)
     return tuple(out)
 
 
+def _write_cases(root: Path) -> tuple[Path, bool]:
+    """Write every case's dataset below ``root``: ``root`` and whether the ``webknossos``
+    package was there to write its cases."""
+    t = w.truth(w.ODD)
+    t2 = w.truth(w.ODD, seed=1)
+    tc = _time_channels()
+    w.zarr_python(root / "zp2.zarr", t, 2)
+    w.zarr_python(root / "zp3.zarr", t, 3)
+    w.zarr_python(root / "zp3s.zarr", t, 3, chunks=16, shards=32)
+    w.tensorstore_zarr(root / "ts2.zarr", t, "zarr")
+    w.tensorstore_zarr(root / "ts3s.zarr", t, "zarr3", chunks=16, shards=32)
+    w.ome_zarr(root / "ome.zarr", w.pyramid(t))
+    w.ome_zarr_channels(root / "ome-tc.zarr", tc, 2)
+    w.ome_zarr_channels(root / "ome-c.zarr", tc[1], 3, shard_c=2)
+    w.ome_zarr_channels(root / "ome-c2.zarr", tc[1], 2, chunk_c=2)
+    w.consolidated_group(root / "group.zarr", {"a": t, "b": t2})
+    w.n5_bigdataviewer(root / "bdv.n5", t)
+    w.n5_paintera(root / "paintera.n5", t)
+    w.n5_viewer(root / "viewer.n5", [t, t2])
+    try:
+        w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-zarr": "zarr",
+                               root / "wk-wkw": "wkw", root / "wk-zarr3-2ch": "zarr3-2ch",
+                               root / "wk-wkw-2ch": "wkw-2ch"})
+    except ImportError:
+        return root, False
+    return root, True
+
+
+def _time_channels() -> np.ndarray:
+    """The ``(T, C, X, Y, Z)`` image of the OME-Zarr cases."""
+    return np.stack([np.stack([w.truth((*w.ODD[:2], 12), seed=2 + 3 * k + c) for c in range(3)])
+                     for k in range(2)])
+
+
 @pytest.fixture(scope="session")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
     """The data root and every case written below it (a few seconds: the arrays are small;
-    the ``webknossos`` package takes longest, to import)."""
+    the ``webknossos`` package takes longest, to import), written once for the whole run
+    (``once_per_run``: the extents modules may run on both of xdist's workers)."""
     pytest.importorskip("tensorstore")
     pytest.importorskip("zarr")
-    root = tmp_path_factory.mktemp("extents")
+    root, with_webknossos = once_per_run(tmp_path_factory, "extents-cases", _write_cases)
     t = w.truth(w.ODD)
     t2 = w.truth(w.ODD, seed=1)
-    tc = np.stack([np.stack([w.truth((*w.ODD[:2], 12), seed=2 + 3 * k + c) for c in range(3)])
-                   for k in range(2)])  # (T, C, X, Y, Z)
+    tc = _time_channels()
     out = [
         Case("OME-Zarr tczyx, c chunk 1", "ome-tc.zarr", (((((1, 1, 1), (0, 0, 0), tc[0]),),))),
         Case("OME-Zarr 0.5 czyx, c chunk 1, shards of 2", "ome-c.zarr",
@@ -100,24 +135,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Case]]:
         Case("N5 multiscale group", "paintera.n5/raw/data", (_pyramid(t),)),
         Case("N5 viewer", "viewer.n5", (_pyramid(t), _pyramid(t2))),
     ]
-    w.zarr_python(root / "zp2.zarr", t, 2)
-    w.zarr_python(root / "zp3.zarr", t, 3)
-    w.zarr_python(root / "zp3s.zarr", t, 3, chunks=16, shards=32)
-    w.tensorstore_zarr(root / "ts2.zarr", t, "zarr")
-    w.tensorstore_zarr(root / "ts3s.zarr", t, "zarr3", chunks=16, shards=32)
-    w.ome_zarr(root / "ome.zarr", w.pyramid(t))
-    w.ome_zarr_channels(root / "ome-tc.zarr", tc, 2)
-    w.ome_zarr_channels(root / "ome-c.zarr", tc[1], 3, shard_c=2)
-    w.ome_zarr_channels(root / "ome-c2.zarr", tc[1], 2, chunk_c=2)
-    w.consolidated_group(root / "group.zarr", {"a": t, "b": t2})
-    w.n5_bigdataviewer(root / "bdv.n5", t)
-    w.n5_paintera(root / "paintera.n5", t)
-    w.n5_viewer(root / "viewer.n5", [t, t2])
-    try:
-        w.webknossos_in_child({root / "wk-zarr3": "zarr3", root / "wk-zarr": "zarr",
-                               root / "wk-wkw": "wkw", root / "wk-zarr3-2ch": "zarr3-2ch",
-                               root / "wk-wkw-2ch": "wkw-2ch"})
-    except ImportError:
+    if not with_webknossos:
         out = [c for c in out if not c.rel.startswith("wk-")]
     return root, out
 

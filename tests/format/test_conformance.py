@@ -107,14 +107,36 @@ def _check_all_reads(ours: wkw.Dataset, ref: Any, model: np.ndarray, side: int) 
         _assert_same(ref.read(offset, shape), expected, f"reference at {offset} {shape}")
 
 
-@pytest.mark.parametrize(("bt", "vt", "ch", "bl", "fl"), CASES)
-def test_reference_writes_ours_reads(tmp_path: Path, bt: int, vt: int, ch: int, bl: int,
-                                     fl: int) -> None:
+def _case_args(case: Any) -> tuple[int, int, int, int, int]:
+    bt, vt, ch, bl, fl = case.values
+    return bt, vt, ch, bl, fl
+
+
+# Each direction writes every case's dataset in a module fixture, all of them before any is
+# read: a file written less than the racy window ago is waited for by every read
+# (``viewer.format.handles``), so a case that wrote and then read its files paid that wait,
+# where a case whose files were written a moment before does not.  A write that fails is kept
+# and raised by its own case's test.
+@pytest.fixture(scope="module")
+def reference_written(tmp_path_factory: pytest.TempPathFactory
+                      ) -> dict[str, tuple[Path, np.ndarray] | Exception]:
+    """Per case id: the folder the reference wrote the case's sparse 2 x 2 x 1 file grid into
+    and the model of what it holds."""
+    out: dict[str, tuple[Path, np.ndarray] | Exception] = {}
+    for case in CASES:
+        path = tmp_path_factory.mktemp("ref-wrote")
+        try:
+            out[case.id] = (path, _reference_write(path, *_case_args(case)))
+        except Exception as exc:  # noqa: BLE001 - raised by the case's own test
+            out[case.id] = exc
+    return out
+
+
+def _reference_write(path: Path, bt: int, vt: int, ch: int, bl: int, fl: int) -> np.ndarray:
     side = bl * fl
     dtype = VOXEL_TYPES[vt]
     model = np.zeros((ch, *EXTENT), dtype=dtype, order="F")
-    ref = wkw_ref.Dataset.create(str(tmp_path), _ref_header(vt, ch, bl, fl, bt))
-    try:
+    with wkw_ref.Dataset.create(str(path), _ref_header(vt, ch, bl, fl, bt)) as ref:
         for n, (fx, fy, fz) in enumerate(PRESENT_FILES):
             lo = (fx * side, fy * side, fz * side)
             if bt == 1 and n == 0:
@@ -126,13 +148,28 @@ def test_reference_writes_ours_reads(tmp_path: Path, bt: int, vt: int, ch: int, 
             ref.write(lo, data if ch > 1 else data[0])
             model[:, lo[0]:lo[0] + shape[0], lo[1]:lo[1] + shape[1],
                   lo[2]:lo[2] + shape[2]] = data
-        with wkw.Dataset.open(tmp_path) as ours:
+    return model
+
+
+@pytest.mark.parametrize(("bt", "vt", "ch", "bl", "fl"), CASES)
+def test_reference_writes_ours_reads(reference_written: dict[str, Any],
+                                     request: pytest.FixtureRequest, bt: int, vt: int, ch: int,
+                                     bl: int, fl: int) -> None:
+    side = bl * fl
+    dtype = VOXEL_TYPES[vt]
+    written = reference_written[request.node.callspec.id]
+    if isinstance(written, Exception):
+        raise written
+    path, model = written
+    ref = wkw_ref.Dataset.open(str(path))
+    try:
+        with wkw.Dataset.open(path) as ours:
             assert ours.header == wkw.Header(dtype.type, ch, block_len=bl, file_len=fl,
                                              block_type=bt)
             _check_all_reads(ours, ref, model, side)
             # Every file read by itself, and a block read through the File API.
-            path = ours.file_path(1, 0, 0)
-            with wkw.File.open(path) as f:
+            file = ours.file_path(1, 0, 0)
+            with wkw.File.open(file) as f:
                 assert f.header.block_type == bt
                 arr = f.read((0, 0, 0), (side, side, side))
                 _assert_same(arr, model[:, side:2 * side, :side, :side], "File.read")
@@ -142,39 +179,81 @@ def test_reference_writes_ours_reads(tmp_path: Path, bt: int, vt: int, ch: int, 
                              "File.read_block")
                 sizes = f.block_sizes()
                 assert sizes.min() > 0
-                assert int(f.header.data_offset + sizes.sum()) == os.path.getsize(path)
-            with wkw.Dataset.open(path) as single:  # a lone .wkw file opens as a dataset
+                assert int(f.header.data_offset + sizes.sum()) == os.path.getsize(file)
+            with wkw.Dataset.open(file) as single:  # a lone .wkw file opens as a dataset
                 _assert_same(single.read((0, 0, 0), (side, side, side)),
                              model[:, side:2 * side, :side, :side], "single file")
     finally:
         ref.close()
 
 
+def _our_writes(side: int) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """An unaligned box across two files, an overlapping partial write into what is then an
+    existing (compressed) file, and a box in a third file; the fourth is never touched."""
+    return [((2, 1, 3), (2 * side - 5, side - 3, side - 6)), ((side - 3, 2, 1), (7, 5, 30)),
+            ((4, side + 2, 0), (20, 10, side))]
+
+
+@pytest.fixture(scope="module")
+def ours_written(tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[dict[str, tuple[Path, wkw.Dataset, np.ndarray] | Exception]]:
+    """Per case id: the folder our writer wrote the case into, the dataset that wrote it
+    (still open: its reads follow its writes) and the model.  The three writes go round the
+    cases in turn (every case's first write, then every second one, ...), so that the partial
+    write into an existing file finds that file written a while before."""
+    out: dict[str, tuple[Path, wkw.Dataset, np.ndarray] | Exception] = {}
+    for case in CASES:
+        bt, vt, ch, bl, fl = _case_args(case)
+        path = tmp_path_factory.mktemp("ours-wrote")
+        header = wkw.Header(VOXEL_TYPES[vt].type, num_channels=ch, block_len=bl, file_len=fl,
+                            block_type=bt)
+        try:
+            ours = wkw.Dataset.create(path, header)
+        except Exception as exc:  # noqa: BLE001 - raised by the case's own test
+            out[case.id] = exc
+            continue
+        out[case.id] = (path, ours, np.zeros((ch, *EXTENT), dtype=VOXEL_TYPES[vt], order="F"))
+    for n in range(len(_our_writes(1))):
+        for case in CASES:
+            bt, vt, ch, bl, fl = _case_args(case)
+            entry = out[case.id]
+            if isinstance(entry, Exception):
+                continue
+            _, ours, model = entry
+            lo, shape = _our_writes(bl * fl)[n]
+            data = _data(VOXEL_TYPES[vt], (ch, *shape), seed=vt * 7 + n)
+            try:
+                ours.write(lo, data if ch > 1 else np.asfortranarray(data[0]))
+            except Exception as exc:  # noqa: BLE001 - raised by the case's own test
+                ours.close()
+                out[case.id] = exc
+                continue
+            model[:, lo[0]:lo[0] + shape[0], lo[1]:lo[1] + shape[1],
+                  lo[2]:lo[2] + shape[2]] = data
+    yield out
+    for entry in out.values():
+        if not isinstance(entry, Exception):
+            entry[1].close()
+
+
 @pytest.mark.parametrize(("bt", "vt", "ch", "bl", "fl"), CASES)
-def test_ours_writes_reference_reads(tmp_path: Path, bt: int, vt: int, ch: int, bl: int,
-                                     fl: int) -> None:
+def test_ours_writes_reference_reads(ours_written: dict[str, Any], tmp_path: Path,
+                                     request: pytest.FixtureRequest, bt: int, vt: int, ch: int,
+                                     bl: int, fl: int) -> None:
     side = bl * fl
-    dtype = VOXEL_TYPES[vt]
-    model = np.zeros((ch, *EXTENT), dtype=dtype, order="F")
-    header = wkw.Header(dtype.type, num_channels=ch, block_len=bl, file_len=fl, block_type=bt)
-    ours = wkw.Dataset.create(tmp_path, header)
-    # An unaligned box across two files, an overlapping partial write into what is now an
-    # existing (compressed) file, and a box in a third file; the fourth is never touched.
-    writes = [((2, 1, 3), (2 * side - 5, side - 3, side - 6)), ((side - 3, 2, 1), (7, 5, 30)),
-              ((4, side + 2, 0), (20, 10, side))]
-    for n, (lo, shape) in enumerate(writes):
-        data = _data(dtype, (ch, *shape), seed=vt * 7 + n)
-        ours.write(lo, data if ch > 1 else np.asfortranarray(data[0]))
-        model[:, lo[0]:lo[0] + shape[0], lo[1]:lo[1] + shape[1], lo[2]:lo[2] + shape[2]] = data
+    written = ours_written[request.node.callspec.id]
+    if isinstance(written, Exception):
+        raise written
+    path, ours, model = written
     assert not os.path.exists(ours.file_path(1, 1, 0))
     ref_header = _ref_header(vt, ch, bl, fl, bt)
-    with open(tmp_path / "header.wkw", "rb") as fh:
+    with open(path / "header.wkw", "rb") as fh:
         ours_header_bytes = fh.read()
-    ref_dir = tmp_path.parent / (tmp_path.name + "-ref")
+    ref_dir = tmp_path / "ref"
     wkw_ref.Dataset.create(str(ref_dir), ref_header).close()
     with open(ref_dir / "header.wkw", "rb") as fh:
         assert ours_header_bytes == fh.read()  # byte-identical header.wkw
-    ref = wkw_ref.Dataset.open(str(tmp_path))
+    ref = wkw_ref.Dataset.open(str(path))
     try:
         _check_all_reads(ours, ref, model, side)
     finally:

@@ -104,6 +104,53 @@ def test_output_in_c_order_and_inside_a_larger_array(tmp_path: Path) -> None:
             np.testing.assert_array_equal(big, want)
 
 
+def _aligned(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A zeroed Fortran-order array whose memory starts on a 64-byte line (as ``bigmemory``'s
+    big arrays do): where the kernel stores whole lines."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.zeros(nbytes + 64, dtype=np.uint8)
+    start = -raw.ctypes.data % 64
+    return np.ndarray(shape, dtype, raw[start:start + nbytes], order="F")
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["lz4hc", "lz4"])
+@pytest.mark.parametrize(("dtype", "channels"), [(np.float32, 1), (np.uint8, 4)])
+def test_reads_stored_as_whole_lines_equal_reference(tmp_path: Path, monkeypatch: Any,
+                                                     kind: str, dtype: Any,
+                                                     channels: int) -> None:
+    """Rows of 32 bytes (8 voxels of 4 bytes) in an aligned output, every read counted as
+    large: x-neighbour blocks are stored together as whole lines, and read the same voxels."""
+    monkeypatch.setattr(nativebox, "STREAM_OVER_BYTES", 0)
+    data = _write(tmp_path, dtype, channels, BLOCK_TYPES[kind])
+    with ours.File.open(_data_file(tmp_path)) as f:
+        for offset, shape in READS:
+            got = _aligned((channels, *shape), dtype)
+            boxread.read_into(f, got, offset)
+            np.testing.assert_array_equal(got, _expected(data, offset, shape),
+                                          err_msg=f"{offset} {shape}")
+
+
+@needs_kernel
+def test_damage_met_by_whole_line_stores_is_the_python_paths_error(tmp_path: Path,
+                                                                     monkeypatch: Any) -> None:
+    """A corrupt block among those stored as whole lines: the Python path's error."""
+    monkeypatch.setattr(nativebox, "STREAM_OVER_BYTES", 0)
+    _write(tmp_path, np.float32, 1, BLOCK_TYPES["lz4hc"])
+    _corrupt_block(tmp_path)
+    outcomes = []
+    for use_native in (True, False):
+        with ours.File.open(_data_file(tmp_path)) as f:
+            try:
+                boxread.read_into(f, _aligned((1, SIDE, SIDE, SIDE), np.float32), (0, 0, 0),
+                                  native=use_native)
+                outcomes.append(("ok", "", None, None))
+            except FormatError as exc:
+                outcomes.append((type(exc).__name__, str(exc), exc.block, exc.offset))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] != "ok"
+
+
 # -- damage: both paths raise the same error ---------------------------------------------------
 
 def _corrupt_block(root: Path) -> None:

@@ -46,6 +46,8 @@ CASES = HERE / "cases"
 OUTCOMES = ("named_error", "untyped", "signal", "timeout", "correct_data", "other_data")
 #: Seconds one mutant may take in the child (reads of these samples take milliseconds).
 TIMEOUT = 20.0
+#: How many mutants' copies of the sample the child writes before it reads them (``_child``).
+AHEAD = 32
 
 
 @dataclass
@@ -165,7 +167,12 @@ def fingerprint(result: Any) -> Any:
 # -- the child ---------------------------------------------------------------------------------
 def _child(target_name: str, sample: str, listing: str) -> int:
     """Read every mutant listed in the file ``listing`` (one path a line) as the target's
-    victim in a private copy of the sample; print one JSON line per mutant."""
+    victim in a private copy of the sample; print one JSON line per mutant.
+
+    The copies are laid out ``AHEAD`` mutants at a time before any of them is read: a file
+    written less than the racy window ago is waited for by every local read
+    (``viewer.format.handles``), so a copy written just before its read would cost that wait
+    on every mutant, and a group of them written together costs it once."""
     from viewer.format.errors import FormatError
 
     target = TARGETS[target_name]
@@ -174,24 +181,27 @@ def _child(target_name: str, sample: str, listing: str) -> int:
         copy = work / "sample"
         shutil.copytree(sample, copy, symlinks=True)
         expected = fingerprint(target.read(copy))
-        victim = copy / target.victim
-        original = victim.read_bytes()
         print(json.dumps({"ready": True}), flush=True)
-        for line in Path(listing).read_text().splitlines():
-            k, path = line.split("\t", 1)
-            victim.write_bytes(Path(path).read_bytes())
-            try:
-                got = fingerprint(target.read(copy))
-            except FormatError as exc:
-                outcome, detail = "named_error", f"{type(exc).__name__}: {exc}"[:300]
-            except BaseException as exc:  # noqa: BLE001 - classifying is the point
-                outcome = "untyped"
-                detail = "".join(traceback.format_exception(exc))[-2000:]
-            else:
-                outcome = "correct_data" if got == expected else "other_data"
-                detail = ""
-            victim.write_bytes(original)
-            print(json.dumps({"k": int(k), "outcome": outcome, "detail": detail}), flush=True)
+        listed = [line.split("\t", 1) for line in Path(listing).read_text().splitlines()]
+        for start in range(0, len(listed), AHEAD):
+            group = listed[start:start + AHEAD]
+            for k, path in group:
+                shutil.copytree(copy, work / k, symlinks=True)
+                (work / k / target.victim).write_bytes(Path(path).read_bytes())
+            for k, _ in group:
+                try:
+                    got = fingerprint(target.read(work / k))
+                except FormatError as exc:
+                    outcome, detail = "named_error", f"{type(exc).__name__}: {exc}"[:300]
+                except BaseException as exc:  # noqa: BLE001 - classifying is the point
+                    outcome = "untyped"
+                    detail = "".join(traceback.format_exception(exc))[-2000:]
+                else:
+                    outcome = "correct_data" if got == expected else "other_data"
+                    detail = ""
+                shutil.rmtree(work / k, ignore_errors=True)
+                print(json.dumps({"k": int(k), "outcome": outcome, "detail": detail}),
+                      flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -89,3 +89,20 @@ def test_a_store_dropped_unclosed_ends_its_request_thread(
     gc.collect()
     thread.join(10.0)
     assert not thread.is_alive()
+
+
+def test_closing_an_executor_whose_request_loop_ended_first_is_quiet(
+        served: tuple[Path, RangeServer], caplog: pytest.LogCaptureFixture) -> None:
+    """At the interpreter's exit a request loop may end before its executor is closed: the
+    close then has nothing to stop and says nothing (it logged a traceback of a closed
+    event loop)."""
+    _, srv = served
+    executor = Executor()
+    store = _store(srv, executor)
+    assert store.read_ranges(KEY, [(0, 8)]) == [LONG[:8]]
+    pool = store._pool  # noqa: SLF001
+    pool._loop.call_soon_threadsafe(pool._loop.stop)  # noqa: SLF001 - as at exit
+    pool._thread.join(10.0)  # noqa: SLF001
+    assert pool._loop.is_closed()  # noqa: SLF001
+    executor.close()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text

@@ -65,12 +65,46 @@ def _as_volume_array(data: Any) -> Any:
     return np.transpose(a, (3, 0, 1, 2))
 
 
+# The two parametrized tests below read files written in a module fixture, all of them before
+# any is read: a file written less than the racy window ago is waited for by every local read
+# (``viewer.format.handles``), so a case that wrote its file and read it at once paid that wait.
+# A write that fails is raised by its own case.
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[Any, tuple[Path, bytes] | Exception]:
+    """Per case (``(dtype, mode)``, or ``("layout", index in LAYOUTS)``): the file the writer
+    wrote and its bytes."""
+    folder = tmp_path_factory.mktemp("zfpc-written")
+    out: dict[Any, tuple[Path, bytes] | Exception] = {}
+
+    def write(key: Any, name: str, data: Any, correlated: list[bool], **mode: float) -> None:
+        path = folder / name
+        try:
+            out[key] = (path, _write(path, data, correlated, **mode))
+        except Exception as exc:  # noqa: BLE001 - raised by the case's own test
+            out[key] = exc
+
+    for dtype in DTYPES:
+        for mode in MODES:
+            write((dtype, mode), f"{dtype}-{mode}.zfpc", _field((21, 14, 6, 2), dtype),
+                  [True, True, False, False], **MODES[mode])
+    for k, (shape, correlated) in enumerate(LAYOUTS):
+        write(("layout", k), f"layout-{k}.zfpc", _field(shape, "float64", seed=len(shape)),
+              correlated)
+    return out
+
+
+def _written(written: dict[Any, tuple[Path, bytes] | Exception], key: Any) -> tuple[Path, bytes]:
+    got = written[key]
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", list(MODES))
-def test_every_dtype_and_mode(tmp_path: Path, dtype: str, mode: str) -> None:
+def test_every_dtype_and_mode(written: dict[Any, Any], dtype: str, mode: str) -> None:
     data = _field((21, 14, 6, 2), dtype)
-    path = tmp_path / "f.zfpc"
-    blob = _write(path, data, [True, True, False, False], **MODES[mode])
+    path, blob = _written(written, (dtype, mode))
     want = data if mode == "lossless" else _writer_decoded(blob, data)
     if mode != "lossless":
         assert not np.array_equal(want, data), "lossy mode expected to change the data"
@@ -101,11 +135,10 @@ LAYOUTS = [
 
 
 @pytest.mark.parametrize("shape,correlated", LAYOUTS)
-def test_one_to_four_dimensions_every_split(tmp_path: Path, shape: tuple[int, ...],
+def test_one_to_four_dimensions_every_split(written: dict[Any, Any], shape: tuple[int, ...],
                                             correlated: list[bool]) -> None:
     data = _field(shape, "float64", seed=len(shape))
-    path = tmp_path / "f.zfpc"
-    _write(path, data, correlated)
+    path, _ = _written(written, ("layout", LAYOUTS.index((shape, correlated))))
     truth = _as_volume_array(data)
     with open_volume(path) as vol:
         assert (vol.num_channels, *vol.shape) == truth.shape

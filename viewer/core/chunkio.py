@@ -4,21 +4,18 @@
 ``Volume`` / ``StorageUnit`` interface of ``viewer.format.volume`` only, and stores what it read
 in the ``BlockCache``:
 
-* **Units kept open.**  A unit is opened once (``Volume.open_unit``) and kept, at most
-  ``open_units_limit`` of them (sized from ``RLIMIT_NOFILE``: a screen of a one-chunk-per-file
-  format touches several hundred units, and a limit below that closed and reopened units every
-  jump).  An open unit's index is charged to the cache budget (``account_file``).  A unit found
-  absent or unreadable is remembered as such (``state``): its blocks are not asked for again.
-* **One call per unit.**  A batch's blocks come grouped by unit; each unit's run is one
-  ``StorageUnit.read_chunks`` call (a unit not open yet is opened and read at once:
-  ``Volume.open_and_read``), and the whole batch goes into the cache with one ``put_many``.
-  A unit another program rewrote since it was opened (``FileChangedError``) is opened again
-  and read once more.
-* **Small units are not kept.**  A volume whose units are a chunk or so each
-  (``Volume.small_units``: WKW of one block per file, like every N5 and Zarr v2 chunk) has
-  all of a batch's units read with one ``Volume.read_units`` call, each unit opened only for
-  its read; only absent or unreadable ones are remembered.  Keeping a one-chunk unit open
-  bought nothing (its chunk is cached) and cost most of a block's CPU.
+* **One read path.**  A batch's blocks come grouped by unit; the whole batch is one
+  ``Volume.read_batch`` call, handed this reader as the table of the units it opened
+  (``viewer.format.batchread.UnitTable``: ``state``, ``remember``, ``forget``).  The volume says
+  how its units are read: opened once and kept here (the first read of one opened and read at
+  once, a unit another program rewrote opened again and read once more), or, for units of a
+  chunk or so each (``Volume.small_units``), many read in one call and none kept.  The batch
+  goes into the cache with one ``put_many``.
+* **Units kept open.**  At most ``open_units_limit`` of them (sized from ``RLIMIT_NOFILE``: a
+  screen of a one-chunk-per-file format touches several hundred units, and a limit below that
+  closed and reopened units every jump).  An open unit's index is charged to the cache budget
+  (``account_file``).  A unit found absent or unreadable is remembered as such (``state``):
+  its blocks are not asked for again.
 * **Read-ahead only where it pays.**  ``will_need`` hints are given only while reads go to the
   disk (``HINT_MEMORY``) or over a network (``_latency_bound``): on pages already in memory a
   hint is pure cost.
@@ -26,8 +23,9 @@ in the ``BlockCache``:
   ``FormatError``; an absent or unreadable unit is its ``state`` (None or the error); real data,
   zeros included, is an array.
 
-Threads: ``read``, ``hint`` and ``resolve`` on worker threads (concurrently); ``state`` and
-``unreadable`` from any (lock-free reads of a dict); ``stop`` and ``close`` from the owner.
+Threads: ``read``, ``hint`` and ``resolve`` on worker threads (concurrently); ``state``,
+``unreadable`` and ``stopping`` from any (lock-free reads); ``remember`` and ``forget`` from
+the volume's ``read_batch`` on a worker thread; ``stop`` and ``close`` from the owner.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -45,13 +43,12 @@ import numpy.typing as npt
 from viewer.core.cache import ABSENT, BlockCache, BlockKey, BlockValue
 from viewer.format import (
     BlockDecodeError,
-    DatasetLayoutError,
     FormatError,
     StorageUnit,
     Volume,
 )
-from viewer.format.errors import FileChangedError, FileChangingError, read_failure
-from viewer.format.volume import UnitRead
+from viewer.format.batchread import UNKNOWN, Unknown, open_state
+from viewer.format.errors import FileChangedError
 
 log = logging.getLogger(__name__)
 
@@ -116,17 +113,6 @@ except ImportError:  # pragma: no cover - not POSIX
     _RUSAGE_THREAD = None
 
 
-class _Unknown:
-    """The state of a unit not opened yet."""
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-#: The ``state`` of a unit not opened yet.
-UNKNOWN: Any = _Unknown()
-
-
 class ChunkReader:
     """Open units and batched chunk reads of one volume (see the module docstring).
 
@@ -158,8 +144,6 @@ class ChunkReader:
         #: A volume read over a network: every read waits on it (the thread's disk counters
         #: do not see it), so read-ahead always pays.
         self._latency_bound = volume.over_network
-        #: The volume's units are read with ``Volume.read_units``, not kept open.
-        self._small_units = bool(volume.small_units)
         if self._latency_bound:
             self._hint_tasks = -1
         #: The storage units whose read-ahead is kept (a volume at a URL: ``follow_screen``).
@@ -172,10 +156,16 @@ class ChunkReader:
         self.decode_cpu_seconds = 0.0  #: worker CPU time spent reading and decoding
 
     # -- unit states ----------------------------------------------------------------------------
-    def state(self, unit: Vec3) -> Any:
+    def state(self, unit: Vec3) -> UnitState | Unknown:
         """What is known of the unit at ``unit``: ``UNKNOWN`` (not opened yet), the open
         ``StorageUnit``, its ``FormatError`` (unreadable) or None (absent).  Any thread."""
         return self._states.get(unit, UNKNOWN)
+
+    @property
+    def stopping(self) -> bool:
+        """The loader is closing (``stop``): no unit is opened or remembered any more, and a
+        unit closed under a read ends the batch.  Any thread."""
+        return self._stopping
 
     def unreadable(self, unit: Vec3) -> bool:
         """The unit is known to be absent or damaged (in ``bad_units``).  Any thread."""
@@ -189,43 +179,11 @@ class ChunkReader:
     def resolve(self, pos: Vec3) -> UnitState:
         """Open the unit at ``pos`` and remember it (keeping at most ``open_units_limit``
         open: the least recently opened are closed).  Worker thread."""
-        state: UnitState
-        try:
-            state = self.volume.open_unit(pos)
-        except FormatError as exc:
-            state = exc
-        except OSError as exc:
-            state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
-                                       self.volume.unit_path(pos))
-        return self._remember(pos, state)
+        return self.remember(pos, open_state(self.volume, pos))
 
-    def _open_read(self, pos: Vec3, indices: list[int]
-                   ) -> tuple[UnitState, Sequence[Any] | None]:
-        """Open the unit at ``pos`` and read ``indices`` from it at once
-        (``Volume.open_and_read``), and remember it: ``(its state, the chunks read or None
-        when they are still to be read)``.  Worker thread."""
-        state: UnitState
-        results: Sequence[Any] | None = None
-        try:
-            state, results = self.volume.open_and_read(pos, indices)
-        except FileChangingError as exc:  # waited for it to settle already
-            state = exc
-        except FileChangedError:
-            return self.resolve(pos), None  # changed while opened: open it once more
-        except FormatError as exc:
-            state = exc
-        except OSError as exc:
-            state = DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
-                                       self.volume.unit_path(pos))
-        except ValueError:  # closing, say: the plain way says which
-            return self.resolve(pos), None
-        state = self._remember(pos, state)
-        return state, results if state is not None and not isinstance(state, FormatError) \
-            else None
-
-    def _remember(self, pos: Vec3, state: UnitState) -> UnitState:
+    def remember(self, pos: Vec3, state: UnitState) -> UnitState:
         """Keep what opening the unit at ``pos`` found (closing the least recently opened
-        beyond ``open_units_limit``)."""
+        beyond ``open_units_limit``), and return it.  Worker thread."""
         closing: list[StorageUnit] = []
         opened = state if state is not None and not isinstance(state, FormatError) else None
         with self._lock:
@@ -251,16 +209,15 @@ class ChunkReader:
             self.cache.account_file((self.layer, self.mag, pos), opened.table_bytes)
         return state
 
-    def _reopen(self, pos: Vec3, old: StorageUnit) -> UnitState:
-        """Forget the unit at ``pos`` (``old``, which another program changed) and open it
-        again.  ``old`` is not closed here: other workers may still be reading from it (their
-        reads fail on their own); it goes when the last of them lets go."""
+    def forget(self, pos: Vec3, old: StorageUnit) -> None:
+        """Forget the unit at ``pos`` (``old``, which another program changed) if it is still
+        the one kept, so that it is opened again.  ``old`` is not closed here: other workers
+        may still be reading from it (their reads fail on their own); it goes when the last
+        of them lets go.  Worker thread."""
         with self._lock:
             if self._states.get(pos) is old:
                 self._states.pop(pos, None)
                 self._open.pop(pos, None)
-        self.volume.forget_unit(pos)
-        return self.resolve(pos)
 
     # -- reading --------------------------------------------------------------------------------
     def follow_screen(self, visible: set[BlockKey]) -> None:
@@ -305,18 +262,17 @@ class ChunkReader:
                 state.will_need(indices)
 
     def read(self, keys: list[BlockKey], hint: bool) -> int:
-        """Read and decode the blocks ``keys`` (grouped by unit: one ``read_chunks`` per run),
-        put them into the cache and return how many were read (blocks of absent or unreadable
-        units are not; their look is the unit's ``state``).  ``hint``: give the units a
-        ``will_need`` first (read-ahead is on and the batch was not hinted before).  Worker
-        thread."""
+        """Read and decode the blocks ``keys`` (grouped by unit: one job per run, the batch one
+        ``Volume.read_batch``), put them into the cache and return how many were read (blocks
+        of absent or unreadable units are not; their look is the unit's ``state``; none when
+        the loader stopped under the batch).  ``hint``: give the units a ``will_need`` first
+        (read-ahead is on and the batch was not hinted before).  Worker thread."""
         started = time.perf_counter()
         cpu_started = time.thread_time()
         disk_started = _disk_reads()
         hint = hint and self._hint_tasks != 0
         if hint and self._latency_bound and self._hint_units_of(keys):
             hint = False  # every unit of the batch was asked for already
-        states = self._states
         runs: list[tuple[Vec3, list[BlockKey], list[int]]] = []  # one per storage unit
         start = 0
         n = len(keys)
@@ -328,52 +284,26 @@ class ChunkReader:
             run = keys[start:end] if end - start < n else keys
             runs.append((pos, run, [key[3] for key in run]))
             start = end
-        small: dict[Vec3, UnitRead] = {}
-        if self._small_units:  # units not kept open: many read in one call
-            jobs = [(pos, indices) for pos, _, indices in runs
-                    if states.get(pos, UNKNOWN) is UNKNOWN]
-            if jobs:
-                small = dict(zip([pos for pos, _ in jobs], self.volume.read_units(jobs),
-                                 strict=True))
+        found = self.volume.read_batch([(pos, indices) for pos, _, indices in runs], self, hint)
+        if found is None:
+            return 0  # closing
+        states = self._states
         done: list[BlockKey] = []  # the keys read, in order
         changing: list[BlockKey] = []  # ... and those whose file another program changes
         values: list[BlockValue] = []
         touched: list[StorageUnit] = []
         decoded = 0
-        for pos, run, indices in runs:
-            results: Sequence[Any] | None
-            unit: StorageUnit | None = None
-            if pos in small:
-                got = small[pos]
-                if got is None or isinstance(got, FormatError):
-                    self._remember(pos, got)  # absent or unreadable: the plane reads it
-                    if isinstance(got, FileChangedError):
-                        changing.extend(run)
-                    continue
-                results = got
-            else:
-                state = states.get(pos, UNKNOWN)
-                results = None
-                if state is UNKNOWN:  # opened and read at once (read-ahead: hinted first)
-                    if hint:
-                        state = self.resolve(pos)
-                    else:
-                        state, results = self._open_read(pos, indices)
-                if state is None or isinstance(state, FormatError):
-                    if isinstance(state, FileChangedError):
-                        changing.extend(run)
-                    continue  # absent or unreadable: the plane reads its state
-                unit = state
-                if results is None:
-                    if hint:
-                        unit.will_need(indices)
-                    results = self._read_unit(pos, unit, indices)
-                    if results is None:
-                        return len(done)  # closing
-                if unit.holds_pages:
-                    touched.append(unit)
+        for (pos, run, indices), results in zip(runs, found, strict=True):
+            if results is None or isinstance(results, FormatError):
+                if isinstance(results, FileChangedError):
+                    changing.extend(run)
+                continue  # absent or unreadable: the plane reads its state
+            unit = states.get(pos)
+            kept = unit if isinstance(unit, StorageUnit) else None
+            if kept is not None and kept.holds_pages:
+                touched.append(kept)
             if len(results) != len(indices):  # a format's bug: the blocks fail, not the worker
-                path = unit.path if unit is not None else self.volume.unit_path(pos)
+                path = kept.path if kept is not None else self.volume.unit_path(pos)
                 results = [BlockDecodeError(f"the format returned {len(results)} chunks for "
                                             f"{len(indices)} asked for", path, block=i)
                            for i in indices]
@@ -417,30 +347,6 @@ class ChunkReader:
         for unit in release:
             unit.release_pages()
         return read
-
-    def _read_unit(self, pos: Vec3, unit: StorageUnit, indices: list[int]
-                   ) -> Sequence[Any] | None:
-        """``unit.read_chunks(indices)``, every failure turned into the blocks' errors (None:
-        the volume is closing)."""
-        try:
-            try:
-                return unit.read_chunks(indices)
-            except FileChangedError:
-                # Another program rewrote the unit since it was opened: open it again and read
-                # from the new one (once; a second change is the blocks' error).
-                state = self._reopen(pos, unit)
-                if state is None or isinstance(state, FormatError):
-                    raise
-                return state.read_chunks(indices)
-        except FileChangedError as exc:
-            return [exc] * len(indices)
-        except OSError as exc:
-            return [read_failure(exc, BlockDecodeError, "read failed", unit.path, block=i)
-                    for i in indices]
-        except ValueError as exc:  # the unit was closed under us (dataset closing)
-            if self._stopping:
-                return None
-            return [BlockDecodeError(str(exc), unit.path, block=i) for i in indices]
 
     def _touched_locked(self, units: list[StorageUnit], blocks: int) -> list[StorageUnit]:
         """The units whose mapped pages to drop now: every unit read from (that may hold pages:
@@ -513,4 +419,4 @@ def _own(block: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return own
 
 
-__all__ = ["ChunkReader", "UnitState", "UNKNOWN", "open_units_limit"]
+__all__ = ["ChunkReader", "UnitState", "UNKNOWN", "Unknown", "open_units_limit"]

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import multiprocessing.pool
+import multiprocessing.process
 import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -65,16 +66,12 @@ def can_fork() -> bool:
         "fork" in multiprocessing.get_all_start_methods()
 
 
-#: The function the forked workers call (set in the parent before they are forked).
-_forked: Callable[[Any], Any] | None = None
-#: Bytes the pipe that carries the workers' results holds (Linux's default most a process
-#: may ask for): a result of a few hundred kB (a batch's report text) is written at once.
+#: Bytes each worker's result pipe holds (Linux's default most a process may ask for): a
+#: result of a few hundred kB (a batch's report text) is written at once.
 RESULT_PIPE_BYTES = 1 << 20
-
-
-def _call_forked(item: Any) -> Any:
-    assert _forked is not None
-    return _forked(item)
+#: Items a worker is given and has not answered, at most: one in work and one waiting, so
+#: that it goes on at once while the parent takes its result.
+WORKER_DEPTH = 2
 
 
 def _quiet_child() -> None:
@@ -86,45 +83,136 @@ def _quiet_child() -> None:
         signal.set_wakeup_fd(-1)
 
 
+def _serve(fn: Callable[[Any], Any], tasks: Connection, results: Connection,
+           inherited: list[Connection]) -> None:
+    """A worker's life: answer ``(seq, item)`` with ``(seq, True, fn(item))`` or ``(seq,
+    False, error)`` until told to stop (None) or the parent is gone."""
+    _quiet_child()
+    for conn in inherited:  # the other workers' pipe ends: theirs to close, not ours
+        conn.close()
+    while True:
+        try:
+            task = tasks.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        seq, item = task
+        try:
+            answer: tuple[int, bool, Any] = (seq, True, fn(item))
+        except BaseException as exc:  # noqa: BLE001 - raised in the parent at its turn
+            answer = (seq, False, exc)
+        try:
+            results.send(answer)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 - a result or error that does not pickle
+            results.send((seq, False, RuntimeError(f"a worker's result could not be sent "
+                                                   f"back: {exc!r}")))
+
+
 class ForkedWorkers:
     """``processes`` forked worker processes that run ``fn`` (the parent's, as it was when
     they were forked: nothing of it is pickled; items and results are) over one ordered map
     after another (``map``).  Create it from the main thread, with no other thread of this
     program in the middle of work (a fork copies only the calling thread: a lock another
     thread holds stays held); ``close`` when done (``terminate`` ends the workers at once).
-    One at a time: not nestable."""
+    One at a time: not nestable.
+
+    Each worker has a pipe of its own each way, and the parent's calling thread hands out
+    the items and takes the results itself (at most ``WORKER_DEPTH`` items a worker at a
+    time, so that a free worker gets the next one): no helper thread of the parent competes
+    with it for the interpreter lock or wakes for each piece of a result in the pipe, as
+    ``multiprocessing.Pool``'s three do.  An item must pickle to less than a pipe holds (64
+    kB: positions and small tasks; results may be larger, up to ``RESULT_PIPE_BYTES`` are
+    written at once)."""
 
     def __init__(self, fn: Callable[[Any], Any], processes: int) -> None:
-        global _forked
         self.processes = max(1, processes)
-        _forked = fn
-        try:
-            self._pool = multiprocessing.get_context("fork").Pool(
-                self.processes, initializer=_quiet_child)
-        except BaseException:
-            _forked = None
-            raise
+        ctx = multiprocessing.get_context("fork")
+        self._workers: list[multiprocessing.process.BaseProcess] = []
+        self._tasks: list[Connection] = []
+        self._results: list[Connection] = []
         self._ended = False
-        _widen_result_pipe(self._pool)
+        try:
+            for _ in range(self.processes):
+                task_reader, task_writer = ctx.Pipe(duplex=False)
+                result_reader, result_writer = ctx.Pipe(duplex=False)
+                _widen_pipe(result_writer)
+                inherited = [*self._tasks, *self._results, task_writer, result_reader]
+                worker = ctx.Process(target=_serve, name="forked-worker", daemon=True,
+                                     args=(fn, task_reader, result_writer, inherited))
+                worker.start()
+                task_reader.close()
+                result_writer.close()
+                self._workers.append(worker)
+                self._tasks.append(task_writer)
+                self._results.append(result_reader)
+        except BaseException:
+            self.terminate()
+            raise
 
     def map(self, items: Iterable[Any], ahead: int | None = None) -> Iterator[Any]:
         """``map(fn, items)`` in the workers, in order, at most ``ahead`` items in work or
         waiting.  An error, an interrupt or closing the iterator early ends the workers."""
         n = self.processes
         window = max(n, 4 * n if ahead is None else ahead)
-        pending: deque[Any] = deque()
+        given = [0] * n  # items each worker holds, not answered yet
+        done: dict[int, tuple[bool, Any]] = {}
+        it = iter(items)
+        sent = taken = 0
+        more = True
         finished = False
         try:
-            for item in items:
-                pending.append(self._pool.apply_async(_call_forked, (item,)))
-                if len(pending) >= window:
-                    yield pending.popleft().get()
-            while pending:
-                yield pending.popleft().get()
+            while True:
+                if sent > taken:  # results already there free their workers for more
+                    self._receive(given, done, timeout=0)
+                while more and sent - taken < window:
+                    worker = min(range(n), key=given.__getitem__)
+                    if given[worker] >= WORKER_DEPTH:
+                        break
+                    try:
+                        item = next(it)
+                    except StopIteration:
+                        more = False
+                        break
+                    self._tasks[worker].send((sent, item))
+                    given[worker] += 1
+                    sent += 1
+                if taken in done:
+                    ok, value = done.pop(taken)
+                    taken += 1
+                    if not ok:
+                        raise value
+                    yield value
+                elif not more and taken == sent:
+                    break
+                else:
+                    self._receive(given, done)
             finished = True
         finally:
             if not finished:
                 self.terminate()
+
+    def _receive(self, given: list[int], done: dict[int, tuple[bool, Any]],
+                 timeout: float | None = None) -> None:
+        """Take the results there are, waiting for at least one (at most ``timeout``
+        seconds); a worker that ended while it held items is an error."""
+        sentinels = {w.sentinel: k for k, w in enumerate(self._workers)}
+        ready = wait([*self._results, *sentinels], timeout)
+        for k, conn in enumerate(self._results):
+            if conn in ready:
+                try:
+                    seq, ok, value = conn.recv()
+                except EOFError:
+                    continue  # the worker ended: its sentinel says so
+                given[k] -= 1
+                done[seq] = (ok, value)
+        for obj in ready:
+            ended = sentinels.get(obj) if isinstance(obj, int) else None
+            if ended is not None and given[ended] and not self._results[ended].poll():
+                raise RuntimeError(f"a worker process ended (exit status "
+                                   f"{self._workers[ended].exitcode}) with work unfinished")
 
     def close(self) -> None:
         """Let the workers finish and wait for them."""
@@ -135,29 +223,30 @@ class ForkedWorkers:
         self._end(at_once=True)
 
     def _end(self, at_once: bool) -> None:
-        global _forked
         if self._ended:
             return
         self._ended = True
-        _forked = None
-        if at_once:
-            self._pool.terminate()
-        else:
-            self._pool.close()
-            self._pool.join()
+        for conn in self._tasks:
+            if not at_once:
+                with contextlib.suppress(OSError):
+                    conn.send(None)
+            conn.close()
+        for worker in self._workers:
+            if at_once:
+                worker.terminate()
+            worker.join()
+        for conn in self._results:
+            conn.close()
 
 
-def _widen_result_pipe(pool: multiprocessing.pool.Pool) -> None:
-    """Let the pool's result pipe hold ``RESULT_PIPE_BYTES``.  At the default 64 kB a worker
-    sending a larger result waits for the parent to read each 64 kB, holding the lock every
-    worker writes its results under: the workers take turns instead of working.  The pipe is
-    the pool's own (``multiprocessing`` names no way to size it); where it cannot be resized
-    it stays as it is."""
+def _widen_pipe(conn: Connection) -> None:
+    """Let the pipe ``conn`` writes into hold ``RESULT_PIPE_BYTES``.  At the default 64 kB a
+    worker sending a larger result waits for the parent to read each 64 kB.  Where it cannot
+    be resized it stays as it is."""
     with contextlib.suppress(ImportError, AttributeError, OSError):
         import fcntl
 
-        writer = pool._outqueue._writer  # type: ignore[attr-defined]
-        fcntl.fcntl(writer.fileno(), fcntl.F_SETPIPE_SZ, RESULT_PIPE_BYTES)
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, RESULT_PIPE_BYTES)
 
 
 def ordered_map_forked(fn: Callable[[T], R], items: Iterable[T], processes: int,

@@ -31,6 +31,9 @@ import numpy.typing as npt
 MIN_BYTES = 8 << 20
 #: The largest buffer kept for the next read.
 KEEP_BYTES = 256 << 20
+#: A big array's memory starts on a cache line: the native kernel stores whole lines of a
+#: large read's output without reading them first where they are aligned.
+ALIGN = 64
 
 _waiting: collections.deque[npt.NDArray[np.uint8]] = collections.deque(maxlen=1)
 
@@ -46,7 +49,7 @@ class _Memory(ctypes.Array[ctypes.c_char]):
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
-            if self.inner.nbytes <= KEEP_BYTES:
+            if self.inner.nbytes - ALIGN <= KEEP_BYTES:
                 _waiting.append(self.inner)
 
 
@@ -59,7 +62,8 @@ def empty(shape: Sequence[int], dtype: npt.DTypeLike,
           order: Literal["C", "F"] = "F") -> npt.NDArray[Any]:
     """An uninitialised array like ``np.empty(shape, dtype, order=order)``; one of at least
     ``MIN_BYTES`` reuses the memory of the last such array dropped when that is at least as
-    big and at most twice as big (its pages are then mapped already)."""
+    big and at most twice as big (its pages are then mapped already).  Its memory starts on
+    a multiple of ``ALIGN``."""
     dt = np.dtype(dtype)
     nbytes = dt.itemsize
     for n in shape:  # plain ints: ``np.prod`` costs more than a small read's set-up
@@ -69,9 +73,10 @@ def empty(shape: Sequence[int], dtype: npt.DTypeLike,
     inner = None
     with contextlib.suppress(IndexError):  # another thread took it
         inner = _waiting.pop()
-    if inner is None or not nbytes <= inner.nbytes <= 2 * nbytes:
-        inner = np.empty(nbytes, dtype=np.uint8)  # what was waiting (if any) goes now
-    memory = _memory_type(nbytes).from_buffer(inner)  # type: ignore[arg-type]
+    if inner is None or not nbytes + ALIGN <= inner.nbytes <= 2 * nbytes + ALIGN:
+        inner = np.empty(nbytes + ALIGN, dtype=np.uint8)  # what was waiting (if any) goes now
+    start = -inner.ctypes.data % ALIGN
+    memory = _memory_type(nbytes).from_buffer(inner, start)  # type: ignore[arg-type]
     memory.inner = inner
     return np.ndarray(tuple(shape), dt, memory, 0, order=order)  # type: ignore[arg-type]
 
@@ -82,8 +87,9 @@ def release() -> None:
 
 
 def waiting_bytes() -> int:
-    """Bytes kept for the next big read (for tests and the curious)."""
-    return sum(b.nbytes for b in list(_waiting))
+    """Bytes the buffer kept for the next big read holds for it (for tests and the curious;
+    the ``ALIGN`` bytes spent on aligning it not counted)."""
+    return sum(b.nbytes - ALIGN for b in list(_waiting))
 
 
 __all__ = ["KEEP_BYTES", "MIN_BYTES", "empty", "release", "waiting_bytes"]

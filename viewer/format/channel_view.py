@@ -104,6 +104,10 @@ class ChannelView(Volume):
         return self.base.chunk_local(index)
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """The base reads the box, every channel (its own ``read_into``: the shared parallel
+        one or its format's, such as a native kernel's), and the channel is copied out; the
+        channels share their chunks, so each chunk is decoded whole either way, and the shared
+        path here would bypass the base's own reader."""
         whole = np.empty((self.base.num_channels, *out.shape[1:]), dtype=out.dtype, order="F")
         whole[self.channel] = out[0]
         self.base.read_into(whole, offset)

@@ -167,6 +167,10 @@ class ChannelStack(Volume):
 
     # -- reading ----------------------------------------------------------------------------------
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """Each group reads its channels of ``out`` with its own ``read_into`` (the shared
+        parallel one or its format's), which replaces the shared one of the stack: that one
+        would read ``StackedUnit`` chunks, each the groups' chunks decoded, stacked into a
+        chunk of all channels and copied again."""
         for (c0, c1), g in zip(self.ranges, self.groups, strict=True):
             g.read_into(out[c0:c1], offset)
 

@@ -20,6 +20,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from viewer.format import handles
 from viewer.format.config import ReadConfig
 from viewer.format.errors import FileChangedError, FormatError, UnsupportedFormatError
@@ -33,6 +36,38 @@ from viewer.format.handles import (
     wait_for_writers,
 )
 from viewer.format.native import chunks
+
+
+@dataclass(frozen=True)
+class PackedRanges:
+    """Byte ranges of one object read into one buffer (``Store.read_ranges_packed``): range
+    ``i`` is ``length[i]`` bytes at ``start[i]`` of ``buffer`` (shorter than asked only at
+    the object's end), so that a caller finds many ranges with array arithmetic."""
+
+    buffer: bytes | bytearray
+    start: npt.NDArray[np.int64]
+    length: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, parts: Sequence[bytes]) -> PackedRanges:
+        """The ranges ``parts`` (read one by one) packed into one buffer."""
+        length = np.asarray([len(p) for p in parts], dtype=np.int64)
+        start = np.zeros(len(parts), dtype=np.int64)
+        if len(parts) > 1:
+            np.cumsum(length[:-1], out=start[1:])
+        return cls(parts[0] if len(parts) == 1 else b"".join(parts), start, length)
+
+    def view(self, i: int) -> memoryview:
+        """Range ``i``'s bytes (a view of the buffer)."""
+        at = int(self.start[i])
+        return memoryview(self.buffer)[at:at + int(self.length[i])]
+
+    def address(self) -> int:
+        """Where the buffer's first byte is in memory (valid while this object lives; 0 for
+        an empty buffer)."""
+        if not len(self.buffer):
+            return 0
+        return int(np.frombuffer(self.buffer, dtype=np.uint8).ctypes.data)
 
 
 @dataclass(frozen=True)
@@ -84,11 +119,11 @@ class Store(ABC):
         return self.read_ranges(key, ranges)
 
     def read_ranges_packed(self, key: str, ranges: Sequence[tuple[int, int]],
-                           version: str | None) -> list[bytes | memoryview]:
-        """``read_ranges_of``, the ranges possibly as views of one buffer: what a read of
+                           version: str | None) -> PackedRanges:
+        """``read_ranges_of``, the ranges in one buffer (``PackedRanges``): what a read of
         many small ranges of one object takes (a shard's chunks).  Default:
-        ``read_ranges_of``."""
-        return list(self.read_ranges_of(key, ranges, version))
+        ``read_ranges_of``, its parts packed."""
+        return PackedRanges.of(self.read_ranges_of(key, ranges, version))
 
     def stat(self, key: str) -> ObjectStat | None:
         """The object's size and version (see ``ObjectStat``), None when there is no such
@@ -226,7 +261,7 @@ class LocalStore(Store):
         return ObjectStat(st.st_size, _version(identity(st)))
 
     def read_ranges_packed(self, key: str, ranges: Sequence[tuple[int, int]],
-                           version: str | None) -> list[bytes | memoryview]:
+                           version: str | None) -> PackedRanges:
         """As ``read_ranges_of`` (the checks of ``read_file_ranges``), several ranges read by
         the native kernel in one call into one buffer where it is built: no Python per
         range.  A file the kernel leaves (missing, racy, changed during the read) is read
@@ -236,11 +271,11 @@ class LocalStore(Store):
             got = chunks.read_ranges(path, ranges, handles.RACY_WINDOW_NS,
                                      handles.COARSE_WINDOW_NS)
             if got is not None:
-                views, ident = got
+                buffer, start, length, ident = got
                 if version is not None and _version(ident) != version:
                     raise version_changed(path)
-                return list(views)
-        return list(read_file_ranges(path, ranges, version))
+                return PackedRanges(buffer, start, length)
+        return PackedRanges.of(read_file_ranges(path, ranges, version))
 
     def read_whole(self, key: str) -> bytes:
         """The whole file as one version of it, with no ``stat`` before: see

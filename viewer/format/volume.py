@@ -47,12 +47,12 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from viewer.format import bigmemory
+from viewer.format import batchread, bigmemory
 from viewer.format import executor as _service
+from viewer.format.batchread import ChunkResult, UnitRead
 from viewer.format.description import UnitDescription
 from viewer.format.errors import (
     BlockDecodeError,
-    DatasetLayoutError,
     FormatError,
     UnsupportedFormatError,
     read_failure,
@@ -61,20 +61,15 @@ from viewer.format.store import is_url
 from viewer.format.unitcheck import SoundUnits
 
 #: The methods of a volume that run with its executor in effect (and open units that keep it).
-_VOLUME_WORK = ("read", "read_into", "read_units", "open_unit", "open_and_read")
+_VOLUME_WORK = ("read", "read_into", "read_batch", "read_units", "open_unit", "open_and_read")
 #: The methods of a unit that run with the executor it was opened with in effect.
 _UNIT_WORK = ("read_chunks", "read_stored", "problems")
 
 Vec3 = tuple[int, int, int]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-#: A decoded chunk ``(C, cx, cy, cz)`` (Fortran order), ``None`` (absent), or its error.
-ChunkResult = npt.NDArray[Any] | FormatError | None
 #: The stored bytes of a chunk, ``None`` (absent), or the error met reading them.
 StoredResult = bytes | memoryview | FormatError | None
-#: What ``Volume.read_units`` found of one unit: its chunks (as ``read_chunks`` returns them),
-#: ``None`` (the unit is absent) or the unit's ``FormatError`` (unreadable).
-UnitRead = list[ChunkResult] | FormatError | None
 
 
 @dataclass(frozen=True)
@@ -249,8 +244,8 @@ class Volume(ABC):
     #: Declared value range ``(lo, hi)`` (sets the initial contrast), when the format has one.
     value_range: tuple[float, float] | None = None
     #: The storage units are small (a chunk or so each), so that keeping them open does not
-    #: pay: the loader reads their chunks with ``read_units``, each unit opened only for the
-    #: read, many units per call.
+    #: pay: ``read_batch`` reads their chunks with ``read_units``, each unit opened only for
+    #: the read, many units per call (and ``info --quick`` checks them in batches).
     small_units: bool = False
 
     _executor: _service.Executor | None = None
@@ -370,6 +365,22 @@ class Volume(ABC):
             return None, []
         return opened, opened.read_chunks(indices)
 
+    def read_batch(self, jobs: Sequence[tuple[Vec3, Sequence[int]]],
+                   units: batchread.UnitTable[StorageUnit], hint: bool = False
+                   ) -> list[UnitRead] | None:
+        """The chunks of a batch of storage units for a reader that keeps a table of the units
+        it opened (``units``: the loader's), the one way the loader reads
+        (``viewer.format.batchread``): per job ``(unit, chunk indices)``, in order, what
+        ``read_units`` gives of it; None when the reader stopped under the batch (a unit
+        closed as ``units`` closes).  What opening a unit found is remembered in ``units``.
+        ``hint``: ask a unit for its chunks (``will_need``) before reading them.  Default: a
+        volume of ``small_units`` reads the units ``units`` does not know with one
+        ``read_units`` call and keeps none (``batchread.read_unkept``); any other opens each
+        unit once and keeps it in ``units`` (``batchread.read_kept``)."""
+        if self.small_units:
+            return batchread.read_unkept(self, jobs, units, hint)
+        return batchread.read_kept(self, jobs, units, hint)
+
     def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
         """Chunks of several storage units, each unit opened only for the read (see
         ``small_units``): per job ``(unit, chunk indices)``, in order, the chunks as
@@ -378,20 +389,12 @@ class Volume(ABC):
         read a chunk is that chunk's error.  Default: ``open_unit``, ``read_chunks`` and
         ``done_with`` per unit; a format whose units are one small file each overrides it
         with a plain path per file (WKW: ``File.read_whole``; N5 and unsharded Zarr on a
-        local disk: ``store.read_file_whole``)."""
+        local disk: ``chunkfiles.read_chunk_files``)."""
         out: list[UnitRead] = []
         for pos, indices in jobs:
-            try:
-                unit = self.open_unit(pos)
-            except FormatError as exc:
-                out.append(exc)
-                continue
-            except OSError as exc:
-                out.append(DatasetLayoutError(f"cannot open: {exc.strerror or exc}",
-                                              self.unit_path(pos)))
-                continue
-            if unit is None:
-                out.append(None)
+            unit = batchread.open_state(self, pos)
+            if unit is None or isinstance(unit, FormatError):
+                out.append(unit)
                 continue
             try:
                 out.append(list(unit.read_chunks(indices)))

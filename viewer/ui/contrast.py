@@ -17,6 +17,7 @@ from PySide6.QtGui import (
     QPainterPath,
     QPen,
     QPixmap,
+    QPolygonF,
 )
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -53,9 +54,13 @@ class QtHistogram(QWidget):
         self.lo, self.hi = 0.0, 255.0
         self.ramp: np.ndarray = index_table_grey()
         self._grab: str | None = None
+        #: The histogram's outline and what it was made for (range, width, plot height).
+        self._path: QPainterPath | None = None
+        self._path_for: tuple[float, float, int, int] | None = None
 
     def set_histogram(self, counts: np.ndarray, edges: np.ndarray) -> None:
         self.counts, self.edges = counts, edges
+        self._path = None
         self.update()
 
     def set_levels(self, lo: float, hi: float, ramp: np.ndarray) -> None:
@@ -84,16 +89,7 @@ class QtHistogram(QWidget):
         plot_h = h - 18
         p.fillRect(0, 0, w, h, QColor(30, 31, 35))
         if self.counts.size:
-            logc = np.log1p(self.counts.astype(np.float64))
-            top = logc.max() or 1.0
-            path = QPainterPath(QPointF(self._x(float(self.edges[0])), plot_h))
-            for i, c in enumerate(logc):
-                y = plot_h - c / top * (plot_h - 6)
-                path.lineTo(self._x(float(self.edges[i])), y)
-                path.lineTo(self._x(float(self.edges[i + 1])), y)
-            path.lineTo(self._x(float(self.edges[-1])), plot_h)
-            path.closeSubpath()
-            p.fillPath(path, QColor(150, 160, 180, 150))
+            p.fillPath(self._outline(plot_h), QColor(150, 160, 180, 150))
         # the colour ramp between the handles
         x_lo, x_hi = self._x(self.lo), self._x(self.hi)
         grad = QLinearGradient(x_lo, 0, x_hi, 0)
@@ -108,6 +104,36 @@ class QtHistogram(QWidget):
             p.setPen(QPen(QColor(255, 200, 60), 2))
             p.drawLine(QPointF(x, 0), QPointF(x, plot_h + 16))
         p.end()
+
+    def _outline(self, plot_h: int) -> QPainterPath:
+        """The histogram's steps as a closed path, worked out with numpy once per histogram,
+        range and size (a widget repaints far more often than its histogram changes: every
+        view's redraw while a dataset opens)."""
+        a, b = self._range()
+        key = (a, b, self.width(), plot_h)
+        if self._path is not None and self._path_for == key:
+            return self._path
+        logc = np.log1p(self.counts.astype(np.float64))
+        top = logc.max() or 1.0
+        # The same arithmetic as ``_x`` and in the same order: the same points to the bit.
+        xs = 4 + (self.edges.astype(np.float64) - a) / (b - a) * (self.width() - 8)
+        ys = plot_h - logc / top * (plot_h - 6)
+        n = len(logc)
+        px, py = np.empty(2 * n + 2), np.empty(2 * n + 2)
+        px[0], py[0] = xs[0], plot_h
+        px[1:-1:2], px[2:-1:2] = xs[:-1], xs[1:]
+        py[1:-1:2], py[2:-1:2] = ys, ys
+        px[-1], py[-1] = xs[-1], plot_h
+        # A step between bins of equal counts repeats a corner, which ``lineTo`` leaves out.
+        keep = np.ones(len(px), bool)
+        keep[1:] = (px[1:] != px[:-1]) | (py[1:] != py[:-1])
+        px, py = px[keep], py[keep]
+        path = QPainterPath()
+        path.addPolygon(QPolygonF([QPointF(x, y) for x, y in zip(px.tolist(), py.tolist(),
+                                                                  strict=True)]))
+        path.closeSubpath()
+        self._path, self._path_for = path, key
+        return path
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         x = event.position().x()

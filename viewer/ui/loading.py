@@ -137,10 +137,15 @@ class QtLoaderStatus(QWidget):
         if loader is None:
             return
         stats = loader.stats()
-        self.label.setText(status_text(stats))
-        self.label.setToolTip(status_details(stats))
-        self.label.setStyleSheet("color: #e0a020; font-weight: bold;" if stats.over_budget
-                                 else "")
+        self.label.setText(status_text(stats))  # nothing happens for the same text
+        details = status_details(stats)
+        if self.label.toolTip() != details:
+            self.label.setToolTip(details)
+        # A style sheet set, even the same one, polishes the label anew and lays the status
+        # bar out again: set only when the warning comes or goes.
+        style = "color: #e0a020; font-weight: bold;" if stats.over_budget else ""
+        if self.label.styleSheet() != style:
+            self.label.setStyleSheet(style)
 
 
 def status_text(stats: LoaderStats) -> str:

@@ -18,9 +18,10 @@ the native kernel places a block's channels from the block's start.
 A missing file is an absent chunk: N5 datasets are sparse, and it reads as zeros.
 
 A local dataset has ``small_units``: the loader reads its chunks with ``read_units``, each
-chunk file read once with no ``stat`` before (``LocalStore.read_whole``) and decoded, no unit
-kept.  Over a network (``RemoteStore``) the units are opened and kept as any
-format's are, so that their read-ahead (``will_need``) is asked for before they are read.
+chunk file read once with no ``stat`` before and decoded, no unit kept (the shared
+``chunkfiles.read_chunk_files``, which unsharded Zarr uses too).  Over a network
+(``RemoteStore``) the units are opened and kept as any format's are, so that their
+read-ahead (``will_need``) is asked for before they are read.
 
 Edge chunks are stored truncated (Java's N5 writes the part inside the dataset) or padded
 (tensorstore writes the full ``blockSize``); both are read, and a header whose block size is
@@ -45,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.channels import ChannelStack
+from viewer.format.chunkfiles import read_chunk_files
 from viewer.format.description import described
 from viewer.format.errors import (
     ChunkDecodeError,
@@ -64,9 +66,8 @@ from viewer.format.n5.attributes import (
 )
 from viewer.format.n5.header import ChunkHeader
 from viewer.format.pool import decode_pool
-from viewer.format.store import LocalStore, Store, open_store, read_file_whole
+from viewer.format.store import LocalStore, Store, open_store
 from viewer.format.volume import (
-    ChunkResult,
     ChunkTable,
     StorageUnit,
     StoredResult,
@@ -270,67 +271,64 @@ class N5Volume(Volume):
 
     def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
         """Chunks of several chunk files, each file read once and closed, none kept open
-        (``small_units``): per job the chunk (index 0) decoded, ``None`` for a file that is
-        absent (or outside the grid), the chunk's error otherwise, as ``read_chunks`` gives
-        them.  No ``stat`` before the read (``store.read_file_whole``: a file changed while
-        it was read is read once more, a second change is the chunk's ``FileChangedError``).
-        Over a network: the default (units opened, read and let go)."""
+        (``small_units``: ``chunkfiles.read_chunk_files``): per job the chunk (index 0)
+        decoded, ``None`` for a file that is absent (or outside the grid), the chunk's error
+        otherwise, as ``read_chunks`` gives them.  Where the native kernel reads files, it
+        reads, checks and decodes the files of the usual jobs (chunk 0 alone) first, in one
+        call; the files it leaves go the ordinary way.  Over a network: the default (units
+        opened, read and let go)."""
         if not isinstance(self.store, LocalStore):
             return super().read_units(jobs)
-        out: list[UnitRead] = []
-        folder = self._chunk_folder
-        sep = os.sep
-        grid_position = self.grid_position
         in_grid = self.in_grid
-        native = nativeread.usable(self, None)
-        pending: list[tuple[list[ChunkResult], int, Vec3, bytes, str, tuple[int, ...]]] = []
-        # the kernel reads, checks and decodes the files of the usual jobs (chunk 0 alone)
         whole = [k for k, (pos, indices) in enumerate(jobs)
                  if len(indices) == 1 and indices[0] == 0 and in_grid(pos)] \
-            if native and nativeread.reads_files() else []
-        done = dict(zip(whole, nativeread.read_whole_chunks(self, [jobs[k][0] for k in whole]),
-                        strict=True))
-        for k, (pos, indices) in enumerate(jobs):
-            if k in done:
-                got = done[k]
-                if got is None or isinstance(got, np.ndarray):
-                    out.append(None if got is None else [got])
-                    continue
-            if not in_grid(pos):
-                out.append(None)
-                continue
-            grid = grid_position(pos)
-            path = folder + sep.join(map(str, grid))  # = unit_path(pos)
-            stored: StoredResult
+            if nativeread.usable(self, None) and nativeread.reads_files() else []
+        if not whole:
+            return read_chunk_files(jobs, self)
+        out: list[UnitRead] = [None] * len(jobs)
+        taken: set[int] = set()
+        for k, got in zip(whole, nativeread.read_whole_chunks(self, [jobs[k][0] for k in whole]),
+                          strict=True):
+            if got is None or isinstance(got, np.ndarray):
+                out[k] = None if got is None else [got]
+                taken.add(k)
+        left = [k for k in range(len(jobs)) if k not in taken]
+        for k, found in zip(left, read_chunk_files([jobs[k] for k in left], self),
+                            strict=True):
+            out[k] = found
+        return out
+
+    # -- the chunk files (``chunkfiles.ChunkFiles``) ---------------------------------------------
+    def chunk_file(self, unit: Vec3) -> str | None:
+        if not self.in_grid(unit):
+            return None
+        return self._chunk_folder + os.sep.join(map(str, self.grid_position(unit)))
+
+    def chunk_file_error(self, unit: Vec3, path: str, exc: OSError | FileChangedError
+                         ) -> FormatError:
+        grid = self.grid_position(unit)
+        if isinstance(exc, FileChangedError):
+            return type(exc)(exc.reason, path, chunk=grid)
+        return read_failure(exc, ChunkDecodeError, "cannot read", path, chunk=grid)
+
+    def not_in_file(self, unit: Vec3, path: str, index: int) -> FormatError:
+        return FormatError(f"an N5 chunk file holds chunk 0 only, not {index}", path,
+                           chunk=unit)
+
+    def decode_files(self, items: Sequence[tuple[Vec3, str, bytes]]
+                     ) -> list[npt.NDArray[Any] | FormatError]:
+        """The chunks decoded, where the native kernel takes the compression in one call
+        (``nativeread.decode_chunks``), else one by one."""
+        grid_position = self.grid_position
+        if nativeread.usable(self, None):
+            return nativeread.decode_chunks(
+                self, [(pos, data, path, grid_position(pos)) for pos, path, data in items])
+        out: list[npt.NDArray[Any] | FormatError] = []
+        for pos, path, data in items:
             try:
-                stored = read_file_whole(path)
-            except (FileNotFoundError, NotADirectoryError):
-                out.append(None)
-                continue
-            except FileChangedError as exc:
-                stored = type(exc)(exc.reason, path, chunk=grid)
-            except OSError as exc:
-                stored = read_failure(exc, ChunkDecodeError, "cannot read", path, chunk=grid)
-            chunks: list[ChunkResult] = []
-            for index in indices:
-                if index != 0:
-                    chunks.append(FormatError(f"an N5 chunk file holds chunk 0 only, not "
-                                              f"{index}", path, chunk=pos))
-                elif isinstance(stored, FormatError):
-                    chunks.append(stored)
-                elif native:
-                    chunks.append(None)  # decoded below, all in one call
-                    pending.append((chunks, len(chunks) - 1, pos, stored, path, grid))
-                else:
-                    try:
-                        chunks.append(self.decode_chunk(pos, stored, path, grid))
-                    except FormatError as exc:
-                        chunks.append(exc)
-            out.append(chunks)
-        if pending:
-            decoded = nativeread.decode_chunks(self, [p[2:] for p in pending])
-            for (chunks, k, *_), result in zip(pending, decoded, strict=True):
-                chunks[k] = result
+                out.append(self.decode_chunk(pos, data, path, grid_position(pos)))
+            except FormatError as exc:
+                out.append(exc)
         return out
 
     def drop_read_ahead(self, keep: Iterable[Sequence[int]] = ()) -> None:
@@ -503,7 +501,15 @@ class N5Volume(Volume):
         Absent chunks leave their part untouched; the first damaged chunk's error is raised
         once every chunk is done.  Every chunk is decoded whole, whatever part of it the box
         needs: a decode that stopped at the slices it needs would never reach the checksum at
-        the end of the stream, and could return damaged voxels with no error."""
+        the end of the stream, and could return damaged voxels with no error.
+
+        It replaces the shared ``Volume.read_into`` (``open_unit``, ``read_chunks``, a copy):
+        where the native kernel takes the compression it reads a local dataset's chunk files
+        itself, decodes them and copies each straight into ``out`` with the byte swap, one call
+        per thread (``nativeread``); on the Python path a chunk file is read with no ``stat``
+        first and its block, as stored (an edge truncated, big-endian), copied into ``out``
+        once, where the shared path would first pad and swap it into a chunk of its own
+        (figures: docs/performance.md, n5)."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         shape = np.asarray(self.attrs.shape, dtype=np.int64)  # the array's, not the extent

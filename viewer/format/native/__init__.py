@@ -13,7 +13,7 @@ import importlib.machinery
 import os
 
 #: The kernel's interface version (``wkw_abi()``); a library built from other sources is not used.
-ABI = 3
+ABI = 4
 
 
 def load(name: str, abi_function: str, abi: int) -> ctypes.CDLL | None:

@@ -169,10 +169,12 @@ def read_n5_files(spec: N5Spec, jobs: npt.NDArray[np.int64], threads: int
 
 
 def read_ranges(path: str, ranges: Sequence[tuple[int, int]], racy_ns: int, coarse_ns: int
-                ) -> tuple[list[memoryview], tuple[int, int, int, int, int]] | None:
+                ) -> tuple[bytearray, npt.NDArray[np.int64], npt.NDArray[np.int64],
+                           tuple[int, int, int, int, int]] | None:
     """``(offset, length)`` ranges of the file at ``path`` read by the kernel in one call as
-    one version of it (settled, no write in progress, the same identity after the reads), as
-    views of one buffer (shorter only at the end of the file), with the file's identity
+    one version of it (settled, no write in progress, the same identity after the reads):
+    ``(buffer, start, got, identity)``, range ``i`` being ``got[i]`` bytes (shorter only at
+    the end of the file) at ``start[i]`` of ``buffer``, and the file's identity
     (``handles.identity``); None where the kernel is not built or left the file to the
     Python path (``store.read_file_ranges``: missing, racy, changed, unreadable)."""
     if _LOADED is None or _LOADED[4] is None:
@@ -187,15 +189,12 @@ def read_ranges(path: str, ranges: Sequence[tuple[int, int]], racy_ns: int, coar
     if _LOADED[4](os.fsencode(path), spans.ctypes.data, len(spans), address, got.ctypes.data,
                   racy_ns, coarse_ns, ident.ctypes.data) != OK:
         return None
-    whole = memoryview(buf)
-    views: list[memoryview] = []
-    at = 0
-    for (_, n), have in zip(spans.tolist(), got.tolist(), strict=True):
-        views.append(whole[at:at + have])
-        at += n
+    start = np.zeros(len(spans), dtype=np.int64)
+    if len(spans) > 1:
+        np.cumsum(spans[:-1, 1], out=start[1:])
     dev, ino, size, mtime, ctime = ident.tolist()
     # device and inode numbers are unsigned: as the 64-bit pattern the kernel gave
-    return views, (dev % (1 << 64), ino % (1 << 64), size, mtime, ctime)
+    return buf, start, got, (dev % (1 << 64), ino % (1 << 64), size, mtime, ctime)
 
 
 class Batch:
@@ -224,19 +223,28 @@ class Batch:
     def run(self) -> npt.NDArray[np.int64]:
         """Decode and place every job; the status of each (``OK``: its box is in the
         output; anything else: the output is untouched there)."""
-        assert _LOADED is not None
-        fn, codecs, _, _, _ = _LOADED
         n = len(self.rows)
-        status = np.zeros(n, dtype=np.int64)
         if n == 0:
-            return status
-        jobs = np.asarray(self.rows, dtype=np.int64)
-        fn(ctypes.byref(codecs), jobs.ctypes.data, n, self.itemsize, int(self.swap),
-           status.ctypes.data)
+            return np.zeros(0, dtype=np.int64)
+        status = run_jobs(np.asarray(self.rows, dtype=np.int64), self.itemsize, self.swap)
         self.keep.clear()
         return status
 
 
+def run_jobs(jobs: npt.NDArray[np.int64], itemsize: int, swap: bool) -> npt.NDArray[np.int64]:
+    """Decode and place the jobs of ``jobs`` (``(N, JOB_FIELDS)`` rows as ``Batch.add``
+    makes them; the stored bytes they point to kept alive by the caller) in one call; the
+    status of each, as ``Batch.run``."""
+    assert _LOADED is not None
+    fn, codecs, _, _, _ = _LOADED
+    jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+    n = len(jobs)
+    status = np.zeros(n, dtype=np.int64)
+    if n:
+        fn(ctypes.byref(codecs), jobs.ctypes.data, n, itemsize, int(swap), status.ctypes.data)
+    return status
+
+
 __all__ = ["ABSENT", "Batch", "FAILED", "GZIP", "GZIP_MEMBERS", "JOB_FIELDS", "MEMORY",
            "N5Spec", "N5_FIELDS", "N5_MAX_NDIM", "OK", "RAW", "REFUSED", "UNREAD", "ZLIB",
-           "ZSTD", "read_n5_files", "read_ranges", "reads_n5_files", "usable"]
+           "ZSTD", "read_n5_files", "read_ranges", "reads_n5_files", "run_jobs", "usable"]

@@ -22,6 +22,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
@@ -48,6 +51,7 @@ typedef struct {
     int64_t shift[3];       /* file voxel v lands at output voxel v + shift */
     int64_t merge_gap;      /* stored bytes closer than this are read by one pread */
     int64_t group;          /* blocks a thread takes at a time */
+    int64_t stream_over;    /* an output of more bytes is stored in whole lines (place_pair) */
 } wkw_box;
 
 /* WKW_RETRY: a read by path left for the Python path, which decides (the file is absent or
@@ -79,6 +83,7 @@ typedef struct {
     int64_t count;
     int64_t next;           /* the next group to take (atomic) */
     int64_t max_stored;
+    int pairs;              /* x-neighbour blocks are stored as whole lines (see place_pair) */
 } plan;
 
 static int64_t spread(int64_t v) {
@@ -140,6 +145,12 @@ void *wkw_plan_new(const wkw_box *box, wkw_status *st) {
     p->box = *box;
     p->items = items;
     p->count = n;
+#ifdef __SSE2__
+    int64_t out_bytes = box->voxel_bytes;
+    for (int a = 0; a < 3; a++) out_bytes *= box->hi[a] - box->lo[a];
+    p->pairs = box->compressed && out_bytes > box->stream_over && b * box->voxel_bytes == 32
+               && box->stride_y % 64 == 0 && box->stride_z % 64 == 0;
+#endif
     int64_t bb = b * b * b * box->voxel_bytes;
     int64_t bound = bb + bb / 255 + 16;
     int64_t k = 0;
@@ -228,6 +239,47 @@ static void place(const wkw_box *box, const item *it, const char *data) {
     }
 }
 
+/* Two x-neighbour blocks `a` (even x) and the next, decoded into `da` and `db`, whose rows of
+ * 32 bytes side by side make whole 64-byte lines of the output: stored with stores that
+ * bypass the caches, so no line is read before it is written (a plain store reads it first,
+ * and a streamed half line is slower still).  For reads larger than the caches, whose output
+ * nobody reads back soon.  False, having stored nothing, where the lines are not aligned. */
+static int place_pair(const wkw_box *box, const item *a, const char *da, const char *db) {
+#ifdef __SSE2__
+    int64_t b = box->block_len, vb = box->voxel_bytes, row = b * vb;
+    int64_t org[3] = {a->bx * b, a->by * b, a->bz * b};
+    int64_t s[3], e[3];
+    for (int k = 1; k < 3; k++) {
+        s[k] = box->lo[k] > org[k] ? box->lo[k] - org[k] : 0;
+        e[k] = box->hi[k] < org[k] + b ? box->hi[k] - org[k] : b;
+    }
+    char *base = box->out + (org[0] + box->shift[0]) * vb
+                 + (org[1] + s[1] + box->shift[1]) * box->stride_y;
+    if ((uintptr_t)base % 64) return 0;
+    for (int64_t z = s[2]; z < e[2]; z++) {
+        char *d = base + (org[2] + z + box->shift[2]) * box->stride_z;
+        const char *sa = da + (z * b + s[1]) * row, *sb = db + (z * b + s[1]) * row;
+        for (int64_t y = s[1]; y < e[1]; y++, d += box->stride_y, sa += row, sb += row) {
+            _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)sa));
+            _mm_stream_si128((__m128i *)(d + 16), _mm_loadu_si128((const __m128i *)(sa + 16)));
+            _mm_stream_si128((__m128i *)(d + 32), _mm_loadu_si128((const __m128i *)sb));
+            _mm_stream_si128((__m128i *)(d + 48), _mm_loadu_si128((const __m128i *)(sb + 16)));
+        }
+    }
+    return 1;
+#else
+    (void)box; (void)a; (void)da; (void)db;
+    return 0;
+#endif
+}
+
+/* Whether `it` is the even block of a pair place_pair can store: the box takes the whole of
+ * it and of its x-neighbour. */
+static int pair_first(const wkw_box *box, const item *it) {
+    int64_t b = box->block_len;
+    return it->bx % 2 == 0 && box->lo[0] <= it->bx * b && box->hi[0] >= (it->bx + 2) * b;
+}
+
 /* Raw blocks: read just the z planes the box needs of each block, then place them. */
 static void work_raw(plan *p, int64_t first, int64_t last, char *block, wkw_status *st) {
     const wkw_box *box = &p->box;
@@ -253,12 +305,15 @@ static void work_raw(plan *p, int64_t first, int64_t last, char *block, wkw_stat
 }
 
 /* Compressed blocks: read runs of stored bytes with one pread each, decode each block (up
- * to the planes the box needs), check its size, place it. */
+ * to the planes the box needs), check its size, place it.  With `spare` (a plan of pairs),
+ * an even block waits decoded in `block` for its x-neighbour, decoded into `spare`, and the
+ * two are stored together (place_pair). */
 static void work_lz4(plan *p, int64_t first, int64_t last, char *stored, int64_t room,
-                     char *block, wkw_status *st) {
+                     char *block, char *spare, wkw_status *st) {
     const wkw_box *box = &p->box;
     int64_t plane = box->block_len * box->block_len * box->voxel_bytes;
     int64_t bb = plane * box->block_len;
+    const item *held = NULL;  /* decoded into `block`, waiting for its neighbour */
     int64_t k = first;
     while (k < last) {
         int64_t run_lo = p->items[k].start, run_hi = p->items[k].end, j = k + 1;
@@ -281,25 +336,38 @@ static void work_lz4(plan *p, int64_t first, int64_t last, char *stored, int64_t
             }
             const char *src = stored + (it->start - run_lo);
             int size = (int)(it->end - it->start);
+            char *into = held ? spare : block;
             /* Decoded only up to the last z plane the box needs of this block. */
             int64_t z1 = box->hi[2] - it->bz * box->block_len;
             int64_t want = z1 < box->block_len ? z1 * plane : bb;
             if (want < bb) {
-                int n = box->partial(src, block, size, (int)want, (int)bb);
+                int n = box->partial(src, into, size, (int)want, (int)bb);
                 if (n < want) {
                     fail(st, WKW_DECODE, it, n, want, 1, 0);
                     continue;
                 }
             } else {
-                int n = box->whole(src, block, size, (int)bb);
+                int n = box->whole(src, into, size, (int)bb);
                 if (n != bb) {
                     fail(st, WKW_DECODE, it, n, bb, 0, 0);
                     continue;
                 }
             }
-            place(box, it, block);
+            if (held) {
+                if (!(it->bx == held->bx + 1 && it->by == held->by && it->bz == held->bz
+                      && place_pair(box, held, block, spare))) {
+                    place(box, held, block);
+                    place(box, it, spare);
+                }
+                held = NULL;
+            } else if (spare && pair_first(box, it)) {
+                held = it;
+            } else {
+                place(box, it, block);
+            }
         }
     }
+    if (held) place(box, held, block);
 }
 
 /* Take groups of blocks until none is left; any number of threads may call this on one plan
@@ -312,9 +380,11 @@ int64_t wkw_plan_work(void *handle, wkw_status *st) {
     int64_t bb = b * b * b * box->voxel_bytes;
     int64_t room = p->max_stored > (1 << 20) ? p->max_stored : (1 << 20);
     char *block = malloc((size_t)bb);
+    char *spare = p->pairs ? malloc((size_t)bb) : NULL;
     char *stored = box->compressed ? malloc((size_t)room) : NULL;
-    if (!block || (box->compressed && !stored)) {
+    if (!block || (box->compressed && !stored) || (p->pairs && !spare)) {
         free(block);
+        free(spare);
         free(stored);
         st->kind = WKW_MEMORY;
         return st->kind;
@@ -326,11 +396,15 @@ int64_t wkw_plan_work(void *handle, wkw_status *st) {
         if (first >= p->count) break;
         int64_t last = first + group < p->count ? first + group : p->count;
         if (box->compressed)
-            work_lz4(p, first, last, stored, room, block, st);
+            work_lz4(p, first, last, stored, room, block, spare, st);
         else
             work_raw(p, first, last, block, st);
     }
+#ifdef __SSE2__
+    if (p->pairs) _mm_sfence();  /* the streamed stores done before the caller reads */
+#endif
     free(block);
+    free(spare);
     free(stored);
     return st->kind;
 }
@@ -600,4 +674,4 @@ void wkw_plan_free(void *handle) {
     free(p);
 }
 
-int64_t wkw_abi(void) { return 3; }
+int64_t wkw_abi(void) { return 4; }

@@ -476,7 +476,14 @@ class PrecomputedVolume(Volume):
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """The box at ``offset`` the size of ``out``: the chunks it meets inside the extent,
         ``BATCH`` per task on the shared pool, each fetched (a shard's ranges merged) and
-        decoded straight into ``out``.  The first damaged chunk (in grid order) raises."""
+        decoded straight into ``out``.  The first damaged chunk (in grid order) raises.
+
+        It replaces the shared ``Volume.read_into`` (whole chunks read, decoded and copied
+        unit by unit): the chunks go in the order of their shard and minishard (fewer, larger
+        reads), a plane of raw chunks reads only the layers it needs, compressed_segmentation
+        decodes only the blocks the box meets (the native kernel straight into ``out``), and a
+        small raw read stays on the calling thread (figures: docs/performance.md,
+        precomputed)."""
         off = np.asarray([int(v) for v in offset], np.int64)
         size = np.asarray(out.shape[1:], np.int64)
         lo_e, hi_e = self.bounds

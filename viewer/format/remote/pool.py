@@ -101,7 +101,9 @@ class Pool:
         self._thread.start()
         # A pool whose owner was dropped unclosed (a store a library user never closed) ends
         # its loop when it is collected: its thread refers to the loop, never to the pool.
-        weakref.finalize(self, _stop_soon, self._loop)
+        # Not at the interpreter's exit, where its owner may still close it (and the thread
+        # is a daemon).
+        weakref.finalize(self, _stop_soon, self._loop).atexit = False
         _open.add(self)
 
     @staticmethod
@@ -131,7 +133,11 @@ class Pool:
                 await asyncio.wait(tasks, timeout=timeout / 2)
             loop.stop()
 
-        loop.call_soon_threadsafe(loop.create_task, end())
+        def begin() -> None:
+            loop.create_task(end())
+
+        with contextlib.suppress(RuntimeError):  # the loop ended already: nothing runs
+            loop.call_soon_threadsafe(begin)
         thread.join(timeout)
         ended = not thread.is_alive()
         if ended:

@@ -451,8 +451,10 @@ class VdsVolume(Volume):
         return np.frombuffer(raw, dtype=self.dtype).reshape(sz, sy, sx).transpose(2, 1, 0)
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
-        """Wavelet layers: the box from OpenVDS in one request (it decodes on its own threads);
-        the others chunk by chunk."""
+        """Wavelet layers: the box from OpenVDS in one request (it decodes on its own threads),
+        which replaces the shared ``Volume.read_into`` because a wavelet brick decodes only
+        through OpenVDS (figures: docs/performance.md, containers); the other layers through
+        the shared one, chunk by chunk."""
         if self.method not in WAVELET_METHODS:
             super().read_into(out, offset)
             return

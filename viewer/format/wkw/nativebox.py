@@ -39,7 +39,7 @@ class _Box(ctypes.Structure):
                 ("num_blocks", _i64), ("whole", ctypes.c_void_p), ("partial", ctypes.c_void_p),
                 ("lo", _i64 * 3), ("hi", _i64 * 3), ("out", ctypes.c_void_p),
                 ("stride_y", _i64), ("stride_z", _i64), ("shift", _i64 * 3),
-                ("merge_gap", _i64), ("group", _i64)]
+                ("merge_gap", _i64), ("group", _i64), ("stream_over", _i64)]
 
 
 class _Ident(ctypes.Structure):
@@ -56,6 +56,11 @@ _OK, _RANGE, _DECODE, _SHORT, _OS, _MEMORY, _RETRY = range(7)
 
 #: Blocks a thread takes at a time from a shared read (neighbours in the file: fewer preads).
 GROUP = 8
+#: A compressed read whose output is larger than this many bytes (more than a last-level
+#: cache holds) stores x-neighbour blocks of 32-byte rows as whole cache lines, bypassing the
+#: caches: no line of the output is read before it is written (where its memory is aligned
+#: to a line, as ``bigmemory``'s is).
+STREAM_OVER_BYTES = 32 << 20
 
 
 def _functions() -> tuple[Any, Any, Any, int | None, int | None, Any, Any, Any] | None:
@@ -259,7 +264,7 @@ def _box_of(h: Header, file_size: int, table: npt.NDArray[Any] | None) -> _Box:
     box.file_size = file_size
     box.ranges = table.ctypes.data if table is not None else None
     box.num_blocks, box.whole, box.partial = h.num_blocks, _FUNCTIONS[3], _FUNCTIONS[4]
-    box.merge_gap, box.group = MERGE_GAP, GROUP
+    box.merge_gap, box.group, box.stream_over = MERGE_GAP, GROUP, STREAM_OVER_BYTES
     return box
 
 

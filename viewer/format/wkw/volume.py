@@ -506,6 +506,12 @@ class WkwVolume(Volume):
         return self.dataset.read(offset, shape)
 
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
+        """The box through the dataset's own reader (``Dataset.read_into``), which replaces
+        the shared chunk-by-chunk ``Volume.read_into``: a file's part of the box is one read
+        (the wanted blocks' byte ranges from the jump table, sorted and merged), decoded by
+        the native kernel (``wkwbox``) straight into ``out`` and shared among threads by
+        stored bytes (``boxread``), with the files kept open by the dataset between reads
+        (figures: docs/performance.md, format)."""
         self.dataset.read_into(out, offset)
 
     # -- description ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.native import chunks
+from viewer.format.volume import IntArray
 from viewer.format.zarr.axes import AxisMap
 from viewer.format.zarr.codecs import ChunkCodec, Gzip, Zlib, Zstd
 
@@ -74,25 +75,31 @@ def layout(codec: ChunkCodec, axes: AxisMap, dtype: np.dtype[Any]) -> Layout | N
                   (order[0], order[1], order[2], order[3]))
 
 
-def decode_into(lay: Layout, out: npt.NDArray[Any], channels: int,
-                stored: Sequence[bytes | memoryview], src_lo: Sequence[Sequence[int]],
-                src_hi: Sequence[Sequence[int]], dst_lo: Sequence[Sequence[int]]) -> list[int]:
-    """Decode ``stored[k]`` and copy its box ``[src_lo[k], src_hi[k])`` (x, y, z in the
-    chunk; the first ``channels`` channels) to ``dst_lo[k]`` in ``out``; the positions ``k``
-    the kernel did not decode (their part of ``out`` untouched)."""
-    batch = chunks.Batch(lay.itemsize, lay.swap)
-    base = out.ctypes.data
-    os_ = out.strides
+def decode_into(lay: Layout, out: npt.NDArray[Any], channels: int, address: IntArray,
+                length: IntArray, src_lo: IntArray, src_hi: IntArray,
+                dst_lo: IntArray) -> npt.NDArray[np.int64]:
+    """Decode the stored chunk of ``length[k]`` bytes at ``address[k]`` (kept alive by the
+    caller) and copy its box ``[src_lo[k], src_hi[k])`` (x, y, z in the chunk; the first
+    ``channels`` channels) to ``dst_lo[k]`` in ``out``, every chunk in one call, their jobs
+    made with array arithmetic (no Python per chunk); the status of each (``chunks.OK``:
+    placed; anything else: its part of ``out`` untouched)."""
+    n = len(address)
     ss, order = lay.strides, lay.axes
-    for s, a, b, p in zip(stored, src_lo, src_hi, dst_lo, strict=True):
-        full_count = (channels, b[0] - a[0], b[1] - a[1], b[2] - a[2])
-        batch.add(s, lay.codec, lay.nbytes,
-                  base + p[0] * os_[1] + p[1] * os_[2] + p[2] * os_[3],
-                  a[0] * ss[1] + a[1] * ss[2] + a[2] * ss[3],
-                  [full_count[k] for k in order], [ss[k] for k in order],
-                  [os_[k] for k in order])
-    status = batch.run().tolist()
-    return [k for k, st in enumerate(status) if st != chunks.OK]
+    os_ = out.strides
+    count = np.empty((n, 4), dtype=np.int64)
+    count[:, 0] = channels
+    count[:, 1:] = np.asarray(src_hi) - np.asarray(src_lo)
+    jobs = np.empty((n, chunks.JOB_FIELDS), dtype=np.int64)
+    jobs[:, 0] = address
+    jobs[:, 1] = length
+    jobs[:, 2] = lay.codec
+    jobs[:, 3] = lay.nbytes
+    jobs[:, 4] = out.ctypes.data + np.asarray(dst_lo) @ np.asarray(os_[1:4], dtype=np.int64)
+    jobs[:, 5] = np.asarray(src_lo) @ np.asarray(ss[1:4], dtype=np.int64)
+    jobs[:, 6:10] = count[:, list(order)]
+    jobs[:, 10:14] = [ss[k] for k in order]
+    jobs[:, 14:18] = [os_[k] for k in order]
+    return chunks.run_jobs(jobs, lay.itemsize, lay.swap)
 
 
 def decode_whole(lay: Layout, shape: tuple[int, int, int, int], dtype: np.dtype[Any],

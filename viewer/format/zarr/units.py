@@ -8,9 +8,10 @@ closer than ``MERGE_GAP`` are read with one request.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,7 +28,7 @@ from viewer.format.errors import (
     read_failure,
 )
 from viewer.format.handles import changing_error, settle_deadline
-from viewer.format.store import ObjectStat, Store
+from viewer.format.store import ObjectStat, PackedRanges, Store
 from viewer.format.volume import ChunkResult, ChunkTable, StorageUnit, StoredResult
 from viewer.format.zarr import nativeread
 from viewer.format.zarr.codecs import CodecFailure
@@ -39,6 +40,23 @@ Vec3 = tuple[int, int, int]
 
 #: Two ranges of a shard closer than this are read as one.
 MERGE_GAP = 4096
+
+
+@dataclass
+class StoredSpans:
+    """The stored bytes of several chunks as addresses (``read_stored_spans``): chunk ``k``'s
+    ``length[k]`` bytes start at ``address[k]`` in one of the buffers ``keep`` holds alive;
+    where ``address[k]`` is 0, ``results[k]`` is what ``read_stored`` gives (None: absent,
+    the chunk's ``FormatError``, or stored bytes too few to point to: none)."""
+
+    results: list[StoredResult]
+    address: npt.NDArray[np.int64]
+    length: npt.NDArray[np.int64]
+    keep: list[Any]
+
+    def stored(self, k: int) -> bytes:
+        """Chunk ``k``'s stored bytes (one that was read), copied out."""
+        return ctypes.string_at(int(self.address[k]), int(self.length[k]))
 
 
 class UnitVolume(Protocol):
@@ -98,6 +116,23 @@ class UnitBase(StorageUnit):
             except FormatError as exc:
                 out[k] = exc
         return out
+
+    def read_stored_spans(self, indices: Sequence[int]) -> StoredSpans:
+        """``read_stored`` as addresses for the native kernel (``StoredSpans``).  Default:
+        ``read_stored``, each chunk's bytes found in Python; a shard finds them with array
+        arithmetic."""
+        results = self.read_stored(indices)
+        n = len(results)
+        address = np.zeros(n, dtype=np.int64)
+        length = np.zeros(n, dtype=np.int64)
+        keep: list[Any] = []
+        for k, got in enumerate(results):
+            if got is None or isinstance(got, FormatError) or not len(got):
+                continue
+            buf = np.frombuffer(got, dtype=np.uint8)
+            keep.append(buf)
+            address[k], length[k] = buf.ctypes.data, len(buf)
+        return StoredSpans(results, address, length, keep)
 
     def chunk_error(self, index: int, message: str, offset: int | None = None,
                     cls: type[FormatError] = ChunkDecodeError) -> FormatError:
@@ -172,6 +207,22 @@ class ChunkUnit(UnitBase):
     def describe_chunk(self, index: int) -> dict[str, Any]:
         return {"key": self.key, "stored_bytes": self._size,
                 "grid": list(self.volume.chunk_position(self.unit, index))}
+
+
+@dataclass
+class _Found:
+    """What ``ShardUnit._ranges_from`` found: ``out`` with the errors of the chunks not read;
+    for the chunks read, their positions in the request (``want``), byte ranges
+    (``offs``, ``nbs``), merged range (``group``) and place in it (``rel``), and the merged
+    ranges' bytes (``packed``: None when nothing was read)."""
+
+    out: list[StoredResult]
+    want: npt.NDArray[np.int64]
+    offs: npt.NDArray[np.int64]
+    nbs: npt.NDArray[np.int64]
+    group: npt.NDArray[np.int64]
+    rel: npt.NDArray[np.int64]
+    packed: PackedRanges | None
 
 
 @dataclass(frozen=True)
@@ -257,12 +308,32 @@ class ShardUnit(UnitBase):
     def read_stored(self, indices: Sequence[int]) -> list[StoredResult]:
         """The stored bytes of these chunks, all from the version of the shard their index
         entries were read from (see the class docstring)."""
+        got = self._stored(indices, self._read_from)
+        assert isinstance(got, list)
+        return got
+
+    def read_stored_spans(self, indices: Sequence[int]) -> StoredSpans:
+        """``read_stored`` as addresses into the buffers read (``StoredSpans``), found with
+        array arithmetic."""
+        got = self._stored(indices, self._spans_from)
+        if isinstance(got, StoredSpans):
+            return got
+        none = np.zeros(len(got), dtype=np.int64)
+        return StoredSpans(got, none, none.copy(), [])
+
+    def _stored(self, indices: Sequence[int],
+                finish: Callable[[npt.NDArray[np.int64], _Version],
+                                 list[StoredResult] | StoredSpans]
+                ) -> list[StoredResult] | StoredSpans:
+        """``finish(indices, version)`` through the shard's current index, read again while
+        the shard changes (a list of every chunk's error where it never settles or its index
+        no longer reads)."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         deadline = 0
         while True:
             seen = self._now
             try:
-                return self._read_from(idx, seen)
+                return finish(idx, seen)
             except FileChangingError as exc:
                 return [self.chunk_error(int(i), exc.reason, cls=FileChangingError)
                         for i in idx]
@@ -282,6 +353,54 @@ class ShardUnit(UnitBase):
     def _read_from(self, idx: npt.NDArray[np.int64], seen: _Version) -> list[StoredResult]:
         """``read_stored`` through the index of ``seen``; ``FileChangedError`` when the shard
         is no longer that version."""
+        found = self._ranges_from(idx, seen)
+        out = found.out
+        if found.packed is None:
+            return out
+        packed = found.packed
+        views = [packed.view(g) for g in range(len(packed.start))]
+        for k, off, nb, g, rel in zip(found.want.tolist(), found.offs.tolist(),
+                                      found.nbs.tolist(), found.group.tolist(),
+                                      found.rel.tolist(), strict=True):
+            view = views[g]
+            if rel + nb > len(view):
+                out[k] = self._cut_short(int(idx[k]), off, nb)
+            else:
+                out[k] = view[rel:rel + nb]
+        return out
+
+    def _spans_from(self, idx: npt.NDArray[np.int64], seen: _Version) -> StoredSpans:
+        """``read_stored_spans`` through the index of ``seen`` (as ``_read_from``)."""
+        found = self._ranges_from(idx, seen)
+        n = len(idx)
+        address = np.zeros(n, dtype=np.int64)
+        length = np.zeros(n, dtype=np.int64)
+        packed = found.packed
+        if packed is None:
+            return StoredSpans(found.out, address, length, [])
+        fits = found.rel + found.nbs <= packed.length[found.group]
+        for j in np.flatnonzero(~fits).tolist():
+            k = int(found.want[j])
+            found.out[k] = self._cut_short(int(idx[k]), int(found.offs[j]),
+                                           int(found.nbs[j]))
+        for j in np.flatnonzero(fits & (found.nbs == 0)).tolist():
+            found.out[int(found.want[j])] = b""  # no bytes: the decoder names the damage
+        fits &= found.nbs > 0
+        if fits.any():
+            read = found.want[fits]
+            address[read] = packed.address() + packed.start[found.group[fits]] \
+                + found.rel[fits]
+            length[read] = found.nbs[fits]
+        return StoredSpans(found.out, address, length, [packed])
+
+    def _cut_short(self, index: int, off: int, nb: int) -> FormatError:
+        return self.chunk_error(index, f"shard cut short: chunk bytes [{off}, {off + nb}) "
+                                f"past its end", offset=off)
+
+    def _ranges_from(self, idx: npt.NDArray[np.int64], seen: _Version) -> _Found:
+        """The chunks ``idx`` looked up in the index of ``seen``: the errors of those that
+        cannot be read, and the byte ranges of the others read (neighbours merged);
+        ``FileChangedError`` when the shard is no longer that version."""
         index = seen.index
         out: list[StoredResult] = [None] * len(idx)
         n = self.num_chunks
@@ -298,7 +417,7 @@ class ShardUnit(UnitBase):
                                       cls=ShardIndexError)
         want = np.flatnonzero(present & ~bad)
         if not len(want):
-            return out
+            return _Found(out, want, want, want, want, want, None)
         offs = index.offsets[idx[want]]
         nbs = index.nbytes[idx[want]]
         order = np.argsort(offs, kind="stable")
@@ -321,18 +440,8 @@ class ShardUnit(UnitBase):
                 out[k] = read_failure(exc, ChunkDecodeError, "cannot read", self.path,
                                       block=i if self.num_chunks > 1 else None,
                                       chunk=self.volume.chunk_position(self.unit, i))
-            return out
-        views = [memoryview(b) for b in blobs]
-        for k, off, nb, g in zip(want.tolist(), offs.tolist(), nbs.tolist(), group.tolist(),
-                                 strict=True):
-            rel = off - int(g_lo[g])
-            view = views[g]
-            if rel + nb > len(view):
-                out[k] = self.chunk_error(int(idx[k]), f"shard cut short: chunk bytes "
-                                          f"[{off}, {off + nb}) past its end", offset=off)
-            else:
-                out[k] = view[rel:rel + nb]
-        return out
+            return _Found(out, want, offs, nbs, group, group, None)
+        return _Found(out, want, offs, nbs, group, offs - g_lo[group], blobs)
 
     def _entry_offset(self, index: int) -> int:
         return self.index_offset + 16 * index

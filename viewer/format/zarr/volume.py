@@ -11,9 +11,10 @@ chunk object (``ChunkTable.single``).  An absent shard or chunk object is an abs
 absent inner chunk (index entry all ones) is an absent chunk: both read as ``fill_value``.
 
 Unsharded arrays on a local disk have ``small_units``: the loader reads their chunks with
-``read_units``, each chunk file read once with no ``stat`` before (``LocalStore.read_whole``)
-and decoded, no unit kept.  Sharded arrays (a shard holds many chunks, its index
-parsed once) and arrays over a network (read-ahead through kept units) keep their units open.
+``read_units``, each chunk file read once with no ``stat`` before and decoded, no unit kept
+(the shared ``chunkfiles.read_chunk_files``, which N5 uses too).  Sharded arrays (a shard
+holds many chunks, its index parsed once) and arrays over a network (read-ahead through kept
+units) keep their units open.
 
 The units themselves (a chunk object, a shard and its index) are in ``zarr.units``.  Reading
 stored bytes goes through a ``Store`` (a shard's wanted ranges are merged into few reads);
@@ -36,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from viewer.format.channels import ChannelStack
+from viewer.format.chunkfiles import read_chunk_files
 from viewer.format.errors import (
     ChunkDecodeError,
     DatasetLayoutError,
@@ -46,10 +48,10 @@ from viewer.format.errors import (
     read_failure,
 )
 from viewer.format.handles import changing_error, settle_deadline
+from viewer.format.native import chunks
 from viewer.format.pool import decode_pool
-from viewer.format.store import LocalStore, ObjectStat, Store, read_file_whole
+from viewer.format.store import LocalStore, ObjectStat, Store
 from viewer.format.volume import (
-    ChunkResult,
     IntArray,
     StorageUnit,
     StoredResult,
@@ -155,6 +157,10 @@ class ZarrVolume(Volume):
         self._siblings_lock = threading.Lock()
         #: One chunk per object, on a local disk: not worth keeping open (``read_units``).
         self.small_units = meta.sharding is None and isinstance(store, LocalStore)
+        #: The array's folder with a separator after it, where the chunk objects' keys are
+        #: their paths below it (a local disk with "/" as separator; else None).
+        self._chunk_folder = os.path.join(store.location(""), "") \
+            if self.small_units and os.sep == "/" else None
 
     # -- extent ---------------------------------------------------------------------------------
     @property
@@ -237,63 +243,53 @@ class ZarrVolume(Volume):
 
     def read_units(self, jobs: Sequence[tuple[Vec3, Sequence[int]]]) -> list[UnitRead]:
         """Chunks of several chunk objects of an unsharded array on a local disk, each read
-        once and not kept (``small_units``): per job the chunk (index 0) decoded, ``None``
-        for an absent object, the chunk's error otherwise, as ``read_chunks`` gives them.  No
-        ``stat`` before the read (``store.read_file_whole``: a file changed while it was read
-        is read once more, a second change is the chunk's ``FileChangedError``).  A sharded
-        array, or one over a network: the default (units opened and kept)."""
+        once and not kept (``small_units``: ``chunkfiles.read_chunk_files``): per job the
+        chunk (index 0) decoded, ``None`` for an absent object, the chunk's error otherwise,
+        as ``read_chunks`` gives them.  A sharded array, or one over a network: the default
+        (units opened and kept)."""
         if self.meta.sharding is not None or not isinstance(self.store, LocalStore):
             return super().read_units(jobs)
-        out: list[UnitRead] = []
-        location = self.store.location
-        folder = os.path.join(location(""), "") if os.sep == "/" else None
-        unit_key, codec, cxyz = self.unit_key, self.meta.codec, self._cxyz
-        lay = self.native_layout() if len(jobs) > 1 else None
-        pending: list[tuple[list[ChunkResult], int, Vec3, str, bytes]] = []
-        for pos, indices in jobs:
-            key = unit_key(pos)
-            path = folder + key if folder is not None else location(key)  # = unit_path(pos)
-            data: bytes | None = None
-            failed: FormatError | None = None
-            try:
-                data = read_file_whole(path)
-            except (FileNotFoundError, NotADirectoryError):
-                out.append(None)
-                continue
-            except FileChangedError as exc:
-                failed = self._chunk_unit(pos, key).chunk_error(0, exc.reason, cls=type(exc))
-            except OSError as exc:
-                failed = read_failure(exc, ChunkDecodeError, "cannot read", path,
-                                      chunk=self.chunk_position(self._chunk_unit(pos, key).unit,
-                                                                0))
-            chunks: list[ChunkResult] = []
-            for index in indices:
-                if index != 0:
-                    chunks.append(self._chunk_unit(pos, key).chunk_error(
-                        int(index), "a chunk object holds chunk 0 only"))
-                elif data is None:
-                    chunks.append(failed)
-                elif lay is not None:
-                    chunks.append(None)  # decoded below, all in one call
-                    pending.append((chunks, len(chunks) - 1, pos, key, data))
-                else:
-                    try:
-                        chunks.append(cxyz(codec.decode(data)))
-                    except CodecFailure as exc:
-                        chunks.append(codec_error(exc, self._chunk_unit(pos, key), 0))
-            out.append(chunks)
-        if lay is not None and pending:
-            arrays, left = nativeread.decode_whole(
-                lay, (self.num_channels, *self.chunk_shape), self.dtype, [p[4] for p in pending])
-            for (chunks, k, *_), arr in zip(pending, arrays, strict=True):
-                chunks[k] = arr
-            for j in left:  # the kernel did not decode these: as before, with their error
-                chunks, k, pos, key, data = pending[j]
-                try:
-                    chunks[k] = cxyz(codec.decode(data))
-                except CodecFailure as exc:
-                    chunks[k] = codec_error(exc, self._chunk_unit(pos, key), 0)
+        return read_chunk_files(jobs, self)
+
+    # -- the chunk files of an unsharded array (``chunkfiles.ChunkFiles``) ------------------------
+    def chunk_file(self, unit: Vec3) -> str | None:
+        key = self.unit_key(unit)
+        folder = self._chunk_folder
+        return folder + key if folder is not None else self.store.location(key)
+
+    def chunk_file_error(self, unit: Vec3, path: str, exc: OSError | FileChangedError
+                         ) -> FormatError:
+        if isinstance(exc, FileChangedError):
+            return self._chunk_unit(unit, self.unit_key(unit)).chunk_error(0, exc.reason,
+                                                                           cls=type(exc))
+        return read_failure(exc, ChunkDecodeError, "cannot read", path,
+                            chunk=self.chunk_position(unit, 0))
+
+    def not_in_file(self, unit: Vec3, path: str, index: int) -> FormatError:
+        return self._chunk_unit(unit, self.unit_key(unit)).chunk_error(
+            index, "a chunk object holds chunk 0 only")
+
+    def decode_files(self, items: Sequence[tuple[Vec3, str, bytes]]
+                     ) -> list[npt.NDArray[Any] | FormatError]:
+        """The chunks decoded, more than one by the native kernel in one call where it takes
+        the codecs (``nativeread.decode_whole``), the others one by one."""
+        lay = self.native_layout() if len(items) > 1 else None
+        if lay is None:
+            return [self._decode_file(pos, data) for pos, _, data in items]
+        arrays, left = nativeread.decode_whole(lay, (self.num_channels, *self.chunk_shape),
+                                               self.dtype, [data for _, _, data in items])
+        out: list[npt.NDArray[Any] | FormatError] = list(arrays)
+        for j in left:  # the kernel did not decode these: the Python path, with their error
+            pos, _, data = items[j]
+            out[j] = self._decode_file(pos, data)
         return out
+
+    def _decode_file(self, pos: Vec3, data: bytes) -> npt.NDArray[Any] | FormatError:
+        """A chunk object's bytes decoded, or its error."""
+        try:
+            return self._cxyz(self.meta.codec.decode(data))
+        except CodecFailure as exc:
+            return codec_error(exc, self._chunk_unit(pos, self.unit_key(pos)), 0)
 
     def _chunk_unit(self, pos: Sequence[int], key: str) -> ChunkUnit:
         return ChunkUnit(self, (int(pos[0]), int(pos[1]), int(pos[2])), key, 0)
@@ -454,7 +450,13 @@ class ZarrVolume(Volume):
     def read_into(self, out: npt.NDArray[Any], offset: Sequence[int]) -> None:
         """Read the box at ``offset`` the size of ``out`` into it: the chunks it touches,
         grouped by storage unit, decoded on the read pool straight into ``out``.  The first
-        damaged chunk (in grid order) raises its error."""
+        damaged chunk (in grid order) raises its error.
+
+        It replaces the shared ``Volume.read_into`` (``read_chunks``, then a copy): a task's
+        stored bytes are read at once (a local shard's ranges by the native kernel in one
+        call), and where the kernel takes the codecs its chunks are decoded and placed
+        straight into ``out`` in one call, not decoded into chunks of their own and copied
+        (figures: docs/performance.md, zarr)."""
         off = np.asarray([int(v) for v in offset], dtype=np.int64)
         size = np.asarray(out.shape[1:], dtype=np.int64)
         c = np.asarray(self.chunk_shape, dtype=np.int64)
@@ -467,13 +469,14 @@ class ZarrVolume(Volume):
         flat_u = np.ravel_multi_index(tuple((units - units.min(axis=0)).T),
                                       tuple(units.max(axis=0) - units.min(axis=0) + 1))
         order = np.argsort(flat_u, kind="stable")
-        tasks: list[tuple[StorageUnit, list[int], list[int]]] = []
+        tasks: list[tuple[UnitBase, list[int], list[int]]] = []
         bounds = np.flatnonzero(np.diff(flat_u[order])) + 1
         for rows in np.split(order, bounds):
             u = tuple(int(v) for v in units[rows[0]])
             unit = self.open_unit((u[0], u[1], u[2]))
             if unit is None:
                 continue
+            assert isinstance(unit, UnitBase)  # this array's units, as open_unit makes them
             rows_l = rows.tolist()
             idx_l = indices[rows].tolist()
             for s in range(0, len(rows_l), BATCH):
@@ -484,20 +487,34 @@ class ZarrVolume(Volume):
         g = grid * c
         s_lo = np.maximum(g, lo)
         s_hi = np.minimum(g + c, hi)
-        src_lo, src_hi = (s_lo - g).tolist(), (s_hi - g).tolist()
-        dst_lo, dst_hi = (s_lo - off).tolist(), (s_hi - off).tolist()
+        src_lo_a, src_hi_a, dst_lo_a = s_lo - g, s_hi - g, s_lo - off
+        src_lo, src_hi = src_lo_a.tolist(), src_hi_a.tolist()
+        dst_lo, dst_hi = dst_lo_a.tolist(), (s_hi - off).tolist()
         full = slice(None)
         errors: dict[int, FormatError] = {}
         decode = self.decode_chunk
 
         lay = self.native_layout() if out.dtype == self.dtype else None
+        channels = self.num_channels
 
-        def run(task: tuple[StorageUnit, list[int], list[int]]) -> None:
+        def run(task: tuple[UnitBase, list[int], list[int]]) -> None:
             unit, rows, idx = task
-            stored = unit.read_stored(idx)
+            stored: Sequence[StoredResult]
             if lay is not None:
-                rows, idx, stored = self._native_into(lay, out, rows, idx, stored, errors,
-                                                      src_lo, src_hi, dst_lo)
+                # every chunk read decoded and placed in one native call; the Python path
+                # below decodes what it left (damage: the Python path words the error)
+                spans = unit.read_stored_spans(idx)
+                read = np.flatnonzero(spans.address)
+                at = np.asarray(rows, dtype=np.int64)[read]
+                status = nativeread.decode_into(lay, out, channels, spans.address[read],
+                                                spans.length[read], src_lo_a[at],
+                                                src_hi_a[at], dst_lo_a[at])
+                left = set(read[status != chunks.OK].tolist())
+                stored = [spans.stored(k) if k in left else
+                          None if spans.address[k] else spans.results[k]
+                          for k in range(len(rows))]
+            else:
+                stored = unit.read_stored(idx)
             for row, index, s in zip(rows, idx, stored, strict=True):
                 if s is None:
                     continue
@@ -505,7 +522,7 @@ class ZarrVolume(Volume):
                     errors[row] = s
                     continue
                 try:
-                    chunk = decode(s, unit, index)  # type: ignore[arg-type]
+                    chunk = decode(s, unit, index)
                 except FormatError as exc:
                     errors[row] = exc
                     continue
@@ -533,26 +550,6 @@ class ZarrVolume(Volume):
             self._native = nativeread.layout(self.meta.codec, self.axes, self.dtype)
             self._native_asked = True
         return self._native
-
-    def _native_into(self, lay: nativeread.Layout, out: npt.NDArray[Any], rows: list[int],
-                     idx: list[int], stored: list[StoredResult], errors: dict[int, FormatError],
-                     src_lo: list[list[int]], src_hi: list[list[int]], dst_lo: list[list[int]]
-                     ) -> tuple[list[int], list[int], list[StoredResult]]:
-        """The chunks of one task decoded and placed by the native kernel (read errors into
-        ``errors``); the rows, indices and stored bytes of those it left to the Python
-        path."""
-        keep = [k for k, s in enumerate(stored)
-                if s is not None and not isinstance(s, FormatError)]
-        for k, s in enumerate(stored):
-            if isinstance(s, FormatError):
-                errors[rows[k]] = s
-        todo = [s for s in stored if s is not None and not isinstance(s, FormatError)]
-        left = nativeread.decode_into(lay, out, self.num_channels, todo,
-                                      [src_lo[rows[k]] for k in keep],
-                                      [src_hi[rows[k]] for k in keep],
-                                      [dst_lo[rows[k]] for k in keep])
-        back = [keep[j] for j in left]
-        return [rows[k] for k in back], [idx[k] for k in back], [stored[k] for k in back]
 
     # -- description ------------------------------------------------------------------------------
     def info(self) -> VolumeInfo:

@@ -426,7 +426,13 @@ class ZfpcVolume(Volume):
         """Chunks inside the box decode straight into ``out``; the others through a chunk.
         All through the index of the file's version they are read from: a file rewritten
         since its index was read has its index read again (``reload``) and is read anew;
-        one still changing after ``handles.SETTLE_NS`` is a ``FileChangingError``."""
+        one still changing after ``handles.SETTLE_NS`` is a ``FileChangingError``.
+
+        It replaces the shared ``Volume.read_into`` for those two: libzfp decodes a chunk
+        wholly inside the box into its part of ``out`` (from the file's descriptor, no stored
+        copy), where the shared path decodes every chunk into one of its own and copies it;
+        and the whole read is one version of the file, checked before and after (figures:
+        docs/performance.md, containers)."""
         deadline = 0
         while True:
             lay = self.layout

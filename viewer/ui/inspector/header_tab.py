@@ -84,6 +84,13 @@ class QtHeaderTab(QScrollArea):
         """The current unit could not be read at all: say why."""
         self.header_path.setText(f"error: {text}")
 
+    def _mark_diffs(self, marked: bool) -> None:
+        """Colour the differences line (or not).  A style sheet set, even the same one,
+        polishes the label anew and lays the tab out again: set only when it changes."""
+        style = "background: rgb(255,215,120)" if marked else ""
+        if self.header_diffs.styleSheet() != style:
+            self.header_diffs.setStyleSheet(style)
+
     def _volume_header_name(self) -> str:
         """What the differences are against: the volume's header file when it names one."""
         named = self._state.volume_header_file()
@@ -126,12 +133,12 @@ class QtHeaderTab(QScrollArea):
         if rep.differences:
             self.header_diffs.setText(f"differs from {against} ({against} vs unit): " + "; ".join(
                 f"{k} {v}" for k, v in rep.differences.items()))
-            self.header_diffs.setStyleSheet("background: rgb(255,215,120)")
+            self._mark_diffs(True)
         else:
             own = self._state.volume_header_file() == rep.path  # a lone file: nothing to match
             self.header_diffs.setText(f"matches {against}" if rep.error is None and not own
                                       else "")
-            self.header_diffs.setStyleSheet("")
+            self._mark_diffs(False)
         self.geometry_table.setRowCount(len(rep.geometry))
         for r, (name, value) in enumerate(rep.geometry):
             self.geometry_table.setItem(r, 0, QTableWidgetItem(name))

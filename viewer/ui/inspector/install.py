@@ -99,6 +99,10 @@ def shown_layer_and_mag(window: InspectorWindow, dataset: Dataset) -> tuple[str 
     return None, (int(m[0]), int(m[1]), int(m[2]))
 
 
+#: How long after a dataset opened the panel takes it (a timer, see ``install_inspector``).
+TAKE_AFTER_MS = 1
+
+
 def install_inspector(window: InspectorWindow) -> QtInspectorPanel:
     """Create the inspector, mount it in ``window`` and wire it; returns the panel."""
     panel = QtInspectorPanel()
@@ -111,9 +115,12 @@ def install_inspector(window: InspectorWindow) -> QtInspectorPanel:
     def on_dataset_opened(path: str) -> None:
         # The panel takes the dataset in a later turn of the event loop: opening returns and
         # the window paints without waiting for the panel's start (its scan, its first unit).
-        # Datasets opened one after another before that turn: only the last is inspected.
+        # A timer of 1 ms, not 0: a zero timer is a posted event, run in the same pass as the
+        # paint and the other events opening posted (one long stall); a timer runs after
+        # them, once the event loop has been round.  Datasets opened one after another
+        # before that turn: only the last is inspected.
         if not pending:
-            QTimer.singleShot(0, panel, take_dataset)
+            QTimer.singleShot(TAKE_AFTER_MS, panel, take_dataset)
         pending[:] = [path]
 
     def take_dataset() -> None:

@@ -10,6 +10,7 @@ voxels per inspected voxel, not 1 when another mag than the view's is inspected)
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,8 +34,18 @@ Vec3 = tuple[int, int, int]
 
 
 def colormap() -> Any:
-    """The map's colours (a ``pg.ColorMap``)."""
+    """The map's colours (a ``pg.ColorMap``; pyqtgraph keeps it once read)."""
     return pg.colormap.get(COLORMAP_NAME)
+
+
+@functools.cache
+def colormap_lut() -> npt.NDArray[np.uint8]:
+    """The map's 256 RGBA colours (read-only), worked out once.  The first call reads the map
+    from pyqtgraph's files: the overlays make it when they are made, so that it is not done
+    in the middle of the first planes drawn after a dataset opens."""
+    lut = np.asarray(colormap().getLookupTable(0.0, 1.0, 256, alpha=True))
+    lut.flags.writeable = False
+    return lut
 
 
 def metric_levels(metric: str, chunk_nbytes: int) -> tuple[float, float]:
@@ -64,7 +75,7 @@ def colourise(values: npt.NDArray[np.float64], metric: str, chunk_nbytes: int,
     is transparent."""
     norm = normalised(values, metric, chunk_nbytes)
     nan = np.isnan(norm)
-    lut = colormap().getLookupTable(0.0, 1.0, 256, alpha=True)
+    lut = colormap_lut()
     idx = np.where(nan, 0, np.round(np.nan_to_num(norm) * 255)).astype(np.intp)
     rgba = np.ascontiguousarray(lut[idx])
     rgba[..., 3] = np.where(nan, 0, alpha)

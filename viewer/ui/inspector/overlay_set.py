@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from viewer.core import advise, inspect
 from viewer.ui.inspector.bridge import QtResultBridge
 from viewer.ui.inspector.loaded_file import Vec3
-from viewer.ui.inspector.overlay import OverlayView, QtSliceOverlay
+from viewer.ui.inspector.overlay import OverlayView, QtSliceOverlay, colormap_lut
 from viewer.ui.inspector.state import InspectorState
 
 
@@ -42,6 +42,7 @@ class QtOverlaySet(QObject):
         self._extent: tuple[Vec3, Vec3] | None = None
         self._shown = (False, False, False)
         self._scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+        colormap_lut()  # read now, not with the first planes of a dataset
 
     def attach(self, view: OverlayView) -> QtSliceOverlay:
         """Cover ``view`` (a slice view widget) with an overlay, drawn as the others are."""

@@ -1,0 +1,33 @@
+"""The inspector takes an opened dataset on a timer, after the events opening posted (the
+first paint among them) have run: not in the same pass of posted events, one long stall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QCoreApplication
+
+main_window = pytest.importorskip("viewer.ui.main_window")
+
+from viewer.ui.inspector import install_inspector  # noqa: E402
+
+WAIT = 20000
+
+
+def test_the_panel_takes_the_dataset_after_the_posted_events(qtbot, known_dataset: Path
+                                                              ) -> None:  # type: ignore[no-untyped-def]
+    window = main_window.QtMainWindow()
+    qtbot.addWidget(window)
+    panel = install_inspector(window)
+    try:
+        window.show()
+        qtbot.waitExposed(window)
+        assert window.open_path(str(known_dataset), pos=(1, 1, 3))
+        QCoreApplication.sendPostedEvents()  # the paint, the bridges, a zero timer
+        assert panel.volume is None
+        qtbot.waitUntil(lambda: panel.volume is not None, timeout=WAIT)
+        qtbot.waitUntil(lambda: panel.current_path is not None, timeout=WAIT)
+        assert panel.current_path == str(known_dataset / "z0" / "y0" / "x0.wkw")
+    finally:
+        panel.shutdown()
