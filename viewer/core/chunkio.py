@@ -298,8 +298,8 @@ class ChunkReader:
                 if isinstance(results, FileChangedError):
                     changing.extend(run)
                 continue  # absent or unreadable: the plane reads its state
-            unit = states.get(pos)
-            kept = unit if isinstance(unit, StorageUnit) else None
+            unit = states.get(pos)  # a kept unit (small units are not: None)
+            kept = unit if unit is not None and not isinstance(unit, FormatError) else None
             if kept is not None and kept.holds_pages:
                 touched.append(kept)
             if len(results) != len(indices):  # a format's bug: the blocks fail, not the worker
