@@ -104,20 +104,12 @@ class VolumeContract:
         """``open_and_read`` and ``read_units`` (the loader's ways in) give what
         ``open_unit`` + ``read_chunks`` give, an absent unit included."""
         v = contract_volume
-        units = sorted(set(v.iter_units()))[:4]
-        jobs: list[tuple[Any, list[int]]] = []
-        expected: list[list[Any]] = []
-        for unit in units:
-            su = v.open_unit(unit)
-            assert su is not None
-            indices = np.flatnonzero(su.chunk_table().present)[:5].tolist()
-            expected.append(su.read_chunks(indices))
-            v.done_with(su)
+        units, jobs, expected = _first_units_read(v)
+        for (unit, indices), want in zip(jobs, expected, strict=True):
             opened, got = v.open_and_read(unit, indices)
             assert opened is not None
-            _assert_same_chunks(got, expected[-1])
+            _assert_same_chunks(got, want)
             v.done_with(opened)
-            jobs.append((unit, indices))
         far = tuple(max(u[k] for u in units) + 50 for k in range(3))
         absent = v.open_unit(far)  # None, or (a remote store) a unit of absent chunks
         far_chunks = None if absent is None else absent.read_chunks([0])
@@ -136,16 +128,7 @@ class VolumeContract:
         absent unit included, and keeps the units open in the reader's table unless the
         volume's units are small (``small_units``); a second read finds them there."""
         v = contract_volume
-        units = sorted(set(v.iter_units()))[:4]
-        jobs: list[tuple[Any, list[int]]] = []
-        expected: list[list[Any]] = []
-        for unit in units:
-            su = v.open_unit(unit)
-            assert su is not None
-            indices = np.flatnonzero(su.chunk_table().present)[:5].tolist()
-            expected.append(su.read_chunks(indices))
-            v.done_with(su)
-            jobs.append((unit, indices))
+        units, jobs, expected = _first_units_read(v)
         far = tuple(max(u[k] for u in units) + 50 for k in range(3))
         absent = v.open_unit(far)  # None, or (a remote store) a unit of absent chunks
         far_read = None if absent is None else absent.read_chunks([0])
@@ -205,6 +188,23 @@ class VolumeContract:
         for t in threads:
             t.join(60)
         assert not errors, errors
+
+
+def _first_units_read(v: Volume) -> tuple[list[Any], list[tuple[Any, list[int]]],
+                                         list[list[Any]]]:
+    """The volume's first four units present, a job of up to five chunks present in each,
+    and those chunks as ``open_unit`` and ``read_chunks`` give them."""
+    units = sorted(set(v.iter_units()))[:4]
+    jobs: list[tuple[Any, list[int]]] = []
+    expected: list[list[Any]] = []
+    for unit in units:
+        su = v.open_unit(unit)
+        assert su is not None
+        indices = np.flatnonzero(su.chunk_table().present)[:5].tolist()
+        expected.append(su.read_chunks(indices))
+        v.done_with(su)
+        jobs.append((unit, indices))
+    return units, jobs, expected
 
 
 def _assert_same_chunks(got: list[Any], want: list[Any]) -> None:

@@ -210,9 +210,20 @@ class ForkedWorkers:
                 done[seq] = (ok, value)
         for obj in ready:
             ended = sentinels.get(obj) if isinstance(obj, int) else None
-            if ended is not None and given[ended] and not self._results[ended].poll():
-                raise RuntimeError(f"a worker process ended (exit status "
-                                   f"{self._workers[ended].exitcode}) with work unfinished")
+            if ended is None:
+                continue
+            # A worker never ends in the middle of a map: what it sent before it ended is
+            # taken, and then its end is the map's error (its sentinel would stay ready, and
+            # a wait on it would never block again).
+            conn = self._results[ended]
+            with contextlib.suppress(EOFError, OSError):
+                while conn.poll():
+                    seq, ok, value = conn.recv()
+                    given[ended] -= 1
+                    done[seq] = (ok, value)
+            self._workers[ended].join()
+            raise RuntimeError(f"a worker process ended (exit status "
+                               f"{self._workers[ended].exitcode}) in the middle of its work")
 
     def close(self) -> None:
         """Let the workers finish and wait for them."""
