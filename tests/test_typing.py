@@ -15,8 +15,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cache_dir() -> Path:
+    """The user's cache folder for mypy, or the checkout's own where that cannot be made (a
+    home that is not writable)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "wkw-viewer" / "mypy"
+    folder = Path(base) / "wkw-viewer" / "mypy"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return ROOT / ".mypy_cache"
+    return folder
 
 
 def test_format_and_core_pass_strict_mypy():
