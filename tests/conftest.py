@@ -41,18 +41,14 @@ if _root not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (_root, os.environ.get("PYTHONPATH", "")) if p)
 
-#: Where this session keeps compiled bytecode when the environment says not to write it next to
-#: the sources (``PYTHONDONTWRITEBYTECODE``): a folder of its own, removed at the end
-#: (``pytest_unconfigure``).  Without it every process the suite starts (xdist's workers, each
-#: child interpreter of a CLI or window test) compiles the program and pytest rewrites every
-#: test module again; with it they are compiled once per session.  Only the process that made
-#: it sets it; the others inherit it through the environment.
-_pycache: str | None = None
+# Where the environment says not to write compiled bytecode (``PYTHONDONTWRITEBYTECODE``), the
+# session writes it all the same, beside the sources as Python does by default (``__pycache__``,
+# which git ignores), for itself and every process it starts.  Without it each of xdist's
+# workers and each child interpreter compiles the program and pytest rewrites every test module
+# again; a bytecode folder of the session's own (``PYTHONPYCACHEPREFIX``) hides the bytecode the
+# libraries' installs wrote beside their sources, so every worker compiled those as well.
 if sys.flags.dont_write_bytecode and not os.environ.get("PYTHONPYCACHEPREFIX"):
-    _pycache = tempfile.mkdtemp(prefix="wkw-viewer-pycache-")
-    os.environ["PYTHONPYCACHEPREFIX"] = _pycache
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    sys.pycache_prefix = _pycache
     sys.dont_write_bytecode = False
 
 START_TIMEOUT_S = 15.0
@@ -242,8 +238,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _bundle_build
-    if _pycache is not None and not hasattr(config, "workerinput"):
-        shutil.rmtree(_pycache, ignore_errors=True)
     if _bundle_build is None:
         return
     if _bundle_build.poll() is None:  # the bundle's tests did not run: stop it
