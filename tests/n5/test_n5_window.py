@@ -1,19 +1,18 @@
-"""An N5 multiscale group in the window (``wkw-viewer PATH --screenshot``): zoomed out, the
-views draw the coarse level; zoomed in, the fine one.  The levels hold different constant
-values on purpose, so which level was drawn shows in the pixels."""
+"""An N5 multiscale group in the window (``wkw-viewer PATH --screenshot``, the program's
+``main`` run in the test process): zoomed out, the views draw the coarse level; zoomed in, the
+fine one.  The levels hold different constant values on purpose, so which level was drawn shows
+in the pixels."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from n5_writers import write_tensorstore
+from program_main import run_main
 
 pytest.importorskip("tensorstore", reason="tensorstore (the test extra) is not installed")
 QtGui = pytest.importorskip("PySide6.QtGui")
@@ -22,19 +21,17 @@ FINE, COARSE = 60, 250
 
 
 def _shot(group: Path, zoom: str, png: Path) -> Counter[int]:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
-    r = subprocess.run([sys.executable, "-m", "viewer", str(group), "--pos", "128,128,32",
-                        "--zoom", zoom, "--screenshot", str(png)], capture_output=True,
-                       text=True, env=env, timeout=180)
+    code, err = run_main(str(group), "--pos", "128,128,32", "--zoom", zoom,
+                         "--screenshot", str(png))
     # exit 2 only while the inspector is not on the volume interface yet
-    assert r.returncode == 0 or "inspector could not start" in r.stderr, r.stderr
+    assert code == 0 or "inspector could not start" in err, err
     image = QtGui.QImage(str(png))
     assert image.width() >= 800
     return Counter(image.pixel(x, y) & 0xFFFFFF for y in range(0, image.height(), 3)
                    for x in range(0, image.width(), 3))
 
 
-def test_multiscale_group_zoomed_out_draws_the_coarse_level(tmp_path: Path) -> None:
+def test_multiscale_group_zoomed_out_draws_the_coarse_level(qapp, tmp_path: Path) -> None:
     group = tmp_path / "g"
     write_tensorstore(group / "s0", np.full((256, 256, 64), FINE, np.uint8), (64, 64, 64),
                       {"type": "gzip"})

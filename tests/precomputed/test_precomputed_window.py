@@ -1,18 +1,17 @@
 """A sharded segmentation (murmurhash3, compressed_segmentation) at two scales in the window
-(``wkw-viewer PATH --screenshot``): zoomed out, the views draw the coarse scale; zoomed in,
-the fine one.  The scales hold different segment ids on purpose, so which scale was drawn
-shows in the segment colours of the pixels."""
+(``wkw-viewer PATH --screenshot``, the program's ``main`` run in the test process): zoomed
+out, the views draw the coarse scale; zoomed in, the fine one.  The scales hold different
+segment ids on purpose, so which scale was drawn shows in the segment colours of the
+pixels."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import precomputed_writers as w
 import pytest
+from program_main import run_main
 
 from viewer.render.segments import segment_rgb
 
@@ -31,11 +30,9 @@ def _shot(root: Path, zoom: str, png: Path) -> tuple[int, int]:
     the coarse segment's colour (the direction of the colour, whatever the blending's
     brightness).  The XY view only: with voxels ten times deeper than wide, the views across
     z may draw from another mag."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", WKW_VIEWER_NO_SETTINGS="1")
-    r = subprocess.run([sys.executable, "-m", "viewer", f"precomputed://{root}", "--pos",
-                        "128,128,32", "--zoom", zoom, "--screenshot", str(png)],
-                       capture_output=True, text=True, env=env, timeout=180)
-    assert r.returncode == 0, r.stderr
+    code, err = run_main(f"precomputed://{root}", "--pos", "128,128,32", "--zoom", zoom,
+                         "--screenshot", str(png))
+    assert code == 0, err
     image = QtGui.QImage(str(png))
     assert image.width() >= 800
     px = np.asarray([[image.pixel(x, y) & 0xFFFFFF for x in range(0, image.width() * 2 // 5, 3)]
@@ -50,7 +47,7 @@ def _shot(root: Path, zoom: str, png: Path) -> tuple[int, int]:
         int((bright & near_coarse & ~near_fine).sum())
 
 
-def test_two_scales_of_a_sharded_segmentation(tmp_path: Path) -> None:
+def test_two_scales_of_a_sharded_segmentation(qapp, tmp_path: Path) -> None:
     root = tmp_path / "seg"
     w.write_scale(root, np.full((1, 256, 256, 64), FINE, np.uint64), dtype="uint64",
                   kind="segmentation", encoding="compressed_segmentation", chunk=(64, 64, 32),

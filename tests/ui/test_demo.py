@@ -4,9 +4,6 @@ three mags), written atomically; ``wkw-viewer demo``; the window generating and 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -65,12 +62,12 @@ def test_an_old_or_unfinished_demo_is_not_taken_for_the_current_one(tmp_path, mo
         and (path / ".complete").stat().st_mtime_ns == stamp
 
 
-def test_demo_cli_refuses_a_folder_that_holds_something(tmp_path):
+def test_demo_cli_refuses_a_folder_that_holds_something(tmp_path, capsys):
+    from viewer.cli import main  # the command line in this process: its status and message
+
     (tmp_path / "x").write_text("keep me")
-    result = subprocess.run([sys.executable, "-m", "viewer", "demo", str(tmp_path)],
-                            capture_output=True, text=True)
-    assert result.returncode == 2
-    assert "not an empty folder" in result.stderr
+    assert main(["demo", str(tmp_path)]) == 2
+    assert "not an empty folder" in capsys.readouterr().err
     assert (tmp_path / "x").read_text() == "keep me"
 
 

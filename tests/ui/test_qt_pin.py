@@ -29,7 +29,7 @@ from viewer.ui.main_window import QtMainWindow
 
 app = QApplication([])
 window = QtMainWindow()
-window.resize(700, 500)
+window.resize(480, 420)  # about the window's least size: each paint costs less, as many happen
 window.show()
 assert window.open_path(sys.argv[1], pos=(16, 16, 16), zoom=4)
 emitted = []

@@ -1,5 +1,7 @@
 """``wkw-viewer PATH --screenshot FILE``: renders offscreen to a PNG and exits (0 ok, 2 when
-the dataset could not be shown, with the message in the picture)."""
+the dataset could not be shown, with the message in the picture).  The first test runs the
+program in a process of its own; the others call its ``main`` in the test process (the same
+exit status and messages, without an interpreter's and Qt's start each)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+from program_main import run_main
 from PySide6.QtGui import QImage
 from window_fixtures import write_dataset
 
@@ -33,22 +36,22 @@ def test_screenshot_writes_a_png_of_the_window_at_pos_and_zoom(tmp_path):
     assert bright >= 3 * 9
 
 
-def test_screenshot_of_a_bad_path_shows_the_message_and_exits_2(tmp_path):
+def test_screenshot_of_a_bad_path_shows_the_message_and_exits_2(qapp, tmp_path):
     png = tmp_path / "bad.png"
     missing = tmp_path / "no-such-dataset"
-    result = run_viewer(str(missing), "--screenshot", str(png))
-    assert result.returncode == 2
-    assert "Cannot open" in result.stderr and str(missing) in result.stderr
-    assert "Traceback" not in result.stderr
+    code, err = run_main(str(missing), "--screenshot", str(png))
+    assert code == 2
+    assert "Cannot open" in err and str(missing) in err
+    assert "Traceback" not in err
     assert QImage(str(png)).width() > 0
 
 
-def test_bad_pos_is_refused_with_exit_2(tmp_path):
-    result = run_viewer(str(tmp_path), "--pos", "1,2", "--screenshot", str(tmp_path / "x.png"))
-    assert result.returncode == 2 and "three numbers" in result.stderr
+def test_bad_pos_is_refused_with_exit_2(qapp, tmp_path):
+    code, err = run_main(str(tmp_path), "--pos", "1,2", "--screenshot", str(tmp_path / "x.png"))
+    assert code == 2 and "three numbers" in err
 
 
-def test_screenshot_of_a_damaged_file_marks_it_and_exits_2(tmp_path):
+def test_screenshot_of_a_damaged_file_marks_it_and_exits_2(qapp, tmp_path):
     from viewer.format import wkw
 
     root = write_dataset(tmp_path / "ds", np.full((32, 32, 32), 90, dtype=np.uint8))
@@ -59,10 +62,10 @@ def test_screenshot_of_a_damaged_file_marks_it_and_exits_2(tmp_path):
     raw[int(starts[0]):int(ends[0])] = b"\x00" * int(ends[0] - starts[0])
     victim.write_bytes(bytes(raw))
     png = tmp_path / "damaged.png"
-    result = run_viewer(str(root), "--pos", "2,2,2", "--zoom", "8", "--screenshot", str(png))
-    assert result.returncode == 2, result.stderr
-    assert "x0.wkw" in result.stderr and "block 0" in result.stderr
-    assert "Traceback" not in result.stderr
+    code, err = run_main(str(root), "--pos", "2,2,2", "--zoom", "8", "--screenshot", str(png))
+    assert code == 2, err
+    assert "x0.wkw" in err and "block 0" in err
+    assert "Traceback" not in err
     image = QImage(str(png))
     reds = sum(1 for y in range(0, image.height(), 3) for x in range(0, image.width(), 3)
                if (image.pixel(x, y) >> 16) & 0xFF > 150 and (image.pixel(x, y) >> 8) & 0xFF < 60)
