@@ -287,7 +287,9 @@ class Loader:
             bad = self._io.bad_units
             with self._lock:
                 old = self._visible
-                newly = [key for key in visible if key not in old and key[2] not in bad]
+                newly = list(visible.difference(old))
+                if bad:
+                    newly = [key for key in newly if key[2] not in bad]
                 hit = list(itertools.compress(newly, self.cache.present(newly)))
                 self._hits += len(hit)
                 self._misses += len(newly) - len(hit)
