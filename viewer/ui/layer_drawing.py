@@ -77,6 +77,11 @@ class QtLayerDrawing(QObject):
         self.histogram_timer.setSingleShot(True)
         self.histogram_timer.setInterval(HISTOGRAM_DELAY_MS)
         self.histogram_timer.timeout.connect(self.on_histogram_due)
+        #: The source was told of a new screen whose complete planes were not painted yet:
+        #: its prefetch waits for them (``LayeredSource.screen_drawn``).
+        self.drawn_pending = False
+        for view in host.views.values():
+            view.painted.connect(self.on_painted)
 
     def start(self, layers: Sequence[SourceLayer]) -> None:
         """A dataset of ``layers`` opens (its source is the host's already): forget what was
@@ -136,6 +141,7 @@ class QtLayerDrawing(QObject):
                 if self.state.focused in requests else None
             source.set_wanted(wanted, focused, self.state.cursor, voxels_per_px=vpp,
                               layers=layers)
+            self.drawn_pending = True
         fetched = set()
         for axis, req in requests.items():
             view = views[axis]
@@ -147,6 +153,17 @@ class QtLayerDrawing(QObject):
             self.histogram_timer.start()
             self.show_mag()
         return fetched
+
+    def on_painted(self, axis: int) -> None:
+        """A view painted: once every visible view paints its complete planes of a new
+        screen, the source's prefetch may start (it waited so as not to take the interpreter
+        lock and a core from the rendering and painting of the screen's last blocks)."""
+        source = self.host.source
+        if not self.drawn_pending or source is None or not self.planes_complete():
+            return
+        if all(self.host.views[a].picture_painted for a in self.visible_axes()):
+            self.drawn_pending = False
+            source.screen_drawn()
 
     def data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
         """Data inside ``boxes`` (one ``(offset, shape)`` or a list of them) became
