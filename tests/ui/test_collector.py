@@ -235,31 +235,3 @@ def test_many_survivors_of_a_full_collection_are_frozen_until_thawed(monkeypatch
         gc.set_threshold(*thresholds)
         if was_enabled:
             gc.enable()
-
-
-def test_a_collection_put_off_for_loading_views_waits_one_look_more_once_complete(
-        qtbot) -> None:
-    """The look that first finds the views complete does not collect (it can run before
-    their last frame is painted); the look after it does."""
-    collector.collect_on_gui_thread()
-    installed = collector._installed
-    assert installed is not None
-    others, installed.busy = installed.busy, []
-    window = _Loading()
-    collector.defer_while(window.views_loading)
-    try:
-        _Witness.died_on.clear()
-        for _ in range(5):
-            _Witness()
-        kept = [(object(), []) for _ in range(5 * gc.get_threshold()[0])]  # a collection due
-        now = 2000.0
-        assert installed.tick(now) is False  # loading: put off
-        window.loading = False
-        assert installed.tick(now + 0.05) is False  # just complete: its last frame first
-        assert _Witness.died_on == []
-        assert installed.tick(now + 0.1) is True
-        assert _Witness.died_on
-        kept.clear()
-    finally:
-        installed.busy = others
-        installed.deferred_since = None

@@ -31,8 +31,7 @@ event loop runs).
 A collection holds the interpreter lock for its whole length, and the loader's workers need it
 between their decodes: a collection due while a window's views are still loading their planes
 (right after a jump) waits until they are complete (``defer_while``), at most
-``MAX_DEFER_MS``, and one look more once they are: the look that finds them complete can
-come in the event loop's pass that completed them, before their last frame is painted.
+``MAX_DEFER_MS``.
 """
 
 from __future__ import annotations
@@ -142,11 +141,6 @@ class _GuiThreadCollector(QObject):
                 self.deferred_since = now
             if (now - self.deferred_since) * 1000 < MAX_DEFER_MS:
                 return False
-        elif self.deferred_since is not None and live:
-            # The views completed since the last look, maybe in this very pass of the event
-            # loop, whose paint of their last frame a collection now would hold up.
-            self.deferred_since = None
-            return False
         self.deferred_since = None
         collect_if_due()
         return True
