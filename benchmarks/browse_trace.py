@@ -114,7 +114,8 @@ def install(trace: Trace) -> None:
     def traced_paint(self: Any, event: Any) -> None:
         began = time.perf_counter()
         paint(self, event)
-        trace.add("paint", {"began": began, "axis": self.axis})
+        trace.add("paint", {"began": began, "axis": self.axis,
+                            "complete": self.plane is not None and self.plane.complete})
 
     QtSliceView.paintEvent = traced_paint  # type: ignore[method-assign]
 
@@ -164,6 +165,12 @@ def analyse(events: list[tuple[float, str, str, Any]], t0: float, done: float
         first = [e for e in fetches if e[3]["axis"] == axis and e[3]["complete"]]
         if first:
             out[f"{name}_complete_ms"] = (min(e[0] for e in first) - t0) * ms
+    # When every view first painted its complete plane (what a person sees), from the paints
+    # up to a little after the jump was seen complete (the last paints come after it).
+    painted = [min((e[0] for e in events if e[1] == "paint" and e[3]["axis"] == axis
+                    and e[3]["complete"]), default=None) for axis in (2, 1, 0)]
+    if all(p is not None for p in painted):
+        out["painted_complete_ms"] = (max(p for p in painted if p is not None) - t0) * ms
     return out
 
 

@@ -81,3 +81,37 @@ def test_blocks_still_unknown_stay_pending_and_fill_in_later() -> None:
     x = np.arange(4, 2 * B + 4)[:, None]
     y = np.arange(B)[None, :]
     np.testing.assert_array_equal(whole.data[0], ((x * 7 + y * 3 + 4) % 250 + 1))
+
+
+def test_every_axis_whole_and_cut_blocks_match_the_volume() -> None:
+    """Planes of each normal axis, whole blocks and blocks cut by the plane's edge, filled in
+    two arrivals, hold the volume's voxels exactly."""
+    from viewer.core.slicing import IN_PLANE
+
+    volume = np.zeros((1, 3 * B, 3 * B, 3 * B), np.uint8)
+    for gx in range(3):
+        for gy in range(3):
+            for gz in range(3):
+                volume[:, gx * B:(gx + 1) * B, gy * B:(gy + 1) * B, gz * B:(gz + 1) * B] = \
+                    block(gx, gy, gz)
+    for axis in (0, 1, 2):
+        for lo, hi in (((0, 0), (3 * B, 2 * B)), ((3, 5), (3 * B - 2, 3 * B))):
+            asm = PlaneAssembler((B, B, B), 1, np.dtype(np.uint8), 0, lambda u: f"unit{u}")
+            req = PlaneRequest(axis, B + 5, lo, hi)
+            lay = asm.layout(req)
+            keys: list[BlockKey] = [("l", 1, (0, 0, 0), k) for k in range(len(lay))]
+            entry = asm.add(req, keys)
+            blocks = [block(int(b[0]), int(b[1]), int(b[2])) for b in lay.blocks]
+            half = len(blocks) // 2
+            asm.fill(entry, blocks[:half] + [None] * (len(blocks) - half), set(),
+                     lambda u: "open")
+            assert entry.missing == list(range(half, len(blocks)))
+            asm.fill(entry, blocks[half:], set(), lambda u: "open")
+            plane = asm.snapshot(entry)
+            assert plane.complete and (plane.status == Status.DATA).all()
+            u, v = IN_PLANE[axis]
+            cut: list[Any] = [slice(None)] * 4
+            cut[1 + axis] = B + 5
+            cut[1 + u] = slice(lo[0], hi[0])
+            cut[1 + v] = slice(lo[1], hi[1])
+            np.testing.assert_array_equal(plane.data, volume[tuple(cut)])

@@ -458,6 +458,32 @@ def test_prefetch_waits_until_the_views_have_the_screen(project_path: Path,
         loader.close()
 
 
+def test_a_loader_held_until_drawn_prefetches_only_when_released(
+        project_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hold_until_drawn``: the views taking every plane complete does not start prefetch
+    (the window still renders and paints them); the owner's ``release_hold`` does."""
+    import time
+
+    from viewer.core import loader as loader_module
+    monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)
+    loader = Loader(open_volume(project_path), hold_until_drawn=True)
+    try:
+        req = PlaneRequest(XY, 17, (0, 0), (96, 64))
+        loader.set_wanted([req], 0, (0, 0, 17))
+        deadline = time.monotonic() + WAIT
+        while not loader.plane(req).complete:
+            assert time.monotonic() < deadline
+            loader.wait_idle(0.01)
+        assert not loader.wait_idle(0.2)  # taken complete, prefetch still held
+        stats = loader.stats()
+        assert stats.prefetched_blocks == 0 and stats.queued_tasks > 0
+        loader.release_hold()  # the owner painted the screen
+        assert loader.wait_idle(WAIT)
+        assert loader.stats().prefetched_blocks > 0
+    finally:
+        loader.close()
+
+
 def test_deferred_planes_wait_for_release_hold(project_path: Path, vol: np.ndarray,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Planes wanted ``deferred`` (coarse placeholders behind another loader's screen) are not

@@ -118,3 +118,21 @@ def test_a_key_twice_in_one_ranked_list_is_queued_once() -> None:
     assert (queued, tasks) == (2, 1)
     taken = s.take()
     assert taken is not None and taken.keys == keys[:2]
+
+
+def test_interleaved_units_are_batched_per_unit_in_order_of_first_block() -> None:
+    """A plane's blocks alternate between storage units along its rows: each unit's blocks
+    become batches of their own (in the list's order), units in the order of their first
+    block, and every block's coordinates stay with its key."""
+    s = Scheduler(BlockCache(1 << 30), set())
+    units = [(2, 0, 0), (0, 0, 0), (1, 0, 0)]
+    keys: list[BlockKey] = [("l", 1, units[i % 3], i) for i in range(60)]
+    blocks = np.asarray([(i, i % 3, 7) for i in range(60)], dtype=np.int64)
+    s.replace([((0, 0), (), keys, blocks, False)])
+    tasks = drain(s)
+    assert [t.keys[0][2] for t in tasks] == units
+    for t in tasks:
+        assert len({k[2] for k in t.keys}) == 1
+        assert [k[3] for k in t.keys] == sorted(k[3] for k in t.keys)
+        assert t.blocks[:, 0].tolist() == [k[3] for k in t.keys]
+    assert sorted(k[3] for t in tasks for k in t.keys) == list(range(60))

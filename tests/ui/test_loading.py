@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -156,4 +157,45 @@ def test_the_window_releases_prefetch_once_its_views_are_complete(
     qtbot.waitUntil(all_complete, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: loader.stats().prefetched_blocks > 0, timeout=WAIT_MS)
     assert loader.wait_idle(WAIT_MS / 1000)
+    window.close()
+
+
+def test_the_window_holds_prefetch_until_its_views_painted_the_screen(
+        qtbot, dataset_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Views that have their complete planes but have not painted them yet keep prefetch
+    held (it would take the interpreter lock and a core from their rendering and painting);
+    once they paint, it starts."""
+    main_window = pytest.importorskip("viewer.ui.main_window")
+    from viewer.core import loader as loader_module
+    from viewer.ui.slice_view import QtSliceView
+
+    monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)
+    painting = [False]
+    paint = QtSliceView.paintEvent
+
+    def paint_when_let(self: QtSliceView, event: Any) -> None:
+        if painting[0]:
+            paint(self, event)
+
+    monkeypatch.setattr(QtSliceView, "paintEvent", paint_when_let)
+    window = main_window.QtMainWindow()
+    qtbot.addWidget(window)
+    window.add_background_loading(budget_bytes=32 << 20)
+    window.resize(900, 700)
+    window.show()
+    assert window.open_path(str(dataset_path), pos=(10, 20, 30))
+
+    def all_complete() -> bool:
+        return all(v.plane is not None and v.plane.complete for v in window.views.values())
+
+    source = window.source
+    assert isinstance(source, LayeredSource)
+    qtbot.waitUntil(all_complete, timeout=WAIT_MS)
+    assert not source.wait_idle(0.3)  # complete, not painted: prefetch queued and held
+    assert source.stats().prefetched_blocks == 0
+    painting[0] = True
+    for view in window.views.values():
+        view.update()
+    qtbot.waitUntil(lambda: source.stats().prefetched_blocks > 0, timeout=WAIT_MS)
+    assert all(v.picture_painted for v in window.views.values())
     window.close()

@@ -143,6 +143,35 @@ def test_auto_contrast_uses_robust_percentiles_of_the_screen(window, tmp_path):
     assert (c.lo, c.hi) == (100, 140)
 
 
+def test_the_histogram_waits_for_loading_views(window, ramp_dataset, qtbot, monkeypatch):
+    """While the views are still loading (a jump's blocks arriving), the histogram is put
+    off and its timer started again (the fetch that completes them would make it anew);
+    once they are complete, or after ``HISTOGRAM_MAX_DEFER_MS``, it is made."""
+    from viewer.ui import layer_drawing
+
+    window.open_path(ramp_dataset, zoom=8)
+    drawing = window.drawing
+    drawing.histogram_timer.stop()
+    histogram = window.contrast_panel.histogram
+    before = histogram.counts
+    loading = [True]
+    monkeypatch.setattr(drawing, "planes_complete", lambda: not loading[0])
+    drawing.on_histogram_due()
+    assert histogram.counts is before and drawing.histogram_timer.isActive()
+    assert drawing.histogram_deferred_since is not None
+    drawing.histogram_deferred_since -= layer_drawing.HISTOGRAM_MAX_DEFER_MS / 1000
+    drawing.on_histogram_due()  # waited long enough: the partial screen's histogram
+    assert histogram.counts is not before and drawing.histogram_deferred_since is None
+    drawing.histogram_timer.stop()
+    shown = histogram.counts
+    drawing.on_histogram_due()  # loading again: put off anew
+    assert histogram.counts is shown
+    loading[0] = False
+    drawing.on_histogram_due()
+    total = sum(v.plane.data.size for v in window.views.values())
+    assert histogram.counts is not shown and histogram.counts.sum() == total
+
+
 def test_histogram_counts_what_is_on_screen(window, ramp_dataset, qtbot):
     window.open_path(ramp_dataset, zoom=8)
     window.drawing.on_histogram_due()

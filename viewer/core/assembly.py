@@ -20,8 +20,9 @@ the GUI thread).
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Container, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,23 +115,33 @@ class PlaneAssembler:
         if len(values) != len(missing):
             raise ValueError(f"{len(values)} values for {len(missing)} missing blocks")
         still: list[int] = []
-        pairs: Iterable[tuple[int, BlockValue | None]] = zip(missing, values, strict=True)
+        pairs: Sequence[tuple[int, BlockValue | None]]
         if not bad_units:
             # No unit is known bad (the common case): the blocks not cached stay missing, told
-            # apart in one pass; the loop below sees only what arrived.
+            # apart in one pass; what follows sees only what arrived.
             still = [k for k, value in zip(missing, values, strict=True) if value is None]
             if len(still) == len(missing):
                 return
             pairs = [(k, value) for k, value in zip(missing, values, strict=True)
                      if value is not None]
+        else:
+            pairs = list(zip(missing, values, strict=True))
         lay = entry.layout
+        full = lay.full
+        # Whole blocks' arrays (nearly all that arrives) are copied in one go below; the loop
+        # sees the rest: blocks cut by the plane's edge, absent or failed ones, bad units.
+        whole = [k for k, value in pairs if type(value) is np.ndarray and full[k]]
+        if len(whole) == len(pairs):
+            arrays: list[npt.NDArray[Any]] = [value for _, value in pairs]  # type: ignore[misc]
+            pairs = []
+        else:
+            arrays = [value for k, value in pairs if type(value) is np.ndarray and full[k]]
+            pairs = [(k, value) for k, value in pairs
+                     if not (type(value) is np.ndarray and full[k])]
         axis, depth = lay.request.axis, lay.depth
         u0, u1, v0, v1 = lay.u0.tolist(), lay.u1.tolist(), lay.v0.tolist(), lay.v1.tolist()
         bu0, bv0 = lay.bu0.tolist(), lay.bv0.tolist()
         data, status = entry.data, entry.status
-        whole: list[int] = []
-        parts: list[npt.NDArray[Any]] = []
-        full = lay.full
         keys = entry.keys
         for k, value in pairs:
             if value is None:
@@ -158,11 +169,6 @@ class PlaneAssembler:
                 entry.errors[(value.path or self.unit_path(key[2]), key[3])] = value
                 continue
             assert isinstance(value, np.ndarray)
-            if full[k]:  # a whole block's slice: copied below, all in one go
-                whole.append(k)
-                parts.append(value[:, :, :, depth] if axis == 2 else
-                             value[:, :, depth, :] if axis == 1 else value[:, depth, :, :])
-                continue
             w, h = u1[k] - u0[k], v1[k] - v0[k]
             a, b = bu0[k], bv0[k]
             if axis == 2:
@@ -174,7 +180,7 @@ class PlaneAssembler:
             data[:, u0[k]:u1[k], v0[k]:v1[k]] = part
             status[u0[k]:u1[k], v0[k]:v1[k]] = Status.DATA
         if whole:
-            scatter_blocks(data, status, lay, whole, parts)
+            scatter_blocks(data, status, lay, whole, arrays)
         if len(still) != len(entry.missing):  # a block's look changed
             entry.shown = None
         entry.missing = still
@@ -236,16 +242,23 @@ class PlaneAssembler:
 
 def scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
                    lay: prefetch.PlaneLayout, rows: list[int],
-                   parts: list[npt.NDArray[Any]]) -> None:
-    """Copy whole-block slices ``parts`` (each ``(C, bu, bv)``) of layout rows ``rows`` into
-    the plane: one slice assignment per block for the values, and the status of all of them in
-    one scatter through a block-grid view when the blocks sit on a grid starting at the plane's
-    corner (always, for requests snapped to the block size): about half the cost of two slice
-    assignments per block (docs/performance.md)."""
+                   blocks: list[npt.NDArray[Any]]) -> None:
+    """Copy the plane's slice of whole blocks ``blocks`` (each ``(C, X, Y, Z)``, one per
+    layout row of ``rows``, each filling a whole block-sized rectangle) into the plane: the
+    slices cut by one C-level ``map``, one slice assignment per block for the values, and the
+    status of all of them in one scatter through a block-grid view when the blocks sit on a
+    grid starting at the plane's corner (always, for requests snapped to the block size):
+    about half the cost of two slice assignments per block (docs/performance.md)."""
     bu, bv = lay.bu, lay.bv
     u0 = lay.u0[rows]
     v0 = lay.v0[rows]
-    for part, a, e in zip(parts, u0.tolist(), v0.tolist(), strict=True):
+    everything = slice(None)
+    depth = lay.depth
+    cut = operator.itemgetter((everything, everything, everything, depth)
+                              if lay.request.axis == 2 else
+                              (everything, everything, depth) if lay.request.axis == 1 else
+                              (everything, depth))
+    for part, a, e in zip(map(cut, blocks), u0.tolist(), v0.tolist(), strict=True):
         data[:, a:a + bu, e:e + bv] = part
     if (u0 % bu == 0).all() and (v0 % bv == 0).all():
         nu, nv = status.shape[0] // bu, status.shape[1] // bv

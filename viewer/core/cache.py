@@ -156,8 +156,7 @@ class BlockCache:
     def present(self, keys: Iterable[BlockKey]) -> list[bool]:
         """For each key, whether it is cached (one lock for all; the LRU order untouched)."""
         with self._lock:
-            blocks = self._blocks
-            return [key in blocks for key in keys]
+            return list(map(self._blocks.__contains__, keys))
 
     def __contains__(self, key: object) -> bool:
         with self._lock:

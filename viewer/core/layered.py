@@ -424,6 +424,13 @@ class LayeredSource:
         self._trim()
         return composed
 
+    def screen_drawn(self) -> None:
+        """The caller drew every plane it asked for complete: the parts' prefetch held behind
+        the screen (``Loader(hold_until_drawn=True)``) may start.  GUI thread."""
+        for part in list(self._parts.values()):
+            if isinstance(part, Loader):
+                part.release_hold()
+
     def _release_deferred(self) -> None:
         """The screen is complete: the placeholder reads held behind it, and the reads ahead
         at the neighbouring time points, may start."""

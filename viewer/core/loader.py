@@ -31,7 +31,10 @@ How the work is ordered, and why:
 * **The screen before prefetch.**  When the screen changes and leaves blocks to read, prefetch
   (its planning too) waits until the views have taken every plane complete through ``plane``
   (at most ``PREFETCH_HOLD_S``): on two cores, prefetch running while the GUI thread assembles
-  and draws the last blocks of a jump takes the GIL and a core from it.
+  and draws the last blocks of a jump takes the GIL and a core from it.  A loader made with
+  ``hold_until_drawn`` waits longer, until its owner says the complete planes are on screen
+  (``release_hold``: a window, once it painted them), so that prefetch does not start while
+  the last planes are rendered and painted either.
 * **Deferred planes** (``set_wanted(deferred=True)``: the coarse placeholders of
   ``viewer.core.layered``) are read like prefetch, held until another loader's screen is
   complete (``release_hold``).
@@ -141,13 +144,15 @@ class Loader:
     ``LoaderWorkers`` group shared with other loaders (``viewer.core.workers``: a window's
     layers and mags), or how many threads a group of its own runs (on the volume's executor,
     closed with the loader).  ``close_dataset``: close the volume in ``close()``, as the
-    synchronous source does.
+    synchronous source does.  ``hold_until_drawn``: prefetch held behind a new screen starts
+    when the owner calls ``release_hold`` (it drew the complete planes), not when ``plane``
+    hands them out complete (both at most ``PREFETCH_HOLD_S`` after the screen changed).
     """
 
     def __init__(self, dataset: Volume, *, layer: Hashable = "", mag: Hashable = 1,
                  workers: int | LoaderWorkers = 2, cache: BlockCache | None = None,
                  budget_bytes: int | None = None, close_dataset: bool = True,
-                 prefetch_enabled: bool = True) -> None:
+                 prefetch_enabled: bool = True, hold_until_drawn: bool = False) -> None:
         self.dataset = dataset
         self.volume = dataset
         self.layer = layer
@@ -164,6 +169,9 @@ class Loader:
             self.cache.set_budget(budget_bytes)
         self._close_dataset = close_dataset
         self.prefetch_enabled = prefetch_enabled
+        #: Prefetch held for a new screen waits for ``release_hold`` (the owner drew the
+        #: complete planes) rather than for ``plane`` to hand them out complete.
+        self.hold_until_drawn = hold_until_drawn
 
         self._io = ChunkReader(dataset, self.cache_layer, mag, self.cache)
         self._sched = Scheduler(self.cache, self._io.bad_units)
@@ -287,7 +295,9 @@ class Loader:
             bad = self._io.bad_units
             with self._lock:
                 old = self._visible
-                newly = [key for key in visible if key not in old and key[2] not in bad]
+                newly = list(visible.difference(old))
+                if bad:
+                    newly = [key for key in newly if key[2] not in bad]
                 hit = list(itertools.compress(newly, self.cache.present(newly)))
                 self._hits += len(hit)
                 self._misses += len(newly) - len(hit)
@@ -332,13 +342,15 @@ class Loader:
                         self._io.bad_units, self._io.state)
             if entry.missing and not self._closed:
                 self._requeue_orphans(entry)
-        if not entry.missing and self._sched.holding and planes.complete(self._wanted):
+        if not entry.missing and self._sched.holding and not self.hold_until_drawn \
+                and planes.complete(self._wanted):
             self._sched.release_hold()  # the views have the whole screen: prefetch may start
         return planes.snapshot(entry)
 
     def release_hold(self) -> None:
         """Let held work start now (another source's screen, which it waits for, is complete:
-        see ``set_wanted(deferred=True)``).  Any thread."""
+        see ``set_wanted(deferred=True)``; or, with ``hold_until_drawn``, the owner drew the
+        complete planes).  Any thread."""
         self._sched.release_hold()
 
     def close(self, retire: bool = False) -> None:

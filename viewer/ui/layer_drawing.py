@@ -13,6 +13,7 @@ text), ``layer_mags_shown`` (each layer's mag on screen, for the layers panel), 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -36,6 +37,8 @@ from viewer.ui.window_host import WindowHost
 Vec3 = tuple[int, int, int]
 #: How long after the last change the histogram of the screen is computed.
 HISTOGRAM_DELAY_MS = 150
+#: The longest the histogram waits for views still loading (``on_histogram_due``).
+HISTOGRAM_MAX_DEFER_MS = 1000
 
 
 class QtLayerDrawing(QObject):
@@ -77,6 +80,13 @@ class QtLayerDrawing(QObject):
         self.histogram_timer.setSingleShot(True)
         self.histogram_timer.setInterval(HISTOGRAM_DELAY_MS)
         self.histogram_timer.timeout.connect(self.on_histogram_due)
+        #: The source was told of a new screen whose complete planes were not painted yet:
+        #: its prefetch waits for them (``LayeredSource.screen_drawn``).
+        self.drawn_pending = False
+        #: Since when (``time.monotonic``) the histogram has waited for loading views.
+        self.histogram_deferred_since: float | None = None
+        for view in host.views.values():
+            view.painted.connect(self.on_painted)
 
     def start(self, layers: Sequence[SourceLayer]) -> None:
         """A dataset of ``layers`` opens (its source is the host's already): forget what was
@@ -136,6 +146,7 @@ class QtLayerDrawing(QObject):
                 if self.state.focused in requests else None
             source.set_wanted(wanted, focused, self.state.cursor, voxels_per_px=vpp,
                               layers=layers)
+            self.drawn_pending = True
         fetched = set()
         for axis, req in requests.items():
             view = views[axis]
@@ -147,6 +158,17 @@ class QtLayerDrawing(QObject):
             self.histogram_timer.start()
             self.show_mag()
         return fetched
+
+    def on_painted(self, axis: int) -> None:
+        """A view painted: once every visible view paints its complete planes of a new
+        screen, the source's prefetch may start (it waited so as not to take the interpreter
+        lock and a core from the rendering and painting of the screen's last blocks)."""
+        source = self.host.source
+        if not self.drawn_pending or source is None or not self.planes_complete():
+            return
+        if all(self.host.views[a].picture_painted for a in self.visible_axes()):
+            self.drawn_pending = False
+            source.screen_drawn()
 
     def data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
         """Data inside ``boxes`` (one ``(offset, shape)`` or a list of them) became
@@ -348,6 +370,18 @@ class QtLayerDrawing(QObject):
         return np.concatenate(parts)
 
     def on_histogram_due(self) -> None:
+        """Show the histogram of the screen; while views are still loading (a jump), put it
+        off (at most ``HISTOGRAM_MAX_DEFER_MS``): the fetch that completes them starts the
+        timer again, so a histogram of the partial screen would be made again at once, and
+        meanwhile its work holds the interpreter lock the loader's workers need."""
+        if not self.planes_complete():
+            now = time.monotonic()
+            if self.histogram_deferred_since is None:
+                self.histogram_deferred_since = now
+            if (now - self.histogram_deferred_since) * 1000 < HISTOGRAM_MAX_DEFER_MS:
+                self.histogram_timer.start()
+                return
+        self.histogram_deferred_since = None
         values = self.screen_values()
         if values is None or values.size == 0:
             self.contrast_panel.histogram.set_histogram(np.zeros(0), np.array([0.0, 1.0]))

@@ -216,8 +216,11 @@ class QtBackgroundLoading(QObject):
         cache = BlockCache(budget)
         def part(dataset: Volume, layer: str, mag: tuple[int, int, int]) -> Loader:
             # Every layer and mag of the dataset shares the worker threads of its executor.
+            # Prefetch waits for the views to paint a new screen's complete planes
+            # (``QtLayerDrawing``: ``LayeredSource.screen_drawn``).
             return Loader(dataset, layer=layer, mag=mag, cache=cache,
-                          workers=shared_workers(dataset.executor, self.workers))
+                          workers=shared_workers(dataset.executor, self.workers),
+                          hold_until_drawn=True)
 
         source = LayeredSource(layers, part, cache=cache, on_close=on_close)
         bridge = QtLoadingBridge(source, self)

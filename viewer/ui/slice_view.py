@@ -73,6 +73,8 @@ class QtSliceView(QWidget):
     plane_wanted = Signal(int)
     #: The view shows another picture (``show_plane``): its axis.
     picture_changed = Signal(int)
+    #: The view painted itself (its axis): what ``show_plane`` gave it is on screen now.
+    painted = Signal(int)
 
     def __init__(self, axis: int, state: ViewerState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -108,6 +110,7 @@ class QtSliceView(QWidget):
         self.message = ""  # shown when there is no data at all (no dataset, an error)
         self.paint_count = 0
         self._image_serial = 0
+        self._painted_serial = -1
         self._painted_cross: tuple[float, float] | None = None
         self._backdrop_key: tuple[object, ...] | None = None
         self._backdrop_pixmap: QPixmap | None = None
@@ -250,6 +253,13 @@ class QtSliceView(QWidget):
         painter.setPen(QPen(VIEW_COLORS[self.axis] if focused else QColor(60, 62, 68), 2))
         painter.drawRect(1, 1, self.width() - 2, self.height() - 2)
         painter.end()
+        self._painted_serial = self._image_serial
+        self.painted.emit(self.axis)
+
+    @property
+    def picture_painted(self) -> bool:
+        """The picture ``show_plane`` gave last is on screen (painted since)."""
+        return self._painted_serial == self._image_serial
 
     def _backdrop(self) -> QPixmap:
         """The scaled plane on its background, drawn once per plane, zoom, centre or size
