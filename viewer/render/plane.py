@@ -77,7 +77,8 @@ def render_plane(plane: Plane, palette: Palette, previous: Rendered | None = Non
         return _render_changes(plane, palette, previous)
     if rgb:
         out = palette.rgb_colors(np.stack([to_screen(axis, ch) for ch in plane.data[:3]]))
-    elif missing and int(plane.status.min()) == Status.PENDING == int(plane.status.max()):
+    elif missing and (not plane.status.size or int(plane.status.min()) == Status.PENDING
+                      == int(plane.status.max())):
         # Nothing of it has arrived yet (just after a jump): the hatch alone.
         out = hatch(PENDING_COLORS, *to_screen(axis, plane.status).shape).copy()
         return Rendered(out, None, plane, palette)
@@ -142,7 +143,7 @@ def paint_status(out: ARGB, status: npt.NDArray[np.uint8],
     pending = status == Status.PENDING
     if pending.any():
         np.copyto(out, hatch(PENDING_COLORS, r0 + rows, c0 + cols)[r0:, c0:], where=pending)
-    if int(status.max()) <= Status.PENDING:  # (a reduction: no mask made)
+    if not status.size or int(status.max()) <= Status.PENDING:  # a reduction: no mask made
         return  # neither failed nor absent (the common case: only loading)
     failed = status == Status.FAILED
     if failed.any():
