@@ -49,14 +49,28 @@ def bundle(tmp_path_factory, bundle_build) -> Path:
     return exe
 
 
-def _run(exe: Path, *args: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
+def _start(exe: Path, *args: str, env: dict[str, str] | None = None
+           ) -> subprocess.Popen[str]:
     # The tests' toy format (a plugin found on the tests' path) is not part of the product:
     # the bundle knows only its own formats.
     env = dict(os.environ if env is None else env)
     env.pop("PYTHONPATH", None)
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300,
-                          env=env)
+    return subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def _finish(child: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        out, err = child.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+
+def _run(exe: Path, *args: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return _finish(_start(exe, *args, env=env))
 
 
 def test_bundle_size(bundle, record_property):
@@ -87,25 +101,28 @@ def demo(bundle, tmp_path_factory) -> Path:
 
 
 def test_bundle_runs_on_the_demo(bundle, demo, tmp_path):
-    info = _run(bundle, "info", str(demo), "--json")
-    assert info.returncode == 0, info.stderr[-3000:]
-    assert '"valid": true' in info.stdout
-    same = _run(bundle, "compare", str(demo), str(demo))
-    assert same.returncode == 0 and "EQUAL" in same.stdout, same.stderr[-3000:]
+    # The runs are independent of each other: they run at once, each checked after.
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert _run(bundle, "compare", str(empty), str(demo)).returncode == 2
     png = tmp_path / "shot.png"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"))
     env.pop("WKW_VIEWER_NO_SETTINGS", None)
-    shot = _run(bundle, str(demo), "--screenshot", str(png), env=env)
+    runs = [_start(bundle, "info", str(demo), "--json"),
+            _start(bundle, "compare", str(demo), str(demo)),
+            _start(bundle, "compare", str(empty), str(demo)),
+            _start(bundle, str(demo), "--screenshot", str(png), env=env),
+            _start(bundle, "install-desktop",
+                   env=dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data")))]
+    info, same, other, shot, desktop = (_finish(run) for run in runs)
+    assert info.returncode == 0, info.stderr[-3000:]
+    assert '"valid": true' in info.stdout
+    assert same.returncode == 0 and "EQUAL" in same.stdout, same.stderr[-3000:]
+    assert other.returncode == 2
     assert shot.returncode == 0, shot.stderr[-3000:]
     assert "propagateSizeHints" not in shot.stderr
     image = QImage(str(png))
     assert image.width() >= 1000 and image.height() >= 700
     assert not (tmp_path / "cfg").exists()  # a screenshot run writes no settings
-    desktop = _run(bundle, "install-desktop", env=dict(os.environ,
-                                                       XDG_DATA_HOME=str(tmp_path / "data")))
     assert desktop.returncode == 0, desktop.stderr
     entry = (tmp_path / "data" / "applications" / "wkw-viewer.desktop").read_text()
     assert f"Exec={bundle}" in entry  # the menu entry starts the bundle

@@ -1,6 +1,10 @@
-"""A fault-injecting HTTP proxy in front of an S3 server (moto) for the conformance matrix, on
-127.0.0.1 only: every request is passed to the server as it came (signed for the proxy's
-address; moto does not check signatures) and its answer passed back, unless a fault is due.
+"""A fault-injecting HTTP server in front of an S3 server (moto) for the conformance matrix, on
+127.0.0.1 only: every request is passed to moto's S3 application as it came (signed for the
+proxy's address; moto does not check signatures) and its answer passed back, unless a fault is
+due.  The application is called in this process (``upstream``: a WSGI application, moto's S3
+one, whose buckets are those of every moto server of the process), not through a second HTTP
+connection to a moto server: the answers are the same, each request costs one HTTP exchange
+instead of two and skips moto's choice of a service by the request's host.
 
 Faults, for requests whose path holds ``fault_match`` and whose range starts at or after
 ``fault_from`` (as ``tests/remote/range_server.py`` aims them): ``fail_next`` answers that many
@@ -12,14 +16,16 @@ server whose replicas disagree)."""
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import re
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 #: Headers that belong to one connection, not to the answer.
@@ -32,7 +38,7 @@ class FaultProxy(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
+    def __init__(self, upstream: Callable[..., Any]) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.lock = threading.Lock()
@@ -121,23 +127,25 @@ class _Handler(BaseHTTPRequestHandler):
             if self.command == "GET":
                 self.wfile.write(doc)
             return
-        conn = http.client.HTTPConnection(*srv.upstream, timeout=30)
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _HOP]
+        environ = EnvironBuilder(path=self.path, method=self.command, headers=headers,
+                                 environ_overrides={"REMOTE_ADDR": self.client_address[0]}
+                                 ).get_environ()
+        body, status_line, answer = run_wsgi_app(srv.upstream, environ, buffered=True)
         try:
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
-            conn.request(self.command, self.path, headers=headers)
-            answer = conn.getresponse()
-            data = answer.read()
-            head = [(k, v) for k, v in answer.getheaders()
-                    if k.lower() not in _HOP and k.lower() != "content-length"]
-            status = answer.status
+            data = b"".join(body)
         finally:
-            conn.close()
-        self.send_response(status)
-        for k, v in head:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+        self.send_response(int(status_line.split(" ", 1)[0]))
+        for k, v in answer.items():
+            if k.lower() in _HOP or k.lower() == "content-length":
+                continue
             if k.lower() == "etag" and faults["etag_next"]:
                 v = srv.other_etag()
             self.send_header(k, v)
-        length = int(answer.getheader("Content-Length") or len(data)) \
+        length = int(answer.get("Content-Length") or len(data)) \
             if self.command == "HEAD" else len(data)
         self.send_header("Content-Length", str(length))
         self.end_headers()

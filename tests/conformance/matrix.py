@@ -38,8 +38,9 @@ HTTP_FAULTS = ("none", "damaged", "cut", "http500", "reset", "cache", "rewrite")
 #: The local faults.
 LOCAL_FAULTS = ("none", "damaged", "rewrite")
 #: How long a read waits for a changing file to settle in the cells that meet one (the
-#: program's wait, shortened so that the cells stay cheap; the outcome is the same).
-SETTLE_NS = 300_000_000
+#: program's wait, shortened so that the cells stay cheap, still longer than the racy window
+#: ``handles.RACY_WINDOW_NS`` a file must be quiet for: the outcome is the same).
+SETTLE_NS = 150_000_000
 #: Another process rewriting a file in place, again and again until told to stop: each
 #: version in two ``write`` calls (the file holds a torn block between them) and a
 #: truncation, versions alternating, never a pause long enough for the file to settle; at
@@ -380,35 +381,30 @@ def _replacing(servers: Servers, name: str, victim: str) -> Iterator[None]:
 @contextlib.contextmanager
 def serving(root: Path) -> Iterator[Servers]:
     """Write every dataset below ``root``, serve it over HTTP (a range server) and S3 (moto,
-    bucket ``conf``), both on 127.0.0.1; stopped on leaving."""
+    bucket ``conf``, through the fault proxy), both on 127.0.0.1; stopped on leaving."""
     import boto3
-    from moto.server import ThreadedMotoServer
+    from fault_proxy import FaultProxy
+    from moto_s3 import MotoS3, s3_application
 
     for kind in ("good", "damaged", "rewrite", "new"):
         (root / kind).mkdir(parents=True, exist_ok=True)
     writers.write_all(root)
     (root / "digests").mkdir()
-    from fault_proxy import FaultProxy
-
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    host, port = moto.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    proxy = FaultProxy((host, int(port)))
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                      aws_access_key_id="testing", aws_secret_access_key="testing")
-    s3.create_bucket(Bucket="conf")
-    for kind in ("good", "damaged", "rewrite"):
-        for dirpath, _, files in os.walk(root / kind):
-            for fname in files:
-                full = os.path.join(dirpath, fname)
-                s3.upload_file(full, "conf", os.path.relpath(full, root).replace(os.sep, "/"))
     server_cls = range_server_module().RangeServer
-    s3_env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-              "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": proxy.url,
-              "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
-    try:
-        with server_cls(str(root)) as http, proxy:
-            yield Servers(root, http, s3_env, proxy, root / "digests", s3)
-    finally:
-        moto.stop()
+    # The bucket is filled (and objects replaced: ``_replacing``) through a moto server of its
+    # own; the program reads it through the proxy, which holds moto's S3 application.
+    with MotoS3() as moto, FaultProxy(s3_application()) as proxy, \
+            server_cls(str(root)) as http:
+        s3 = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        s3.create_bucket(Bucket="conf")
+        for kind in ("good", "damaged", "rewrite"):
+            for dirpath, _, files in os.walk(root / kind):
+                for fname in files:
+                    full = os.path.join(dirpath, fname)
+                    s3.put_object(Bucket="conf", Body=Path(full).read_bytes(),
+                                  Key=os.path.relpath(full, root).replace(os.sep, "/"))
+        s3_env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                  "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": proxy.url,
+                  "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+        yield Servers(root, http, s3_env, proxy, root / "digests", s3)

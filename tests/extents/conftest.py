@@ -1,7 +1,8 @@
 """Fixtures of the extent tests: data written by other tools (``writers.py``, imported as
 ``extents_writers``), once per session, with what each case must open to; the HTTP server
-(``tests/remote/range_server.py``, as ``range_server``) and an S3 server (``moto`` on
-127.0.0.1) serving them, once per module; a fresh range cache per test (never the user's)."""
+(``tests/remote/range_server.py``, as ``range_server``) and an S3 server (moto's, on
+127.0.0.1: ``tests/moto_s3.py``) serving them, once per module; a fresh range cache per test
+(never the user's)."""
 
 from __future__ import annotations
 
@@ -160,25 +161,22 @@ def http(cases: tuple[Path, list[Case]]) -> Iterator[RangeServer]:
 @pytest.fixture(scope="module")
 def moto_server(cases: tuple[Path, list[Case]]) -> Iterator[dict[str, Any]]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding the data root under ``data/``."""
-    moto_server_mod = pytest.importorskip("moto.server", reason="moto is not installed")
+    pytest.importorskip("moto.server", reason="moto is not installed")
     boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
-    srv = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-    client.create_bucket(Bucket="bkt")
-    root = cases[0]
-    with ThreadPoolExecutor(8) as pool:  # a few hundred small files
-        list(pool.map(lambda rel: client.upload_file(os.path.join(root, rel), "bkt",
-                                                     "data/" + rel), w.tree_files(root)))
-    try:
-        yield {"endpoint": endpoint, "env": env}
-    finally:
-        srv.stop()
+    from moto_s3 import MotoS3
+
+    with MotoS3() as srv:
+        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": srv.endpoint}
+        client = boto3.client("s3", endpoint_url=srv.endpoint, region_name="us-east-1",
+                              aws_access_key_id="testing", aws_secret_access_key="testing")
+        client.create_bucket(Bucket="bkt")
+        root = cases[0]
+        with ThreadPoolExecutor(8) as pool:  # a few hundred small files, each one request
+            list(pool.map(lambda rel: client.put_object(
+                Bucket="bkt", Key="data/" + rel, Body=(root / rel).read_bytes()),
+                w.tree_files(root)))
+        yield {"endpoint": srv.endpoint, "env": env}
 
 
 @pytest.fixture

@@ -14,15 +14,18 @@ import pytest
 
 from viewer.core.loader import Loader
 from viewer.core.slicing import XY, PlaneRequest, Status
-from viewer.format import FileChangingError, open_volume, wkw
+from viewer.format import FileChangingError, handles, open_volume, wkw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_racy_rewrite import KEEPS_CHANGING  # noqa: E402
 
 
 @pytest.mark.parametrize("file_len", [1, 2], ids=["small-units", "kept-units"])
-def test_changing_blocks_look_changing_then_read_when_settled(tmp_path: Path,
-                                                               file_len: int) -> None:
+def test_changing_blocks_look_changing_then_read_when_settled(
+        tmp_path: Path, file_len: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A shorter wait for the file to settle than the program's (longer than the racy window
+    # still): the blocks look the same, sooner.
+    monkeypatch.setattr(handles, "SETTLE_NS", 300_000_000)
     side = 8 * file_len
     header = wkw.Header(np.uint8, block_len=8, file_len=file_len,
                         block_type=wkw.BLOCK_TYPE_RAW)

@@ -19,7 +19,12 @@ reports each on a line; only a crash or a timeout costs a new child.  A mutant t
 showed an untyped error, a signal or a timeout is kept under ``cases/<target>/`` as a fixed
 regression case (``save_case``), run by the suite on every run.
 
-The child is this file run as a script (``python fuzzlib.py TARGET SAMPLE_DIR LIST``).
+Each child is forked from one server process (``multiprocessing``'s forkserver, started on
+first use) that imported numpy, the format layer and this module once: a new child costs a
+fork, not an interpreter's start and those imports, and holds nothing of the parent (no
+threads, no servers, no open stores).  It reports on a pipe and writes its standard error to a
+file; a signal or an exit is its exit code.  This file run as a script
+(``python fuzzlib.py TARGET SAMPLE_DIR LIST``) is the same child, reporting on stdout.
 """
 
 from __future__ import annotations
@@ -27,9 +32,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import selectors
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -165,9 +168,11 @@ def fingerprint(result: Any) -> Any:
 
 
 # -- the child ---------------------------------------------------------------------------------
-def _child(target_name: str, sample: str, listing: str) -> int:
+def _child(target_name: str, sample: str, listing: str,
+           report: Callable[[str], None] | None = None) -> int:
     """Read every mutant listed in the file ``listing`` (one path a line) as the target's
-    victim in a private copy of the sample; print one JSON line per mutant.
+    victim in a private copy of the sample; one JSON line per mutant to ``report`` (printed
+    to stdout without one).
 
     The copies are laid out ``AHEAD`` mutants at a time before any of them is read: a file
     written less than the racy window ago is waited for by every local read
@@ -181,7 +186,10 @@ def _child(target_name: str, sample: str, listing: str) -> int:
         copy = work / "sample"
         shutil.copytree(sample, copy, symlinks=True)
         expected = fingerprint(target.read(copy))
-        print(json.dumps({"ready": True}), flush=True)
+        if report is None:
+            def report(line: str) -> None:
+                print(line, flush=True)
+        report(json.dumps({"ready": True}))
         listed = [line.split("\t", 1) for line in Path(listing).read_text().splitlines()]
         for start in range(0, len(listed), AHEAD):
             group = listed[start:start + AHEAD]
@@ -200,11 +208,43 @@ def _child(target_name: str, sample: str, listing: str) -> int:
                     outcome = "correct_data" if got == expected else "other_data"
                     detail = ""
                 shutil.rmtree(work / k, ignore_errors=True)
-                print(json.dumps({"k": int(k), "outcome": outcome, "detail": detail}),
-                      flush=True)
+                report(json.dumps({"k": int(k), "outcome": outcome, "detail": detail}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _forked_child(target_name: str, sample: str, listing: str, conn: Any, err_path: str) -> None:
+    """The child as forked from the server: standard error to ``err_path``, reports on
+    ``conn`` (the write end of a pipe), exit status 0 when every mutant was read."""
+    import faulthandler
+
+    faulthandler.disable()  # a signal ends the child as it would end a plain interpreter
+    fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    status = _child(target_name, sample, listing,
+                    lambda line: conn.send_bytes(line.encode()))
+    conn.close()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+_context: Any = None
+
+
+def _children() -> Any:
+    """The forkserver context the children come from (its server started on first use, with
+    numpy, the format layer and this module imported)."""
+    global _context
+    if _context is None:
+        import multiprocessing
+
+        if str(HERE) not in sys.path:  # the server imports this module by its name
+            sys.path.insert(0, str(HERE))
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(["numpy", "viewer.format", "fuzzlib"])
+    return _context
 
 
 # -- the parent --------------------------------------------------------------------------------
@@ -256,35 +296,32 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
         paths.append(p)
     results: dict[int, Result] = {}
     pending = list(range(len(mutants)))
-    env = dict(os.environ, PYTHONFAULTHANDLER="")
-    env.pop("PYTHONFAULTHANDLER")
+    context = _children()
+    err_path = folder / f"stderr-{target.name}.txt"
     while pending:
         listing = folder / f"list-{target.name}.txt"
         listing.write_text("".join(f"{k}\t{paths[k]}\n" for k in pending))
-        child = subprocess.Popen([sys.executable, str(Path(__file__)), target.name, str(sample),
-                                  str(listing)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, env=env)
-        assert child.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(child.stdout, selectors.EVENT_READ)
-        buf = b""
+        reader, writer = context.Pipe(duplex=False)
+        child = context.Process(target=_forked_child, args=(
+            target.name, str(sample), str(listing), writer, str(err_path)), daemon=True)
+        child.start()
+        writer.close()  # the child's end: once it is gone, the pipe ends
         done_here: list[int] = []
         ready = False
         timed_out = False
         deadline = time.monotonic() + timeout + 30.0  # the first also pays the start-up
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            if not sel.select(left):
-                continue
-            chunk = os.read(child.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if not reader.poll(left):
+                    continue
+                try:
+                    line = reader.recv_bytes()
+                except EOFError:
+                    break
                 rec = json.loads(line)
                 if "ready" in rec:
                     ready = True
@@ -293,17 +330,19 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
                 results[k] = Result(target.name, k, rec["outcome"], rec["detail"], mutants[k])
                 done_here.append(k)
                 deadline = time.monotonic() + timeout
-        sel.close()
+        finally:
+            reader.close()
         if timed_out:
             child.kill()
-        try:
-            _, err = child.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
+        child.join(60)
+        if child.exitcode is None:
             child.kill()
-            _, err = child.communicate()
+            child.join()
+        returncode = child.exitcode
+        err = err_path.read_bytes() if err_path.exists() else b""
         if not ready:  # it could not even read the valid sample: not a mutant's doing
             raise RuntimeError(f"the fuzzing child for {target.name} did not start (exit "
-                               f"{child.returncode}): {err.decode(errors='replace')[-3000:]}")
+                               f"{returncode}): {err.decode(errors='replace')[-3000:]}")
         finished = set(done_here)
         pending = [k for k in pending if k not in finished]
         if not pending:
@@ -311,12 +350,11 @@ def run_mutants(target: Target, sample: Path, mutants: list[bytes], folder: Path
         k = pending.pop(0)  # the mutant the child was reading when it stopped
         if timed_out:
             results[k] = Result(target.name, k, "timeout", "", mutants[k])
-        elif child.returncode is not None and child.returncode < 0:
-            results[k] = Result(target.name, k, "signal", f"signal {-child.returncode}",
-                                mutants[k])
+        elif returncode is not None and returncode < 0:
+            results[k] = Result(target.name, k, "signal", f"signal {-returncode}", mutants[k])
         else:
             results[k] = Result(target.name, k, "untyped",
-                                f"child exited {child.returncode}: "
+                                f"child exited {returncode}: "
                                 f"{err.decode(errors='replace')[-2000:]}", mutants[k])
     shutil.rmtree(files, ignore_errors=True)
     return [results[k] for k in range(len(mutants))]

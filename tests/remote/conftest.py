@@ -1,7 +1,7 @@
 """Fixtures of the remote tests: datasets written by the reference ``wkw`` library, a
 range-capable HTTP server on 127.0.0.1 (``range_server.py``) serving them, an S3 server
-(``moto`` in server mode, on 127.0.0.1) holding the same files, and a fresh on-disk range cache
-per test (never the user's)."""
+(moto's, on 127.0.0.1: ``tests/moto_s3.py``) holding the same files, and a fresh on-disk range
+cache per test (never the user's)."""
 
 from __future__ import annotations
 
@@ -97,26 +97,23 @@ def http(data_root: Path) -> Iterator[RangeServer]:
 @pytest.fixture(scope="session")
 def moto_server(data_root: Path) -> Iterator[dict[str, Any]]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding ``data_root`` under ``data/``."""
-    moto_server_mod = pytest.importorskip("moto.server", reason="moto is not installed")
+    pytest.importorskip("moto.server", reason="moto is not installed")
     boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
-    srv = moto_server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                      aws_access_key_id="testing", aws_secret_access_key="testing")
-    s3.create_bucket(Bucket="bkt")
-    for dirpath, _, files in os.walk(data_root):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            key = "data/" + os.path.relpath(full, data_root).replace(os.sep, "/")
-            s3.upload_file(full, "bkt", key, ExtraArgs={"ACL": "public-read"})
-    try:
-        yield {"endpoint": endpoint, "env": env, "client": s3}
-    finally:
-        srv.stop()
+    from moto_s3 import MotoS3
+
+    with MotoS3() as srv:
+        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": srv.endpoint}
+        s3 = boto3.client("s3", endpoint_url=srv.endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        s3.create_bucket(Bucket="bkt")
+        for dirpath, _, files in os.walk(data_root):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                key = "data/" + os.path.relpath(full, data_root).replace(os.sep, "/")
+                s3.put_object(Bucket="bkt", Key=key, Body=Path(full).read_bytes(),
+                              ACL="public-read")
+        yield {"endpoint": srv.endpoint, "env": env, "client": s3}
 
 
 @pytest.fixture
