@@ -3,6 +3,7 @@ chunks' results streamed as tasks finish."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Any
 
@@ -11,11 +12,13 @@ from advise_data import FILE, Case
 
 from viewer.cli import main as cli_main
 from viewer.core.advise import AdviseProgress, AdviseRequest, run_advice
-from viewer.core.cluster import dask_available
 from viewer.core.inspect.scan import Reopen
 from viewer.format import open_volume
 
-pytestmark = pytest.mark.skipif(not dask_available(), reason="needs the dask extra")
+# Whether it is installed, without importing it: collection on a worker that runs none of these
+# tests would pay for the import.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                                reason="needs the dask extra")
 
 SPECS = ("wkw:lz4hc:9", "zarr3+shard:zstd:3", "n5:gzip:6")
 

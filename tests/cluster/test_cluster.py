@@ -4,6 +4,7 @@ the local run, key for key; a worker killed mid-run; cancel; paths the workers c
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -19,7 +20,9 @@ from viewer.cli import info
 from viewer.core import cluster
 from viewer.format import wkw
 
-pytestmark = pytest.mark.skipif(not cluster.dask_available(),
+# Whether it is installed, without importing it (collection on a worker that runs none of
+# these tests would pay for the import).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                                 reason="dask.distributed not installed (CI installs it)")
 
 

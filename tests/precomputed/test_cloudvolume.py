@@ -5,6 +5,7 @@ is an error naming it."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,18 @@ import pytest
 
 from viewer.format import FormatError, open_volume
 
-cloudvolume = pytest.importorskip("cloudvolume", reason="cloud-volume (test extra) is missing")
+# Whether it is installed, without importing it at collection (a worker that runs none of these
+# tests would pay for the import): it is imported where it writes.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("cloudvolume") is None,
+                                reason="cloud-volume (test extra) is missing")
 
 SHAPE = (70, 50, 28)
 
 
 def _write(path: Path, data: np.ndarray, kind: str, encoding: str,
            offset: tuple[int, int, int], **extra: Any) -> None:
+    import cloudvolume
+
     info = cloudvolume.CloudVolume.create_new_info(
         num_channels=1, layer_type=kind, data_type=str(data.dtype), encoding=encoding,
         resolution=[4, 4, 40], voxel_offset=list(offset), chunk_size=[32, 32, 16],

@@ -6,6 +6,7 @@ format: the registry opens both."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -18,7 +19,10 @@ from viewer.cli.compare import main
 from viewer.core.compare import compare
 
 pytest.importorskip("tensorstore", reason="tensorstore (test extra) is not installed")
-pytest.importorskip("webknossos", reason="webknossos (test extra) is not installed")
+# Whether it is installed, without importing it at collection (a worker that runs none of these
+# tests would pay for the import; the dataset fixture imports it).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("webknossos") is None,
+                                reason="webknossos (test extra) is not installed")
 
 
 def run_json(capsys, *argv):

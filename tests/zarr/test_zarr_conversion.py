@@ -5,6 +5,7 @@ changed in the zarr3 copy is found, and placed."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -18,7 +19,10 @@ from zarr_test_fixtures import (
 from viewer.format import match_mags, open_dataset, open_volume
 
 pytest.importorskip("tensorstore", reason="tensorstore (test extra) is not installed")
-pytest.importorskip("webknossos", reason="webknossos (test extra) is not installed")
+# Whether it is installed, without importing it at collection (a worker that runs none of these
+# tests would pay for the import; the dataset fixture imports it).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("webknossos") is None,
+                                reason="webknossos (test extra) is not installed")
 
 
 def _pairs_equal(src: Path, dst: Path) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
