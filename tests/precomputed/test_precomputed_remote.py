@@ -56,12 +56,12 @@ def test_over_http(pc: dict[str, Any], name: str) -> None:
 def s3(pc: dict[str, Any]) -> Iterator[str]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding the test volumes under
     ``pc/``; yields the bucket's URL."""
-    moto_server = pytest.importorskip("moto.server", reason="moto (test extra) is not installed")
+    pytest.importorskip("moto.server", reason="moto (test extra) is not installed")
     boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
+    from moto_s3 import MotoS3
+
+    server = MotoS3().__enter__()
+    endpoint = server.endpoint
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
            "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
@@ -75,7 +75,8 @@ def s3(pc: dict[str, Any]) -> Iterator[str]:
         for name in files:
             full = os.path.join(dirpath, name)
             key = "pc/" + os.path.relpath(full, root).replace(os.sep, "/")
-            client.upload_file(full, "bkt", key)
+            with open(full, "rb") as f:
+                client.put_object(Bucket="bkt", Key=key, Body=f.read())
     try:
         yield "s3://bkt/pc"
     finally:
@@ -84,7 +85,7 @@ def s3(pc: dict[str, Any]) -> Iterator[str]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        srv.stop()
+        server.__exit__()
 
 
 @pytest.mark.parametrize("name", ["sharded_murmur", "gzip"])
