@@ -236,3 +236,52 @@ def test_extent_reports_that_pile_up_arrive_as_the_last_one(qtbot) -> None:  # t
     bridge.report("scan", boxes[0], False)  # type: ignore[arg-type]
     qtbot.waitUntil(lambda: len(got) == 2, timeout=5000)
     assert got[1] == ("scan", boxes[0], False)
+
+
+def test_growths_of_the_extent_are_spaced_and_the_last_comes_at_once(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A growth is delivered at most once every ``min_gap_s`` (each one refreshes and repaints
+    every view): reports made meanwhile wait, the latest replacing the others, and the scan's
+    last report (``done``) is delivered at once, in a later turn of the event loop than the
+    one that posted it."""
+    from viewer.ui.opening import QtExtentBridge
+
+    bridge = QtExtentBridge(min_gap_s=600)
+    got: list[tuple[object, object, bool]] = []
+    bridge.extent_found.connect(lambda scan, bounds, done: got.append((scan, bounds, done)))
+    boxes = [((0, 0, 0), (8 * k, 8, 8)) for k in range(1, 6)]
+    bridge.report("scan", boxes[0], False)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: bool(got), timeout=5000)
+    assert got == [("scan", boxes[0], False)]
+    bridge.report("scan", boxes[1], False)  # type: ignore[arg-type]
+    bridge.report("scan", boxes[2], False)  # type: ignore[arg-type]
+    qtbot.wait(50)
+    assert got == [("scan", boxes[0], False)]  # held: the gap has not passed
+    assert bridge.holding
+    bridge.report("scan", boxes[3], True)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=5000)
+    assert got[1] == ("scan", boxes[3], True)
+    assert not bridge.holding
+    bridge.min_gap_s = 0.05  # a held growth arrives by itself once the gap has passed
+    bridge.report("scan", boxes[1], False)  # type: ignore[arg-type]
+    bridge.report("scan", boxes[4], False)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: len(got) == 3, timeout=5000)
+    assert got[2] == ("scan", boxes[4], False)
+    qtbot.wait(100)
+    assert len(got) == 3
+
+
+def test_a_growth_of_the_extent_is_not_delivered_in_the_pass_that_posted_it(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The posted events of one pass (a dataset's arrival, its first paint) do not include
+    the extent's growth: it comes on a timer, after that pass."""
+    from PySide6.QtCore import QCoreApplication
+
+    from viewer.ui.opening import QtExtentBridge
+
+    bridge = QtExtentBridge(min_gap_s=0)
+    got: list[object] = []
+    bridge.extent_found.connect(lambda scan, bounds, done: got.append(bounds))
+    bridge.report("scan", ((0, 0, 0), (8, 8, 8)), False)  # type: ignore[arg-type]
+    QCoreApplication.sendPostedEvents()
+    assert got == [] and bridge.holding
+    qtbot.waitUntil(lambda: bool(got), timeout=5000)
+    assert got == [((0, 0, 0), (8, 8, 8))]
