@@ -485,7 +485,7 @@ class QtInspectorPanel(QWidget):
             self.progress.setValue(batch.done)
             self.progress.setUpdatesEnabled(True)
         self.files_tab.append(batch.rows)
-        self.state.add_units(batch.rows)
+        self.state.add_units(batch.rows, batch.histograms_summed)
         for r in batch.rows:
             if r.position is not None:
                 self._unit_of_path[r.path] = r.position
