@@ -60,6 +60,7 @@ class QtExtentBridge(QObject):
         self._latest: tuple[extent.ExtentScan, extent.Bounds, bool] | None = None
         self._delivered: float | None = None  # time.monotonic() of the last delivery
         self._hold = QTimer(self)
+        self._hold.setObjectName("extentGrowth")
         self._hold.setSingleShot(True)
         self._hold.timeout.connect(self._deliver)
         self._posted.connect(self._on_posted, Qt.ConnectionType.QueuedConnection)

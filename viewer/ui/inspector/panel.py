@@ -132,6 +132,7 @@ class QtInspectorPanel(QWidget):
         #: and a large scan sends tens of batches a second).
         self._progress_due: tuple[int, int] | None = None
         self._progress_timer = QTimer(self)
+        self._progress_timer.setObjectName("scanProgress")
         self._progress_timer.setSingleShot(True)
         self._progress_timer.setInterval(PROGRESS_EVERY_MS)
         self._progress_timer.timeout.connect(self._show_progress)
