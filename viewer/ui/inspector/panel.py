@@ -70,7 +70,6 @@ from viewer.ui.inspector.state import InspectorState
 from viewer.ui.inspector.unit_jobs import QtUnitJobs
 from viewer.ui.inspector.what_if_tab import QtWhatIfTab
 
-
 #: The scan's progress bar shows a new count at most this often (milliseconds).
 PROGRESS_EVERY_MS = 250
 
