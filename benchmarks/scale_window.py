@@ -7,8 +7,9 @@ prints one JSON line ``{"open_scan_max_stall_ms_100k": ms, "open_stall_ms", "sca
 the GUI thread was (sampled every 5 ms by a thread): a tool to find what blocks.  ``--events``
 prints the ten latest heartbeats with the GUI thread's own CPU time in each, its time waiting
 for a core (the kernel's run-queue delay, Linux) and the rest (mostly waiting for the
-interpreter lock), and the top-level Qt events over 2 ms inside each (type, receiver, wall
-and CPU time): Qt's and the code's work told apart from the load's and the lock's.
+interpreter lock), and the top-level Qt events over 2 ms inside each (type, receiver, the first
+Python function it ran, wall and CPU time): Qt's and the code's work told apart from the
+load's and the lock's.
 ``--switch-interval MS`` sets the interpreter's switch interval first (an A/B of
 ``viewer.ui.gil``: the window never lengthens what is set).
 """
@@ -75,9 +76,19 @@ class EventLog:
         self._depth += 1
         t0, c0, d0 = time.perf_counter(), time.thread_time(), _run_delay()
         kind = int(event.type().value)
+        first: list[str] = []  # the first Python function the event ran (a timer's slot)
+
+        def profile(frame: Any, what: str, arg: Any) -> None:
+            if what == "call" and frame.f_code.co_filename != __file__:  # not this wrapper
+                code = frame.f_code
+                first.append(f"{os.path.basename(code.co_filename)}:{code.co_name}")
+                sys.setprofile(None)
+
+        sys.setprofile(profile)
         try:
             return bool(call(receiver, event))
         finally:
+            sys.setprofile(None)
             self._depth -= 1
             wall = time.perf_counter() - t0
             if wall > 0.002:
@@ -85,8 +96,9 @@ class EventLog:
                     name = f"{type(receiver).__name__}:{receiver.objectName()}"
                 except RuntimeError:
                     name = "(deleted)"
+                slot = f" -> {first[0]}" if first else ""
                 self.events.append((t0, wall, time.thread_time() - c0, _run_delay() - d0,
-                                    f"event {kind} {name}"))
+                                    f"event {kind} {name}{slot}"))
 
     def report(self, began: float) -> None:
         for phase in ("open", "scan", "sizes"):
