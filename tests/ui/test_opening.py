@@ -285,3 +285,29 @@ def test_a_growth_of_the_extent_is_not_delivered_in_the_pass_that_posted_it(qtbo
     assert got == [] and bridge.holding
     qtbot.waitUntil(lambda: bool(got), timeout=5000)
     assert got == [((0, 0, 0), (8, 8, 8))]
+
+
+def test_the_first_growth_comes_a_gap_after_the_dataset_is_shown(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A dataset shown with its extent scan still running: the scan's reports wait
+    ``min_gap_s`` from then (the window's first paint, the inspector's start and its first
+    unit come first), but for the last one (``done``), which comes at once."""
+    from viewer.core.extent import ExtentScan
+    from viewer.ui.opening import QtDatasetOpener
+
+    root = write_dataset(tmp_path / "d", np.ones((32, 16, 16), np.uint8))
+    volume = open_volume(root)
+    opener = QtDatasetOpener()
+    grown: list[object] = []
+    opener.extent_grown.connect(grown.append)
+    bridge = opener._bridge
+    bridge.min_gap_s = 600
+    scan = ExtentScan(volume, lambda b, done: bridge.report(scan, b, done))  # not started
+    opener.adopt(scan)
+    bridge.report(scan, ((0, 0, 0), (16, 16, 16)), False)
+    qtbot.wait(50)
+    assert grown == [] and bridge.holding
+    bridge.report(scan, ((0, 0, 0), (32, 16, 16)), True)
+    qtbot.waitUntil(lambda: bool(grown), timeout=5000)
+    assert grown == [((0, 0, 0), (32, 16, 16))]
+    assert opener.scan is None
+    volume.close()

@@ -71,6 +71,12 @@ class QtExtentBridge(QObject):
         least)."""
         return self._hold.isActive()
 
+    def hold_from_now(self) -> None:
+        """Count the gap before the next growth from now (a dataset was just shown)."""
+        self._delivered = time.monotonic()
+        if self._hold.isActive():
+            self._hold.start(max(1, math.ceil(self.min_gap_s * 1000)))
+
     def report(self, scan: extent.ExtentScan, bounds: extent.Bounds, done: bool) -> None:
         """Called on the scan's thread."""
         with self._lock:
@@ -167,8 +173,11 @@ class QtDatasetOpener(QObject):
 
     def adopt(self, scan: extent.ExtentScan | None) -> None:
         """``scan`` grows the extent of the dataset now shown (its reports are queued: they
-        come after this)."""
+        come after this, the first growth ``MIN_GROWTH_GAP_S`` after the dataset was shown:
+        not among its first paint, the inspector's start and its first unit)."""
         self.scan = scan
+        if scan is not None:
+            self._bridge.hold_from_now()
 
     def stop(self, scan: extent.ExtentScan | None = None) -> None:
         """Stop ``scan`` (default: the shown dataset's)."""
