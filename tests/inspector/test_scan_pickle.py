@@ -3,6 +3,7 @@ of one array (no buffer object kept per row for the window's cycle collector to 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import pickle
 
@@ -45,3 +46,17 @@ def test_a_batch_without_histograms_pickles_as_is() -> None:
     batch = ScanBatch((_row(1, None),), 1, None, finished=True, error="why")
     back = pickle.loads(pickle.dumps(batch))
     assert back.rows[0].histogram is None and back.error == "why" and back.finished
+
+
+def test_a_batch_unpickled_knows_its_histograms_added_up() -> None:
+    """The reader thread adds up the rows' histograms as it unpickles a batch; a batch made
+    here, or one whose rows' histograms differ in kind, does not know the sum."""
+    rows = tuple(_row(k, None if k == 3 else [k, 0, 2 * k, 1]) for k in range(6))
+    batch = ScanBatch(rows, 6, 10)
+    assert batch.histograms_summed is None
+    back = pickle.loads(pickle.dumps(batch, protocol=5))
+    assert back.histograms_summed is not None
+    assert back.histograms_summed.dtype == np.int64
+    assert back.histograms_summed.tolist() == [12, 0, 24, 5]
+    odd = rows + (dataclasses.replace(_row(9, None), histogram=np.ones(4, np.int32)),)
+    assert pickle.loads(pickle.dumps(ScanBatch(odd, 7, 10))).histograms_summed is None

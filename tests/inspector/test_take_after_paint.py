@@ -31,3 +31,27 @@ def test_the_panel_takes_the_dataset_after_the_posted_events(qtbot, known_datase
         assert panel.current_path == str(known_dataset / "z0" / "y0" / "x0.wkw")
     finally:
         panel.shutdown()
+
+
+def test_the_panel_takes_the_dataset_a_turn_after_the_first_timers(qtbot, known_dataset: Path
+                                                                    ) -> None:  # type: ignore[no-untyped-def]
+    """The timers due when the window painted its newly opened dataset run first (one turn of
+    the event loop); the panel starts in a turn of its own after them."""
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    window = main_window.QtMainWindow()
+    qtbot.addWidget(window)
+    panel = install_inspector(window)
+    try:
+        window.show()
+        qtbot.waitExposed(window)
+        assert window.open_path(str(known_dataset), pos=(1, 1, 3))
+        QCoreApplication.sendPostedEvents()
+        time.sleep(0.01)  # the first timer is due
+        QApplication.processEvents()  # one turn: the timers due run
+        assert panel.volume is None
+        qtbot.waitUntil(lambda: panel.volume is not None, timeout=WAIT)
+    finally:
+        panel.shutdown()

@@ -236,3 +236,78 @@ def test_extent_reports_that_pile_up_arrive_as_the_last_one(qtbot) -> None:  # t
     bridge.report("scan", boxes[0], False)  # type: ignore[arg-type]
     qtbot.waitUntil(lambda: len(got) == 2, timeout=5000)
     assert got[1] == ("scan", boxes[0], False)
+
+
+def test_growths_of_the_extent_are_spaced_and_the_last_comes_at_once(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A growth is delivered at most once every ``min_gap_s`` (each one refreshes and repaints
+    every view): reports made meanwhile wait, the latest replacing the others, and the scan's
+    last report (``done``) is delivered at once, in a later turn of the event loop than the
+    one that posted it."""
+    from viewer.ui.opening import QtExtentBridge
+
+    bridge = QtExtentBridge(min_gap_s=600)
+    got: list[tuple[object, object, bool]] = []
+    bridge.extent_found.connect(lambda scan, bounds, done: got.append((scan, bounds, done)))
+    boxes = [((0, 0, 0), (8 * k, 8, 8)) for k in range(1, 6)]
+    bridge.report("scan", boxes[0], False)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: bool(got), timeout=5000)
+    assert got == [("scan", boxes[0], False)]
+    bridge.report("scan", boxes[1], False)  # type: ignore[arg-type]
+    bridge.report("scan", boxes[2], False)  # type: ignore[arg-type]
+    qtbot.wait(50)
+    assert got == [("scan", boxes[0], False)]  # held: the gap has not passed
+    assert bridge.holding
+    bridge.report("scan", boxes[3], True)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=5000)
+    assert got[1] == ("scan", boxes[3], True)
+    assert not bridge.holding
+    bridge.min_gap_s = 0.05  # a held growth arrives by itself once the gap has passed
+    bridge.report("scan", boxes[1], False)  # type: ignore[arg-type]
+    bridge.report("scan", boxes[4], False)  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: len(got) == 3, timeout=5000)
+    assert got[2] == ("scan", boxes[4], False)
+    qtbot.wait(100)
+    assert len(got) == 3
+
+
+def test_a_growth_of_the_extent_is_not_delivered_in_the_pass_that_posted_it(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The posted events of one pass (a dataset's arrival, its first paint) do not include
+    the extent's growth: it comes on a timer, after that pass."""
+    from PySide6.QtCore import QCoreApplication
+
+    from viewer.ui.opening import QtExtentBridge
+
+    bridge = QtExtentBridge(min_gap_s=0)
+    got: list[object] = []
+    bridge.extent_found.connect(lambda scan, bounds, done: got.append(bounds))
+    bridge.report("scan", ((0, 0, 0), (8, 8, 8)), False)  # type: ignore[arg-type]
+    QCoreApplication.sendPostedEvents()
+    assert got == [] and bridge.holding
+    qtbot.waitUntil(lambda: bool(got), timeout=5000)
+    assert got == [((0, 0, 0), (8, 8, 8))]
+
+
+def test_the_first_growth_comes_a_gap_after_the_dataset_is_shown(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A dataset shown with its extent scan still running: the scan's reports wait
+    ``min_gap_s`` from then (the window's first paint, the inspector's start and its first
+    unit come first), but for the last one (``done``), which comes at once."""
+    from viewer.core.extent import ExtentScan
+    from viewer.ui.opening import QtDatasetOpener
+
+    root = write_dataset(tmp_path / "d", np.ones((32, 16, 16), np.uint8))
+    volume = open_volume(root)
+    opener = QtDatasetOpener()
+    grown: list[object] = []
+    opener.extent_grown.connect(grown.append)
+    bridge = opener._bridge
+    bridge.min_gap_s = 600
+    scan = ExtentScan(volume, lambda b, done: bridge.report(scan, b, done))  # not started
+    opener.adopt(scan)
+    bridge.report(scan, ((0, 0, 0), (16, 16, 16)), False)
+    qtbot.wait(50)
+    assert grown == [] and bridge.holding
+    bridge.report(scan, ((0, 0, 0), (32, 16, 16)), True)
+    qtbot.waitUntil(lambda: bool(grown), timeout=5000)
+    assert grown == [((0, 0, 0), (32, 16, 16))]
+    assert opener.scan is None
+    volume.close()

@@ -11,12 +11,14 @@ reports hop there through ``QtExtentBridge``).  GUI thread only, but for ``QtExt
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from viewer.core import extent
 from viewer.core.layered import SourceLayer, source_layers
@@ -29,35 +31,77 @@ from viewer.ui import remote as remote_ui
 #: a few hundred files is listed in far less: it opens with its whole extent at once; one of
 #: more files is not waited for past its first ``extent.MANY_UNITS`` files).
 QUICK_EXTENT_S = 0.15
+#: The least time between two growths of a provisional extent shown (``QtExtentBridge``).
+MIN_GROWTH_GAP_S = 0.5
 
 
 class QtExtentBridge(QObject):
     """Carries an ``ExtentScan``'s reports from its thread to the GUI thread (queued).  A
     report holds the box of every file found so far, so reports that pile up while the GUI
-    thread is busy are delivered as the last one only (each delivery redraws the views)."""
+    thread is busy are delivered as the last one only (each delivery redraws the views).
+
+    A growth is delivered at most once every ``min_gap_s`` (the last report of a scan, with
+    ``done``, at once): each one refreshes every view's planes and repaints the window, and
+    the first second of a large dataset's listing would otherwise bring one every
+    ``extent.REPORT_INTERVAL_S``.  Reports are delivered by a timer (1 ms at the least), so a
+    growth runs in a turn of the event loop of its own, not in the pass of posted events that
+    also brings the dataset's arrival and its first paint."""
 
     #: (scan, bounds, done): the files found so far span ``bounds``.
     extent_found = Signal(object, object, bool)
     _posted = Signal()
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, min_gap_s: float = MIN_GROWTH_GAP_S
+                 ) -> None:
         super().__init__(parent)
+        #: The least time between two deliveries of growths not ``done``.
+        self.min_gap_s = min_gap_s
         self._lock = threading.Lock()
         self._latest: tuple[extent.ExtentScan, extent.Bounds, bool] | None = None
+        self._delivered: float | None = None  # time.monotonic() of the last delivery
+        self._hold = QTimer(self)
+        self._hold.setObjectName("extentGrowth")
+        self._hold.setSingleShot(True)
+        self._hold.timeout.connect(self._deliver)
         self._posted.connect(self._on_posted, Qt.ConnectionType.QueuedConnection)
+
+    @property
+    def holding(self) -> bool:
+        """A report waits for its timer (``min_gap_s`` since the last delivery, 1 ms at the
+        least)."""
+        return self._hold.isActive()
+
+    def hold_from_now(self) -> None:
+        """Count the gap before the next growth from now (a dataset was just shown)."""
+        self._delivered = time.monotonic()
+        if self._hold.isActive():
+            self._hold.start(max(1, math.ceil(self.min_gap_s * 1000)))
 
     def report(self, scan: extent.ExtentScan, bounds: extent.Bounds, done: bool) -> None:
         """Called on the scan's thread."""
         with self._lock:
             waiting = self._latest is not None
             self._latest = (scan, bounds, done)
-        if not waiting:
+        if not waiting or done:
             self._posted.emit()
 
     def _on_posted(self) -> None:
         with self._lock:
+            latest = self._latest
+        if latest is None:
+            return
+        wait = 0.0
+        if not latest[2] and self._delivered is not None:
+            wait = self._delivered + self.min_gap_s - time.monotonic()
+        if latest[2] or not self._hold.isActive():
+            self._hold.start(max(1, math.ceil(wait * 1000)))
+
+    def _deliver(self) -> None:
+        self._hold.stop()
+        with self._lock:
             latest, self._latest = self._latest, None
         if latest is not None:
+            self._delivered = time.monotonic()
             self.extent_found.emit(*latest)
 
 
@@ -129,8 +173,11 @@ class QtDatasetOpener(QObject):
 
     def adopt(self, scan: extent.ExtentScan | None) -> None:
         """``scan`` grows the extent of the dataset now shown (its reports are queued: they
-        come after this)."""
+        come after this, the first growth ``MIN_GROWTH_GAP_S`` after the dataset was shown:
+        not among its first paint, the inspector's start and its first unit)."""
         self.scan = scan
+        if scan is not None:
+            self._bridge.hold_from_now()
 
     def stop(self, scan: extent.ExtentScan | None = None) -> None:
         """Stop ``scan`` (default: the shown dataset's)."""

@@ -253,6 +253,12 @@ class ScanBatch:
     total: int | None
     finished: bool = False
     error: str | None = None
+    #: Every row's size histogram added up, when all of them are one length (None: not
+    #: known, e.g. a batch made in this process, or rows of several lengths).  Filled where a
+    #: batch from a child process is unpickled (the scan's reader thread), so that the window
+    #: adds up a batch with one sum on its GUI thread instead of stacking every row.
+    histograms_summed: npt.NDArray[np.int64] | None = dataclasses.field(default=None,
+                                                                         compare=False)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (from a child process) with the rows' histograms as one array: unpickled
@@ -277,7 +283,10 @@ def _batch_of(rows: tuple[UnitStats, ...], where: npt.NDArray[np.int64],
     """A ``ScanBatch`` unpickled: row ``where[i]`` gets ``histograms[i]`` back."""
     for i, k in enumerate(where.tolist()):
         object.__setattr__(rows[k], "histogram", histograms[i])  # a row being rebuilt
-    return ScanBatch(rows, done, total, finished, error)
+    summed = None
+    if len(where) == sum(r.histogram is not None for r in rows):  # no other row has one
+        summed = histograms.sum(axis=0, dtype=np.int64)
+    return ScanBatch(rows, done, total, finished, error, summed)
 
 
 def scanned_row(volume: Volume, position: Sequence[int],

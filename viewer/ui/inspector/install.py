@@ -117,11 +117,17 @@ def install_inspector(window: InspectorWindow) -> QtInspectorPanel:
         # the window paints without waiting for the panel's start (its scan, its first unit).
         # A timer of 1 ms, not 0: a zero timer is a posted event, run in the same pass as the
         # paint and the other events opening posted (one long stall); a timer runs after
-        # them, once the event loop has been round.  Datasets opened one after another
-        # before that turn: only the last is inspected.
+        # them, once the event loop has been round.  Then a second timer, started when the
+        # first fires: the timers due with the first (the window's own, a heartbeat) run
+        # before the panel starts, which is then a turn of its own, not one stall with the
+        # first paint.  Datasets opened one after another before that turn: only the last
+        # is inspected.
         if not pending:
-            QTimer.singleShot(TAKE_AFTER_MS, panel, take_dataset)
+            QTimer.singleShot(TAKE_AFTER_MS, panel, one_turn_later)
         pending[:] = [path]
+
+    def one_turn_later() -> None:
+        QTimer.singleShot(TAKE_AFTER_MS, panel, take_dataset)
 
     def take_dataset() -> None:
         if not pending or panel.is_shut_down:

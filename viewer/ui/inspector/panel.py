@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -69,6 +69,9 @@ from viewer.ui.inspector.sizes_tab import QtSizesTab
 from viewer.ui.inspector.state import InspectorState
 from viewer.ui.inspector.unit_jobs import QtUnitJobs
 from viewer.ui.inspector.what_if_tab import QtWhatIfTab
+
+#: The scan's progress bar shows a new count at most this often (milliseconds).
+PROGRESS_EVERY_MS = 250
 
 
 class QtInspectorPanel(QWidget):
@@ -123,6 +126,15 @@ class QtInspectorPanel(QWidget):
         #: Tabs whose plots wait for the tab to be shown (plots of hidden tabs cost for
         #: nothing), and how each is redrawn.
         self._stale: set[QWidget] = set()
+        #: The scan's count not shown yet (done, total): the bar shows a new count at most
+        #: every ``PROGRESS_EVERY_MS`` (each showing repaints it and its parents' backdrop,
+        #: and a large scan sends tens of batches a second).
+        self._progress_due: tuple[int, int] | None = None
+        self._progress_timer = QTimer(self)
+        self._progress_timer.setObjectName("scanProgress")
+        self._progress_timer.setSingleShot(True)
+        self._progress_timer.setInterval(PROGRESS_EVERY_MS)
+        self._progress_timer.timeout.connect(self._show_progress)
         self._build()
         self._jobs.scan_batch.connect(self._on_scan_batch)
         self._jobs.unit_loaded.connect(self._on_file_loaded)
@@ -409,6 +421,8 @@ class QtInspectorPanel(QWidget):
                            f"{u[0]}\u00d7{u[1]}\u00d7{u[2]} chunks")
         self.title.setToolTip(volume.path)
         self._mark_stale(self.map_tab)
+        self._progress_due = None
+        self._progress_timer.stop()
         self.progress.setRange(0, 0)
         self.progress.show()
         self._jobs.start_scan(volume, reopen)
@@ -477,15 +491,12 @@ class QtInspectorPanel(QWidget):
         self.overlays.stop()
 
     def _on_scan_batch(self, batch: inspect.ScanBatch) -> None:
-        if batch.total is not None:
-            # QProgressBar.setValue repaints at once, flushing every other pending paint of
-            # the window inside this slot; with updates off it only schedules its repaint.
-            self.progress.setUpdatesEnabled(False)
-            self.progress.setRange(0, max(batch.total, 1))
-            self.progress.setValue(batch.done)
-            self.progress.setUpdatesEnabled(True)
+        if batch.total is not None and not batch.finished:
+            self._progress_due = (batch.done, batch.total)
+            if not self._progress_timer.isActive():
+                self._show_progress()
         self.files_tab.append(batch.rows)
-        self.state.add_units(batch.rows)
+        self.state.add_units(batch.rows, batch.histograms_summed)
         for r in batch.rows:
             if r.position is not None:
                 self._unit_of_path[r.path] = r.position
@@ -496,11 +507,27 @@ class QtInspectorPanel(QWidget):
                 if not batch.finished else
                 f"all {batch.total} storage units scanned (index, sizes)")
         if batch.finished:
+            self._progress_due = None
+            self._progress_timer.stop()
             self.progress.hide()
             self.overlays.refresh()
             if self.sizes_tab.whole_volume:
                 self._mark_stale(self.sizes_tab)
             self.scan_finished.emit(batch.total or 0)
+
+    def _show_progress(self) -> None:
+        """Show the scan's latest count, if not shown yet; the next one waits its turn."""
+        if self._progress_due is None:
+            return
+        done, total = self._progress_due
+        self._progress_due = None
+        # QProgressBar.setValue repaints at once, flushing every other pending paint of the
+        # window inside this slot; with updates off it only schedules its repaint.
+        self.progress.setUpdatesEnabled(False)
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setUpdatesEnabled(True)
+        self._progress_timer.start()
 
     @property
     def loading_unit(self) -> bool:

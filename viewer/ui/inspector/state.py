@@ -52,8 +52,11 @@ class InspectorState:
         self.unit_box, self.size_histogram = None, None
         self._position_batches = []
 
-    def add_units(self, rows: Sequence[inspect.UnitStats]) -> None:
-        """Rows of the scan: kept, with their positions, box and histograms added up."""
+    def add_units(self, rows: Sequence[inspect.UnitStats],
+                  histograms_summed: npt.NDArray[np.int64] | None = None) -> None:
+        """Rows of the scan: kept, with their positions, box and histograms added up
+        (``histograms_summed``: the rows' histograms already added up, all one length, as
+        ``inspect.ScanBatch.histograms_summed``)."""
         self.units.extend(rows)
         positions = [r.position for r in rows if r.position is not None]
         self.unit_positions.update(positions)
@@ -66,6 +69,12 @@ class InspectorState:
                 hi = np.maximum(hi, self.unit_box[1])
             self.unit_box = ((int(lo[0]), int(lo[1]), int(lo[2])),
                              (int(hi[0]), int(hi[1]), int(hi[2])))
+        known = self.size_histogram
+        if histograms_summed is not None and (known is None
+                                              or len(histograms_summed) == len(known)):
+            self.size_histogram = (histograms_summed.astype(np.int64) if known is None
+                                   else known + histograms_summed)
+            return
         hists = [r.histogram for r in rows if r.histogram is not None]
         if hists:
             if self.size_histogram is not None:
