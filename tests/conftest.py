@@ -65,26 +65,31 @@ def xvfb_server(screen: str = SCREEN) -> Iterator[str]:
             pytest.fail("Xvfb is not installed (.ci/run installs the package xvfb)")
         pytest.skip("Xvfb is not installed (Debian/Ubuntu: apt install xvfb)")
     read_fd, write_fd = os.pipe()
-    server = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", screen,
-                               "-nolisten", "tcp", "-noreset"], pass_fds=(write_fd,),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.close(write_fd)
-    try:
-        ready, _, _ = select.select([read_fd], [], [], START_TIMEOUT_S)
-        number = os.read(read_fd, 64).decode().strip() if ready else ""
-        if not number:
-            server.kill()
-            err = server.communicate(timeout=5)[1].decode(errors="replace")[-2000:]
-            pytest.fail(f"Xvfb did not start within {START_TIMEOUT_S} s: {err}")
-        yield f":{number}"
-    finally:
-        os.close(read_fd)
-        server.terminate()
+    # Its messages go to a file: a pipe nobody reads fills up with the warnings each client's
+    # keymap brings, and a server blocked writing to it does not end when told to.
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", screen,
+                                   "-nolisten", "tcp", "-noreset"], pass_fds=(write_fd,),
+                                  stdout=subprocess.DEVNULL, stderr=log)
+        os.close(write_fd)
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
+            ready, _, _ = select.select([read_fd], [], [], START_TIMEOUT_S)
+            number = os.read(read_fd, 64).decode().strip() if ready else ""
+            if not number:
+                server.kill()
+                server.wait(timeout=5)
+                log.seek(0)
+                err = log.read().decode(errors="replace")[-2000:]
+                pytest.fail(f"Xvfb did not start within {START_TIMEOUT_S} s: {err}")
+            yield f":{number}"
+        finally:
+            os.close(read_fd)
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
