@@ -150,16 +150,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(problem, file=sys.stderr)
             return 2
 
-    from PySide6.QtWidgets import QApplication
+    from viewer.cli import interrupt
 
-    from viewer.ui import settings
-    from viewer.ui.main_window import QtMainWindow
-    from viewer.ui.memory import install_memory
+    # Ctrl+C must never raise inside Qt: an exception coming up through the bindings' start
+    # aborts them, and one raised in a Python override that Qt calls (a widget built, shown,
+    # painted) can crash the process.  So a signal waits for the imports, then asks the event
+    # loop to quit once it runs (the watchdog ends the process if that takes too long).
+    with interrupt.held():
+        from PySide6.QtCore import QTimer
+        from PySide6.QtWidgets import QApplication
 
-    if args.screenshot or args.no_settings:
-        settings.disable()  # a screenshot run leaves no trace: no recent entry, no layout
-    _quiet_offscreen_warnings()
-    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "wkw-viewer"])
+        from viewer.ui import settings
+        from viewer.ui.main_window import QtMainWindow
+        from viewer.ui.memory import install_memory
+
+        if args.screenshot or args.no_settings:
+            settings.disable()  # a screenshot run leaves no trace: no recent entry, no layout
+        _quiet_offscreen_warnings()
+        app = QApplication.instance() or QApplication(
+            [sys.argv[0] if sys.argv else "wkw-viewer"])
+        interrupt.set_on_signal(lambda: QTimer.singleShot(0, app.quit))
     app.setApplicationName("wkw-viewer")
     app.setOrganizationName("wkw-viewer")
     _set_icon()
@@ -213,11 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Before the interpreter's exit, the background work ends in order (compare, the
             # inspector's scan, the loaders): no thread is left inside a decoder.
             window.shutdown()
-            return code
+            return interrupt.status() if interrupt.interrupted() else code
         # The inspector (and its pyqtgraph import) comes right after the first paint, so the
         # views show without waiting for it.
-        from PySide6.QtCore import QTimer
-
         def mount_docks() -> None:
             _install_inspector(window)
             memory.restore_docks()  # the Layers dock exists now: put it where it was
@@ -227,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.excepthook = previous_hook
         window.close()
+        interrupt.set_on_signal(None)  # from here a signal unwinds the command again
 
 
 def _exec(app: QCoreApplication) -> int:

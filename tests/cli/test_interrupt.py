@@ -238,3 +238,38 @@ def test_a_signal_inside_a_finaliser_is_not_lost() -> None:
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, \
         done.stderr
     assert done.returncode == 130 and done.stderr.strip() == "t: interrupted", done.stderr
+
+
+def test_a_signal_during_a_held_block_takes_effect_at_its_end() -> None:
+    """Inside ``interrupt.held()`` (Qt's start) a signal raises nothing; at the block's end
+    it raises, or calls the window's callback once one is set."""
+    script = """
+import os, signal, sys
+from viewer.cli import interrupt
+interrupt.install()
+try:
+    with interrupt.held():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+        print("block finished", flush=True)
+except KeyboardInterrupt:
+    print("raised at its end", flush=True)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          timeout=60)
+    assert done.stdout.decode().split("\n")[:2] == ["block finished", "raised at its end"], (
+        done.stdout, done.stderr)
+    called = """
+import os, signal
+from viewer.cli import interrupt
+interrupt.install()
+with interrupt.held():
+    os.kill(os.getpid(), signal.SIGINT)
+    interrupt.set_on_signal(lambda: print("callback", flush=True))
+print("went on", flush=True)
+"""
+    done = subprocess.run([sys.executable, "-c", called], cwd=ROOT, capture_output=True,
+                          timeout=60)
+    assert done.stdout.decode().split("\n")[:2] == ["callback", "went on"], (
+        done.stdout, done.stderr)

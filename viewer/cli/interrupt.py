@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 #: Seconds the orderly way out may take before the watchdog ends the process.
@@ -46,6 +46,9 @@ class _State:
         self.installed = False
         #: The first signal came where raising would be lost; it is being delivered again.
         self.deferred = False
+        #: Blocks of ``held`` running (main thread); a signal meanwhile waits for their end.
+        self.holding = 0
+        self.pending: int | None = None
 
 
 _state = _State()
@@ -75,6 +78,22 @@ def set_on_signal(callback: Callable[[], None] | None) -> None:
     """Call ``callback`` (main thread) on a signal instead of raising ``KeyboardInterrupt``:
     the window quits its event loop this way."""
     _state.on_signal = callback
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """A signal that comes during the block takes effect when it ends (main thread): for
+    code that an exception coming up through it would leave broken, as Qt's bindings, which
+    abort the process or stay half imported when one comes up through their initialisation.
+    The watchdog still ends the process ``GRACE`` seconds after the signal."""
+    _state.holding += 1
+    try:
+        yield
+    finally:
+        _state.holding -= 1
+    if not _state.holding and _state.pending is not None:
+        signum, _state.pending = _state.pending, None
+        _take_effect(signum)
 
 
 def interrupted() -> bool:
@@ -117,11 +136,10 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _state.signum is not None and not _state.deferred:
         return  # the first signal's way out is under way
     _state.signum = signum
-    callback = _state.on_signal
-    if callback is not None:
-        callback()
+    if _state.holding:
+        _state.pending = signum
         return
-    if _swallowed_in(frame):
+    if _state.on_signal is None and _swallowed_in(frame):
         # Raised here it would be printed as "Exception ignored" and lost: the signal is
         # delivered again a moment later, in the code that follows.
         _state.deferred = True
@@ -129,6 +147,15 @@ def _handler(signum: int, frame: FrameType | None) -> None:
                          daemon=True).start()
         return
     _state.deferred = False
+    _take_effect(signum)
+
+
+def _take_effect(signum: int) -> None:
+    """The window's callback, else the exception that unwinds the command."""
+    callback = _state.on_signal
+    if callback is not None:
+        callback()
+        return
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
@@ -178,5 +205,5 @@ def _watch(read_fd: int) -> None:
     os._exit(STATUS.get(signal.Signals(signum), 128 + signum))
 
 
-__all__ = ["GRACE", "Terminated", "install", "interrupted", "set_on_signal", "set_prog",
-           "status"]
+__all__ = ["GRACE", "Terminated", "held", "install", "interrupted", "set_on_signal",
+           "set_prog", "status"]
