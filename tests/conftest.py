@@ -124,6 +124,15 @@ def _collect_cycles_between_tests() -> Iterator[None]:
         collector.collect_if_due()
 
 
+# -- how many workers ``-n auto`` starts -------------------------------------------------------
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One more than the cores: the tests wait for servers, child processes and timeouts
+    about a third of their time (two workers on two cores kept 1.4 cores busy), and a third
+    worker fills those waits."""
+    return (os.cpu_count() or 1) + 1
+
+
 # -- the order of the modules -------------------------------------------------------------------
 
 #: The modules that take longest (their setup included), longest first: they start first.
