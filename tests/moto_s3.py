@@ -38,6 +38,19 @@ class MotoS3:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}"
 
+    @property
+    def environment(self) -> dict[str, str]:
+        """The variables that point the program's S3 store at this server."""
+        return {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint}
+
+    def client(self) -> Any:
+        """A boto3 S3 client of this server (boto3 is a test dependency)."""
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                            aws_access_key_id="testing", aws_secret_access_key="testing")
+
     def __enter__(self) -> MotoS3:
         self._thread.start()
         return self

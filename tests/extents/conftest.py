@@ -162,14 +162,12 @@ def http(cases: tuple[Path, list[Case]]) -> Iterator[RangeServer]:
 def moto_server(cases: tuple[Path, list[Case]]) -> Iterator[dict[str, Any]]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding the data root under ``data/``."""
     pytest.importorskip("moto.server", reason="moto is not installed")
-    boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
+    pytest.importorskip("boto3", reason="boto3 is not installed")
     from moto_s3 import MotoS3
 
     with MotoS3() as srv:
-        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": srv.endpoint}
-        client = boto3.client("s3", endpoint_url=srv.endpoint, region_name="us-east-1",
-                              aws_access_key_id="testing", aws_secret_access_key="testing")
+        env = srv.environment
+        client = srv.client()
         client.create_bucket(Bucket="bkt")
         root = cases[0]
         with ThreadPoolExecutor(8) as pool:  # a few hundred small files, each one request

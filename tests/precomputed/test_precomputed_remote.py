@@ -57,18 +57,15 @@ def s3(pc: dict[str, Any]) -> Iterator[str]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding the test volumes under
     ``pc/``; yields the bucket's URL."""
     pytest.importorskip("moto.server", reason="moto (test extra) is not installed")
-    boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
+    pytest.importorskip("boto3", reason="boto3 is not installed")
     from moto_s3 import MotoS3
 
     server = MotoS3().__enter__()
-    endpoint = server.endpoint
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
-           "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    env = {**server.environment, "AWS_CONFIG_FILE": os.devnull,
+           "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = server.client()
     client.create_bucket(Bucket="bkt")
     root = next(iter(pc.values()))[0].parent
     for dirpath, _, files in os.walk(root):

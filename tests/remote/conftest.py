@@ -98,14 +98,12 @@ def http(data_root: Path) -> Iterator[RangeServer]:
 def moto_server(data_root: Path) -> Iterator[dict[str, Any]]:
     """An S3 server on 127.0.0.1 with bucket ``bkt`` holding ``data_root`` under ``data/``."""
     pytest.importorskip("moto.server", reason="moto is not installed")
-    boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
+    pytest.importorskip("boto3", reason="boto3 is not installed")
     from moto_s3 import MotoS3
 
     with MotoS3() as srv:
-        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": srv.endpoint}
-        s3 = boto3.client("s3", endpoint_url=srv.endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        env = srv.environment
+        s3 = srv.client()
         s3.create_bucket(Bucket="bkt")
         for dirpath, _, files in os.walk(data_root):
             for name in files:
