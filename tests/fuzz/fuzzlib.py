@@ -25,6 +25,9 @@ fork, not an interpreter's start and those imports, and holds nothing of the par
 threads, no servers, no open stores).  It reports on a pipe and writes its standard error to a
 file; a signal or an exit is its exit code.  This file run as a script
 (``python fuzzlib.py TARGET SAMPLE_DIR LIST``) is the same child, reporting on stdout.
+
+(Over 600 lines: the harness, the child and every format's target are one registry that the
+suite and ``benchmarks.fuzz`` share; the seam to split along is the targets, by format.)
 """
 
 from __future__ import annotations
