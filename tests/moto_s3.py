@@ -7,7 +7,10 @@ same buckets (moto keeps them in the process)."""
 
 from __future__ import annotations
 
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 #: How often the server's loop looks whether it was told to stop (s).
@@ -43,6 +46,20 @@ class MotoS3:
         """The variables that point the program's S3 store at this server."""
         return {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                 "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint}
+
+    def fill_bucket(self, root: Path, prefix: str, bucket: str = "bkt",
+                    public: bool = False) -> Any:
+        """Bucket ``bucket`` made, every file under ``root`` put in it under ``prefix`` (a few
+        at once: each is one request), readable by anyone with ``public``; its client."""
+        client = self.client()
+        client.create_bucket(Bucket=bucket)
+        extra = {"ACL": "public-read"} if public else {}
+        files = [Path(d, name) for d, _, names in os.walk(root) for name in names]
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda p: client.put_object(
+                Bucket=bucket, Key=prefix + p.relative_to(root).as_posix(),
+                Body=p.read_bytes(), **extra), files))
+        return client
 
     def client(self) -> Any:
         """A boto3 S3 client of this server (boto3 is a test dependency)."""

@@ -10,7 +10,6 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,15 +165,8 @@ def moto_server(cases: tuple[Path, list[Case]]) -> Iterator[dict[str, Any]]:
     from moto_s3 import MotoS3
 
     with MotoS3() as srv:
-        env = srv.environment
-        client = srv.client()
-        client.create_bucket(Bucket="bkt")
-        root = cases[0]
-        with ThreadPoolExecutor(8) as pool:  # a few hundred small files, each one request
-            list(pool.map(lambda rel: client.put_object(
-                Bucket="bkt", Key="data/" + rel, Body=(root / rel).read_bytes()),
-                w.tree_files(root)))
-        yield {"endpoint": srv.endpoint, "env": env}
+        srv.fill_bucket(cases[0], "data/")
+        yield {"endpoint": srv.endpoint, "env": srv.environment}
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ returns the path to open.  Test modules import this as ``extents_writers`` (see
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -287,15 +286,6 @@ def webknossos_in_child(roots: dict[Path, str]) -> None:
         raise ImportError("the webknossos package is not installed")
     if done.returncode != 0:
         raise RuntimeError(f"writing {list(roots)} failed: {done.stderr[-2000:]}")
-
-
-def tree_files(root: Path) -> list[str]:
-    """Every file below ``root``, relative, ``/``-separated (what an S3 upload takes)."""
-    out = []
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            out.append(os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/"))
-    return sorted(out)
 
 
 if __name__ == "__main__":  # the child of ``webknossos_in_child``

@@ -65,15 +65,7 @@ def s3(pc: dict[str, Any]) -> Iterator[str]:
            "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    client = server.client()
-    client.create_bucket(Bucket="bkt")
-    root = next(iter(pc.values()))[0].parent
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            key = "pc/" + os.path.relpath(full, root).replace(os.sep, "/")
-            with open(full, "rb") as f:
-                client.put_object(Bucket="bkt", Key=key, Body=f.read())
+    server.fill_bucket(next(iter(pc.values()))[0].parent, "pc/")
     try:
         yield "s3://bkt/pc"
     finally:

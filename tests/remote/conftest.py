@@ -102,16 +102,8 @@ def moto_server(data_root: Path) -> Iterator[dict[str, Any]]:
     from moto_s3 import MotoS3
 
     with MotoS3() as srv:
-        env = srv.environment
-        s3 = srv.client()
-        s3.create_bucket(Bucket="bkt")
-        for dirpath, _, files in os.walk(data_root):
-            for name in files:
-                full = os.path.join(dirpath, name)
-                key = "data/" + os.path.relpath(full, data_root).replace(os.sep, "/")
-                s3.put_object(Bucket="bkt", Key=key, Body=Path(full).read_bytes(),
-                              ACL="public-read")
-        yield {"endpoint": srv.endpoint, "env": env, "client": s3}
+        s3 = srv.fill_bucket(data_root, "data/", public=True)
+        yield {"endpoint": srv.endpoint, "env": srv.environment, "client": s3}
 
 
 @pytest.fixture
