@@ -15,14 +15,20 @@ from viewer.ui.inspector import install_inspector  # noqa: E402
 WAIT = 20000
 
 
-def test_the_panel_takes_the_dataset_after_the_posted_events(qtbot, known_dataset: Path
-                                                              ) -> None:  # type: ignore[no-untyped-def]
+def _shown_window_and_panel(qtbot):  # type: ignore[no-untyped-def]
+    """A new window, shown, and its inspector (the caller shuts the panel down)."""
     window = main_window.QtMainWindow()
     qtbot.addWidget(window)
     panel = install_inspector(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window, panel
+
+
+def test_the_panel_takes_the_dataset_after_the_posted_events(qtbot, known_dataset: Path
+                                                              ) -> None:  # type: ignore[no-untyped-def]
+    window, panel = _shown_window_and_panel(qtbot)
     try:
-        window.show()
-        qtbot.waitExposed(window)
         assert window.open_path(str(known_dataset), pos=(1, 1, 3))
         QCoreApplication.sendPostedEvents()  # the paint, the bridges, a zero timer
         assert panel.volume is None
@@ -41,12 +47,8 @@ def test_the_panel_takes_the_dataset_a_turn_after_the_first_timers(qtbot, known_
 
     from PySide6.QtWidgets import QApplication
 
-    window = main_window.QtMainWindow()
-    qtbot.addWidget(window)
-    panel = install_inspector(window)
+    window, panel = _shown_window_and_panel(qtbot)
     try:
-        window.show()
-        qtbot.waitExposed(window)
         assert window.open_path(str(known_dataset), pos=(1, 1, 3))
         QCoreApplication.sendPostedEvents()
         time.sleep(0.01)  # the first timer is due

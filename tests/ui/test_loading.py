@@ -134,10 +134,10 @@ def test_window_on_the_loader_fills_all_views(qtbot, dataset_path: Path, vol: np
     assert not any(t.is_alive() for t in second.threads)
 
 
-def test_the_window_releases_prefetch_once_its_views_are_complete(
-        qtbot, dataset_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Prefetch waits for the screen; the window taking its planes complete lets it start (the
-    hold's time limit is set out of reach, so only the window's own fetches can end it)."""
+def _held_window_open(qtbot: Any, dataset_path: Path, monkeypatch: pytest.MonkeyPatch
+                      ) -> tuple[Any, LayeredSource]:
+    """A window with background loading whose prefetch hold has no time limit, the dataset
+    open and every view's plane complete: the window and its source."""
     main_window = pytest.importorskip("viewer.ui.main_window")
     from viewer.core import loader as loader_module
 
@@ -148,13 +148,18 @@ def test_the_window_releases_prefetch_once_its_views_are_complete(
     window.resize(900, 700)
     window.show()
     assert window.open_path(str(dataset_path), pos=(10, 20, 30))
+    source = window.source
+    assert isinstance(source, LayeredSource)
+    qtbot.waitUntil(lambda: all(v.plane is not None and v.plane.complete
+                                for v in window.views.values()), timeout=WAIT_MS)
+    return window, source
 
-    def all_complete() -> bool:
-        return all(v.plane is not None and v.plane.complete for v in window.views.values())
 
-    loader = window.source
-    assert isinstance(loader, LayeredSource)
-    qtbot.waitUntil(all_complete, timeout=WAIT_MS)
+def test_the_window_releases_prefetch_once_its_views_are_complete(
+        qtbot, dataset_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefetch waits for the screen; the window taking its planes complete lets it start (the
+    hold's time limit is set out of reach, so only the window's own fetches can end it)."""
+    window, loader = _held_window_open(qtbot, dataset_path, monkeypatch)
     qtbot.waitUntil(lambda: loader.stats().prefetched_blocks > 0, timeout=WAIT_MS)
     assert loader.wait_idle(WAIT_MS / 1000)
     window.close()
@@ -165,11 +170,8 @@ def test_the_window_holds_prefetch_until_its_views_painted_the_screen(
     """Views that have their complete planes but have not painted them yet keep prefetch
     held (it would take the interpreter lock and a core from their rendering and painting);
     once they paint, it starts."""
-    main_window = pytest.importorskip("viewer.ui.main_window")
-    from viewer.core import loader as loader_module
     from viewer.ui.slice_view import QtSliceView
 
-    monkeypatch.setattr(loader_module, "PREFETCH_HOLD_S", 3600.0)
     painting = [False]
     paint = QtSliceView.paintEvent
 
@@ -178,19 +180,7 @@ def test_the_window_holds_prefetch_until_its_views_painted_the_screen(
             paint(self, event)
 
     monkeypatch.setattr(QtSliceView, "paintEvent", paint_when_let)
-    window = main_window.QtMainWindow()
-    qtbot.addWidget(window)
-    window.add_background_loading(budget_bytes=32 << 20)
-    window.resize(900, 700)
-    window.show()
-    assert window.open_path(str(dataset_path), pos=(10, 20, 30))
-
-    def all_complete() -> bool:
-        return all(v.plane is not None and v.plane.complete for v in window.views.values())
-
-    source = window.source
-    assert isinstance(source, LayeredSource)
-    qtbot.waitUntil(all_complete, timeout=WAIT_MS)
+    window, source = _held_window_open(qtbot, dataset_path, monkeypatch)
     assert not source.wait_idle(0.3)  # complete, not painted: prefetch queued and held
     assert source.stats().prefetched_blocks == 0
     painting[0] = True
