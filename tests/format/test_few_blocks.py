@@ -54,3 +54,15 @@ def test_few_blocks_equal_the_vectorised_path(tmp_path: Path, block_type: int,
     assert any(isinstance(r, FormatError) for r in few[2])
     with wkw.File.open(path) as f, pytest.raises(IndexError):
         f.read_blocks([8])
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["kernel", "python"])
+@pytest.mark.parametrize("bad", [8, -1])
+def test_a_batch_with_an_index_out_of_range_raises(tmp_path: Path, native: bool,
+                                                  bad: int) -> None:
+    header = wkw_ref.Header(np.uint8, block_len=8, file_len=2, block_type=2)
+    with wkw_ref.Dataset.create(str(tmp_path), header) as ref:
+        ref.write((0, 0, 0), np.ones((1, 16, 16, 16), np.uint8))
+    with wkw.File.open(tmp_path / "z0" / "y0" / "x0.wkw") as f, \
+            pytest.raises(IndexError, match="out of range"):
+        f.read_blocks([0, 1, 2, 3, 4, bad], native=native)

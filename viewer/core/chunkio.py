@@ -288,6 +288,7 @@ class ChunkReader:
         if found is None:
             return 0  # closing
         states = self._states
+        ndarray = np.ndarray
         done: list[BlockKey] = []  # the keys read, in order
         changing: list[BlockKey] = []  # ... and those whose file another program changes
         values: list[BlockValue] = []
@@ -309,17 +310,15 @@ class ChunkReader:
                            for i in indices]
             done += run
             for key, value in zip(run, results, strict=True):
-                if isinstance(value, FileChangedError):
-                    changing.append(key)
-                if value is None:
-                    values.append(ABSENT)
-                elif isinstance(value, np.ndarray):
-                    if isinstance(value.base, np.ndarray):
+                if type(value) is ndarray or isinstance(value, ndarray):  # (the common case first)
+                    if isinstance(value.base, ndarray):
                         value = _own(value)
                     decoded += value.nbytes
-                    values.append(value)
-                else:
-                    values.append(value)
+                elif value is None:
+                    value = ABSENT
+                elif isinstance(value, FileChangedError):
+                    changing.append(key)
+                values.append(value)
         read = len(done)
         if read:
             self.cache.put_many(list(zip(done, values, strict=True)))

@@ -27,6 +27,8 @@ class BlockFile(Protocol):
     header: Header
     file_size: int
     _ranges_i64: npt.NDArray[np.int64] | None
+    #: The native kernel's description of the file (``nativebox``), made on first use.
+    kernel_box: Any
 
     def block_ranges(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
 

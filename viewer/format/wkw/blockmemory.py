@@ -3,7 +3,7 @@
 * Per-thread buffers (``first_buffer``, ``stage_buffer``) for the first bytes of a file being
   opened and for one block's stored bytes, each with its address (a ctypes call takes
   addresses; numpy's ``.ctypes.data`` costs a microsecond per call).
-* ``new_block``: memory of its own for one decoded block, recycled from blocks whose arrays
+* ``new_block`` (``new_blocks`` for a batch): memory of its own for one decoded block, recycled from blocks whose arrays
   are gone (``BlockMemory``).  Memory new to the process costs a page fault per 4 KiB at its
   first write; after the block cache dropped many blocks at once (a far jump with the cache
   emptied, a dataset closed) the allocator gives their pages back to the system, and every
@@ -69,6 +69,24 @@ def new_block(nbytes: int) -> tuple[Any, int]:
     memory = kind.from_buffer(inner)  # type: ignore[arg-type]
     memory.inner = inner
     return memory, ctypes.addressof(memory)
+
+
+def new_blocks(nbytes: int, count: int) -> tuple[list[BlockMemory], list[int]]:
+    """``new_block`` for ``count`` blocks at once (a batch): their memories and addresses."""
+    kind = _BLOCK_MEMORY.get(nbytes)
+    if kind is None:
+        kind = _block_memory_type(nbytes)
+    free, wrap, address = kind.free, kind.from_buffer, ctypes.addressof
+    memories: list[BlockMemory] = []
+    for _ in range(count):
+        try:
+            inner = free.pop()
+        except IndexError:  # none free (or another thread took the last one)
+            inner = np.empty(nbytes, dtype=np.uint8)
+        memory = wrap(inner)  # type: ignore[arg-type]
+        memory.inner = inner
+        memories.append(memory)
+    return memories, list(map(address, memories))
 
 
 class BlockMemory(ctypes.Array[ctypes.c_char]):

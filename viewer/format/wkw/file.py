@@ -80,6 +80,7 @@ from viewer.format.wkw.blockmemory import (
     decode_whole,
     first_buffer,
     new_block,
+    new_blocks,
     stage_buffer,
 )
 from viewer.format.wkw.header import (
@@ -122,6 +123,8 @@ class File:
         self._ranges_i64: npt.NDArray[np.int64] | None = (
             jump_table.view(np.int64) if jump_table is not None else None)
         self._closed = handle is None
+        #: The native kernel's description of this file (``nativebox``), made on first use.
+        self.kernel_box: Any = None
         # The header's numbers as plain attributes (its properties would be worked out again
         # per block; these once per parsed header).
         (self._num_blocks, self._block_bytes, self._compressed, self._data_offset, self._bound,
@@ -520,6 +523,9 @@ class File:
         """
         if len(indices) <= FEW_BLOCKS:
             return self._read_few_blocks([int(i) for i in indices])
+        if native and nativebox.usable(self._compressed):
+            return self._read_native(indices.tolist() if isinstance(indices, np.ndarray)
+                                     else [int(i) for i in indices])
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         self._check_indices(idx)
         h = self.header
@@ -537,14 +543,7 @@ class File:
         # copy them out of a shared buffer; recycled memory of blocks gone (``new_block``),
         # where one large buffer would be fresh pages (faulted in, unmapped) on every call.
         memory = [new_block(bb) for _ in range(len(good))]
-        if len(good) and native and nativebox.usable(h.is_compressed):
-            status = nativebox.read_blocks(self, idx[good], [a for _, a in memory])
-            for j, k in enumerate(good.tolist()):
-                problem = None if status is None else nativebox.block_error(self, status[j])
-                if problem is not None and not isinstance(problem, FormatError):
-                    raise problem
-                out[k] = problem if problem is not None else self._as_result(memory[j][0])
-        elif len(good):
+        if len(good):
             src, keep = self._sources(starts[good], ends[good], idx[good])
             dst = [address for _, address in memory]
             if h.is_compressed:
@@ -560,6 +559,40 @@ class File:
                     continue
                 out[k] = self._as_result(memory[j][0])
         return out  # type: ignore[return-value]
+
+    def _read_native(self, indices: list[int]) -> list[npt.NDArray[Any] | FormatError]:
+        """``read_blocks`` by the native kernel, in plain ints: the kernel checks each block's
+        range (what ``bad_ranges`` checks) and reads, decodes and places all of them in one
+        call, between one ``acquire`` of the descriptor and one ``fstat``
+        (``FileChangedError``); the Python here is per batch and per block only."""
+        n = self._num_blocks
+        if min(indices) < 0 or max(indices) >= n:
+            raise IndexError(f"block index out of range 0..{n - 1} in {self.path}")
+        handle = self._handle
+        if self._closed or handle is None:
+            raise ValueError(f"{self.path} is closed")
+        memory, addresses = new_blocks(self._block_bytes, len(indices))
+        fd = handle.acquire()
+        try:
+            try:
+                status = nativebox.read_blocks(self, fd, indices, addresses)
+            except Exception as exc:
+                if not isinstance(exc, FileChangedError) and handle._changed(fd):
+                    raise handle._changed_error() from exc
+                raise
+            handle.verify(fd)
+        finally:
+            handle.release()
+        as_result = self._as_result
+        if status is None:
+            return [as_result(m) for m in memory]
+        out: list[npt.NDArray[Any] | FormatError] = []
+        for row, m in zip(status, memory, strict=True):
+            problem = nativebox.block_error(self, row)
+            if problem is not None and not isinstance(problem, FormatError):
+                raise problem
+            out.append(problem if problem is not None else as_result(m))
+        return out
 
     def _read_few_blocks(self, indices: list[int]) -> list[npt.NDArray[Any] | FormatError]:
         """``read_blocks`` of a few blocks (a unit of one block, a loader batch's share of a
@@ -647,7 +680,7 @@ class File:
         ``(C, X, Y, Z)`` array ``read_blocks`` returns (one array, no view of a view)."""
         arr: npt.NDArray[Any] = np.ndarray(self._block_shape, self._dtype, buf, 0,
                                            self._block_strides)
-        arr.flags.writeable = False
+        arr.setflags(write=False)
         return arr
 
     def _check_indices(self, idx: npt.NDArray[np.int64]) -> None:

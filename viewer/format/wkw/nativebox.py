@@ -217,26 +217,35 @@ def _ident(ident: Sequence[int]) -> _Ident:
     return out
 
 
-def read_blocks(f: BlockFile, indices: npt.NDArray[np.int64], dst: list[int]
+def read_blocks(f: BlockFile, fd: int, indices: Sequence[int], dst: Sequence[int]
                 ) -> npt.NDArray[np.int64] | None:
-    """Whole blocks ``indices`` (in range) decoded or read into the memory at ``dst[k]``
-    (``block_bytes`` each), in one call.  None when all went well; else one row per block,
+    """Whole blocks ``indices`` (each within the file's block count: the caller checks) decoded
+    or read from ``fd`` into the memory at ``dst[k]`` (``block_bytes`` each), in one call; the
+    kernel checks every block's byte range against the table and the file's size as
+    ``BlockFile.bad_ranges`` does.  None when all went well; else one row per block,
     ``[kind, block, start, end, got, wanted, partial, errno]`` (kind 0: that block is good),
     for ``block_error``.  Call only where ``usable``."""
     assert _FUNCTIONS is not None
-    listed = _FUNCTIONS[5]
     n = len(indices)
-    idx = np.ascontiguousarray(indices, dtype=np.int64)
-    addresses = np.asarray(dst, dtype=np.uint64)
+    idx = (_i64 * n)(*indices)
+    addresses = (ctypes.c_uint64 * n)(*dst)
     status = np.zeros((n, 8), dtype=np.int64)
-    box = _box_of(f.header, f.file_size, f._ranges_i64)
-    with f._reading() as fd:
-        box.fd = fd
-        failed = listed(ctypes.byref(box), idx.ctypes.data, n, addresses.ctypes.data,
-                        status.ctypes.data)
+    box = _Box.from_buffer_copy(_box_template(f))
+    box.fd = fd
+    failed = _FUNCTIONS[5](ctypes.byref(box), idx, n, addresses, status.ctypes.data)
     if failed < 0:
         raise MemoryError(f"{f.path}: no memory for a read of {n} blocks")
     return status if failed else None
+
+
+def _box_template(f: BlockFile) -> _Box:
+    """The kernel's description of ``f`` (made once per open file: its header, size and table
+    do not change; each read copies it and sets its own descriptor)."""
+    box: _Box | None = f.kernel_box
+    if box is None:
+        box = _box_of(f.header, f.file_size, f._ranges_i64)
+        f.kernel_box = box
+    return box
 
 
 def block_error(f: BlockFile, row: npt.NDArray[np.int64]) -> Exception | None:
