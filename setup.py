@@ -8,6 +8,11 @@ setup(ext_modules=[Extension("viewer.format.native._kernel",
                                       "viewer/format/native/chunkbatch.c",
                                       "viewer/format/native/cseg.c"],
                              extra_compile_args=["-O3"], optional=True),
+                   # Its own library: it includes Python.h, which a machine may lack where
+                   # it has a compiler; the other kernels are plain C.
+                   Extension("viewer.format.native._planes",
+                             sources=["viewer/format/native/planes.c"],
+                             extra_compile_args=["-O3"], optional=True),
                    Extension("viewer.format.native._heads",
                              sources=["viewer/format/native/heads.c"],
                              extra_compile_args=["-O2"], optional=True)])

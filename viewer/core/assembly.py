@@ -31,8 +31,9 @@ import numpy.typing as npt
 
 from viewer.core import prefetch
 from viewer.core.cache import ABSENT, BlockKey, BlockValue
-from viewer.core.slicing import Plane, PlaneRequest, Status, look_of
+from viewer.core.slicing import IN_PLANE, Plane, PlaneRequest, Status, look_of
 from viewer.format import FileChangedError, FormatError
+from viewer.format.native import planes as native_planes
 
 Vec3 = tuple[int, int, int]
 #: Assembled planes kept beyond the ones on screen.
@@ -245,21 +246,26 @@ def scatter_blocks(data: npt.NDArray[Any], status: npt.NDArray[np.uint8],
                    blocks: list[npt.NDArray[Any]]) -> None:
     """Copy the plane's slice of whole blocks ``blocks`` (each ``(C, X, Y, Z)``, one per
     layout row of ``rows``, each filling a whole block-sized rectangle) into the plane: the
-    slices cut by one C-level ``map``, one slice assignment per block for the values, and the
+    values by the native plane assembly in one call without the interpreter lock
+    (``viewer.format.native.planes``, where it was built), else the slices cut by one C-level
+    ``map`` and one slice assignment per block; the
     status of all of them in one scatter through a block-grid view when the blocks sit on a
     grid starting at the plane's corner (always, for requests snapped to the block size):
     about half the cost of two slice assignments per block (docs/performance.md)."""
     bu, bv = lay.bu, lay.bv
     u0 = lay.u0[rows]
     v0 = lay.v0[rows]
-    everything = slice(None)
     depth = lay.depth
-    cut = operator.itemgetter((everything, everything, everything, depth)
-                              if lay.request.axis == 2 else
-                              (everything, everything, depth) if lay.request.axis == 1 else
-                              (everything, depth))
-    for part, a, e in zip(map(cut, blocks), u0.tolist(), v0.tolist(), strict=True):
-        data[:, a:a + bu, e:e + bv] = part
+    axis = lay.request.axis
+    u_axis, v_axis = IN_PLANE[axis]
+    if not native_planes.scatter(data, blocks, 1 + axis, depth, 1 + u_axis, 1 + v_axis, bu, bv,
+                                 u0, v0):
+        everything = slice(None)
+        cut = operator.itemgetter((everything, everything, everything, depth) if axis == 2 else
+                                  (everything, everything, depth) if axis == 1 else
+                                  (everything, depth))
+        for part, a, e in zip(map(cut, blocks), u0.tolist(), v0.tolist(), strict=True):
+            data[:, a:a + bu, e:e + bv] = part
     if (u0 % bu == 0).all() and (v0 % bv == 0).all():
         nu, nv = status.shape[0] // bu, status.shape[1] // bv
         tu, tv = status.strides

@@ -16,17 +16,18 @@ import os
 ABI = 4
 
 
-def load(name: str, abi_function: str, abi: int) -> ctypes.CDLL | None:
-    """The built library ``name`` of this folder (``_kernel``, ``_heads``) whose
+def load(name: str, abi_function: str, abi: int, python: bool = False) -> ctypes.CDLL | None:
+    """The built library ``name`` of this folder (``_kernel``, ``_heads``, ``_planes``) whose
     ``abi_function()`` answers ``abi``; None where it was not built, does not load, or was
-    built from other sources."""
+    built from other sources.  ``python``: its functions take Python objects and manage the
+    interpreter lock themselves (``ctypes.PyDLL``: the lock held on entry)."""
     here = os.path.dirname(os.path.abspath(__file__))
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = os.path.join(here, name + suffix)
         if not os.path.exists(path):
             continue
         try:
-            lib = ctypes.CDLL(path)
+            lib = ctypes.PyDLL(path) if python else ctypes.CDLL(path)
             version = getattr(lib, abi_function)  # a C symbol looked up by name: ctypes' way
             version.restype = ctypes.c_int64
             if version() != abi:
