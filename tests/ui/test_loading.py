@@ -189,3 +189,32 @@ def test_the_window_holds_prefetch_until_its_views_painted_the_screen(
     qtbot.waitUntil(lambda: source.stats().prefetched_blocks > 0, timeout=WAIT_MS)
     assert all(v.picture_painted for v in window.views.values())
     window.close()
+
+
+def test_a_release_for_a_screen_left_before_it_ran_is_dropped(
+        qtbot, dataset_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The views painted a screen and its prefetch's release waits for the event loop; the
+    cursor moves to another screen first: the release of the old one must not let the new
+    one's prefetch start before its own planes are painted."""
+    window, source = _held_window_open(qtbot, dataset_path, monkeypatch)
+    qtbot.waitUntil(lambda: all(v.picture_painted for v in window.views.values()),
+                    timeout=WAIT_MS)
+    drawing = window.drawing
+    released_while_pending: list[bool] = []
+    release = source.screen_drawn
+
+    def noted() -> None:
+        released_while_pending.append(drawing.drawn_pending)
+        release()
+
+    monkeypatch.setattr(source, "screen_drawn", noted)
+    drawing.drawn_pending = True  # as if the screen were new: the next paint releases
+    drawing.on_painted(0)  # ... scheduled for the event loop, not run yet
+    assert not drawing.drawn_pending and released_while_pending == []
+    window.state.jump_to((40, 50, 60))  # another screen, before the loop ran the release
+    assert drawing.drawn_pending
+    qtbot.waitUntil(lambda: len(released_while_pending) > 0, timeout=WAIT_MS)
+    assert released_while_pending == [False]  # only the new screen's own release, once painted
+    assert all(v.picture_painted and v.plane is not None and v.plane.complete
+               for v in window.views.values())
+    window.close()

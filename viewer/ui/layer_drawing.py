@@ -22,7 +22,7 @@ import numpy.typing as npt
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from viewer.core import state as st
-from viewer.core.layered import SourceLayer, is_rgb
+from viewer.core.layered import LayeredSource, SourceLayer, is_rgb
 from viewer.core.multires import ComposedPlane
 from viewer.core.slicing import IN_PLANE, Box3, Plane, PlaneRequest, Status
 from viewer.core.state import SCREEN_AXES, XY, XZ, YZ
@@ -83,6 +83,9 @@ class QtLayerDrawing(QObject):
         #: The source was told of a new screen whose complete planes were not painted yet:
         #: its prefetch waits for them (``LayeredSource.screen_drawn``).
         self.drawn_pending = False
+        #: Bumped with every new screen told to the source (a release of prefetch scheduled
+        #: for an older one is dropped).
+        self._screen = 0
         #: Since when (``time.monotonic``) the histogram has waited for loading views.
         self.histogram_deferred_since: float | None = None
         for view in host.views.values():
@@ -147,6 +150,7 @@ class QtLayerDrawing(QObject):
             source.set_wanted(wanted, focused, self.state.cursor, voxels_per_px=vpp,
                               layers=layers)
             self.drawn_pending = True
+            self._screen += 1
         fetched = set()
         for axis, req in requests.items():
             view = views[axis]
@@ -162,12 +166,20 @@ class QtLayerDrawing(QObject):
     def on_painted(self, axis: int) -> None:
         """A view painted: once every visible view paints its complete planes of a new
         screen, the source's prefetch may start (it waited so as not to take the interpreter
-        lock and a core from the rendering and painting of the screen's last blocks)."""
+        lock and a core from the rendering and painting of the screen's last blocks), once
+        the event loop has handled what this pass brought (the other views' paints, the
+        status bar): prefetch planning holds the interpreter lock for milliseconds."""
         source = self.host.source
         if not self.drawn_pending or source is None or not self.planes_complete():
             return
         if all(self.host.views[a].picture_painted for a in self.visible_axes()):
             self.drawn_pending = False
+            screen = self._screen
+            QTimer.singleShot(0, lambda: self._release_prefetch(source, screen))
+
+    def _release_prefetch(self, source: LayeredSource, screen: int) -> None:
+        """``on_painted``'s release, unless another screen (or source) came meanwhile."""
+        if source is self.host.source and screen == self._screen and not self.drawn_pending:
             source.screen_drawn()
 
     def data_arrived(self, boxes: Box3 | Sequence[Box3]) -> None:
