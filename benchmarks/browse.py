@@ -12,9 +12,12 @@ once with the files in the page cache (warm) and once with them evicted with
    focused; a frame is *complete* when, right after the move was handled (before the next
    one), no view shows a placeholder;
 2. pan the XY view in x at 30 frames/s, 16 voxels a frame, for 3 s (same criterion);
-3. jump to far positions: time from setting the cursor to all three views complete.
+3. jump to far positions: time from setting the cursor to all three views complete (seen by
+   the benchmark's loop, which polls the views between passes of the event loop), and to
+   every view having painted its complete plane (the time of that paint: what a person sees).
 
 Figures: ``complete_frames_fraction`` (scroll and pan frames), ``p50/p95_jump_to_complete_ms``,
+``p50/p95_jump_to_painted_ms``,
 ``cache_hit_rate`` and ``prefetch_useful_fraction`` (the loader's own counters),
 ``peak_rss_over_budget_mb`` (peak RSS of the run minus the cache budget); the cold run's under
 the same keys ending in ``_cold``.
@@ -140,6 +143,16 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
     def complete() -> bool:
         return all(v.plane is not None and v.plane.complete for v in views)
 
+    painted_at: list[float] = []  # when every view had painted its complete plane
+
+    def on_painted(axis: int) -> None:
+        if not painted_at and all(v.plane is not None and v.plane.complete
+                                  and v.picture_painted for v in views):
+            painted_at.append(time.perf_counter())
+
+    for view in views:
+        view.painted.connect(on_painted)
+
     def pump_until(deadline: float) -> None:
         while True:
             app.processEvents()
@@ -203,14 +216,20 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
     jump_arrivals: list[int] = []
     jump_arrival_ms: list[float] = []
     jump_cpu_ms: list[float] = []  # GUI-thread CPU per jump (what competes with decoding)
+    painted_ms: list[float] = []
     for pos in JUMPS[:4] if quick else JUMPS:
         pump_until(time.perf_counter() + 0.1)
         del arrivals[:]
+        del painted_at[:]
         cpu_began = time.thread_time()
         began = time.perf_counter()
         state.jump_to(pos)  # what the position field does
         jump_ms.append(wait_complete(JUMP_TIMEOUT_S, began) * 1e3)
         jump_cpu_ms.append((time.thread_time() - cpu_began) * 1e3)
+        while not painted_at and time.perf_counter() - began < JUMP_TIMEOUT_S:
+            app.processEvents()
+            time.sleep(0.0005)
+        painted_ms.append((painted_at[0] - began) * 1e3 if painted_at else float("inf"))
         jump_arrivals.append(len(arrivals))
         jump_arrival_ms.append(sum(arrivals) * 1e3)
     stats = loading.loader.stats() if loading.loader is not None else None
@@ -221,6 +240,8 @@ def run_session(root: Path, cache_mb: int, quick: bool) -> dict[str, Any]:
         "complete_frames_fraction": complete_frames / frames,
         "p95_jump_to_complete_ms": percentile(jump_ms, 95),
         "p50_jump_to_complete_ms": percentile(jump_ms, 50),
+        "p95_jump_to_painted_ms": percentile(painted_ms, 95),
+        "p50_jump_to_painted_ms": percentile(painted_ms, 50),
         "cache_hit_rate": stats.hit_rate,
         "prefetch_useful_fraction": stats.prefetch_useful_fraction,
         "peak_rss_over_budget_mb": peak_rss_mb() - cache_mb,
@@ -308,13 +329,14 @@ def main(argv: list[str] | None = None) -> int:
     warm = child("warm", args.cache_mb, args.quick)
     cold = child("cold", args.cache_mb, args.quick)
     keys = ["complete_frames_fraction", "p95_jump_to_complete_ms", "p50_jump_to_complete_ms",
+            "p95_jump_to_painted_ms", "p50_jump_to_painted_ms",
             "cache_hit_rate", "prefetch_useful_fraction", "peak_rss_over_budget_mb"]
     figures: dict[str, Any] = {k: warm[k] for k in keys}
     figures.update({f"{k}_cold": cold[k] for k in keys})
     if args.json:
         print(json.dumps(with_load(figures, load_before)))
         return 0
-    targets = {"complete_frames_fraction": ">= 0.98", "p95_jump_to_complete_ms": "<= 50",
+    targets = {"complete_frames_fraction": ">= 0.98", "p95_jump_to_complete_ms": "<= 30",
                "peak_rss_over_budget_mb": "<= 250"}
     print(f"browse: {SHAPE[0]}x{SHAPE[1]}x{SHAPE[2]} uint8 LZ4HC, 32^3 blocks, 256^3 files, "
           f"cache budget {args.cache_mb} MB, window 1280x860 offscreen, zoom 1")
