@@ -110,7 +110,8 @@ def _main(args: list[str]) -> int:
 
 
 def _version() -> str:
-    """The program's version and whether the native read kernel was built."""
+    """The program's version and whether the native read kernel and plane assembly were
+    built."""
     from importlib.metadata import PackageNotFoundError, version
 
     from viewer.format import native
@@ -119,9 +120,14 @@ def _version() -> str:
         number = version("wkw-viewer")
     except PackageNotFoundError:
         number = "(not installed)"
+    from viewer.format.native import planes
+
     kernel = ("built" if native.available()
               else "not built (no C compiler at install): reads take the Python path")
-    return f"wkw-viewer {number}; native read kernel: {kernel}"
+    assembly = ("built" if planes.available()
+                else "not built (no C compiler or Python headers at install): numpy copies")
+    return (f"wkw-viewer {number}; native read kernel: {kernel}; native plane assembly: "
+            f"{assembly}")
 
 
 def _unknown_command(args: list[str]) -> str | None:
