@@ -314,11 +314,13 @@ class ChunkReader:
                     if isinstance(value.base, ndarray):
                         value = _own(value)
                     decoded += value.nbytes
+                    values.append(value)
                 elif value is None:
-                    value = ABSENT
-                elif isinstance(value, FileChangedError):
-                    changing.append(key)
-                values.append(value)
+                    values.append(ABSENT)
+                else:
+                    if isinstance(value, FileChangedError):
+                        changing.append(key)
+                    values.append(value)
         read = len(done)
         if read:
             self.cache.put_many(list(zip(done, values, strict=True)))

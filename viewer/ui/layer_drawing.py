@@ -175,7 +175,7 @@ class QtLayerDrawing(QObject):
         if all(self.host.views[a].picture_painted for a in self.visible_axes()):
             self.drawn_pending = False
             screen = self._screen
-            QTimer.singleShot(0, lambda: self._release_prefetch(source, screen))
+            QTimer.singleShot(0, self, lambda: self._release_prefetch(source, screen))
 
     def _release_prefetch(self, source: LayeredSource, screen: int) -> None:
         """``on_painted``'s release, unless another screen (or source) came meanwhile."""

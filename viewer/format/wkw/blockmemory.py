@@ -3,12 +3,12 @@
 * Per-thread buffers (``first_buffer``, ``stage_buffer``) for the first bytes of a file being
   opened and for one block's stored bytes, each with its address (a ctypes call takes
   addresses; numpy's ``.ctypes.data`` costs a microsecond per call).
-* ``new_block`` (``new_blocks`` for a batch): memory of its own for one decoded block, recycled from blocks whose arrays
-  are gone (``BlockMemory``).  Memory new to the process costs a page fault per 4 KiB at its
-  first write; after the block cache dropped many blocks at once (a far jump with the cache
-  emptied, a dataset closed) the allocator gives their pages back to the system, and every
-  block decoded next faulted its pages in again, at more than decoding it costs (figures in
-  docs/performance.md).
+* ``new_block`` (``new_blocks`` for a batch): memory of its own for one decoded block,
+  recycled from blocks whose arrays are gone (``BlockMemory``).  Memory new to the process
+  costs a page fault per 4 KiB at its first write; after the block cache dropped many blocks
+  at once (a far jump with the cache emptied, a dataset closed) the allocator gives their
+  pages back to the system, and every block decoded next faulted its pages in again, at more
+  than decoding it costs (figures in docs/performance.md).
 * ``decode_whole``: one whole LZ4 block by address (liblz4, the GIL released).
 """
 
