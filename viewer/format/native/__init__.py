@@ -3,7 +3,9 @@ marks the extension optional), loaded here with ctypes.  Each kernel does for a 
 of chunks what the Python paths do chunk by chunk, without the interpreter lock (ctypes
 releases it for the call) and without starting threads of its own: callers share a batch
 over their own threads.  Every caller keeps its Python path, used where the kernel was not
-built and checked against it by the tests.
+built and checked against it by the tests.  One library (``_planes``: the plane assembly)
+takes Python objects and releases the lock itself (``ctypes.PyDLL``); it includes Python.h,
+so it is built on its own and may be missing where the others are not.
 """
 
 from __future__ import annotations
