@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import available_cores
 from benchmarks.datasets import CACHE
 from benchmarks.inspector import Heartbeat, _spin, wait_for
 from viewer.core.advise import AdviseRequest, run_advice
@@ -177,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "candidates": candidates,
         "load_before": round(load_before, 2),
         "load_after": round(load_after, 2),
+        "cores": available_cores(),
     }
     if args.json:
         print(json.dumps(figures))

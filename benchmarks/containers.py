@@ -27,14 +27,13 @@ import json
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks import load_average, with_load
+from benchmarks import CoreMeter, load_average, with_load
 from viewer.format import open_volume
 
 CACHE = Path(os.environ.get("WKW_BENCH_CACHE", Path(__file__).resolve().parent / ".cache"))
@@ -106,25 +105,19 @@ def vds_file() -> Path:
     return path
 
 
-def _time(fn: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
-def _rounds(rounds: int, ours: Callable[[int], Any], peer: Callable[[int], Any]
-            ) -> tuple[list[float], list[float]]:
+def _rounds(rounds: int, ours: Callable[[int], Any], peer: Callable[[int], Any],
+            meter: CoreMeter) -> tuple[list[float], list[float]]:
     a: list[float] = []
     b: list[float] = []
     ours(0)
     peer(0)                                   # warm the page cache and the imports
     for k in range(rounds):
         if k % 2:
-            b.append(_time(lambda k=k: peer(k)))
-            a.append(_time(lambda k=k: ours(k)))
+            b.append(meter.time("peer", lambda k=k: peer(k))[0])
+            a.append(meter.time("ours", lambda k=k: ours(k))[0])
         else:
-            a.append(_time(lambda k=k: ours(k)))
-            b.append(_time(lambda k=k: peer(k)))
+            a.append(meter.time("ours", lambda k=k: ours(k))[0])
+            b.append(meter.time("peer", lambda k=k: peer(k))[0])
     return a, b
 
 
@@ -142,10 +135,12 @@ def bench_zfpc(rounds: int, split: bool) -> dict[str, float]:
             return zfpc.decompress(fh.read())
 
     np.testing.assert_array_equal(ours(0)[0], peer(0))
-    a, b = _rounds(rounds, ours, peer)
+    meter = CoreMeter()
+    a, b = _rounds(rounds, ours, peer, meter)
     return {"ours_s": statistics.median(a), "peer_s": statistics.median(b),
             "ratio": statistics.median(a) / statistics.median(b),
-            "min_ratio": min(a) / min(b), "file_bytes": path.stat().st_size}
+            "min_ratio": min(a) / min(b), "file_bytes": path.stat().st_size,
+            "cores_busy": meter.busy()}
 
 
 def bench_vds(rounds: int) -> dict[str, float]:
@@ -189,14 +184,15 @@ def bench_vds(rounds: int) -> dict[str, float]:
 
     np.testing.assert_array_equal(ours(3), peer(3))
     np.testing.assert_array_equal(ours_chunks(3), peer(3))
-    a, b = _rounds(rounds, ours, peer)
-    c, d = _rounds(max(3, rounds // 2), ours_chunks, peer)
+    meter = CoreMeter()
+    a, b = _rounds(rounds, ours, peer, meter)
+    c, d = _rounds(max(3, rounds // 2), ours_chunks, peer, CoreMeter())
     return {"ours_s": statistics.median(a), "peer_s": statistics.median(b),
             "ratio": statistics.median(a) / statistics.median(b),
             "min_ratio": min(a) / min(b),
             "chunks_ours_s": statistics.median(c), "chunks_peer_s": statistics.median(d),
             "chunks_ratio": statistics.median(c) / statistics.median(d),
-            "file_bytes": os.path.getsize(path)}
+            "file_bytes": os.path.getsize(path), "cores_busy": meter.busy()}
 
 
 def run(rounds: int) -> dict[str, Any]:

@@ -256,6 +256,10 @@ def run(rounds: int, full_rounds: int, ops: list[str],
             result[f"{kind}_{op}_ours_min_ms"] = round(min(ours_t) * 1e3, 3)
             result[f"{kind}_{op}_reference_min_ms"] = round(min(ref_t) * 1e3, 3)
             result[f"{kind}_{op}_min_ratio"] = round(min(ours_t) / min(ref_t), 3)
+            # The cores each side kept busy (its CPU over its wall time, every round).
+            result.setdefault("cores_busy", {})[f"{kind}_{op}"] = {
+                name: round(sum(cpu[name]) / sum(walls), 2)
+                for name, walls in (("ours", ours_t), ("reference", ref_t))}
             if compare_threads:
                 # CPU time is a mean (process_time ticks coarsely on some systems).
                 for name in ("ours", "reference", "ours_t1"):

@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import load_average, with_load
+from benchmarks import CoreMeter, load_average, with_load
 from benchmarks.datasets import CACHE
 from viewer.core.synthetic import EMVolume
 from viewer.format import open_volume
@@ -134,23 +134,27 @@ def run(rounds: dict[str, int]) -> dict[str, Any]:
     if not np.array_equal(a[0], b):
         raise SystemExit("ours and tensorstore disagree on the plane")
     out: dict[str, Any] = {}
+    busy: dict[str, dict[str, float]] = {}
     for op, n in rounds.items():
         ours(path, op, 0)
         theirs(path, op, 0)  # warm the page cache and both libraries
         mine: list[float] = []
         ref: list[float] = []
+        meter = CoreMeter()
         for k in range(n):
-            pair = [(mine, lambda op=op, k=k: ours(path, op, k)),
-                    (ref, lambda op=op, k=k: theirs(path, op, k))]
+            pair = [(mine, "ours", lambda op=op, k=k: ours(path, op, k)),
+                    (ref, "tensorstore", lambda op=op, k=k: theirs(path, op, k))]
             if k % 2:
                 pair.reverse()
-            for bucket, fn in pair:
-                bucket.append(_time(fn))
+            for bucket, side, fn in pair:
+                bucket.append(meter.time(side, fn)[0])
+        busy[op] = meter.busy()
         m, r = statistics.median(mine), statistics.median(ref)
         out[f"{op}_ours_s"] = round(m, 5)
         out[f"{op}_tensorstore_s"] = round(r, 5)
         out[f"{op}_ratio_vs_tensorstore"] = round(m / r, 3)
         out[f"{op}_min_ratio"] = round(min(mine) / min(ref), 3)
+    out["cores_busy"] = busy
     return out
 
 

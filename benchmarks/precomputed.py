@@ -29,12 +29,12 @@ import os
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks import CoreMeter, available_cores
 from benchmarks.datasets import CACHE
 
 SIDE = 512
@@ -143,6 +143,7 @@ def run(rounds: int, full_rounds: int) -> dict[str, Any]:
         path = build(kind)
         sides: list[Any] = [Ours(path), TensorStore(path)]
         times: dict[tuple[str, str], list[float]] = {}
+        meter = CoreMeter()
         for op in ("xy", "box64"):
             for side in sides:  # warm: open costs, shard indexes, page cache
                 side.read(*_box(op, 0))
@@ -154,9 +155,9 @@ def run(rounds: int, full_rounds: int) -> dict[str, Any]:
                 order = sides if k % 2 else sides[::-1]
                 results = []
                 for side in order:
-                    t0 = time.perf_counter()
-                    out = side.read(off, size)
-                    times.setdefault((side.name, op), []).append(time.perf_counter() - t0)
+                    t, out = meter.time(side.name,
+                                        lambda s=side, off=off, size=size: s.read(off, size))
+                    times.setdefault((side.name, op), []).append(t)
                     results.append(np.asarray(out))
                 if not np.array_equal(results[0], results[1]):
                     raise AssertionError(f"{kind}: the sides disagree on {op} at {off}")
@@ -168,6 +169,7 @@ def run(rounds: int, full_rounds: int) -> dict[str, Any]:
             ratios[op].append(r)
             per[f"{op}_ratio"] = round(r, 3)
             per[f"{op}_ms"] = {s: round(med[(s, op)] * 1e3, 2) for s in ("ours", "tensorstore")}
+        per["cores_busy"] = meter.busy()
         detail[kind] = per
         for side in sides:
             if isinstance(side, Ours):
@@ -176,6 +178,7 @@ def run(rounds: int, full_rounds: int) -> dict[str, Any]:
                            for op, r in ratios.items()}
     out["load_before"] = round(load_before, 2)
     out["load_after"] = round(os.getloadavg()[0], 2)
+    out["cores"] = available_cores()
     out["detail"] = detail
     out["rounds"] = rounds
     out["full_rounds"] = full_rounds

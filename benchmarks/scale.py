@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import available_cores
 from benchmarks.datasets import CACHE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,7 +223,8 @@ def measure_window() -> dict[str, float]:
                           cwd=ROOT, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-3000:])
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {k: v for k, v in got.items() if k not in ("load_before", "load_after", "cores")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_window:
         figures.update(measure_window())
     figures["load_after"] = os.getloadavg()[0]
+    figures["cores"] = available_cores()
     figures = {k: round(v, 2) if isinstance(v, float) else v for k, v in figures.items()}
     if args.json:
         print(json.dumps(figures))

@@ -28,6 +28,7 @@ from typing import Any
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("WKW_VIEWER_NO_SETTINGS", "1")
 
+from benchmarks import load_average, with_load  # noqa: E402
 from benchmarks.inspector import Heartbeat, wait_for  # noqa: E402
 
 
@@ -142,6 +143,7 @@ class Sampler:
 
 
 def main(argv: list[str]) -> int:
+    load_before = load_average()
     root = argv[0]
     where = "--where" in argv
     if "--switch-interval" in argv:
@@ -221,7 +223,7 @@ def main(argv: list[str]) -> int:
     if where:
         for stack, n in sampler.seen.most_common(15):
             print(f"{n * 5:6d} ms  {stack}", file=sys.stderr)
-    print(json.dumps({k: round(v, 1) for k, v in figures.items()}))
+    print(json.dumps(with_load({k: round(v, 1) for k, v in figures.items()}, load_before)))
     sys.stdout.flush()
     os._exit(0)  # background scans end with the process: no teardown measured
 

@@ -30,6 +30,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks import load_average, with_load
+
 CACHE = Path(__file__).resolve().parent / ".cache"
 SHAPE = (256, 256, 128)
 JUMPS = [(200, 40, 100), (30, 220, 20), (128, 128, 64), (250, 250, 120)]
@@ -130,6 +132,7 @@ def run_session(root: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    load_before = load_average()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object of figures")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps(with_load(figures, load_before)))
         return 0
     print(f"window browsing a {figures['layers']}-layer dataset: "
           f"{figures['threads_browsing']} threads (before the window: "

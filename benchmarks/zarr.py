@@ -39,13 +39,12 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks import load_average, with_load
+from benchmarks import CoreMeter, load_average, with_load
 from benchmarks.datasets import CACHE
 
 SHAPE = (1024, 1024, 256)
@@ -143,12 +142,6 @@ class ZarrPython:
         return self.a[0, x:x + size[0], y:y + size[1], z:z + size[2]]
 
 
-def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
-
-
 def chunk_file_layouts() -> dict[str, Path]:
     """The 20,480 chunk files of ``benchmarks.n5``'s Zarr v2 array in the three key layouts
     (``v2_flat`` is that array; ``v2_nested`` and ``v3`` are copies, made on first use)."""
@@ -238,6 +231,7 @@ def run(rounds: int, zarr_rounds: int) -> dict[str, Any]:
     path = build()
     sides: list[Any] = [Ours(path), TensorStore(path), ZarrPython(path)]
     times: dict[tuple[str, str], list[float]] = {}
+    meter = CoreMeter()
     for op in ("xy", "box64"):
         for side in sides:  # warm up: open costs, index read, page cache
             side.read(*_box(op, 0))
@@ -249,7 +243,8 @@ def run(rounds: int, zarr_rounds: int) -> dict[str, Any]:
             for side in order:
                 if side.name == "zarr_python" and (op != "xy" or k > zarr_rounds):
                     continue
-                t, out = _time(lambda s=side, off=off, size=size: s.read(off, size))
+                t, out = meter.time(side.name,
+                                    lambda s=side, off=off, size=size: s.read(off, size))
                 times.setdefault((side.name, op), []).append(t)
                 results.append(np.asarray(out))
             for r in results[1:]:
@@ -267,6 +262,7 @@ def run(rounds: int, zarr_rounds: int) -> dict[str, Any]:
         "xy_min_ratio_vs_zarr_python": best[("ours", "xy")] / best[("zarr_python", "xy")],
         "rounds": rounds,
         "ms": {f"{name}_{op}": round(v * 1e3, 2) for (name, op), v in sorted(med.items())},
+        "cores_busy": meter.busy(),
     }
     return out
 
