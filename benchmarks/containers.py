@@ -121,7 +121,7 @@ def _rounds(rounds: int, ours: Callable[[int], Any], peer: Callable[[int], Any],
     return a, b
 
 
-def bench_zfpc(rounds: int, split: bool) -> dict[str, float]:
+def bench_zfpc(rounds: int, split: bool) -> dict[str, Any]:
     import zfpc
 
     path = zfpc_file(split)
@@ -143,7 +143,7 @@ def bench_zfpc(rounds: int, split: bool) -> dict[str, float]:
             "cores_busy": meter.busy()}
 
 
-def bench_vds(rounds: int) -> dict[str, float]:
+def bench_vds(rounds: int) -> dict[str, Any]:
     import openvds
 
     path = str(vds_file())
