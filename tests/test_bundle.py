@@ -84,13 +84,12 @@ def test_bundle_size(bundle, record_property):
 
 def test_bundle_carries_the_native_kernel_where_it_was_built(bundle):
     from viewer.format import native
+    from viewer.format.native import planes
 
     shown = _run(bundle, "--version")
     assert shown.returncode == 0, shown.stderr[-3000:]
     want = "native read kernel: built" if native.available() else "kernel: not built"
     assert want in shown.stdout
-    from viewer.format.native import planes
-
     want = "plane assembly: built" if planes.available() else "plane assembly: not built"
     assert want in shown.stdout
 

@@ -427,18 +427,13 @@ class LayeredSource:
     def screen_drawn(self) -> None:
         """The caller drew every plane it asked for complete: the parts' prefetch held behind
         the screen (``Loader(hold_until_drawn=True)``) may start.  GUI thread."""
-        for part in list(self._parts.values()):
-            if isinstance(part, Loader):
-                part.release_hold()
+        _release(list(self._parts.values()))
 
     def _release_deferred(self) -> None:
         """The screen is complete: the placeholder reads held behind it, and the reads ahead
         at the neighbouring time points, may start."""
         held = [self._parts.get(key) for key in self._deferred]
-        held += [self._all.get(key) for key in self._ahead]
-        for part in held:
-            if isinstance(part, Loader):
-                part.release_hold()
+        _release(held + [self._all.get(key) for key in self._ahead])
 
     def close(self) -> None:
         """Close every part (joining their workers), then run ``on_close``."""
@@ -588,6 +583,13 @@ def decoded_needed_bytes(source: LayeredSource, layer: str,
                         seen.add((mreq.mag, (bx, by, bz)))
                         total += ds.chunk_nbytes
     return total
+
+
+def _release(parts: Sequence[object]) -> None:
+    """Let the held work of the loaders among ``parts`` start (``Loader.release_hold``)."""
+    for part in parts:
+        if isinstance(part, Loader):
+            part.release_hold()
 
 
 __all__ = ["LayeredSource", "SourceLayer", "PartFactory", "PLACEHOLDERS", "source_layers",

@@ -57,9 +57,24 @@ def stage_buffer(nbytes: int) -> tuple[memoryview, int]:
 def new_block(nbytes: int) -> tuple[Any, int]:
     """Memory for one decoded block (``nbytes``; a buffer-protocol object) and its address:
     recycled memory of a block whose last array went (``BlockMemory``), else new."""
+    memory = _take(_kind(nbytes), nbytes)
+    return memory, ctypes.addressof(memory)
+
+
+def new_blocks(nbytes: int, count: int) -> tuple[list[BlockMemory], list[int]]:
+    """``new_block`` for ``count`` blocks at once (a batch): their memories and addresses."""
+    kind = _kind(nbytes)
+    memories = [_take(kind, nbytes) for _ in range(count)]
+    return memories, list(map(ctypes.addressof, memories))
+
+
+def _kind(nbytes: int) -> type[BlockMemory]:
     kind = _BLOCK_MEMORY.get(nbytes)
-    if kind is None:
-        kind = _block_memory_type(nbytes)
+    return kind if kind is not None else _block_memory_type(nbytes)
+
+
+def _take(kind: type[BlockMemory], nbytes: int) -> BlockMemory:
+    """A block's memory: a buffer given back (``free``) or a new one, wrapped."""
     # (try/except, not ``contextlib.suppress``: this runs once per block read, and the
     # context manager is a noticeable share of the Python work around a block's decoding.)
     try:
@@ -68,25 +83,7 @@ def new_block(nbytes: int) -> tuple[Any, int]:
         inner = np.empty(nbytes, dtype=np.uint8)
     memory = kind.from_buffer(inner)  # type: ignore[arg-type]
     memory.inner = inner
-    return memory, ctypes.addressof(memory)
-
-
-def new_blocks(nbytes: int, count: int) -> tuple[list[BlockMemory], list[int]]:
-    """``new_block`` for ``count`` blocks at once (a batch): their memories and addresses."""
-    kind = _BLOCK_MEMORY.get(nbytes)
-    if kind is None:
-        kind = _block_memory_type(nbytes)
-    free, wrap, address = kind.free, kind.from_buffer, ctypes.addressof
-    memories: list[BlockMemory] = []
-    for _ in range(count):
-        try:
-            inner = free.pop()
-        except IndexError:  # none free (or another thread took the last one)
-            inner = np.empty(nbytes, dtype=np.uint8)
-        memory = wrap(inner)  # type: ignore[arg-type]
-        memory.inner = inner
-        memories.append(memory)
-    return memories, list(map(address, memories))
+    return memory
 
 
 class BlockMemory(ctypes.Array[ctypes.c_char]):

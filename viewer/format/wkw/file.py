@@ -50,8 +50,8 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -92,6 +92,8 @@ from viewer.format.wkw.header import (
     numbers_of,
     parse_header,
 )
+
+T = TypeVar("T")
 
 #: Upper bound of one merged read.
 MAX_RUN_BYTES = 8 << 20
@@ -160,8 +162,9 @@ class File:
             if not indices:
                 handle.release()
                 return f, []
+            few = [int(i) for i in indices]
             try:
-                out = f._read_few_of(fd, handle, [int(i) for i in indices])
+                out = f._checked(fd, handle, lambda: f._read_few(fd, few, 0, 0))
             except BaseException:
                 handle.release()
                 handle.close()
@@ -563,26 +566,12 @@ class File:
     def _read_native(self, indices: list[int]) -> list[npt.NDArray[Any] | FormatError]:
         """``read_blocks`` by the native kernel, in plain ints: the kernel checks each block's
         range (what ``bad_ranges`` checks) and reads, decodes and places all of them in one
-        call, between one ``acquire`` of the descriptor and one ``fstat``
-        (``FileChangedError``); the Python here is per batch and per block only."""
+        call (``_acquired``); the Python here is per batch and per block only."""
         n = self._num_blocks
         if min(indices) < 0 or max(indices) >= n:
             raise IndexError(f"block index out of range 0..{n - 1} in {self.path}")
-        handle = self._handle
-        if self._closed or handle is None:
-            raise ValueError(f"{self.path} is closed")
         memory, addresses = new_blocks(self._block_bytes, len(indices))
-        fd = handle.acquire()
-        try:
-            try:
-                status = nativebox.read_blocks(self, fd, indices, addresses)
-            except Exception as exc:
-                if not isinstance(exc, FileChangedError) and handle._changed(fd):
-                    raise handle._changed_error() from exc
-                raise
-            handle.verify(fd)
-        finally:
-            handle.release()
+        status = self._acquired(lambda fd: nativebox.read_blocks(self, fd, indices, addresses))
         as_result = self._as_result
         if status is None:
             return [as_result(m) for m in memory]
@@ -596,24 +585,30 @@ class File:
 
     def _read_few_blocks(self, indices: list[int]) -> list[npt.NDArray[Any] | FormatError]:
         """``read_blocks`` of a few blocks (a unit of one block, a loader batch's share of a
-        small file) in plain ints (``_read_few``) between one ``acquire`` of the descriptor
-        and one ``fstat`` (``FileChangedError``).  The vectorised path's numpy calls cost
-        several times the decoding of one block."""
+        small file) in plain ints (``_read_few``, through ``_acquired``).  The vectorised
+        path's numpy calls cost several times the decoding of one block."""
+        return self._acquired(lambda fd: self._read_few(fd, indices, 0, 0))
+
+    def _acquired(self, read: Callable[[int], T]) -> T:
+        """``read(fd)`` between one ``acquire`` of the descriptor and one ``fstat``
+        (``_checked``): what ``FileHandle.reading`` does, without a context manager (a read of
+        one small block costs a few microseconds, and a generator's enter and exit were a
+        third of them).  ``ValueError`` when the file is closed."""
         handle = self._handle
         if self._closed or handle is None:
             raise ValueError(f"{self.path} is closed")
         fd = handle.acquire()
         try:
-            return self._read_few_of(fd, handle, indices)
+            return self._checked(fd, handle, lambda: read(fd))
         finally:
             handle.release()
 
-    def _read_few_of(self, fd: int, handle: FileHandle, indices: list[int]
-                     ) -> list[npt.NDArray[Any] | FormatError]:
-        """``_read_few`` from ``fd`` (in use), then one ``fstat``: ``FileChangedError`` when
+    @staticmethod
+    def _checked(fd: int, handle: FileHandle, read: Callable[[], T]) -> T:
+        """``read()`` from ``fd`` (in use), then one ``fstat``: ``FileChangedError`` when
         the file changed meanwhile (also when that is why a read came up short)."""
         try:
-            out = self._read_few(fd, indices, 0, 0)
+            out = read()
         except Exception as exc:
             if not isinstance(exc, FileChangedError) and handle._changed(fd):
                 raise handle._changed_error() from exc
